@@ -1,0 +1,31 @@
+"""grit — GRIT v1: Grouped Reduced-precision Interchange Type.
+
+A GRIT array is (Grade, Placement, Planes, Shape): a hashed numeric contract,
+a 64-bit layout word, up to four byte planes, and a shape, behind a 64-byte
+descriptor.  This package encodes and decodes bit-exactly to the spec, checks
+any descriptor in O(1) with a precise diagnosis, and scans real checkpoints.
+"""
+from . import layouts
+from .check import CheckReport, check, diagnose, plane_sizes
+from .descriptor import Descriptor
+from .errors import (
+    Detail, GritDigestError, GritEncodeError, GritError, GritFormatError, GritGradeError,
+    GritLayoutError, GritSizeError, GritUsageError, Status,
+)
+from .fingerprint import base32_decode, base32_encode, digest, fnv1a64, fnv1a128, gid
+from .formats import Format
+from .grade import (
+    GRADE_I8S24, GRADE_MXFP4, GRADE_MXFP4_RNE, GRADE_NVF4, GRADE_NVF4_RTZ, GRADE_Q4KS,
+    Grade, known_grades, lookup_grade, register_grade,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CheckReport", "Descriptor", "Detail", "Format", "GRADE_I8S24", "GRADE_MXFP4",
+    "GRADE_MXFP4_RNE", "GRADE_NVF4", "GRADE_NVF4_RTZ", "GRADE_Q4KS", "Grade",
+    "GritDigestError", "GritEncodeError", "GritError", "GritFormatError", "GritGradeError",
+    "GritLayoutError", "GritSizeError", "GritUsageError", "Status", "base32_decode",
+    "base32_encode", "check", "diagnose", "digest", "fnv1a128", "fnv1a64", "gid",
+    "known_grades", "layouts", "lookup_grade", "plane_sizes", "register_grade",
+]

@@ -1,0 +1,472 @@
+"""§7 and §14: grit_check.
+
+``diagnose`` never raises on bad input: for *any* 64 bytes, any shape and any
+plane sizes it returns exactly one :class:`Detail` (status OK or the first
+failure in the normative step order).  ``check`` is the must-use form: it
+returns a :class:`CheckReport` on success and raises the ``GritError``
+subclass of the failing status otherwise.
+
+Check levels (the §7.2 table, as this implementation fixes it):
+
+* 0 — erased: nothing is read; OK (L9: sound because decode is placement-invariant).
+* 1 — O(1): frame, grade, placement, size equations (steps 1–4). Never touches plane bytes.
+* 2 — level 1 + content (step 5): expected digest, sparse-metadata order. O(bytes).
+* 3 — level 2 + advisory decode-sanity probes (§7.6). Probes only add warnings.
+"""
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from . import descriptor as D
+from .errors import Detail, GritUsageError, Status, error_for
+from .fingerprint import digest as _digest
+from .formats import FORMAT_NAMES, fmt_classify, format_token
+from .grade import Grade, lookup_grade
+from .placement.words import UNSPECIFIED, is_well_formed, placement_name
+
+__all__ = ["check", "diagnose", "CheckReport", "plane_sizes", "PlaneSizes", "MAXRANK",
+           "LEVELS"]
+
+MAXRANK = 8                 # GRIT_MAXRANK: extents carried in grit_view_t
+_I64_MAX = (1 << 63) - 1
+LEVELS = (0, 1, 2, 3)
+_PLANE_NAMES = ("data", "scale0", "scale1", "aux")
+
+
+@dataclass(frozen=True, slots=True)
+class CheckReport:
+    """A passed check: the level it ran at, the grade it resolved, and any
+    level-3 advisory warnings (never failures, §7.6)."""
+
+    level: int
+    grade: Grade | None
+    status: Status = Status.OK
+    warnings: tuple[str, ...] = field(default=())
+
+    def __bool__(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class PlaneSizes:
+    """The §7.3 derivation for one (descriptor, shape), kept for diagnostics."""
+
+    numel: int
+    nnz: int
+    n_groups0: int
+    n_groups1: int
+    sizes: tuple[int, int, int, int]
+
+
+def _fmt_name(word: int) -> str:
+    if word == 0:
+        return "absent"
+    return format_token(word) if fmt_classify(word) is None else f"0x{word:04x}"
+
+
+def _width(word: int) -> int:
+    return (word & 31) + 1
+
+
+def _cw(word: int, pad8: bool) -> int:
+    w = _width(word)
+    return 8 if pad8 and w <= 8 else w
+
+
+def _ceil_div8(bits: int) -> int:
+    return (bits + 7) // 8
+
+
+# ---------------------------------------------------------------------------
+# the steps; each returns None (pass) or the failing Detail
+
+def _fail(status: Status, step: int, message: str, **kw) -> Detail:
+    return Detail(status=status, step=step, message=message, **kw)
+
+
+def _step1_frame(d: D.Descriptor) -> Detail | None:
+    G = Status.GRADE_UNKNOWN
+
+    def bad(field_: str, expected, actual, why: str) -> Detail:
+        return _fail(G, 1, f"GradeUnknown: descriptor frame is not a v1 frame: {why}",
+                     field=field_, expected=expected, actual=actual,
+                     lines=("A descriptor whose header cannot be believed has no knowable "
+                            "grade (§7.1).",))
+
+    if d.magic != D.MAGIC:
+        return bad("magic", f"0x{D.MAGIC:08x}", f"0x{d.magic:08x}",
+                   f"magic is 0x{d.magic:08x}, not 0x{D.MAGIC:08x} ('GRT1')")
+    if d.hdr_bytes != D.HDR_BYTES:
+        return bad("hdr_bytes", D.HDR_BYTES, d.hdr_bytes, f"hdr_bytes is {d.hdr_bytes}, not 64")
+    if d.version != D.VERSION:
+        return bad("version", D.VERSION, d.version, f"version is {d.version}, not 1")
+    if d.n_levels not in (1, 2):
+        return bad("n_levels", "1 or 2", d.n_levels, f"n_levels is {d.n_levels}")
+    if d.flags & D.F_RESERVED:
+        return bad("flags", f"flags & 0x{D.F_RESERVED:02x} == 0", f"0x{d.flags:02x}",
+                   "reserved flag bits 0xC0 are set")
+    if d.frame_rsvd != 0:
+        return bad("frame_rsvd", 0, d.frame_rsvd, "frame_rsvd is not 0")
+    if d.container not in (D.CT_DENSE, D.CT_PAD8):
+        return bad("container", "0 or 1", d.container, f"container is {d.container}")
+    if d.n_levels == 1 and (d.k1 != 0 or d.scale1 != 0):
+        return bad("k1" if d.k1 else "scale1", 0, d.k1 or f"0x{d.scale1:04x}",
+                   "n_levels == 1 requires k1 == 0 and scale1 absent")
+    if d.flags & D.F_SPARSE and d.flags & D.F_HAS_ZP:
+        return bad("flags", "not SPARSE and HAS_ZP", f"0x{d.flags:02x}",
+                   "SPARSE and HAS_ZP together (v1 has one aux plane)")
+    if d.flags & D.F_ZP_L1SCALED and not (d.flags & D.F_HAS_ZP and d.n_levels == 2):
+        return bad("flags", "ZP_L1SCALED => HAS_ZP and n_levels == 2", f"0x{d.flags:02x}",
+                   "ZP_L1SCALED without HAS_ZP and two scale levels")
+    if d.elem >> 15:
+        return bad("elem", "bias_ovr = 0", f"0x{d.elem:04x}", "elem.bias_ovr is set")
+    for name in ("elem", "scale0", "scale1", "zp_fmt"):
+        w = getattr(d, name)
+        if (w >> 11) & 3 == 3:
+            return bad(name, "nan_enc != 3", f"0x{w:04x}", f"{name}.nan_enc is the reserved 3")
+    return None
+
+
+def _step2_grade(d: D.Descriptor) -> tuple[Detail | None, Grade | None]:
+    g = lookup_grade(d.grade_id)
+    if g is None:
+        return _fail(
+            Status.GRADE_UNKNOWN, 2,
+            f"GradeUnknown: grade_id 0x{d.grade_id:016X} is not a grade this process knows.",
+            field="grade_id", actual=f"0x{d.grade_id:016X}",
+            lines=("Likeliest cause: the producer used a grade whose canonical string was not "
+                   "shipped with the file.",
+                   "Fix:  grit.register_grade('grit1(...)')  # the producer's canonical string")
+        ), None
+    mism = g.frame_mismatches(d)
+    if mism:
+        name, want, got = mism[0]
+        show = _fmt_name if name in ("elem", "scale0", "scale1", "zp_fmt") else (
+            lambda v: f"0x{v:02x}" if name == "flags" else v)
+        cause = _likely_grade_cause(name, want, got, g)
+        return _fail(
+            Status.GRADE_UNKNOWN, 2,
+            f"GradeUnknown: descriptor {name} = {show(got)} but grade "
+            f"{g.name or g.canonical} requires {name} = {show(want)}.",
+            field=name, expected=show(want), actual=show(got),
+            lines=((f"grade: {g.canonical}",) + ((cause,) if cause else ())
+                   + tuple(f"also differs: {n} = {show(gv)} (grade {show(wv)})"
+                           for n, wv, gv in mism[1:]))
+        ), g
+    return None, g
+
+
+def _likely_grade_cause(name: str, want, got, g: Grade) -> str | None:
+    if name == "k0":
+        return (f"Likeliest cause: the tensor was quantised at group_size={got} but the "
+                f"contract says {want} (or the reverse).")
+    if name == "elem" and {FORMAT_NAMES.get(want), FORMAT_NAMES.get(got)} == {"u4", "s4"}:
+        return "Likeliest cause: unsigned nibbles spelled int4 (§10.2) — decodes to garbage."
+    if name == "flags":
+        return "Likeliest cause: a zero-point, sparsity or bit-order convention differs."
+    return None
+
+
+def _step3_placement(d: D.Descriptor) -> Detail | None:
+    for name, word in (("placement_data", d.placement_data),
+                       ("placement_scale", d.placement_scale),
+                       ("placement_meta", d.placement_meta)):
+        if not is_well_formed(word):
+            cls = (word >> 60) & 0xF
+            why = ("class 0x1 but not in the registry" if cls == 1
+                   else f"class 0x{cls:X} is not a v1 placement class")
+            return _fail(Status.PLACEMENT_UNKNOWN, 3,
+                         f"PlacementUnknown: {name} = 0x{word:016x}: {why}.",
+                         field=name, actual=f"0x{word:016x}",
+                         lines=("Legal: UNSPECIFIED (0), registered class 0x1, hashed class "
+                                "0x8, opaque class 0xF.",))
+    has_aux = bool(d.flags & (D.F_SPARSE | D.F_HAS_ZP))
+    if has_aux != (d.placement_meta != UNSPECIFIED):
+        if has_aux:
+            msg = ("an aux plane is declared (SPARSE or HAS_ZP) but placement_meta is "
+                   "UNSPECIFIED")
+        else:
+            msg = (f"placement_meta is {placement_name(d.placement_meta)} but no aux plane "
+                   "is declared")
+        return _fail(Status.PLACEMENT_UNKNOWN, 3, f"PlacementUnknown: {msg}.",
+                     field="placement_meta", actual=f"0x{d.placement_meta:016x}",
+                     expected="non-zero" if has_aux else "0x0000000000000000")
+    interleaved = bool(d.flags & D.F_INTERLEAVED)
+    from .layouts import BLOCK_AOS
+    if interleaved != (d.placement_data == BLOCK_AOS):
+        return _fail(Status.PLACEMENT_UNKNOWN, 3,
+                     "PlacementUnknown: the INTERLEAVED flag and a BLOCK_AOS data placement "
+                     "go together.",
+                     field="flags", actual=f"0x{d.flags:02x}",
+                     expected="INTERLEAVED iff placement_data == BLOCK_AOS")
+    return None
+
+
+def plane_sizes(d: D.Descriptor, shape: Sequence[int]) -> PlaneSizes | Detail:
+    """§7.3 step 4: the exact byte count of each plane, or the SizeMismatch
+    Detail explaining why the shape cannot carry this descriptor.  Every
+    divisor is tested before dividing (§14)."""
+    S = Status.SIZE_MISMATCH
+
+    def bad(msg: str, **kw) -> Detail:
+        return _fail(S, 4, f"SizeMismatch: {msg}", **kw)
+
+    rank = len(shape)
+    if rank > MAXRANK:
+        return bad(f"rank {rank} exceeds GRIT_MAXRANK = {MAXRANK}.", field="rank",
+                   expected=f"<= {MAXRANK}", actual=rank)
+    for i, x in enumerate(shape):
+        if not 0 <= x <= _I64_MAX:
+            return bad(f"shape[{i}] = {x} is not an extent in [0, 2^63).", field="shape",
+                       actual=x)
+    if not 0 <= d.group_axis < rank:
+        return bad(f"group_axis {d.group_axis} is outside [0, rank={rank}).",
+                   field="group_axis", expected=f"0..{rank - 1}" if rank else "rank >= 1",
+                   actual=d.group_axis)
+    numel = 1
+    for x in shape:
+        numel *= x
+    if numel > _I64_MAX:
+        return bad(f"numel = {numel} overflows int64.", field="shape", actual=numel)
+    k0 = d.k0
+    ga = shape[d.group_axis]
+    if k0 == 0:
+        return bad("k0 = 0: a group must hold at least one element.", field="k0", actual=0)
+    if ga % k0:
+        return bad(f"shape[{d.group_axis}] = {ga} is not a multiple of k0 = {k0}.",
+                   field="shape", expected=f"multiple of {k0}", actual=ga,
+                   lines=("Likeliest cause: the group axis or the group size is wrong.",))
+    sparse = bool(d.flags & D.F_SPARSE)
+    if sparse:
+        m, n = d.sp_m, d.sp_n
+        if m == 0:
+            return bad("SPARSE with sp_m = 0.", field="sp_m", actual=0)
+        if ga % m:
+            return bad(f"shape[{d.group_axis}] = {ga} is not a multiple of sp_m = {m}.",
+                       field="shape", expected=f"multiple of {m}", actual=ga)
+        nnz = numel // m * n
+    else:
+        nnz = numel
+    n_groups0 = numel // k0
+    if d.n_levels == 2:
+        if d.k1 == 0:
+            n_groups1 = 1
+        elif n_groups0 % d.k1:
+            return bad(f"n_groups0 = {n_groups0} is not a multiple of k1 = {d.k1}.",
+                       field="k1", expected=f"divides {n_groups0}", actual=d.k1,
+                       lines=(f"numel={numel}, k0={k0} -> n_groups0={n_groups0}.",))
+        else:
+            n_groups1 = n_groups0 // d.k1
+    else:
+        n_groups1 = 0
+    pad8 = d.container == D.CT_PAD8
+    data = _ceil_div8(nnz * _cw(d.elem, pad8))
+    scale0 = _ceil_div8(n_groups0 * _cw(d.scale0, True))
+    per = 2 if d.flags & D.F_ZP_L1SCALED else 1
+    scale1 = _ceil_div8(n_groups1 * per * _width(d.scale1)) if d.n_levels == 2 else 0
+    if sparse:
+        metabits = {D.SPMETA_U2: 2, D.SPMETA_U4: 4}.get(d.sp_meta_fmt)
+        if metabits is None:
+            return bad(f"SPARSE with sp_meta_fmt = {d.sp_meta_fmt} (not U2 or U4).",
+                       field="sp_meta_fmt", actual=d.sp_meta_fmt)
+        aux = _ceil_div8(numel // d.sp_m * d.sp_n * metabits)
+    elif d.flags & D.F_HAS_ZP:
+        aux = _ceil_div8(n_groups0 * _cw(d.zp_fmt, True))
+    else:
+        aux = 0
+    return PlaneSizes(numel, nnz, n_groups0, n_groups1, (data, scale0, scale1, aux))
+
+
+def _size_explain(d: D.Descriptor, ps: PlaneSizes, i: int, got: int) -> tuple[str, ...]:
+    pad8 = d.container == D.CT_PAD8
+    if i == 0:
+        cw = _cw(d.elem, pad8)
+        lines = [f"nnz={ps.nnz}, cw({_fmt_name(d.elem)})={cw} -> {ps.sizes[0]} bytes."]
+        if got and got * 2 == ps.sizes[0]:
+            lines.append("Likeliest cause: dense/sparse confusion (2:4 stores half the "
+                         "elements) or a truncated shard.")
+        elif got and got == ps.sizes[0] * 2:
+            lines.append("Likeliest cause: PAD8/dense container confusion (one element "
+                         "per byte vs two), or a dense tensor declared 2:4 sparse.")
+        elif got < ps.sizes[0]:
+            lines.append("Likeliest cause: a truncated shard or a short read.")
+    elif i == 1:
+        cw = _cw(d.scale0, True)
+        lines = [f"numel={ps.numel}, k0={d.k0} -> n_groups0={ps.n_groups0}, "
+                 f"cw({_fmt_name(d.scale0)})={cw} -> {ps.sizes[1]} bytes."]
+        if got and cw and (got * 8) % cw == 0:
+            n_actual = got * 8 // cw
+            if n_actual and ps.numel % n_actual == 0:
+                lines.append(f"Likeliest cause: the checkpoint was quantised at "
+                             f"group_size={ps.numel // n_actual}, not {d.k0}.")
+    elif i == 2:
+        per = 2 if d.flags & D.F_ZP_L1SCALED else 1
+        lines = [f"n_groups1={ps.n_groups1} x {per} value(s) x width({_fmt_name(d.scale1)})="
+                 f"{_width(d.scale1)} bits -> {ps.sizes[2]} bytes."]
+    else:
+        if d.flags & D.F_SPARSE:
+            lines = [f"numel={ps.numel}/{d.sp_m} x {d.sp_n} indices x meta bits -> "
+                     f"{ps.sizes[3]} bytes."]
+        elif d.flags & D.F_HAS_ZP:
+            lines = [f"n_groups0={ps.n_groups0} zero points, one per byte (PAD8) -> "
+                     f"{ps.sizes[3]} bytes."]
+            if got * 2 == ps.sizes[3]:
+                lines.append("Likeliest cause: dense-nibble zero points (GPTQ/AWQ qzeros), "
+                             "inexpressible in v1 (§0.3d).")
+        else:
+            lines = ["no aux plane is declared -> 0 bytes."]
+    if got > ps.sizes[i]:
+        lines.append("A too-large plane is as much a mismatch as a too-small one (§7.3).")
+    return tuple(lines)
+
+
+def _step4_sizes(d: D.Descriptor, shape, nbytes: Sequence[int]) -> Detail | None:
+    ps = plane_sizes(d, shape)
+    if isinstance(ps, Detail):
+        return ps
+    for i, (want, got) in enumerate(zip(ps.sizes, nbytes)):
+        if want != got:
+            return _fail(Status.SIZE_MISMATCH, 4,
+                         f"SizeMismatch: {_PLANE_NAMES[i]} plane is {got} bytes; descriptor "
+                         f"requires {want}.",
+                         field=_PLANE_NAMES[i], expected=want, actual=got, plane=i,
+                         lines=_size_explain(d, ps, i, got))
+    return None
+
+
+def _step5_content(d: D.Descriptor, shape, planes, expected_digest) -> Detail | None:
+    if expected_digest is not None:
+        got = _digest(planes)
+        if got != bytes(expected_digest):
+            return _fail(Status.DIGEST_MISMATCH, 5,
+                         "DigestMismatch: plane contents do not hash to the expected digest.",
+                         field="digest", expected=bytes(expected_digest).hex(),
+                         actual=got.hex(),
+                         lines=("The bytes changed after the digest was taken (corruption, "
+                                "a partial write, or a different tensor).",))
+    if d.flags & D.F_SPARSE and d.sp_order == D.SPORDER_ASC_LSB:
+        from ._sparse import first_disordered_quad
+        bits = {D.SPMETA_U2: 2, D.SPMETA_U4: 4}[d.sp_meta_fmt]
+        numel = 1
+        for x in shape:
+            numel *= x
+        bad = first_disordered_quad(planes[3], d.sp_n, d.sp_m, bits, numel // d.sp_m)
+        if bad is not None:
+            q, idx = bad
+            return _fail(Status.DIGEST_MISMATCH, 5,
+                         f"DigestMismatch: sparse metadata of quad {q} is {list(idx)}, not "
+                         f"strictly increasing indices < {d.sp_m} (SPORDER_ASC_LSB, §7.4).",
+                         field="aux", plane=3, actual=list(idx),
+                         expected=f"strictly increasing, each < {d.sp_m}",
+                         lines=("mma.sp::ordered_metadata makes this undefined behaviour; "
+                                "the descriptor promised ASC_LSB.",
+                                "Fix: re-sort the metadata (and data) or declare "
+                                "sp order unord."))
+    return None
+
+
+# ---------------------------------------------------------------------------
+# argument normalisation: only GritUsageError may come out of here
+
+def _as_desc(desc) -> D.Descriptor:
+    if isinstance(desc, D.Descriptor):
+        return desc
+    if isinstance(desc, str):
+        return D.Descriptor.from_hex(desc)
+    return D.Descriptor.from_bytes(desc)
+
+
+def _as_shape(shape) -> tuple[int, ...]:
+    try:
+        return tuple(operator.index(x) for x in shape)
+    except TypeError:
+        raise GritUsageError(f"shape must be a sequence of integers, got {shape!r:.60}") from None
+
+
+def _as_planes(planes, need_bytes: bool) -> tuple[list[int], list[Any] | None]:
+    try:
+        items = list(planes)
+    except TypeError:
+        raise GritUsageError("planes must be four items (bytes-like or int byte counts)") from None
+    if len(items) != 4:
+        raise GritUsageError(f"planes must be exactly four items, got {len(items)}")
+    sizes, bufs = [], []
+    for i, p in enumerate(items):
+        if p is None:
+            p = b""
+        if isinstance(p, bool):
+            raise GritUsageError(f"plane {i}: a bool is not a byte count")
+        if isinstance(p, int):
+            sizes.append(p)
+            bufs.append(None)
+            continue
+        try:
+            mv = memoryview(p)
+        except TypeError:
+            try:
+                sizes.append(operator.index(p))
+                bufs.append(None)
+                continue
+            except TypeError:
+                raise GritUsageError(
+                    f"plane {i}: expected bytes-like or int, got {type(p).__name__}") from None
+        if not mv.c_contiguous:
+            raise GritUsageError(f"plane {i}: buffer is not C-contiguous")
+        sizes.append(mv.nbytes)
+        bufs.append(mv.cast("B") if mv.ndim else mv.cast("B"))
+    if need_bytes and any(b is None for b, s in zip(bufs, sizes) if s):
+        raise GritUsageError("check level >= 2 needs the plane bytes, not only their sizes")
+    return sizes, bufs
+
+
+def diagnose(desc, shape, planes, level: int = 1, expected_digest=None) -> Detail:
+    """Run grit_check and return its Detail (status OK on success).  Raises
+    only GritUsageError for arguments of the wrong type."""
+    if level not in LEVELS:
+        raise GritUsageError(f"check level must be 0..3, got {level!r}")
+    d = _as_desc(desc)
+    shp = _as_shape(shape)
+    sizes, bufs = _as_planes(planes, need_bytes=level >= 2)
+    if expected_digest is not None:
+        try:
+            ed = bytes(expected_digest)
+        except TypeError:
+            raise GritUsageError("expected_digest must be 16 bytes") from None
+        if len(ed) != 16:
+            raise GritUsageError(f"expected_digest must be 16 bytes, got {len(ed)}")
+        expected_digest = ed
+    ok = Detail(status=Status.OK, message="Ok")
+    if level == 0:
+        return ok
+    f = _step1_frame(d)
+    if f:
+        return f
+    f, _ = _step2_grade(d)
+    if f:
+        return f
+    f = _step3_placement(d) or _step4_sizes(d, shp, sizes)
+    if f:
+        return f
+    if level >= 2:
+        planes_b = [b if b is not None else b"" for b in bufs]
+        f = _step5_content(d, shp, planes_b, expected_digest)
+        if f:
+            return f
+    return ok
+
+
+def check(desc, shape, planes, level: int = 1, expected_digest=None) -> CheckReport:
+    """grit_check (§7).  Returns a :class:`CheckReport`; raises the
+    GritError subclass of the first failing status (§7.3 order)."""
+    det = diagnose(desc, shape, planes, level, expected_digest)
+    if det.status != Status.OK:
+        raise error_for(det)
+    d = _as_desc(desc)
+    g = lookup_grade(d.grade_id) if level >= 1 else None
+    warnings: tuple[str, ...] = ()
+    if level >= 3:
+        from .probes import probe
+        warnings = tuple(probe(d, _as_shape(shape), _as_planes(planes, True)[1]))
+    return CheckReport(level=level, grade=g, warnings=warnings)
