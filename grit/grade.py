@@ -214,7 +214,7 @@ def _norm_value(key: str, raw: str) -> str:
 class Grade:
     """A parsed, canonical grade.  Immutable; equal iff canonical strings are."""
 
-    __slots__ = ("_v", "canonical", "id", "_hash")
+    __slots__ = ("_v", "canonical", "id", "_hash", "_frame")
 
     def __init__(self, values: Mapping[str, str]):
         # values: key -> canonical token for every present key (structural keys
@@ -226,6 +226,7 @@ class Grade:
         object.__setattr__(self, "canonical", canon)
         object.__setattr__(self, "id", fnv1a64(canon.encode("utf-8")))
         object.__setattr__(self, "_hash", hash(canon))
+        object.__setattr__(self, "_frame", None)
 
     def __setattr__(self, *_):
         raise AttributeError("Grade is immutable")
@@ -350,6 +351,11 @@ class Grade:
     # -- §4 ↔ §3: the frame fields this grade fixes
     def frame_fields(self) -> dict[str, int]:
         """The descriptor fields grit_check step 2 compares with this grade."""
+        if self._frame is None:
+            object.__setattr__(self, "_frame", MappingProxyType(self._frame_fields()))
+        return dict(self._frame)
+
+    def _frame_fields(self) -> dict[str, int]:
         flags = 0
         if self["zp"] is not None:
             flags |= D.F_HAS_ZP
@@ -383,8 +389,10 @@ class Grade:
     def frame_mismatches(self, desc: D.Descriptor) -> list[tuple[str, int, int]]:
         """(field, grade's value, descriptor's value) for each disagreement.
         F_INTERLEAVED is a placement flag and is not the grade's business."""
+        if self._frame is None:
+            self.frame_fields()
         out = []
-        for name, want in self.frame_fields().items():
+        for name, want in self._frame.items():
             got = getattr(desc, name)
             if name == "flags":
                 got &= ~D.F_INTERLEAVED

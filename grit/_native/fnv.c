@@ -295,13 +295,33 @@ PyDoc_STRVAR(digest_doc,
 
 #define GRIT_PLANES 4
 
+#if defined(__GNUC__)
+#define GRIT_NOINLINE __attribute__((noinline))
+#else
+#define GRIT_NOINLINE
+#endif
+
+/* Kept out of line: inlined into py_digest, GCC spills the multiply's
+ * result through the stack inside the byte loop (about 10% slower). */
+static GRIT_NOINLINE fnv128_t
+digest_planes(const Py_buffer *views)
+{
+    fnv128_t st = {FNV128_OFFSET_HI, FNV128_OFFSET_LO};
+    for (int i = 0; i < GRIT_PLANES; i++) {
+        st = fnv128_u64le(st, (uint64_t)views[i].len);
+        st = fnv128_update(st, (const unsigned char *)views[i].buf,
+                           (size_t)views[i].len);
+    }
+    return st;
+}
+
 static PyObject *
 py_digest(PyObject *self, PyObject *arg)
 {
     Py_buffer views[GRIT_PLANES];
     int acquired = 0;
     PyObject *res = NULL;
-    fnv128_t st = {FNV128_OFFSET_HI, FNV128_OFFSET_LO};
+    fnv128_t st;
     Py_ssize_t total = 0;
 
     (void)self;
@@ -327,19 +347,11 @@ py_digest(PyObject *self, PyObject *arg)
     /* The views pin every buffer, so the loop can run without the GIL. */
     if (total > GRIT_NOGIL_BYTES) {
         Py_BEGIN_ALLOW_THREADS
-        for (int i = 0; i < GRIT_PLANES; i++) {
-            st = fnv128_u64le(st, (uint64_t)views[i].len);
-            st = fnv128_update(st, (const unsigned char *)views[i].buf,
-                               (size_t)views[i].len);
-        }
+        st = digest_planes(views);
         Py_END_ALLOW_THREADS
     }
     else {
-        for (int i = 0; i < GRIT_PLANES; i++) {
-            st = fnv128_u64le(st, (uint64_t)views[i].len);
-            st = fnv128_update(st, (const unsigned char *)views[i].buf,
-                               (size_t)views[i].len);
-        }
+        st = digest_planes(views);
     }
     res = state128_to_py(st);
 

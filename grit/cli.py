@@ -1,0 +1,158 @@
+"""The ``grit`` command line."""
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from . import __version__
+from .check import diagnose
+from .descriptor import Descriptor
+from .errors import GritError, Status
+from .grade import Grade, grade_from
+
+_STATUS_HELP = {
+    Status.OK: ("The descriptor, shape and planes agree.", "Nothing to do."),
+    Status.SIZE_MISMATCH: (
+        "A plane's byte count differs from what the §7.3 size equations derive from the "
+        "descriptor and shape (exactly; too large is as wrong as too small).",
+        "Check the group size (k0), dense vs PAD8 container, dense vs sparse, and whether "
+        "the shard was truncated. The message names the plane and the derivation."),
+    Status.GRADE_UNKNOWN: (
+        "The descriptor does not denote a grade this process knows: the frame is not a v1 "
+        "frame (magic, version, reserved bits, inconsistent flags), its grade_id is not "
+        "registered, or its fields disagree with the grade's canonical string.",
+        "Register the producer's canonical grade string (grit.register_grade), or fix the "
+        "descriptor field the message names."),
+    Status.PLACEMENT_UNKNOWN: (
+        "A placement word is not UNSPECIFIED, a registered class-0x1 word, class 0x8 or "
+        "class 0xF; or an aux placement is given without an aux plane (or the reverse).",
+        "Relayout to a registered placement (grit.relayout) or fix placement_meta."),
+    Status.DIGEST_MISMATCH: (
+        "The plane contents disagree with what the descriptor asserts: the digest differs, "
+        "or ASC_LSB sparse metadata is not strictly increasing.",
+        "Re-fetch the bytes (corruption or partial write), or re-sort the metadata."),
+}
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="grit")
+def main() -> None:
+    """GRIT v1 toolkit: check descriptors, canonicalise grades, explain statuses."""
+
+
+@main.command("grade")
+@click.argument("text")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def grade_cmd(text: str, as_json: bool) -> None:
+    """Canonicalise a grade string (or a name like GRADE_MXFP4) and print its id.
+
+    \b
+    Example:  grit grade 'GRIT1(esr=ocpmx, s0=ue8m0, k0=32, e=fp4)'
+    """
+    try:
+        g = grade_from(text)
+    except GritError as e:
+        _die(e, as_json)
+    out = {"canonical": g.canonical, "grade_id": f"0x{g.id:016X}",
+           "decode_projection": g.decode_projection, "name": g.name}
+    if as_json:
+        click.echo(json.dumps(out, indent=2))
+    else:
+        for k, v in out.items():
+            if v is not None:
+                click.echo(f"{k:18} {v}")
+
+
+@main.command("check")
+@click.argument("target")
+@click.option("--shape", help="Comma-separated extents, e.g. 4096,4096 (with a hex descriptor).")
+@click.option("--planes", help="Comma-separated plane byte counts data,scale0,scale1,aux.")
+@click.option("--level", type=click.IntRange(0, 1), default=1, show_default=True,
+              help="Check level (byte-reading levels need the planes themselves).")
+@click.option("--grade", "grades", multiple=True,
+              help="Teach a grade string before checking (repeatable).")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def check_cmd(target, shape, planes, level, grades, as_json) -> None:
+    """Run grit_check on a hex descriptor, or on every case of a JSON file.
+
+    TARGET is 128 hex digits (then give --shape and --planes) or a JSON file holding
+    a list of {"name", "desc_hex", "shape", "plane_bytes", "grades"?} cases.
+
+    Exit status: 0 all OK, 1 any check failed, 4 the input could not be read.
+    """
+    try:
+        for g in grades:
+            from .grade import register_grade
+            register_grade(g)
+        cases = _load_cases(target, shape, planes)
+    except (GritError, OSError, ValueError) as e:
+        _die(e, as_json, code=4)
+    results = []
+    for c in cases:
+        try:
+            for g in c.get("grades", []):
+                from .grade import register_grade
+                register_grade(g)
+            det = diagnose(c["desc_hex"], c["shape"], c["plane_bytes"], level=level)
+            results.append({"name": c.get("name", "-"), **det.to_dict()})
+        except (GritError, KeyError, TypeError) as e:
+            results.append({"name": c.get("name", "-"), "status": "Unreadable",
+                            "code": None, "message": str(e)})
+    failed = sum(r["status"] != "Ok" for r in results)
+    if as_json:
+        click.echo(json.dumps({"results": results, "failed": failed}, indent=2))
+    else:
+        for r in results:
+            mark = "ok " if r["status"] == "Ok" else "FAIL"
+            click.echo(f"{mark} {r['name']}: {r['status']}")
+            if r["status"] != "Ok":
+                for line in r["message"].splitlines():
+                    click.echo(f"     {line}")
+                for line in r.get("lines", []):
+                    click.echo(f"       {line}")
+        click.echo(f"{len(results) - failed} ok, {failed} failed")
+    sys.exit(1 if failed else 0)
+
+
+@main.command("explain")
+@click.argument("status")
+def explain_cmd(status: str) -> None:
+    """Explain a check status (Ok, SizeMismatch, GradeUnknown, PlacementUnknown,
+    DigestMismatch, or its number)."""
+    try:
+        s = Status(int(status)) if status.isdigit() else Status.from_spec_name(status)
+    except (ValueError, GritError):
+        raise click.BadParameter(
+            f"{status!r}: expected one of {', '.join(s.spec_name for s in Status)}")
+    what, fix = _STATUS_HELP[s]
+    click.echo(f"{s.spec_name} ({int(s)})\n\nWhat it means: {what}\n\nFix: {fix}")
+
+
+def _load_cases(target, shape, planes):
+    t = "".join(target.split())
+    if len(t) == 128 and all(c in "0123456789abcdefABCDEF" for c in t):
+        if shape is None or planes is None:
+            raise ValueError("a hex descriptor needs --shape and --planes")
+        return [{"name": "descriptor", "desc_hex": t,
+                 "shape": [int(x) for x in shape.split(",") if x.strip()],
+                 "plane_bytes": [int(x) for x in planes.split(",")]}]
+    with open(target, encoding="utf-8") as f:
+        data = json.load(f)
+    cases = data.get("cases", data) if isinstance(data, dict) else data
+    if not isinstance(cases, list):
+        raise ValueError(f"{target}: expected a list of cases")
+    return cases
+
+
+def _die(e: Exception, as_json: bool, code: int = 2):
+    if as_json:
+        click.echo(json.dumps({"error": type(e).__name__, "message": str(e)}))
+    else:
+        click.echo(f"error: {e}", err=True)
+    sys.exit(code)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
