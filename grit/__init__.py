@@ -18,10 +18,13 @@ from .grade import (
     GRADE_I8S24, GRADE_MXFP4, GRADE_MXFP4_RNE, GRADE_NVF4, GRADE_NVF4_RTZ, GRADE_Q4KS,
     Grade, known_grades, lookup_grade, register_grade,
 )
+from .array import GritArray
+from .codec import Requantized, decode, encode, requantize
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "GritArray", "Requantized", "decode", "encode", "requantize",
     "CheckReport", "Descriptor", "Detail", "Format", "GRADE_I8S24", "GRADE_MXFP4",
     "GRADE_MXFP4_RNE", "GRADE_NVF4", "GRADE_NVF4_RTZ", "GRADE_Q4KS", "Grade",
     "GritDigestError", "GritEncodeError", "GritError", "GritFormatError", "GritGradeError",

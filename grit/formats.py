@@ -278,9 +278,12 @@ class Format:
 def _max_finite(f: Format) -> float:
     if f.kind == "int":
         return float((1 << f.width) - 1 if f.unsigned else (1 << (f.width - 1)) - 1)
-    # wide floats: search from the top code downwards for the first finite one
+    # wide floats: search from the top code downwards for the first finite
+    # one, skipping the Inf/NaN codes of an IEEE top exponent (2^m_bits codes)
     top = ((1 << (f.e_bits + f.m_bits)) - 1)
-    for code in range(top, -1, -1):
+    top_exp = ((1 << f.e_bits) - 1) << f.m_bits
+    start = top_exp - 1 if f.has_inf else top_exp if f.nan_enc == NAN_IEEE else top
+    for code in range(start, -1, -1):
         v = fmt_decode(f.word, code)
         if math.isfinite(v):
             return v

@@ -565,9 +565,11 @@ def register_grade(text: "str | Grade", name: str | None = None) -> Grade:
     between two different canonical strings."""
     g = Grade.parse(text) if not isinstance(text, Grade) else text
     have = _REGISTRY.get(g.id)
-    if have is not None and have != g:
-        raise GritGradeError(
-            f"grade_id 0x{g.id:016X} collision: {have.canonical} vs {g.canonical}")
+    if have is not None:
+        if have != g:
+            raise GritGradeError(
+                f"grade_id 0x{g.id:016X} collision: {have.canonical} vs {g.canonical}")
+        return have  # keep the first object: lookup_grade(id) is GRADE_X stays true
     _REGISTRY[g.id] = g
     if name:
         _NAME_OF.setdefault(g.canonical, name)

@@ -1,0 +1,244 @@
+"""The GRIT array value: (descriptor, shape, planes), checked on construction.
+
+A :class:`GritArray` is the quadruple of §0 with the grade resolved from the
+descriptor's grade_id.  Construction runs ``grit.check`` at level 1 (§7.3
+steps 1–4, O(1), no plane byte is read), so an array that exists has planes
+of exactly the sizes its descriptor and shape require.  The planes are kept as
+given — ``bytes`` stay ``bytes``; any other buffer (numpy array, ``mmap``,
+``memoryview`` slice) is wrapped in a read-only byte view, never copied.
+"""
+from __future__ import annotations
+
+import operator
+from typing import Sequence
+
+from . import descriptor as D
+from .check import check, diagnose, plane_sizes
+from .errors import Detail, GritSizeError, GritUsageError, Status, error_for
+from .fingerprint import base32_encode, display_prefix
+from .fingerprint import digest as _digest
+from .fingerprint import gid as _gid
+from .grade import Grade
+
+__all__ = ["GritArray", "PLANE_NAMES"]
+
+PLANE_NAMES = ("data", "scale0", "scale1", "aux")
+
+
+def _as_descriptor(desc) -> D.Descriptor:
+    if isinstance(desc, D.Descriptor):
+        return desc
+    if isinstance(desc, str):
+        return D.Descriptor.from_hex(desc)
+    return D.Descriptor.from_bytes(desc)
+
+
+def _as_shape(shape) -> tuple[int, ...]:
+    if isinstance(shape, (str, bytes)):
+        raise GritUsageError(f"shape must be a sequence of integers, got {shape!r:.60}")
+    try:
+        return tuple(operator.index(x) for x in shape)
+    except TypeError:
+        raise GritUsageError(f"shape must be a sequence of integers, got {shape!r:.60}") from None
+
+
+def _as_plane(i: int, p):
+    """A zero-copy, read-only byte view of one plane (``bytes`` kept as is)."""
+    if p is None:
+        return b""
+    if isinstance(p, bytes):
+        return p
+    try:
+        mv = memoryview(p)
+    except TypeError:
+        raise GritUsageError(
+            f"plane {i} ({PLANE_NAMES[i]}): expected a bytes-like object, "
+            f"got {type(p).__name__}") from None
+    if not mv.c_contiguous:
+        raise GritUsageError(f"plane {i} ({PLANE_NAMES[i]}): buffer is not C-contiguous")
+    if mv.ndim != 1 or mv.format != "B":
+        mv = mv.cast("B") if mv.ndim <= 1 else mv.cast("B", (mv.nbytes,))
+    return mv.toreadonly()
+
+
+class GritArray:
+    """A checked GRIT array: ``GritArray(desc, shape, planes)``.
+
+    ``desc`` is a :class:`~grit.descriptor.Descriptor`, 64 bytes, or their
+    hex; ``planes`` is four bytes-like objects in the order data, scale0,
+    scale1, aux (``None`` or ``b""`` for an absent plane).  Raises the
+    ``GritError`` subclass of the first failing §7.3 step.  Immutable.
+    """
+
+    __slots__ = ("_desc", "_shape", "_planes", "_grade", "_gid")
+
+    def __init__(self, desc, shape: Sequence[int], planes: Sequence):
+        d = _as_descriptor(desc)
+        shp = _as_shape(shape)
+        if isinstance(planes, (bytes, bytearray, memoryview)):
+            raise GritUsageError("planes must be four bytes-like objects, not one buffer "
+                                 "(use GritArray.from_payload for a concatenated payload)")
+        try:
+            items = list(planes)
+        except TypeError:
+            raise GritUsageError("planes must be four bytes-like objects") from None
+        if len(items) != 4:
+            raise GritUsageError(f"planes must be exactly four items "
+                                 f"(data, scale0, scale1, aux), got {len(items)}")
+        pl = tuple(_as_plane(i, p) for i, p in enumerate(items))
+        report = check(d, shp, pl, level=1)
+        sset = object.__setattr__
+        sset(self, "_desc", d)
+        sset(self, "_shape", shp)
+        sset(self, "_planes", pl)
+        sset(self, "_grade", report.grade)
+        sset(self, "_gid", None)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("GritArray is immutable")
+
+    def __delattr__(self, name):
+        raise AttributeError("GritArray is immutable")
+
+    # -- construction from one concatenated payload (§3.6)
+    @classmethod
+    def from_payload(cls, desc, shape: Sequence[int], payload) -> "GritArray":
+        """Split ``data ‖ scale0 ‖ scale1 ‖ aux`` by the §7.3 size equations
+        (zero-copy slices of ``payload``) and construct the array."""
+        d = _as_descriptor(desc)
+        shp = _as_shape(shape)
+        try:
+            mv = memoryview(payload)
+        except TypeError:
+            raise GritUsageError(
+                f"payload must be bytes-like, got {type(payload).__name__}") from None
+        if not mv.c_contiguous:
+            raise GritUsageError("payload buffer is not C-contiguous")
+        mv = mv.cast("B") if (mv.ndim != 1 or mv.format != "B") else mv
+        # Steps 1-3 first, so a broken frame reports GradeUnknown, not a size.
+        sizes = _sizes_or_raise(d, shp)
+        total = sum(sizes)
+        if mv.nbytes != total:
+            raise GritSizeError(detail=Detail(
+                status=Status.SIZE_MISMATCH, step=4, field="payload",
+                expected=total, actual=mv.nbytes,
+                message=(f"SizeMismatch: payload is {mv.nbytes} bytes; descriptor and shape "
+                         f"require {total} (= {' + '.join(map(str, sizes))}, data ‖ scale0 ‖ "
+                         "scale1 ‖ aux)."),
+                lines=("A concatenated payload is split by the §7.3 size equations; every "
+                       "plane length must match exactly.",)))
+        planes, off = [], 0
+        for n in sizes:
+            planes.append(mv[off:off + n] if n else b"")
+            off += n
+        return cls(d, shp, planes)
+
+    # -- the quadruple
+    @property
+    def descriptor(self) -> D.Descriptor:
+        return self._desc
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._shape
+
+    @property
+    def ndim(self) -> int:
+        return len(self._shape)
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for x in self._shape:
+            n *= x
+        return n
+
+    @property
+    def planes(self) -> tuple:
+        """(data, scale0, scale1, aux) as bytes-like objects; b"" when absent."""
+        return self._planes
+
+    @property
+    def grade(self) -> Grade:
+        return self._grade
+
+    @property
+    def group_axis(self) -> int:
+        return self._desc.group_axis
+
+    @property
+    def placements(self) -> tuple[int, int, int]:
+        return self._desc.placements
+
+    # -- fingerprints (§6)
+    @property
+    def gid(self) -> bytes:
+        """§6.3: 16 bytes identifying the contract (grade, frame, shape)."""
+        g = self._gid
+        if g is None:
+            g = _gid(self._grade.canonical, self._desc.to_bytes(), self._shape)
+            object.__setattr__(self, "_gid", g)
+        return g
+
+    @property
+    def gid_base32(self) -> str:
+        return base32_encode(self.gid)
+
+    @property
+    def digest(self) -> bytes:
+        """§6.5: 16 bytes identifying the plane bytes (computed on each call)."""
+        return _digest(self._planes)
+
+    # -- bytes
+    @property
+    def plane_bytes(self) -> tuple[int, int, int, int]:
+        return tuple(len(memoryview(p)) for p in self._planes)  # type: ignore[return-value]
+
+    @property
+    def nbytes(self) -> int:
+        return sum(self.plane_bytes)
+
+    def payload(self) -> bytes:
+        """The serialised payload data ‖ scale0 ‖ scale1 ‖ aux (§3.6)."""
+        return b"".join(bytes(p) if not isinstance(p, bytes) else p for p in self._planes)
+
+    def decode(self):
+        """§8 decode(): a float32 ndarray of this array's shape."""
+        from .codec import decode
+        return decode(self)
+
+    # -- value semantics: equal descriptor bytes, shape and plane bytes
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, GritArray):
+            return NotImplemented
+        return (self._desc.to_bytes() == other._desc.to_bytes()
+                and self._shape == other._shape
+                and all(memoryview(a) == memoryview(b)
+                        for a, b in zip(self._planes, other._planes)))
+
+    def __hash__(self) -> int:
+        return hash((self._desc.to_bytes(), self._shape, self.digest))
+
+    def __repr__(self) -> str:
+        g = self._grade
+        name = g.name or g.canonical
+        return (f"<GritArray {name} shape={self._shape} gid={display_prefix(self.gid)}… "
+                f"{self.nbytes} bytes>")
+
+    def __reduce__(self):
+        return (_rebuild, (self._desc.to_bytes(), self._shape, self.payload()))
+
+
+def _rebuild(desc: bytes, shape, payload: bytes) -> GritArray:
+    return GritArray.from_payload(desc, shape, payload)
+
+
+def _sizes_or_raise(d: D.Descriptor, shape: tuple[int, ...]) -> tuple[int, int, int, int]:
+    """The §7.3 plane sizes of (d, shape), or the first failing check step
+    raised (frame, grade and placement failures come before size ones)."""
+    ps = plane_sizes(d, shape)
+    sizes = (0, 0, 0, 0) if isinstance(ps, Detail) else ps.sizes
+    det = diagnose(d, shape, sizes, level=1)
+    if det.status != Status.OK:
+        raise error_for(det)
+    return sizes
