@@ -386,12 +386,23 @@ def _arith_round(f: Fmt, a: float, neg: bool, rounding: str) -> int:
         return 0
     m, bias = f.m_bits, f.bias
     e = max(floor_log2(a), 1 - bias)
-    n = round_int(math.ldexp(a, m - e), rounding, neg)       # exact scaling
-    if n == 1 << (m + 1):
-        n, e = n >> 1, e + 1
-    if n < 1 << m:
-        return n                                             # subnormal (or zero)
-    return ((e + bias) << m) | (n - (1 << m))
+
+    def code(n: int, e: int) -> int:
+        if n == 1 << (m + 1):
+            n, e = n >> 1, e + 1
+        if n < 1 << m:
+            return n                                         # subnormal (or zero)
+        return ((e + bias) << m) | (n - (1 << m))
+
+    q = math.ldexp(a, m - e)                                 # exact scaling
+    n = math.floor(q)
+    frac = q - n
+    if frac == 0:
+        return code(n, e)
+    # ties go to the even *code* (§2.5), which is the even significand except
+    # when m_bits = 0 and neighbouring codes differ only in the exponent
+    up = _take_upper(frac, 1 - frac, code(n, e), rounding, neg)
+    return code(n + 1 if up else n, e)
 
 
 def _overflows(f: Fmt, a: float, neg: bool, rounding: str) -> bool:
@@ -1099,16 +1110,21 @@ def decode(desc, shape, planes, grades=None) -> list[int]:
     numel = len(order)
     data, sc0, sc1, aux = bufs
 
-    # where each lin position's stored value lives (None: structurally masked)
+    # where each lin position's stored value lives (None: structurally masked).
+    # §10.4 as written, for either metadata order: quad q keeps the *set* of
+    # positions its N indices name (an index >= M names none), and one cursor
+    # hands out the stored values in ascending logical order across the array.
     if flags & F_SPARSE:
         n, m = d["sp_n"], d["sp_m"]
         bits = {SPMETA_U2: 2, SPMETA_U4: 4}[d["sp_meta_fmt"]]
         stored_at: list[int | None] = [None] * numel
+        cursor = 0
         for q in range(numel // m):
-            for j in range(n):              # slot order; a later slot naming an index wins
-                idx = _get_lsb(aux, (q * n + j) * bits, bits)
-                if idx < m:
-                    stored_at[q * m + idx] = q * n + j
+            keep = {_get_lsb(aux, (q * n + j) * bits, bits) for j in range(n)}
+            for i in range(m):
+                if i in keep:
+                    stored_at[q * m + i] = cursor
+                    cursor += 1
     else:
         stored_at = list(range(numel))
 
@@ -2048,6 +2064,13 @@ def generate() -> dict:
     vectors = [_positive(*spec) for spec in _positive_specs()]
     names = [v["name"] for v in vectors]
     assert len(names) == len(set(names)), "duplicate vector names"
+    pinned = {v["name"]: v for v in vectors}
+    b1, b2 = pinned["mxfp4/tie_to_even"], pinned["i8s24/quad_pattern"]
+    assert (b1["payload_hex"], b1["digest"], b1["gid"], b1["gid_base32"]) == (   # App. B.1
+        "20426476a8caecfe00000000000000007f", "9452a02851ba1a1d793b97df51266001",
+        "42d145a24c0f96ea7e336d82a2ac740d", "22T52T4K0FJVN7WCVDGAHARX0D")
+    assert (b2["payload_hex"], b2["gid_base32"]) == (                             # App. B.2
+        "7f2a" * 8 + "0c26" + "cc" * 4, "2X7NNMYRJ9K6508JQTR1J37VR9")
     return {
         "format": "grit-conformance",
         "version": 1,

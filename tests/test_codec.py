@@ -103,15 +103,10 @@ def ref_decode(arr: grit.GritArray) -> np.ndarray:
         cursor = 0
         for q in range(numel // m):
             idx = [read_stream(aux, q * n + j, bits_) for j in range(n)]
-            if d.sp_order == D.SPORDER_ASC_LSB:
-                for j in range(m):          # §10.4: keep set, one ascending cursor
-                    if j in idx:
-                        stored_at[q * m + j] = cursor
-                        cursor += 1
-            else:
-                for j, i in enumerate(idx):  # slot order, later slot wins
-                    if i < m:
-                        stored_at[q * m + i] = q * n + j
+            for j in range(m):              # §3.8/§10.4: keep set, one ascending cursor
+                if j in idx:                # (the same for ASC_LSB and UNORDERED)
+                    stored_at[q * m + j] = cursor
+                    cursor += 1
     per = 2 if l1 else 1
     dt = Format(grit.formats.format_by_name(g["dt"]))
     out = []
@@ -488,12 +483,13 @@ def test_asc_lsb_disordered_metadata_decodes_per_section_10_4():
     bad = arr([2 | 1 << 2] + [ok] * 7)
     with pytest.raises(grit.GritDigestError):
         grit.check(bad.descriptor, bad.shape, bad.planes, level=2)
-    # UNORDERED: slot j carries stored value q·N + j, a later slot wins
+    # UNORDERED: same meaning (§3.8: data is in ascending logical order whatever the
+    # metadata order): quad 0 names {2, 1} -> positions 1, 2; quad 1 names {1, 1} -> 5
     g = known("grit1(e=s8,k0=32,s0=binary16,sp=2:4:u2:unord,esr=ratiomaxabs)")
     u = grit.GritArray(g.descriptor(), (32,), [bytes(range(1, 17)), struct.pack("<H", 0x3C00),
                                                b"", bytes([(2 | 1 << 2) | (1 | 1 << 2) << 4,
                                                            0x44, 0x44, 0x44])])
-    assert grit.decode(u)[:8].tolist() == [0, 2, 1, 0, 0, 4, 0, 0]
+    assert grit.decode(u)[:8].tolist() == [0, 1, 2, 0, 0, 3, 0, 0]
 
 
 def test_non_canonical_placement_is_refused():

@@ -40,3 +40,12 @@ def test_decode_projection_must_match():
 def test_full_scope_needs_a_suite():
     with pytest.raises(grit.GritGradeError, match="suite"):
         register_edge(grit.GRADE_MXFP4_RNE, grit.GRADE_MXFP4, "full", "no evidence")
+
+
+def test_full_scope_refused_when_encode_differs_on_the_suite():
+    import numpy as np
+    # 5.5 has f = 1.375 < sqrt(2): floor and rne exponents agree; 7.0 (f = 1.75) does not
+    suite = [np.full(32, 5.5, np.float32), np.full(32, 7.0, np.float32)]
+    with pytest.raises(grit.GritGradeError, match="suite input 1"):
+        register_edge(grit.GRADE_MXFP4_RNE, grit.GRADE_MXFP4, "full", "claimed", suite=suite)
+    assert not equivalent(grit.GRADE_MXFP4_RNE, grit.GRADE_MXFP4, "full")

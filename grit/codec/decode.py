@@ -137,18 +137,13 @@ def _project(out: np.ndarray, dt: int, dr: str, ds: str, kept) -> np.ndarray:
 def _scatter_sparse(array, stored: np.ndarray, numel: int):
     """Place the stored codes at the logical positions the metadata names.
 
-    SPORDER_ASC_LSB: §10.4's decode as written — quad q keeps the positions
-    its N indices name (indices ≥ M name none), and one cursor hands out the
-    stored values in ascending logical order across the whole array.  Level 2
-    of grit_check rejects metadata that is not strictly increasing (§7.4);
-    decode at level 1 still gives such bytes this one meaning.
-
-    SPORDER_UNORDERED (docs/spec-decisions.md): slot j of quad q places stored
-    value q·N + j at the index it names; a later slot naming the same index
-    wins; an index ≥ M places nothing.
-
-    The two agree on every strictly increasing metadata.  Unnamed positions
-    are structurally masked."""
+    §3.8: "only surviving elements are stored, densely, in ascending logical
+    order", whatever the metadata order; §10.4's decode as written: quad q
+    keeps the set of positions its N indices name (an index ≥ M names none),
+    and one cursor hands out the stored values in ascending logical order
+    across the whole array.  The metadata order (ASC_LSB or UNORDERED) only
+    changes what level 2 of grit_check verifies (§7.4), never the meaning.
+    Unnamed positions are structurally masked."""
     d = array.descriptor
     n, m = d.sp_n, d.sp_m
     bits = {D.SPMETA_U2: 2, D.SPMETA_U4: 4}[d.sp_meta_fmt]
@@ -157,18 +152,11 @@ def _scatter_sparse(array, stored: np.ndarray, numel: int):
     full = np.zeros(numel, dtype=stored.dtype)
     kept = np.zeros(numel, dtype=bool)
     base = np.arange(nquads, dtype=np.int64) * m
-    ordered = d.sp_order == D.SPORDER_ASC_LSB
-    q = stored.reshape(nquads, n)
     for j in range(n):
         col = idx[:, j]
-        pos, val = base + col, q[:, j]
+        pos = base + col
         valid = col < m
-        if not valid.all():
-            pos, val = pos[valid], val[valid]
-        kept[pos] = True
-        if not ordered:
-            full[pos] = val
-    if ordered:
-        at = np.flatnonzero(kept)          # ascending logical order
-        full[at] = stored[:at.size]        # at most N per quad: never past the plane
+        kept[pos[valid] if not valid.all() else pos] = True
+    at = np.flatnonzero(kept)          # ascending logical order
+    full[at] = stored[:at.size]        # at most N per quad: never past the plane
     return full, kept
