@@ -12,7 +12,11 @@ How each kind is encoded:
   the other modes — all exact in binary32), then clamp per §1.5;
 * exponent-only, and floats of width ≤ 8: §2.5's magnitude ladder, with the
   rounding rule turned into one threshold per ladder gap so that a single
-  ``searchsorted`` picks the code (two for the sign-dependent directed modes);
+  ``searchsorted`` picks the code (two for the sign-dependent directed modes).
+  Since those thresholds have few significant bits, the result depends only
+  on the top 16 bits of the input and on whether the low 16 are zero: the
+  ladder pick is tabulated once per (word, mode) over 2^17 entries and the
+  encode is a shift, a mask and a gather;
 * binary32: the identity on the bits, NaN canonical;
 * binary16 under rne: IEEE binary32→binary16 conversion (``astype``), then the
   saturation rule;
@@ -93,7 +97,7 @@ def _decode_compute(f: Format, c: np.ndarray) -> np.ndarray:
     return _canonical_nan(v.astype(np.float32))   # legal words: exact
 
 
-@lru_cache(maxsize=None)
+@lru_cache(maxsize=256)
 def _decode_table(word: int) -> np.ndarray:
     f = _format(word)
     if f.width > 16:
@@ -173,7 +177,7 @@ def _f32_threshold(t: float, strict: bool) -> np.float32:
     return r
 
 
-@lru_cache(maxsize=None)
+@lru_cache(maxsize=1024)
 def _ladder_tables(word: int, mode: str, ovf: bool):
     """Thresholds T (float32, ascending) and codes C (len(T) + 1) such that
     C[searchsorted(T, a, 'right')] is the ladder pick for magnitude a under
@@ -287,7 +291,7 @@ def _float_sign_fixup(f: Format, x: np.ndarray, mag_code: np.ndarray,
 
 
 def _encode_float_ladder(f: Format, x: np.ndarray, rounding: str, sat: str) -> np.ndarray:
-    """Floats via the §2.5 ladder (any width ≤ 16; used for ≤ 8)."""
+    """Floats via the §2.5 ladder (valid for any width ≤ 16; used for ≤ 8)."""
     neg = np.signbit(x)
     mag = _ladder_magnitude(f, np.abs(x), neg, rounding, sat)
     return _float_sign_fixup(f, x, mag, sat)
@@ -321,13 +325,16 @@ def _encode_float_bits(f: Format, x: np.ndarray, rounding: str, sat: str) -> np.
     # binary32 subnormals lie below 2^-126 ≤ 2^(1-bias): max() gives 1-bias
     e_t = np.maximum(E - i32(127), i32(1 - bias))
     shift = np.minimum(e_t - np.maximum(E, i32(1)) + i32(150 - m_bits), i32(25))
-    np.maximum(shift, 0, out=shift)      # only non-finite lanes could go below
+    np.maximum(shift, 0, out=shift)      # a guard: legal words never go below 0
     n = sig >> shift
     one_sh = i32(1) << shift
     r = sig & (one_sh - 1)
     half = one_sh >> 1                   # 0 when the shift is 0 (then r == 0)
     if rounding == "rne":
-        up = (r > half) | ((r == half) & (r != 0) & ((n & 1) == 1))
+        # ties to the even code (§2.5); with m_bits >= 1 that is the even n, with
+        # m_bits = 0 (n = 1 on every normal) the even exponent field
+        odd = n if m_bits else n + (e_t + i32(bias - 1))
+        up = (r > half) | ((r == half) & (r != 0) & ((odd & 1) == 1))
     elif rounding == "rna":
         up = (r >= half) & (r != 0)
     elif rounding == "rtz":
@@ -352,7 +359,8 @@ def _encode_float_bits(f: Format, x: np.ndarray, rounding: str, sat: str) -> np.
 def _encode_binary16_rne(x: np.ndarray, sat: str) -> np.ndarray:
     """binary16 under rne: IEEE binary32→binary16 conversion (ties to even,
     overflow to ∞), then the saturation rule."""
-    h = x.astype(np.float16).view(np.uint16)
+    with np.errstate(over="ignore"):
+        h = x.astype(np.float16).view(np.uint16)
     if sat != "ovfinf":
         over = (h & np.uint16(0x7FFF)) == 0x7C00
         if sat == "satmax":
@@ -378,14 +386,15 @@ def _encode_small(f: Format, x: np.ndarray, rounding: str, sat: str) -> np.ndarr
     return _encode_float_ladder(f, x, rounding, sat)
 
 
-@lru_cache(maxsize=None)
+@lru_cache(maxsize=256)
 def _small_lut(word: int, rounding: str, sat: str) -> np.ndarray | None:
     """A 2^17-entry code table indexed by the binary32 bits of the input:
     entry 2k is the code of the value with bits k << 16, entry 2k + 1 the code
     of every value with bits in (k << 16, (k + 1) << 16).  Exact when every
-    ladder threshold has bits ending in 0x0000 or 0x0001 (true for the
-    ≤ 8-bit ladders: their midpoints have ≤ 8 significant bits); None when
-    not.  NaN inputs map to nan_code (formats with a NaN)."""
+    ladder threshold has bits ending in 0x0000 or 0x0001, which holds for every
+    ladder with at most 6 mantissa bits (a midpoint has m_bits + 2 significant
+    bits, the index resolves 8); None when it does not.  NaN inputs map to
+    nan_code (formats with a NaN)."""
     f = _format(word)
     modes = (rounding,) if rounding in ("rne", "rna") else ("down", "up")
     for mode in modes:
