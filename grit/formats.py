@@ -466,33 +466,49 @@ def _round_up(d_lo: float, d_hi: float, c_lo: int, rounding: str, neg: bool) -> 
     return neg  # rtn
 
 
-def _overflow_code(f: Format, a: float, neg: bool, rounding: str, lad) -> int:
-    """ovfinf: magnitudes beyond the largest finite value round to ∞ (if the
-    format has one; else NaN if it has one; else saturate) once they pass the
-    rounding boundary an IEEE format would use."""
-    top_mag, top_code = lad[-1]
-    if f.kind == "float":
-        # next (virtual) ladder step above the top: one ulp of the top binade
-        # (the subnormal quantum when the top value is subnormal or zero)
-        e_top = max(math.frexp(top_mag)[1] - 1, 1 - f.bias)
-        ulp = math.ldexp(1.0, e_top - f.m_bits)
-    else:
-        ulp = top_mag  # exp-only: next power of two is 2·top
-    nxt = top_mag + ulp
-    if math.isinf(a):
-        over = True
-    elif a >= nxt:
-        over = True
-    else:
-        # a virtual code above the top one is "odd" iff top_code is even
-        over = _round_up(a - top_mag, nxt - a, top_code, rounding, neg)
-    if not over:
-        return top_code
+def _overflow_to_inf(rounding: str, neg: bool) -> bool:
+    """IEEE 754 §7.4 for the directed roundings: whether an overflow (a finite
+    value whose rounding lies past the largest finite one) is carried to ∞
+    (True) or to the largest finite value of its sign (False).  rtz never
+    goes to ∞; rtp only for positive values; rtn only for negative ones."""
+    if rounding == "rtz":
+        return False
+    if rounding == "rtp":
+        return not neg
+    if rounding == "rtn":
+        return neg
+    return True  # rne, rna
+
+
+def _ovf_result(f: Format, top_code: int) -> int:
+    """Sign-cleared code ovfinf gives where IEEE would give ∞: ∞ if the
+    format has one, else NaN if it has one, else the largest finite."""
     if f.has_inf:
         return ((1 << f.e_bits) - 1) << f.m_bits
     if f.has_nan:
         return f.nan_code
     return top_code
+
+
+def _overflow_code(f: Format, a: float, neg: bool, rounding: str, lad) -> int:
+    """ovfinf for a finite a > largest finite: round to nearest (rne/rna) goes
+    to ∞ once a passes the rounding boundary an IEEE format would use; the
+    directed roundings follow IEEE 754 §7.4 (see _overflow_to_inf)."""
+    top_mag, top_code = lad[-1]
+    if rounding in ("rtz", "rtp", "rtn"):
+        over = _overflow_to_inf(rounding, neg)
+    else:
+        if f.kind == "float":
+            # next (virtual) ladder step above the top: one ulp of the top
+            # binade (the subnormal quantum when the top value is subnormal)
+            e_top = max(math.frexp(top_mag)[1] - 1, 1 - f.bias)
+            ulp = math.ldexp(1.0, e_top - f.m_bits)
+        else:
+            ulp = top_mag  # exp-only: next power of two is 2·top
+        nxt = top_mag + ulp
+        # a virtual code above the top one is "odd" iff top_code is even
+        over = a >= nxt or _round_up(a - top_mag, nxt - a, top_code, rounding, neg)
+    return _ovf_result(f, top_code) if over else top_code
 
 
 def _encode_float(f: Format, a: float, neg: bool, rounding: str, sat: str) -> int:
@@ -537,11 +553,10 @@ def _encode_wide_float(f: Format, a: float, neg: bool, rounding: str, sat: str) 
     v = fmt_decode(f.word, code)
     # a code past the magnitude field would wrap under fmt_decode's mask
     if code >> (f.e_bits + m_bits) or not math.isfinite(v) or v > maxf:
-        if sat == "ovfinf" and f.has_inf:
-            return ((1 << f.e_bits) - 1) << m_bits
-        if sat == "ovfinf" and f.has_nan:  # as _overflow_code does
-            return f.nan_code
-        return _encode_wide_float(f, maxf, False, "rtz", "satfinite")
+        top_code = _encode_wide_float(f, maxf, False, "rtz", "satfinite")
+        if sat == "ovfinf" and _overflow_to_inf(rounding, neg):  # as _overflow_code
+            return _ovf_result(f, top_code)
+        return top_code
     return code
 
 

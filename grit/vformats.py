@@ -183,12 +183,15 @@ def _ladder_tables(word: int, mode: str, ovf: bool):
     C[searchsorted(T, a, 'right')] is the ladder pick for magnitude a under
     ``mode`` ∈ rne | rna | down | up (down/up: toward smaller/larger
     magnitude); with ``ovf`` a last entry for magnitudes that round past the
-    largest finite value (ovfinf)."""
+    largest finite value (ovfinf).  Rounding down in magnitude carries an
+    overflow to the largest finite value (IEEE 754 §7.4), so "down" gets no
+    such entry whatever ``ovf`` says; under "up" every a > largest finite
+    takes it."""
     f = _format(word)
     lad = ladder(word)
     mags = [m for m, _ in lad]
     codes = [c for _, c in lad]
-    if ovf:
+    if ovf and mode != "down":
         top = mags[-1]
         if f.kind == "float":   # one ulp of the top binade (subnormal quantum at least)
             e_top = max(math.frexp(top)[1] - 1, 1 - f.bias)
@@ -233,7 +236,8 @@ def _ladder_magnitude(f: Format, a: np.ndarray, neg: np.ndarray | None,
                       rounding: str, sat: str) -> np.ndarray:
     """Ladder code of each magnitude a (float32, ≥ 0, may be +inf or NaN —
     NaN lanes are overwritten by the caller).  ``neg`` (or None: all
-    positive) selects the direction of rtp/rtn."""
+    positive) selects the direction of rtp/rtn.  Under ovfinf an infinite
+    input is exact: it takes the overflow code in every mode."""
     ovf = sat == "ovfinf"
     if rounding in ("rne", "rna"):
         return _ladder_lookup(f.word, rounding, ovf, a)
@@ -241,6 +245,8 @@ def _ladder_magnitude(f: Format, a: np.ndarray, neg: np.ndarray | None,
     out = _ladder_lookup(f.word, pos_mode, ovf, a)
     if neg is not None and neg_mode != pos_mode and neg.any():
         out = np.where(neg, _ladder_lookup(f.word, neg_mode, ovf, a), out)
+    if ovf:   # the "down" tables stop at the largest finite value
+        out = np.where(np.isinf(a), _overflow_code(f, ladder(f.word)[-1][1]), out)
     return out
 
 
@@ -352,7 +358,19 @@ def _encode_float_bits(f: Format, x: np.ndarray, rounding: str, sat: str) -> np.
     code = n + ((e_t + i32(bias - 1)) << m_bits)
     top_code = _top_finite_code(f)
     ovf_code = _overflow_code(f, top_code) if sat == "ovfinf" else top_code
-    code[(code > top_code) | ~finite] = ovf_code     # ±inf: beyond every finite
+    over = code > top_code
+    if sat == "ovfinf" and rounding in ("rtz", "rtp", "rtn"):
+        # IEEE 754 §7.4: where the rounding points toward zero (rtz; rtp for
+        # negatives; rtn for positives) a finite overflow takes the largest
+        # finite value of its sign
+        to_top = over & finite
+        if rounding == "rtp":
+            to_top &= np.signbit(x)
+        elif rounding == "rtn":
+            to_top &= ~np.signbit(x)
+        code[to_top] = top_code
+        over &= ~to_top
+    code[over | ~finite] = ovf_code     # ±inf: beyond every finite
     return _float_sign_fixup(f, x, code.astype(np.int64), sat)
 
 

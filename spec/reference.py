@@ -406,7 +406,17 @@ def _arith_round(f: Fmt, a: float, neg: bool, rounding: str) -> int:
 
 
 def _overflows(f: Fmt, a: float, neg: bool, rounding: str) -> bool:
-    """ovfinf: whether a (> largest finite) rounds past the largest finite value."""
+    """ovfinf: whether a finite a (> largest finite) overflows to infinity.
+    Round to nearest: once it rounds past the largest finite value.  The
+    directed roundings follow IEEE 754 §7.4: toward zero never; toward +inf
+    for positive values only; toward -inf for negative values only (the others
+    take the largest finite value of their sign)."""
+    if rounding == "rtz":
+        return False
+    if rounding == "rtp":
+        return not neg
+    if rounding == "rtn":
+        return neg
     top = f.max_finite
     if f.kind == "exp":
         nxt = 2 * top

@@ -798,6 +798,163 @@ def test_encode_errors_and_shapes():
 
 
 # ---------------------------------------------------------------------------
+# 5b. ovfinf under the directed roundings: IEEE 754 §7.4 overflow
+
+def _load_spec_reference():
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "spec" / "reference.py"
+    spec = importlib.util.spec_from_file_location("grit_spec_reference_fmt", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+SPEC_REF = _load_spec_reference()
+
+OVF_WORDS = {
+    "e4m3": E4M3, "e5m2": F.REGISTERED["e5m2"], "binary16": F.BINARY16.word,
+    "e8m0": E8M0, "e2m1": E2M1,
+    # unregistered floats wider than 16 bits (the significand-rounding path)
+    "w20_inf": F.fmt_pack(F.FormatFields(w=20, p=13, has_inf=1, nan_enc=2, szero=1)),
+    "w24_nan": F.fmt_pack(F.FormatFields(w=24, p=17, nan_enc=2, szero=1)),
+    "w19_none": F.fmt_pack(F.FormatFields(w=19, p=12, szero=1)),
+}
+
+
+def _spec_top(word: int):
+    """(largest finite magnitude, its sign-cleared code), from §2.4 as read
+    by ref_value: scan down from the highest sign-cleared code."""
+    b = bits(word)
+    signed_float = b["p"] not in (0, 31) and not b["unsigned"]
+    code = (1 << (b["w"] - 1 if signed_float else b["w"])) - 1
+    while not isinstance(ref_value(word, code)[1], Fraction):
+        code -= 1
+    return ref_value(word, code)[1], code
+
+
+def _spec_next(word: int) -> Fraction:
+    """The step above the largest finite value were the exponent unbounded."""
+    b = bits(word)
+    top, _ = _spec_top(word)
+    if b["p"] == 0:
+        return 2 * top
+    e_top = top.numerator.bit_length() - top.denominator.bit_length()
+    if Fraction(2) ** e_top > top:
+        e_top -= 1
+    return top + Fraction(2) ** (e_top - (b["p"] - 1))
+
+
+def ieee_directed_overflow(word: int, x: float, rounding: str) -> int:
+    """IEEE 754 §7.4 for |x| > largest finite under ovfinf, restated: ±∞ inputs
+    are exact; a finite overflow goes to ∞ under rtp (positive) and rtn
+    (negative), otherwise to the largest finite value of its sign.  Where the
+    format has no ∞: its NaN, else the largest finite.  Negative inputs into
+    an unsigned format take the least value (code 0)."""
+    b = bits(word)
+    neg = math.copysign(1.0, x) < 0
+    if b["unsigned"] and neg:
+        return 0
+    _, top_code = _spec_top(word)
+    if math.isinf(x):
+        to_inf = True
+    else:
+        to_inf = {"rtz": False, "rtp": not neg, "rtn": neg}[rounding]
+    code = top_code
+    if to_inf and b["has_inf"]:
+        code = top_code + 1
+        assert ref_value(word, code)[1] == "inf"
+    elif to_inf and b["nan_enc"]:
+        code = spec_nan_code(word)
+    if neg and not b["unsigned"]:
+        code |= 1 << (b["w"] - 1)
+    return code
+
+
+def _ovf_inputs(word: int):
+    """Positive binary32 inputs strictly between the largest finite value and
+    the next step, and those at or beyond the next step (with +inf)."""
+    top, _ = _spec_top(word)
+    nxt = _spec_next(word)
+    inside, beyond = set(), set()
+    with np.errstate(over="ignore"):
+        below_next = float(np.nextafter(np.float32(float(nxt)), np.float32(0)))
+    for v in (top + (nxt - top) / 4, (top + nxt) / 2, Fraction(below_next), Fraction(FLT_MAX)):
+        x = float(np.float32(float(v)))
+        if top < Fraction(x) < nxt:
+            inside.add(x)
+    for v in (nxt, nxt * 3 / 2, nxt * 4, Fraction(FLT_MAX)):
+        if v <= Fraction(FLT_MAX):
+            x = float(np.float32(float(v)))
+            if Fraction(x) >= nxt:
+                beyond.add(x)
+    return sorted(inside), sorted(beyond) + [math.inf]
+
+
+@pytest.mark.parametrize("name", sorted(OVF_WORDS))
+def test_ovfinf_directed_roundings_follow_ieee_overflow(name):
+    word = OVF_WORDS[name]
+    inside, beyond = _ovf_inputs(word)
+    assert inside and beyond
+    if name != "e8m0":          # E8M0: 2^128 is past binary32, so only +inf lies beyond
+        assert len(beyond) > 1
+    xs = [s * v for v in inside + beyond for s in (1.0, -1.0)]
+    arr = np.array(xs, np.float32)
+    for r in ("rtz", "rtp", "rtn"):
+        want = np.array([ieee_directed_overflow(word, x, r) for x in xs], dtype=np.int64)
+        assert_codes_equal(word, arr, scalar_codes(word, arr, r, "ovfinf"), want,
+                           f"fmt_encode {r}/ovfinf vs IEEE 754 §7.4")
+        assert_codes_equal(word, arr, V.encode_values(word, arr, r, "ovfinf"), want,
+                           f"encode_values {r}/ovfinf vs IEEE 754 §7.4")
+        ref = np.array([SPEC_REF.fmt_encode(word, x, r, "ovfinf") for x in xs], dtype=np.int64)
+        assert_codes_equal(word, arr, ref, want, f"spec/reference.py {r}/ovfinf vs IEEE 754 §7.4")
+        f = F.Format(word)
+        if f.kind == "float":   # both float paths, not only the one encode_values picks
+            if f.width <= 16:
+                lad = V._encode_float_ladder(f, arr, r, "ovfinf")
+                assert_codes_equal(word, arr, lad, want, f"ladder path {r}/ovfinf")
+            sig = V._encode_float_bits(f, arr, r, "ovfinf")
+            assert_codes_equal(word, arr, sig, want, f"significand path {r}/ovfinf")
+
+
+def test_ovfinf_directed_examples():
+    e4m3, e5m2, b16 = E4M3, F.REGISTERED["e5m2"], F.BINARY16.word
+    # E5M2: 1e6 is far past 57344; only the roundings away from zero give ∞
+    assert [F.fmt_encode(e5m2, 1e6, r, "ovfinf") for r in ("rne", "rtz", "rtp", "rtn")] == \
+        [0x7C, 0x7B, 0x7C, 0x7B]
+    assert [F.fmt_encode(e5m2, -1e6, r, "ovfinf") for r in ("rne", "rtz", "rtp", "rtn")] == \
+        [0xFC, 0xFB, 0xFB, 0xFC]
+    # ±inf stays ±inf whatever the rounding
+    for r in F.ROUNDINGS:
+        assert F.fmt_encode(e5m2, math.inf, r, "ovfinf") == 0x7C
+        assert F.fmt_encode(e5m2, -math.inf, r, "ovfinf") == 0xFC
+        assert F.fmt_encode(b16, -math.inf, r, "ovfinf") == 0xFC00
+    # binary16 rtz: 1e5 → 65504 (0x7BFF), as IEEE roundTowardZero
+    assert F.fmt_encode(b16, 1e5, "rtz", "ovfinf") == 0x7BFF
+    assert V.encode_values(b16, np.float32(1e5), "rtz", "ovfinf") == 0x7BFF
+    # E4M3 has no ∞: where IEEE gives ∞ it gives NaN, elsewhere ±448
+    assert F.fmt_encode(e4m3, 1000.0, "rtp", "ovfinf") == 0x7F
+    assert F.fmt_encode(e4m3, -1000.0, "rtp", "ovfinf") == 0xFE
+    assert F.fmt_encode(e4m3, 1000.0, "rtz", "ovfinf") == 0x7E
+    # round to nearest is unchanged: past top + ½ulp it overflows
+    assert F.fmt_encode(e4m3, 1000.0, "rne", "ovfinf") == 0x7F
+    assert F.fmt_encode(e4m3, 460.0, "rne", "ovfinf") == 0x7E
+
+
+def test_ovfinf_ladder_tables_by_direction():
+    # rounding down in magnitude never overflows: no overflow entry; up does
+    for word in (E4M3, F.REGISTERED["e5m2"], E8M0, E2M1):
+        down_t, down_c = V._ladder_tables(word, "down", True)
+        plain_t, plain_c = V._ladder_tables(word, "down", False)
+        assert np.array_equal(down_t, plain_t) and np.array_equal(down_c, plain_c)
+        up_t, up_c = V._ladder_tables(word, "up", True)
+        assert up_c.size == V._ladder_tables(word, "up", False)[1].size + 1
+        top = np.float32(F.ladder(word)[-1][0])
+        assert up_t[-1] == np.nextafter(top, np.float32(np.inf))   # anything above the top
+        assert up_c[-1] == V._overflow_code(F.Format(word), int(up_c[-2]))
+
+
+# ---------------------------------------------------------------------------
 # 6. Hypothesis: any legal word, any mode, any binary32 bits
 
 # the scalar oracle builds a 2^w-entry ladder per word up to 16 bits: draw the
