@@ -7,8 +7,10 @@ and warns once when it hashes a large input.
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
-# Integer-only code, but contraction is pinned off anyway so that no build of
-# the package ever depends on the compiler's floating-point defaults.
+# No contraction (a fused multiply-add is a different result, GRIT v1 §1.1) and
+# no fast-math: the codec kernels rely on every float operation being one
+# IEEE binary32 operation.  The FNV code is integer-only and gets the same
+# flags, so that no build of the package depends on the compiler's defaults.
 _GCC_LIKE_ARGS = ["-O2", "-ffp-contract=off", "-std=c99"]
 
 
@@ -27,6 +29,13 @@ setup(
         Extension(
             "grit._ext",
             sources=["grit/_native/fnv.c"],
+            optional=True,
+        ),
+        # Hot loops of the codec for the registered grades; grit.codec falls
+        # back to its numpy path (same bytes) when this one is missing.
+        Extension(
+            "grit._kernels",
+            sources=["grit/_native/kernels.c"],
             optional=True,
         ),
     ],

@@ -32,3 +32,20 @@ __all__ = [
     "base32_encode", "check", "diagnose", "digest", "fnv1a128", "fnv1a64", "gid",
     "known_grades", "layouts", "lookup_grade", "plane_sizes", "register_grade",
 ]
+from . import audit, kernels  # noqa: E402
+from .audit import assume_placement, verify_placement  # noqa: E402
+from .kernels import MatmulResult, matmul, register_kernel  # noqa: E402
+__all__ += ["assume_placement", "verify_placement", "matmul", "MatmulResult",
+            "register_kernel", "audit", "kernels"]
+from .placement.relayout import canonical, decode, relayout  # noqa: E402,F811
+from .array import concat, require_metadata_order  # noqa: E402
+from .placement.expr import layout_word, parse_layout, register_layout  # noqa: E402
+__all__ += ["relayout", "canonical", "concat", "require_metadata_order", "layout_word",
+            "parse_layout", "register_layout", "load"]
+
+
+def __getattr__(name):
+    if name == "load":
+        from .io import load
+        return load
+    raise AttributeError(f"module 'grit' has no attribute {name!r}")

@@ -20,7 +20,7 @@ from .fingerprint import digest as _digest
 from .fingerprint import gid as _gid
 from .grade import Grade
 
-__all__ = ["GritArray", "PLANE_NAMES"]
+__all__ = ["GritArray", "PLANE_NAMES", "concat", "require_metadata_order"]
 
 PLANE_NAMES = ("data", "scale0", "scale1", "aux")
 
@@ -203,9 +203,48 @@ class GritArray:
         return b"".join(bytes(p) if not isinstance(p, bytes) else p for p in self._planes)
 
     def decode(self):
-        """§8 decode(): a float32 ndarray of this array's shape."""
-        from .codec import decode
+        """§8 decode(): a float32 ndarray of this array's shape (any
+        non-opaque placement: the planes are relayouted to canonical first)."""
+        from .placement.relayout import decode
         return decode(self)
+
+    # -- placements (§5)
+    def canonical(self) -> "GritArray":
+        """This array with its planes in the canonical order (itself when
+        they already are)."""
+        from .placement.relayout import canonical
+        return canonical(self)
+
+    def relayout(self, placement=None, *, data=None, scale=None, meta=None) -> "GritArray":
+        """``grit.relayout(self, ...)``."""
+        from .placement.relayout import relayout
+        return relayout(self, placement, data=data, scale=scale, meta=meta)
+
+    # -- the array laws (L4, L5): slicing, transpose
+    def __getitem__(self, key) -> "GritArray":
+        """Slices with step 1 (and integers on non-group axes).
+
+        L5: a group-axis slice must start and end on group boundaries — k0,
+        and k0·k1 for two-level grades, and the sparsity quad — or it raises
+        GritLayoutError; never a silent view.  A selection that is contiguous
+        in lin order is a zero-copy view (memoryview slices of the planes);
+        any other aligned selection is a copy.  Canonical placements only."""
+        from .placement.laws import getitem
+        return getitem(self, key)
+
+    def transpose(self, *axes) -> "GritArray":
+        """Permute axes.  The group axis must stay where it is (L4: a
+        transpose that moves it does not exist — requantize); permuting the
+        other axes moves whole rows of every plane into the canonical order of
+        the new shape (a copy; itself for the identity)."""
+        from .placement.laws import transpose
+        if len(axes) == 1 and not isinstance(axes[0], int):
+            axes = tuple(axes[0]) if axes[0] is not None else ()
+        return transpose(self, axes or None)
+
+    @property
+    def T(self) -> "GritArray":
+        return self.transpose()
 
     # -- value semantics: equal descriptor bytes, shape and plane bytes
     def __eq__(self, other) -> bool:
@@ -242,3 +281,21 @@ def _sizes_or_raise(d: D.Descriptor, shape: tuple[int, ...]) -> tuple[int, int, 
     if det.status != Status.OK:
         raise error_for(det)
     return sizes
+
+
+def concat(arrays, axis: int = 0) -> GritArray:
+    """Concatenate GritArrays along ``axis`` without decoding: same grade,
+    descriptor frame (group axis, placements) and rank; NOTE_ASSUMED is set on
+    the result if any input carries it (§12: sticky)."""
+    from .placement.laws import concat as _concat
+    return _concat(arrays, axis)
+
+
+def require_metadata_order(array: GritArray, *, verify: bool = False) -> GritArray:
+    """L6, the check a kernel declaring ``requires SPORDER_ASC_LSB`` runs on
+    an operand: a sparse array whose metadata order is UNORDERED is refused
+    (GritLayoutError, as grit.matmul's L6 refusal); with ``verify=True`` the ASC_LSB promise is also checked
+    against the bytes (§7.4, GritDigestError).  Dense arrays pass.  Returns
+    the array."""
+    from .placement.laws import require_metadata_order as _req
+    return _req(array, verify=verify)

@@ -32,6 +32,7 @@ __all__ = ["check", "diagnose", "CheckReport", "plane_sizes", "PlaneSizes", "MAX
 MAXRANK = 8                 # GRIT_MAXRANK: extents carried in grit_view_t
 _I64_MAX = (1 << 63) - 1
 LEVELS = (0, 1, 2, 3)
+_audit_hook = None          # set by grit.audit: a passed check is a boundary crossing (§12.4)
 _PLANE_NAMES = ("data", "scale0", "scale1", "aux")
 
 
@@ -194,13 +195,28 @@ def _step3_placement(d: D.Descriptor) -> Detail | None:
                      field="placement_meta", actual=f"0x{d.placement_meta:016x}",
                      expected="non-zero" if has_aux else "0x0000000000000000")
     interleaved = bool(d.flags & D.F_INTERLEAVED)
-    from .layouts import BLOCK_AOS
-    if interleaved != (d.placement_data == BLOCK_AOS):
+    from .layouts import BLOCK_AOS, PACK_K4_12B
+    # BLOCK_AOS always interleaves; a hashed (Interleave(P, n)) or opaque data
+    # placement may, and then says so with the flag (docs/placements.md).
+    may_interleave = d.placement_data == BLOCK_AOS or (d.placement_data >> 60) in (0x8, 0xF)
+    if (d.placement_data == BLOCK_AOS and not interleaved) or (interleaved and not may_interleave):
         return _fail(Status.PLACEMENT_UNKNOWN, 3,
-                     "PlacementUnknown: the INTERLEAVED flag and a BLOCK_AOS data placement "
-                     "go together.",
+                     "PlacementUnknown: the INTERLEAVED flag and the data placement disagree "
+                     f"(flags 0x{d.flags:02x}, placement_data {placement_name(d.placement_data)}).",
                      field="flags", actual=f"0x{d.flags:02x}",
-                     expected="INTERLEAVED iff placement_data == BLOCK_AOS")
+                     expected="INTERLEAVED with BLOCK_AOS, or with a hashed/opaque data "
+                              "placement that interleaves; never with another word")
+    sp, mp = d.placement_scale == PACK_K4_12B, d.placement_meta == PACK_K4_12B
+    if sp or mp:
+        from .placement.registered import pack_k4_applies
+        why = pack_k4_applies(d)
+        if why or sp != mp:
+            why = why or ("placement_scale and placement_meta must both be PACK_K4_12B "
+                          "(the 12 bytes carry scales and mins together)")
+            return _fail(Status.PLACEMENT_UNKNOWN, 3,
+                         f"PlacementUnknown: PACK_K4_12B does not apply: {why}.",
+                         field="placement_scale" if sp else "placement_meta",
+                         actual=f"0x{(d.placement_scale if sp else d.placement_meta):016x}")
     return None
 
 
@@ -276,11 +292,25 @@ def plane_sizes(d: D.Descriptor, shape: Sequence[int]) -> PlaneSizes | Detail:
         aux = _ceil_div8(n_groups0 * _cw(d.zp_fmt, True))
     else:
         aux = 0
+    # placement size rules (docs/placements.md): PACK_K4_12B holds 8 scales and
+    # 8 mins of each super-block in 12 scale0 bytes and empties the aux plane;
+    # INTERLEAVED carries all four planes inside the data plane.
+    from .layouts import PACK_K4_12B
+    if d.placement_scale == PACK_K4_12B and d.placement_meta == PACK_K4_12B \
+            and d.n_levels == 2 and d.k1 == 8 and d.flags & D.F_HAS_ZP:
+        scale0, aux = n_groups1 * 12, 0
+    if d.flags & D.F_INTERLEAVED:
+        data, scale0, scale1, aux = data + scale0 + scale1 + aux, 0, 0, 0
     return PlaneSizes(numel, nnz, n_groups0, n_groups1, (data, scale0, scale1, aux))
 
 
 def _size_explain(d: D.Descriptor, ps: PlaneSizes, i: int, got: int) -> tuple[str, ...]:
     pad8 = d.container == D.CT_PAD8
+    if d.flags & D.F_INTERLEAVED:
+        return (("INTERLEAVED: the data plane carries all four planes (their §7.3 sizes "
+                 f"summed = {ps.sizes[0]} bytes); scale0, scale1 and aux are empty.",)
+                + (("A too-large plane is as much a mismatch as a too-small one (§7.3).",)
+                   if got > ps.sizes[i] else ()))
     if i == 0:
         cw = _cw(d.elem, pad8)
         lines = [f"nnz={ps.nnz}, cw({_fmt_name(d.elem)})={cw} -> {ps.sizes[0]} bytes."]
@@ -336,6 +366,24 @@ def _step4_sizes(d: D.Descriptor, shape, nbytes: Sequence[int]) -> Detail | None
     return None
 
 
+def _meta_for_content_check(d: D.Descriptor, shape, planes):
+    """The sparse-metadata bytes §7.4 reads.  Every non-interleaving placement
+    permutes whole quads, and the order check is per quad, so the aux plane
+    is read as it is; an interleaved data plane is relayouted to reach it.
+    Opaque (or unresolvable) placements are the vendor's bytes: not checked."""
+    from .placement.words import CLASS_OPAQUE, placement_class
+    if placement_class(d.placement_meta) == CLASS_OPAQUE:
+        return None
+    if not d.flags & D.F_INTERLEAVED:
+        return planes[3]
+    from .array import GritArray
+    from .errors import GritLayoutError
+    try:
+        return GritArray(d, shape, planes).canonical().planes[3]
+    except GritLayoutError:
+        return None
+
+
 def _step5_content(d: D.Descriptor, shape, planes, expected_digest) -> Detail | None:
     if expected_digest is not None:
         got = _digest(planes)
@@ -352,7 +400,9 @@ def _step5_content(d: D.Descriptor, shape, planes, expected_digest) -> Detail | 
         numel = 1
         for x in shape:
             numel *= x
-        bad = first_disordered_quad(planes[3], d.sp_n, d.sp_m, bits, numel // d.sp_m)
+        meta = _meta_for_content_check(d, shape, planes)
+        bad = None if meta is None else first_disordered_quad(meta, d.sp_n, d.sp_m, bits,
+                                                              numel // d.sp_m)
         if bad is not None:
             q, idx = bad
             return _fail(Status.DIGEST_MISMATCH, 5,
@@ -468,5 +518,20 @@ def check(desc, shape, planes, level: int = 1, expected_digest=None) -> CheckRep
     warnings: tuple[str, ...] = ()
     if level >= 3:
         from .probes import probe
-        warnings = tuple(probe(d, _as_shape(shape), _as_planes(planes, True)[1]))
+        pd, pplanes = d, _as_planes(planes, True)[1]
+        from .placement.relayout import is_canonical
+        if not is_canonical(d):
+            # the probes read canonical planes: relayout first (L1), or skip
+            from .array import GritArray
+            from .errors import GritLayoutError
+            try:
+                c = GritArray(d, _as_shape(shape), pplanes).canonical()
+                pd, pplanes = c.descriptor, list(c.planes)
+            except GritLayoutError as e:
+                pd = None
+                warnings = (f"probe: skipped — the planes cannot be read in canonical order "
+                            f"({str(e).splitlines()[0]})",)
+        if pd is not None:
+            warnings = tuple(probe(pd, _as_shape(shape), pplanes))
+    if _audit_hook is not None: _audit_hook(level)  # noqa: E701
     return CheckReport(level=level, grade=g, warnings=warnings)

@@ -1,3 +1,22 @@
-"""§5: placements (words, registry; relayout lives beside these)."""
+"""§5: placements — the 64-bit words (``words``), the layout expression
+language and its registry (``expr``), the meaning of every registered word
+(``registered``), and relayout (``relayout``, imported on first use: it
+needs the codec's bit packing)."""
 from .words import *  # noqa: F401,F403
-from .words import __all__  # noqa: F401
+from .words import __all__ as _words_all
+from .expr import (ColMajor, Compose, Expr, Interleave, Opaque, Pad, Perm, RowMajor,  # noqa: F401
+                   Swizzle, Tile, apply, index_map, layout_word, parse_layout,
+                   register_layout, resolve_layout, same_layout)
+
+__all__ = list(_words_all) + [
+    "Expr", "RowMajor", "ColMajor", "Tile", "Interleave", "Swizzle", "Perm", "Pad", "Compose",
+    "Opaque", "parse_layout", "layout_word", "register_layout", "resolve_layout", "same_layout",
+    "apply", "index_map", "relayout", "canonical",
+]
+
+
+def __getattr__(name):
+    if name in ("relayout", "canonical"):
+        from . import relayout as _r
+        return getattr(_r, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,342 @@
+"""GGUF files: ggml block types as GRIT arrays, by relayout.
+
+``load(path)`` reads a GGUF file with gguf-py's ``GGUFReader`` (a read-only
+memmap) and returns one entry per tensor:
+
+* a :class:`~grit.array.GritArray` for every ggml block type GRIT v1 can
+  express.  Q8_0, Q4_K, MXFP4 and NVFP4 blocks *are* a GRIT placement — the
+  array's data plane is the file's bytes, zero-copy, placed BLOCK_AOS or
+  Interleave(Perm(π), n) (plus PACK_K4_12B for Q4_K's scales), and
+  ``grit.decode`` relayouts them.  The other block types split an element's
+  bits across fields (Q5_*, Q6_K), keep an offset or a unit scale implicit in
+  code (Q4_0, Q4_1, Q5_*, Q6_K, TQ2_0) or pack two planes into one byte
+  (Q2_K); they are moved into the canonical placement — bits moved, never
+  changed, and ggml's implicit constants written as explicit planes;
+* a read-only numpy array for F32, F16, F64 and the integer types (zero-copy
+  views) and BF16 (widened to float32, exactly): they are not quantised;
+* an :class:`Inexpressible` record, carrying the reason, for every type v1
+  cannot express — never silently skipped (``strict=True`` raises instead).
+
+Shapes: ggml's ne[] is reversed relative to numpy; groups run along ne[0],
+the last numpy axis, which is the descriptor's group axis.  Every choice and
+every difference from ggml's own dequantisation is in docs/placements.md
+("GGUF").
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import descriptor as D
+from ..codec.packing import pack_stream
+from ..errors import GritGradeError, GritUsageError
+from ..grade import Grade, lookup_grade, register_grade
+from ..placement.expr import Interleave, Perm, register_layout
+from ..placement.registered import unpack_k4_12b
+from ..placement.words import REGISTERED
+
+__all__ = ["load", "Inexpressible", "GGUFTensors", "GGML_GRADES", "INEXPRESSIBLE",
+           "ggml_placement"]
+
+_W = {n: w for n, (w, _) in REGISTERED.items()}
+
+
+def _gguf():
+    try:
+        import gguf  # noqa: PLC0415
+    except ImportError:  # pragma: no cover - exercised only without the package
+        raise GritUsageError("reading GGUF files needs the gguf package (gguf-py): "
+                             "pip install gguf") from None
+    return gguf
+
+
+# ---------------------------------------------------------------------------
+# element orders inside ggml blocks, as permutations (physical -> logical)
+
+
+def _halves(n: int) -> tuple[int, ...]:
+    """ggml's nibble order over a run of n elements: byte l holds element l
+    in its low nibble and element l + n/2 in its high nibble.  In GRIT's
+    LSB-first stream the nibble at physical position 2l + h holds logical
+    element h·n/2 + l."""
+    h = n // 2
+    return tuple(hh * h + ll for ll in range(h) for hh in (0, 1))
+
+
+# the placements of the zero-copy types (registered in this process on import)
+Q4_K_DATA = Interleave(Perm(_halves(64)), 8)
+MXFP4_DATA = Interleave(Perm(_halves(32)), 1)
+NVFP4_DATA = Interleave(Perm(_halves(16)), 4)
+for _e in (Q4_K_DATA, MXFP4_DATA, NVFP4_DATA):
+    register_layout(_e)
+
+
+def ggml_placement(name: str) -> tuple[int, int, int] | None:
+    """(placement_data, placement_scale, placement_meta) of a zero-copy ggml
+    type, or None when the type is converted into the canonical placement."""
+    return _ZERO_COPY.get(name, (None,))[0]  # type: ignore[return-value]
+
+
+# ---------------------------------------------------------------------------
+# the grades
+
+
+GGML_GRADES: dict[str, str] = {
+    # d·q, q int8
+    "Q8_0": "grit1(e=s8,k0=32,s0=binary16,esr=ratiomaxabs)",
+    "Q8_K": "grit1(e=s8,k0=256,s0=binary32,esr=ratiomaxabs)",
+    # d·(q − 8): u4 with the constant zero point 8
+    "Q4_0": "grit1(e=u4,k0=32,s0=binary16,zp=u4,esr=affineminmax)",
+    # d·q + m: two levels per 32-element block, s0 = 1 and zp = −1 constant
+    "Q4_1": "grit1(e=u4,k0=32,s0=u8,k1=1,s1=binary16,zp=s8,zps=l1,esr=affineminmax)",
+    "Q5_0": "grit1(e=x43e4,k0=32,s0=binary16,zp=x43e4,esr=affineminmax)",
+    "Q5_1": "grit1(e=x43e4,k0=32,s0=u8,k1=1,s1=binary16,zp=s8,zps=l1,esr=affineminmax)",
+    # (d·sc)·q − (dmin·m)
+    "Q2_K": "grit1(e=u2,k0=16,s0=u4,k1=16,s1=binary16,zp=u4,zps=l1,esr=affineminmax)",
+    "Q4_K": "grit1(e=u4,k0=32,s0=u6,k1=8,s1=binary16,zp=u6,zps=l1,esr=affineminmax)",
+    "Q5_K": "grit1(e=x43e4,k0=32,s0=u6,k1=8,s1=binary16,zp=u6,zps=l1,esr=affineminmax)",
+    # (d·sc)·(q − 32), sc int8
+    "Q6_K": "grit1(e=u6,k0=16,s0=s8,k1=16,s1=binary16,zp=u6,esr=affineminmax)",
+    # d·(q − 1)
+    "TQ2_0": "grit1(e=u2,k0=256,s0=binary16,zp=u2,esr=affineminmax)",
+    "MXFP4": "grit1(e=e2m1,k0=32,s0=e8m0,esr=exp2floormaxabs)",
+    "NVFP4": "grit1(e=e2m1,k0=16,s0=e4m3,esr=ratiomaxabs)",
+}
+
+INEXPRESSIBLE: dict[str, str] = {
+    "Q3_K": ("its 6-bit sub-block scales are offset-binary (value = code − 32); a v1 scale "
+             "format is unsigned or two's-complement with no offset, so a bit-exact GRIT form "
+             "would rewrite every scale code (XOR 0x20) — a change of bits, not a relayout"),
+    "TQ1_0": ("elements are trits packed five to a byte in base 3 (1.6 bits each); a v1 "
+              "element plane is a bitstream of w-bit codes"),
+    "Q8_1": ("a compute-time activation type, not a storage type: its s = d·Σq field is "
+             "derived, and gguf-py's size table (40 bytes per block) disagrees with ggml's "
+             "block_q8_1 (36 bytes) — not loaded rather than guessed"),
+    "Q1_0": "1-bit elements; v1 formats start at 2 bits",
+}
+for _n in ("IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S", "IQ1_S", "IQ1_M"):
+    INEXPRESSIBLE[_n] = ("elements index a codebook of vectors (lattice/grid tables with sign "
+                         "masks); a v1 element decodes through a §2 format word, never a table")
+for _n in ("IQ4_NL", "IQ4_XS"):
+    INEXPRESSIBLE[_n] = ("4-bit codes index a non-uniform 16-entry value table (kvalues_iq4nl); "
+                         "no §2 format has those values")
+
+_PLAIN = {"F32": np.float32, "F16": np.float16, "F64": np.float64, "I8": np.int8,
+          "I16": np.int16, "I32": np.int32, "I64": np.int64}
+
+
+def _grade(name: str) -> Grade:
+    g = register_grade(GGML_GRADES[name])
+    return lookup_grade(g.id) or g
+
+
+# ---------------------------------------------------------------------------
+# zero-copy types: the block bytes are the GRIT data plane
+
+
+_ZERO_COPY: dict[str, tuple[tuple[int, int, int]]] = {
+    "Q8_0": ((_W["BLOCK_AOS"], _W["ROW_MAJOR"], 0),),
+    "MXFP4": ((MXFP4_DATA.word, _W["ROW_MAJOR"], 0),),
+    "NVFP4": ((NVFP4_DATA.word, _W["ROW_MAJOR"], 0),),
+    "Q4_K": ((Q4_K_DATA.word, _W["PACK_K4_12B"], _W["PACK_K4_12B"]),),
+}
+
+
+def _zero_copy(name: str, raw: np.ndarray, shape: tuple[int, ...]):
+    from ..array import GritArray
+    g = _grade(name)
+    pd, ps, pm = _ZERO_COPY[name][0]
+    d = g.descriptor(group_axis=len(shape) - 1, placement_data=pd, placement_scale=ps,
+                     placement_meta=pm)
+    d = d.replace(flags=d.flags | D.F_INTERLEAVED)
+    return GritArray(d, shape, (raw, b"", b"", b""))
+
+
+# ---------------------------------------------------------------------------
+# converted types: fields moved into the canonical planes
+
+
+def _canonical(name: str, shape, data, s0, s1=b"", aux=b""):
+    from ..array import GritArray
+    g = _grade(name)
+    return GritArray(g.descriptor(group_axis=len(shape) - 1), shape, (data, s0, s1, aux))
+
+
+def _nibbles_halves(qs: np.ndarray) -> np.ndarray:
+    """(nb, n/2) bytes in ggml's halves order -> (nb, n) codes in order."""
+    return np.concatenate([qs & np.uint8(15), qs >> np.uint8(4)], axis=1)
+
+
+def _bit_planes(qh: np.ndarray, n: int) -> np.ndarray:
+    """(nb, 4) bytes = one little-endian uint32 per block, bit j for element j."""
+    bits = np.unpackbits(qh, axis=1, bitorder="little")
+    return bits[:, :n]
+
+
+def _conv_q4_0(b, shape):
+    nb = b.shape[0]
+    codes = _nibbles_halves(b[:, 2:18])
+    return _canonical("Q4_0", shape, pack_stream(codes, 4), b[:, 0:2].tobytes(), b"",
+                      np.full(nb, 8, np.uint8).tobytes())
+
+
+def _conv_q4_1(b, shape):
+    nb = b.shape[0]
+    codes = _nibbles_halves(b[:, 4:20])
+    return _canonical("Q4_1", shape, pack_stream(codes, 4), np.ones(nb, np.uint8).tobytes(),
+                      b[:, 0:4].tobytes(), np.full(nb, 0xFF, np.uint8).tobytes())
+
+
+def _conv_q5_0(b, shape):
+    nb = b.shape[0]
+    codes = _nibbles_halves(b[:, 6:22]) | (_bit_planes(b[:, 2:6], 32) << np.uint8(4))
+    return _canonical("Q5_0", shape, pack_stream(codes, 5), b[:, 0:2].tobytes(), b"",
+                      np.full(nb, 16, np.uint8).tobytes())
+
+
+def _conv_q5_1(b, shape):
+    nb = b.shape[0]
+    codes = _nibbles_halves(b[:, 8:24]) | (_bit_planes(b[:, 4:8], 32) << np.uint8(4))
+    return _canonical("Q5_1", shape, pack_stream(codes, 5), np.ones(nb, np.uint8).tobytes(),
+                      b[:, 0:4].tobytes(), np.full(nb, 0xFF, np.uint8).tobytes())
+
+
+def _crumbs(qs: np.ndarray) -> np.ndarray:
+    """K-quant 2-bit order: per 128-element half, 32 bytes; bits 2s..2s+1 of
+    byte l hold element 32s + l of that half."""
+    nb = qs.shape[0]
+    sh = np.array([0, 2, 4, 6], dtype=np.uint8).reshape(1, 1, 4, 1)
+    return ((qs.reshape(nb, -1, 1, 32) >> sh) & np.uint8(3)).reshape(nb, -1)
+
+
+def _conv_q2_k(b, shape):
+    sc = b[:, 0:16]
+    codes = _crumbs(b[:, 16:80])
+    return _canonical("Q2_K", shape, pack_stream(codes, 2), (sc & np.uint8(15)).tobytes(),
+                      b[:, 80:84].tobytes(), (sc >> np.uint8(4)).tobytes())
+
+
+def _k_nibbles(qs: np.ndarray) -> np.ndarray:
+    """Q4_K/Q5_K order: per 64-element chunk, 32 bytes; low nibbles are
+    elements 0..31 of the chunk, high nibbles 32..63."""
+    nb = qs.shape[0]
+    sh = np.array([0, 4], dtype=np.uint8).reshape(1, 1, 2, 1)
+    return ((qs.reshape(nb, -1, 1, 32) >> sh) & np.uint8(15)).reshape(nb, -1)
+
+
+def _conv_q5_k(b, shape):
+    nb = b.shape[0]
+    sc, m = unpack_k4_12b(b[:, 4:16])
+    qh = b[:, 16:48]
+    hb = (qh.reshape(nb, 1, 32) >> np.arange(8, dtype=np.uint8).reshape(1, 8, 1)) & np.uint8(1)
+    codes = _k_nibbles(b[:, 48:176]) | (hb.reshape(nb, 256) << np.uint8(4))
+    return _canonical("Q5_K", shape, pack_stream(codes, 5), sc.tobytes(), b[:, 0:4].tobytes(),
+                      m.tobytes())
+
+
+def _conv_q6_k(b, shape):
+    nb = b.shape[0]
+    ql, qh = b[:, 0:128], b[:, 128:192]
+    lo = ((ql.reshape(nb, 2, 1, 64) >> np.array([0, 4], dtype=np.uint8).reshape(1, 1, 2, 1))
+          & np.uint8(15)).reshape(nb, 256)
+    codes = lo | (_crumbs(qh) << np.uint8(4))
+    return _canonical("Q6_K", shape, pack_stream(codes, 6), b[:, 192:208].tobytes(),
+                      b[:, 208:210].tobytes(), np.full(nb * 16, 32, np.uint8).tobytes())
+
+
+def _conv_q8_k(b, shape):
+    # bsums (16 × int16 per block) are sums of the codes: derived, not values
+    return _canonical("Q8_K", shape, b[:, 4:260].tobytes(), b[:, 0:4].tobytes())
+
+
+def _conv_tq2_0(b, shape):
+    nb = b.shape[0]
+    return _canonical("TQ2_0", shape, pack_stream(_crumbs(b[:, 0:64]), 2), b[:, 64:66].tobytes(),
+                      b"", np.ones(nb, np.uint8).tobytes())
+
+
+_CONVERT: dict[str, Callable[[np.ndarray, tuple], Any]] = {
+    "Q4_0": _conv_q4_0, "Q4_1": _conv_q4_1, "Q5_0": _conv_q5_0, "Q5_1": _conv_q5_1,
+    "Q2_K": _conv_q2_k, "Q5_K": _conv_q5_k, "Q6_K": _conv_q6_k, "Q8_K": _conv_q8_k,
+    "TQ2_0": _conv_tq2_0,
+}
+
+
+# ---------------------------------------------------------------------------
+# results
+
+
+@dataclass(frozen=True)
+class Inexpressible:
+    """A tensor GRIT v1 cannot express, with the reason.  ``raw`` is the
+    file's bytes (a read-only memmap view)."""
+
+    name: str
+    ggml_type: str
+    shape: tuple[int, ...]
+    reason: str
+    raw: Any = field(repr=False, default=None)
+
+    def decode(self):
+        raise GritGradeError(f"tensor {self.name!r} ({self.ggml_type}) is not a GRIT array: "
+                             f"{self.reason}")
+
+
+class GGUFTensors(dict):
+    """``{name: GritArray | ndarray | Inexpressible}`` in file order, with
+    ``.inexpressible`` listing the records and ``.ggml_types`` the type of
+    every tensor."""
+
+    ggml_types: dict[str, str]
+
+    @property
+    def inexpressible(self) -> list[Inexpressible]:
+        return [v for v in self.values() if isinstance(v, Inexpressible)]
+
+
+def _tensor(gguf, t):
+    name = t.tensor_type.name
+    shape = tuple(int(x) for x in reversed([int(v) for v in t.shape]))
+    data = t.data
+    if name in _PLAIN:
+        arr = np.asarray(data).reshape(shape)
+        if arr.flags.writeable:
+            arr = arr.view()
+            arr.flags.writeable = False
+        return arr
+    if name == "BF16":
+        u = np.asarray(data).reshape(-1).view("<u2").astype(np.uint32) << np.uint32(16)
+        out = u.view(np.float32).reshape(shape)
+        out.flags.writeable = False
+        return out
+    block, tsize = gguf.GGML_QUANT_SIZES[t.tensor_type]
+    raw = np.asarray(data).reshape(-1)
+    if name in _ZERO_COPY:
+        return _zero_copy(name, raw, shape)
+    if name in _CONVERT:
+        return _CONVERT[name](raw.reshape(-1, tsize), shape)
+    reason = INEXPRESSIBLE.get(name, f"ggml type {name} has no GRIT v1 mapping in this version")
+    return Inexpressible(t.name, name, shape, reason, raw)
+
+
+def load(path, *, strict: bool = False) -> GGUFTensors:
+    """Read a GGUF file: ``{name: GritArray | ndarray | Inexpressible}``.
+
+    With ``strict=True`` a tensor GRIT v1 cannot express raises
+    GritGradeError naming the tensor and the reason."""
+    gguf = _gguf()
+    try:
+        reader = gguf.GGUFReader(path, "r")
+    except (ValueError, OSError) as e:
+        raise GritUsageError(f"{path}: not a readable GGUF file: {e}") from None
+    out = GGUFTensors()
+    out.ggml_types = {}
+    for t in reader.tensors:
+        v = _tensor(gguf, t)
+        if strict and isinstance(v, Inexpressible):
+            v.decode()
+        out[t.name] = v
+        out.ggml_types[t.name] = t.tensor_type.name
+    return out
