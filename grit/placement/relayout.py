@@ -13,7 +13,6 @@ the canonical order only.
 """
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,7 +22,7 @@ from ..errors import GritLayoutError, GritUsageError
 from .expr import (Expr, Interleave, RowMajor, apply, as_expr, layout_word, register_layout,
                    resolve_layout, same_layout, validate)
 from .planes import Geometry, Units, from_units, geometry, to_units
-from .registered import (BLOCK_AOS, LINEAR_META, MEANING, META_M16N8K32, PACK_BYTES,
+from .registered import (LINEAR_META, MEANING, META_M16N8K32, PACK_BYTES,
                          PACK_K4_12B, ROW_MAJOR, SWIZZLE_128X4B, block_aos_expr,
                          pack_k4_12b, pack_k4_applies, unpack_k4_12b)
 from .words import (CLASS_HASHED, CLASS_OPAQUE, CLASS_REGISTERED, UNSPECIFIED,
@@ -94,8 +93,6 @@ def _spec(d: D.Descriptor, role: str, p, *, target: bool) -> Spec:
         if target:
             raise GritLayoutError("relayout needs a concrete target placement; UNSPECIFIED "
                                   "asserts no layout")
-        if role == "meta" and not _has_aux(d):
-            return Spec(word, "canonical")
         return Spec(word, "canonical")
     if role == "meta" and not _has_aux(d):
         raise _not_applicable(name, role, "this array has no aux plane (neither SPARSE nor "
@@ -119,7 +116,7 @@ def _spec(d: D.Descriptor, role: str, p, *, target: bool) -> Spec:
     if role not in m.roles:
         raise _not_applicable(m.name, role, f"it is a placement of the {', '.join(sorted(m.roles))} "
                                             "plane(s) only")
-    if word == ROW_MAJOR or (word == LINEAR_META):
+    if word in (ROW_MAJOR, LINEAR_META):
         if word == LINEAR_META and not d.flags & D.F_SPARSE:
             raise _not_applicable(m.name, role, "it orders sparse metadata; this aux plane "
                                                 "holds zero points")
@@ -156,9 +153,7 @@ def _spec_expr(d: D.Descriptor, role: str, word: int, e: Expr) -> Spec:
             raise _not_applicable(str(e), role, "Interleave is a data placement (it carries "
                                                 "every plane inside the data plane)")
         return Spec(word, "interleave", e)
-    if isinstance(e, RowMajor):
-        return Spec(word, "expr", e)             # identity bytes, its own word
-    return Spec(word, "expr", e)
+    return Spec(word, "expr", e)                 # RowMajor too: identity bytes, own word
 
 
 def applies(array, placement, role: str) -> bool:
@@ -501,7 +496,3 @@ def decode(array):
     if not isinstance(array, GritArray):
         return _codec_decode(array)          # the codec's own usage error
     return _codec_decode(canonical(array))
-
-
-def _index(x) -> int:
-    return operator.index(x)
