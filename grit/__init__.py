@@ -18,30 +18,28 @@ from .grade import (
     GRADE_I8S24, GRADE_MXFP4, GRADE_MXFP4_RNE, GRADE_NVF4, GRADE_NVF4_RTZ, GRADE_Q4KS,
     Grade, known_grades, lookup_grade, register_grade,
 )
-from .array import GritArray
-from .codec import Requantized, decode, encode, requantize
+from .array import GritArray, concat, require_metadata_order
+from .codec import Requantized, encode, requantize
+# the public decode canonicalises any non-opaque placement, then runs the codec
+from .placement.relayout import canonical, decode, relayout
+from .placement.expr import layout_word, parse_layout, register_layout
+from . import audit, kernels
+from .audit import assume_placement, verify_placement
+from .kernels import MatmulResult, matmul, register_kernel
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "GritArray", "Requantized", "decode", "encode", "requantize",
     "CheckReport", "Descriptor", "Detail", "Format", "GRADE_I8S24", "GRADE_MXFP4",
-    "GRADE_MXFP4_RNE", "GRADE_NVF4", "GRADE_NVF4_RTZ", "GRADE_Q4KS", "Grade",
+    "GRADE_MXFP4_RNE", "GRADE_NVF4", "GRADE_NVF4_RTZ", "GRADE_Q4KS", "Grade", "GritArray",
     "GritDigestError", "GritEncodeError", "GritError", "GritFormatError", "GritGradeError",
-    "GritLayoutError", "GritSizeError", "GritUsageError", "Status", "base32_decode",
-    "base32_encode", "check", "diagnose", "digest", "fnv1a128", "fnv1a64", "gid",
-    "known_grades", "layouts", "lookup_grade", "plane_sizes", "register_grade",
+    "GritLayoutError", "GritSizeError", "GritUsageError", "MatmulResult", "Requantized",
+    "Status", "assume_placement", "audit", "base32_decode", "base32_encode", "canonical",
+    "check", "concat", "decode", "diagnose", "digest", "encode", "fnv1a128", "fnv1a64", "gid",
+    "kernels", "known_grades", "layout_word", "layouts", "load", "lookup_grade", "matmul",
+    "parse_layout", "plane_sizes", "register_grade", "register_kernel", "register_layout",
+    "relayout", "require_metadata_order", "requantize", "verify_placement",
 ]
-from . import audit, kernels  # noqa: E402
-from .audit import assume_placement, verify_placement  # noqa: E402
-from .kernels import MatmulResult, matmul, register_kernel  # noqa: E402
-__all__ += ["assume_placement", "verify_placement", "matmul", "MatmulResult",
-            "register_kernel", "audit", "kernels"]
-from .placement.relayout import canonical, decode, relayout  # noqa: E402,F811
-from .array import concat, require_metadata_order  # noqa: E402
-from .placement.expr import layout_word, parse_layout, register_layout  # noqa: E402
-__all__ += ["relayout", "canonical", "concat", "require_metadata_order", "layout_word",
-            "parse_layout", "register_layout", "load"]
 
 
 def __getattr__(name):

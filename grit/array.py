@@ -9,11 +9,10 @@ given — ``bytes`` stay ``bytes``; any other buffer (numpy array, ``mmap``,
 """
 from __future__ import annotations
 
-import operator
 from typing import Sequence
 
 from . import descriptor as D
-from .check import check, diagnose, plane_sizes
+from .check import _as_shape, check, diagnose, plane_sizes
 from .errors import Detail, GritSizeError, GritUsageError, Status, error_for
 from .fingerprint import base32_encode, display_prefix
 from .fingerprint import digest as _digest
@@ -25,21 +24,7 @@ __all__ = ["GritArray", "PLANE_NAMES", "concat", "require_metadata_order"]
 PLANE_NAMES = ("data", "scale0", "scale1", "aux")
 
 
-def _as_descriptor(desc) -> D.Descriptor:
-    if isinstance(desc, D.Descriptor):
-        return desc
-    if isinstance(desc, str):
-        return D.Descriptor.from_hex(desc)
-    return D.Descriptor.from_bytes(desc)
-
-
-def _as_shape(shape) -> tuple[int, ...]:
-    if isinstance(shape, (str, bytes)):
-        raise GritUsageError(f"shape must be a sequence of integers, got {shape!r:.60}")
-    try:
-        return tuple(operator.index(x) for x in shape)
-    except TypeError:
-        raise GritUsageError(f"shape must be a sequence of integers, got {shape!r:.60}") from None
+_as_descriptor = D.Descriptor.coerce
 
 
 def _as_plane(i: int, p):

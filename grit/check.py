@@ -420,15 +420,12 @@ def _step5_content(d: D.Descriptor, shape, planes, expected_digest) -> Detail | 
 # ---------------------------------------------------------------------------
 # argument normalisation: only GritUsageError may come out of here
 
-def _as_desc(desc) -> D.Descriptor:
-    if isinstance(desc, D.Descriptor):
-        return desc
-    if isinstance(desc, str):
-        return D.Descriptor.from_hex(desc)
-    return D.Descriptor.from_bytes(desc)
+_as_desc = D.Descriptor.coerce
 
 
 def _as_shape(shape) -> tuple[int, ...]:
+    if isinstance(shape, (str, bytes)):
+        raise GritUsageError(f"shape must be a sequence of integers, got {shape!r:.60}")
     try:
         return tuple(operator.index(x) for x in shape)
     except TypeError:

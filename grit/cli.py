@@ -8,9 +8,8 @@ import click
 
 from . import __version__
 from .check import diagnose
-from .descriptor import Descriptor
 from .errors import GritError, Status
-from .grade import Grade, grade_from
+from .grade import grade_from, register_grade
 
 _STATUS_HELP = {
     Status.OK: ("The descriptor, shape and planes agree.", "Nothing to do."),
@@ -84,7 +83,6 @@ def check_cmd(target, shape, planes, level, grades, as_json) -> None:
     """
     try:
         for g in grades:
-            from .grade import register_grade
             register_grade(g)
         cases = _load_cases(target, shape, planes)
     except (GritError, OSError, ValueError) as e:
@@ -93,7 +91,6 @@ def check_cmd(target, shape, planes, level, grades, as_json) -> None:
     for c in cases:
         try:
             for g in c.get("grades", []):
-                from .grade import register_grade
                 register_grade(g)
             det = diagnose(c["desc_hex"], c["shape"], c["plane_bytes"], level=level)
             results.append({"name": c.get("name", "-"), **det.to_dict()})

@@ -92,6 +92,15 @@ class Descriptor:
         return cls(**dict(zip(_NAMES, DESC_STRUCT.unpack(mv))))
 
     @classmethod
+    def coerce(cls, desc) -> "Descriptor":
+        """A Descriptor from a Descriptor, 64 bytes-like, or 128 hex digits."""
+        if isinstance(desc, cls):
+            return desc
+        if isinstance(desc, str):
+            return cls.from_hex(desc)
+        return cls.from_bytes(desc)
+
+    @classmethod
     def from_hex(cls, text: str) -> "Descriptor":
         t = "".join(str(text).split())
         if t.lower().startswith("0x"):
