@@ -1142,6 +1142,373 @@ enc_i8s24_range(void *vctx, int part, size_t lo, size_t hi)
 }
 
 /* ------------------------------------------------------------------------
+ * Relayout fast paths (docs/placements.md).  Each is the same index map as
+ * grit/placement/relayout.py's numpy path, executed as byte moves: a unit
+ * grid transpose (ColMajor), copies of whole byte chunks of tiles
+ * (Tile(P,[tr,tc]) whose inner map moves byte-aligned runs of units: 
+ * TILE_16X16, SWIZZLE_128X4B, META_M16N8K32), per-block field copies
+ * (BLOCK_AOS) and PACK_K4_12B's bit packing.  Integer moves only; results
+ * never depend on the thread count. */
+
+#if defined(__SSE2__) || defined(_M_X64)
+#define GRIT_SSE2 1
+#include <emmintrin.h>
+#endif
+
+#ifndef TR_BLOCK
+#define TR_BLOCK 32          /* units per side of a cache block */
+#endif
+#ifndef TR_OUTER
+#define TR_OUTER 512         /* ... inside blocks of this many (TLB reach) */
+#endif
+
+typedef struct {
+    const unsigned char *src;
+    unsigned char *dst;
+    size_t R, C, ub;         /* source grid R x C of ub-byte units; dst is C x R */
+} tr_ctx;
+
+#ifdef GRIT_SSE2
+/* 16 rows of 16 bytes -> v[j] = column j: four perfect shuffles, each
+ * unpacking row i with row i + 8 (written out so that the rows stay in
+ * registers). */
+#define TR_UNPK(x, y, i)                                                 \
+    y##_##i##a = _mm_unpacklo_epi8(x[i], x[i + 8]);                      \
+    y##_##i##b = _mm_unpackhi_epi8(x[i], x[i + 8]);
+#define TR_STAGE(x, y)                                                   \
+    do {                                                                 \
+        __m128i y##_0a, y##_0b, y##_1a, y##_1b, y##_2a, y##_2b, y##_3a,  \
+            y##_3b, y##_4a, y##_4b, y##_5a, y##_5b, y##_6a, y##_6b,      \
+            y##_7a, y##_7b;                                              \
+        TR_UNPK(x, y, 0) TR_UNPK(x, y, 1) TR_UNPK(x, y, 2)               \
+        TR_UNPK(x, y, 3) TR_UNPK(x, y, 4) TR_UNPK(x, y, 5)               \
+        TR_UNPK(x, y, 6) TR_UNPK(x, y, 7)                                \
+        y[0] = y##_0a; y[1] = y##_0b; y[2] = y##_1a; y[3] = y##_1b;      \
+        y[4] = y##_2a; y[5] = y##_2b; y[6] = y##_3a; y[7] = y##_3b;      \
+        y[8] = y##_4a; y[9] = y##_4b; y[10] = y##_5a; y[11] = y##_5b;    \
+        y[12] = y##_6a; y[13] = y##_6b; y[14] = y##_7a; y[15] = y##_7b;  \
+    } while (0)
+
+static inline void
+tr16_load(const unsigned char *s, size_t ss, __m128i v[16])
+{
+    __m128i x[16];
+#define TR_LD(i) x[i] = _mm_loadu_si128((const __m128i *)(s + (size_t)(i) * ss));
+    TR_LD(0) TR_LD(1) TR_LD(2) TR_LD(3) TR_LD(4) TR_LD(5) TR_LD(6) TR_LD(7)
+    TR_LD(8) TR_LD(9) TR_LD(10) TR_LD(11) TR_LD(12) TR_LD(13) TR_LD(14) TR_LD(15)
+#undef TR_LD
+    __m128i y[16];
+    TR_STAGE(x, y);
+    TR_STAGE(y, x);
+    TR_STAGE(x, y);
+    TR_STAGE(y, x);
+    memcpy(v, x, sizeof x);
+}
+#endif
+
+/* dst rows (source columns) [lo, hi) in blocks */
+static void
+tr_range(void *p, int part, size_t lo, size_t hi)
+{
+    tr_ctx *c = (tr_ctx *)p;
+    const size_t R = c->R, C = c->C, ub = c->ub;
+    (void)part;
+    size_t c0 = lo * TR_BLOCK, c1 = hi * TR_BLOCK;
+    if (c1 > C) {
+        c1 = C;
+    }
+    for (size_t co = c0; co < c1; co += TR_OUTER) {
+    size_t co1 = co + TR_OUTER < c1 ? co + TR_OUTER : c1;
+    for (size_t ro = 0; ro < R; ro += TR_OUTER) {
+    size_t ro1 = ro + TR_OUTER < R ? ro + TR_OUTER : R;
+    for (size_t cb = co; cb < co1; cb += TR_BLOCK) {
+        size_t cb1 = cb + TR_BLOCK < co1 ? cb + TR_BLOCK : co1;
+        for (size_t r0 = ro; r0 < ro1; r0 += TR_BLOCK) {
+            size_t r1 = r0 + TR_BLOCK < ro1 ? r0 + TR_BLOCK : ro1;
+            if (ub == 1) {
+                const unsigned char *s = c->src;
+                unsigned char *d = c->dst;
+                size_t r = r0;
+#ifdef GRIT_SSE2
+                for (; r + 16 <= r1; r += 16) {
+                    size_t cc = cb;
+                    for (; cc + 16 <= cb1; cc += 16) {
+                        __m128i v[16];
+                        tr16_load(s + r * C + cc, C, v);
+                        for (int j = 0; j < 16; j++) {
+                            _mm_storeu_si128((__m128i *)(d + (cc + j) * R + r), v[j]);
+                        }
+                    }
+                    for (; cc < cb1; cc++) {
+                        for (size_t rr = r; rr < r + 16; rr++) {
+                            d[cc * R + rr] = s[rr * C + cc];
+                        }
+                    }
+                }
+#endif
+                for (size_t cc = cb; cc < cb1; cc++) {
+                    for (size_t rr = r; rr < r1; rr++) {
+                        d[cc * R + rr] = s[rr * C + cc];
+                    }
+                }
+            } else if (ub == 2) {
+                for (size_t cc = cb; cc < cb1; cc++) {
+                    for (size_t rr = r0; rr < r1; rr++) {
+                        memcpy(c->dst + 2 * (cc * R + rr), c->src + 2 * (rr * C + cc), 2);
+                    }
+                }
+            } else if (ub == 4) {
+                for (size_t cc = cb; cc < cb1; cc++) {
+                    for (size_t rr = r0; rr < r1; rr++) {
+                        memcpy(c->dst + 4 * (cc * R + rr), c->src + 4 * (rr * C + cc), 4);
+                    }
+                }
+            } else {
+                for (size_t cc = cb; cc < cb1; cc++) {
+                    for (size_t rr = r0; rr < r1; rr++) {
+                        memcpy(c->dst + ub * (cc * R + rr), c->src + ub * (rr * C + cc), ub);
+                    }
+                }
+            }
+        }
+    }
+        }
+    }
+}
+
+/* 4-bit units, LSB-first, R and C even: source byte (r, j) holds units
+ * (r, 2j) low and (r, 2j+1) high; dst row 2j gets the low nibbles of
+ * source column j, row 2j+1 the high ones.  Work: pairs of dst rows. */
+static void
+tr4_range(void *p, int part, size_t lo, size_t hi)
+{
+    tr_ctx *c = (tr_ctx *)p;
+    const size_t R = c->R, Cb = c->C / 2, Rb = R / 2;
+    const unsigned char *s = c->src;
+    unsigned char *d = c->dst;
+    (void)part;
+    size_t j0 = lo * TR_BLOCK, j1 = hi * TR_BLOCK;
+    if (j1 > Cb) {
+        j1 = Cb;
+    }
+    for (size_t jo = j0; jo < j1; jo += TR_OUTER / 2) {
+    size_t jo1 = jo + TR_OUTER / 2 < j1 ? jo + TR_OUTER / 2 : j1;
+    for (size_t ro = 0; ro < R; ro += TR_OUTER) {
+    size_t ro1 = ro + TR_OUTER < R ? ro + TR_OUTER : R;
+    for (size_t jb = jo; jb < jo1; jb += TR_BLOCK) {
+        size_t jb1 = jb + TR_BLOCK < jo1 ? jb + TR_BLOCK : jo1;
+        for (size_t r0 = ro; r0 < ro1; r0 += 2 * TR_BLOCK) {
+            size_t r1 = r0 + 2 * TR_BLOCK < ro1 ? r0 + 2 * TR_BLOCK : ro1;
+            size_t r = r0;
+#ifdef GRIT_SSE2
+            const __m128i m0f = _mm_set1_epi8(0x0F), mff = _mm_set1_epi16(0x00FF);
+            for (; r + 32 <= r1; r += 32) {
+                size_t j = jb;
+                for (; j + 16 <= jb1; j += 16) {
+                    __m128i a[16], b[16];
+                    tr16_load(s + r * Cb + j, Cb, a);
+                    tr16_load(s + (r + 16) * Cb + j, Cb, b);
+                    for (int k = 0; k < 16; k++) {
+                        __m128i la = _mm_and_si128(a[k], m0f), lb = _mm_and_si128(b[k], m0f);
+                        __m128i ha = _mm_and_si128(_mm_srli_epi16(a[k], 4), m0f);
+                        __m128i hb = _mm_and_si128(_mm_srli_epi16(b[k], 4), m0f);
+                        la = _mm_and_si128(_mm_or_si128(la, _mm_srli_epi16(la, 4)), mff);
+                        lb = _mm_and_si128(_mm_or_si128(lb, _mm_srli_epi16(lb, 4)), mff);
+                        ha = _mm_and_si128(_mm_or_si128(ha, _mm_srli_epi16(ha, 4)), mff);
+                        hb = _mm_and_si128(_mm_or_si128(hb, _mm_srli_epi16(hb, 4)), mff);
+                        _mm_storeu_si128((__m128i *)(d + 2 * (j + k) * Rb + r / 2),
+                                         _mm_packus_epi16(la, lb));
+                        _mm_storeu_si128((__m128i *)(d + (2 * (j + k) + 1) * Rb + r / 2),
+                                         _mm_packus_epi16(ha, hb));
+                    }
+                }
+                for (; j < jb1; j++) {
+                    for (size_t rr = r; rr < r + 32; rr += 2) {
+                        unsigned a = s[rr * Cb + j], b = s[(rr + 1) * Cb + j];
+                        d[2 * j * Rb + rr / 2] = (unsigned char)((a & 15) | (b << 4));
+                        d[(2 * j + 1) * Rb + rr / 2] = (unsigned char)((a >> 4) | (b & 0xF0));
+                    }
+                }
+            }
+#endif
+            for (size_t j = jb; j < jb1; j++) {
+                for (size_t rr = r; rr < r1; rr += 2) {
+                    unsigned a = s[rr * Cb + j], b = s[(rr + 1) * Cb + j];
+                    d[2 * j * Rb + rr / 2] = (unsigned char)((a & 15) | (b << 4));
+                    d[(2 * j + 1) * Rb + rr / 2] = (unsigned char)((a >> 4) | (b & 0xF0));
+                }
+            }
+        }
+    }
+        }
+    }
+}
+
+/* 4-bit units, any R, C (one thread: a byte may hold two columns' units);
+ * msb: unit 2i in the high nibble.  dst is zeroed first (padding nibble). */
+static void
+tr4_any(const unsigned char *s, unsigned char *d, size_t R, size_t C, int msb)
+{
+    size_t n = R * C;
+    memset(d, 0, (n + 1) / 2);
+    int sh0 = msb ? 4 : 0, sh1 = msb ? 0 : 4;
+    for (size_t r0 = 0; r0 < R; r0 += TR_BLOCK) {
+        size_t r1 = r0 + TR_BLOCK < R ? r0 + TR_BLOCK : R;
+        for (size_t c0 = 0; c0 < C; c0 += TR_BLOCK) {
+            size_t c1 = c0 + TR_BLOCK < C ? c0 + TR_BLOCK : C;
+            for (size_t cc = c0; cc < c1; cc++) {
+                for (size_t rr = r0; rr < r1; rr++) {
+                    size_t i = rr * C + cc, o = cc * R + rr;
+                    unsigned v = (s[i >> 1] >> ((i & 1) ? sh1 : sh0)) & 15u;
+                    d[o >> 1] |= (unsigned char)(v << ((o & 1) ? sh1 : sh0));
+                }
+            }
+        }
+    }
+}
+
+/* Tiles of tr rows x tcb bytes over a grid of rows of rowbytes bytes, each
+ * tile stored as nchunks chunks of w bytes: chunk s of a tile is the
+ * tile's logical chunk tab[s] (row tab[s] / m, chunk tab[s] % m, m = tcb / w).
+ * inverse: the scatter back. */
+typedef struct {
+    const unsigned char *src;
+    unsigned char *dst;
+    size_t rowbytes, tr, tcb, w, nct, nchunks;
+    const size_t *off;       /* byte offset of each chunk's logical place in the tile */
+    int inverse;
+} tile_ctx;
+
+#define TILE_LOOP(W)                                                               \
+    for (size_t t = lo; t < hi; t++) {                                             \
+        size_t band = t / nct, tcol = t % nct;                                     \
+        unsigned char *ph = phys + t * tile_bytes;                                 \
+        unsigned char *lg = logi + band * band_bytes + tcol * tcb;                 \
+        if (!inverse) {                                                            \
+            for (size_t k = 0; k < nchunks; k++) {                                 \
+                memcpy(ph + k * (W), lg + off[k], (W));                            \
+            }                                                                      \
+        } else {                                                                   \
+            for (size_t k = 0; k < nchunks; k++) {                                 \
+                memcpy(lg + off[k], ph + k * (W), (W));                            \
+            }                                                                      \
+        }                                                                          \
+    }
+
+static void
+tile_range(void *p, int part, size_t lo, size_t hi)
+{
+    tile_ctx *c = (tile_ctx *)p;
+    (void)part;
+    /* locals: stores through unsigned char * would otherwise reload *c */
+    const int inverse = c->inverse;
+    unsigned char *phys = (unsigned char *)(inverse ? c->src : c->dst);
+    unsigned char *logi = (unsigned char *)(inverse ? c->dst : c->src);
+    const size_t nct = c->nct, tcb = c->tcb, nchunks = c->nchunks, w = c->w;
+    const size_t tile_bytes = c->tr * c->tcb, band_bytes = c->tr * c->rowbytes;
+    size_t offbuf[512];
+    const size_t *off = c->off;
+    if (nchunks <= 512) {
+        memcpy(offbuf, c->off, nchunks * sizeof(size_t));
+        off = offbuf;
+    }
+    switch (w) {
+    case 1: TILE_LOOP(1) break;
+    case 2: TILE_LOOP(2) break;
+    case 4: TILE_LOOP(4) break;
+    case 8: TILE_LOOP(8) break;
+    case 16: TILE_LOOP(16) break;
+    case 32: TILE_LOOP(32) break;
+    case 64: TILE_LOOP(64) break;
+    default: TILE_LOOP(w) break;
+    }
+}
+
+/* BLOCK_AOS: nf fields of widths w[f] per block, in that order. */
+typedef struct {
+    unsigned char *aos;
+    unsigned char *field[4];
+    size_t w[4], off[4], block;
+    int nf, inverse;
+} ilv_ctx;
+
+#define ILV_LOOP(W)                                                        \
+    if (!inverse) {                                                        \
+        for (size_t b = b0; b < b1; b++) {                                 \
+            memcpy(aos + b * block + off, fs + b * (W), (W));              \
+        }                                                                  \
+    } else {                                                               \
+        for (size_t b = b0; b < b1; b++) {                                 \
+            memcpy(fs + b * (W), aos + b * block + off, (W));              \
+        }                                                                  \
+    }
+
+#ifndef ILV_CHUNK
+#define ILV_CHUNK 512
+#endif
+
+static void
+ilv_range(void *p, int part, size_t lo, size_t hi)
+{
+    ilv_ctx *c = (ilv_ctx *)p;
+    (void)part;
+    unsigned char *const aos = c->aos;
+    const size_t block = c->block;
+    const int inverse = c->inverse;
+    for (size_t b0 = lo; b0 < hi; b0 += ILV_CHUNK) {     /* one pass over the blocks */
+        size_t b1 = b0 + ILV_CHUNK < hi ? b0 + ILV_CHUNK : hi;
+        for (int f = 0; f < c->nf; f++) {
+            size_t w = c->w[f], off = c->off[f];
+            unsigned char *fs = c->field[f];
+            switch (w) {                 /* constant widths: inlined moves */
+            case 1: ILV_LOOP(1) break;
+            case 2: ILV_LOOP(2) break;
+            case 4: ILV_LOOP(4) break;
+            case 8: ILV_LOOP(8) break;
+            case 12: ILV_LOOP(12) break;
+            case 16: ILV_LOOP(16) break;
+            case 32: ILV_LOOP(32) break;
+            case 64: ILV_LOOP(64) break;
+            case 128: ILV_LOOP(128) break;
+            default: ILV_LOOP(w) break;
+            }
+        }
+    }
+}
+
+/* PACK_K4_12B (registered.py pack_k4_12b / unpack_k4_12b), per super-block */
+typedef struct {
+    unsigned char *packed, *sc, *m;
+    int inverse;
+} k4_ctx;
+
+static void
+k4_range(void *p, int part, size_t lo, size_t hi)
+{
+    k4_ctx *c = (k4_ctx *)p;
+    (void)part;
+    for (size_t g = lo; g < hi; g++) {
+        unsigned char *b = c->packed + 12 * g, *sc = c->sc + 8 * g, *m = c->m + 8 * g;
+        if (!c->inverse) {
+            for (int j = 0; j < 4; j++) {
+                unsigned s0 = sc[j] & 63u, s1 = sc[j + 4] & 63u, m0 = m[j] & 63u,
+                         m1 = m[j + 4] & 63u;
+                b[j] = (unsigned char)(s0 | ((s1 >> 4) << 6));
+                b[j + 4] = (unsigned char)(m0 | ((m1 >> 4) << 6));
+                b[j + 8] = (unsigned char)((s1 & 15u) | ((m1 & 15u) << 4));
+            }
+        } else {
+            for (int j = 0; j < 4; j++) {
+                sc[j] = b[j] & 63u;
+                m[j] = b[j + 4] & 63u;
+                sc[j + 4] = (unsigned char)((b[j + 8] & 15u) | ((unsigned)(b[j] >> 6) << 4));
+                m[j + 4] = (unsigned char)((b[j + 8] >> 4) | ((unsigned)(b[j + 4] >> 6) << 4));
+            }
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------
  * Python interface */
 
 static int
@@ -1484,6 +1851,344 @@ py_encode_i8s24(PyObject *self, PyObject *args)
     return encode_common(args, "y*|i", 3);
 }
 
+/* Relayout entry points: each returns new bytes (the caller's numpy path
+ * returns bytes too). */
+
+PyDoc_STRVAR(transpose_doc,
+"transpose(src, R, C, bits, msb=False, nthreads=1) -> bytes\n\n"
+"The R x C grid of ``bits``-bit units (4, or a multiple of 8) stored\n"
+"column-major: unit (r, c) at position c*R + r.  4-bit units are packed two\n"
+"per byte, LSB-first (``msb``: unit 2i in the high nibble); a padding nibble\n"
+"is zero.");
+
+static PyObject *
+py_transpose(PyObject *self, PyObject *args)
+{
+    Py_buffer src;
+    Py_ssize_t R, C;
+    int bits, msb = 0, nthreads = 1;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*nni|pi", &src, &R, &C, &bits, &msb, &nthreads)) {
+        return NULL;
+    }
+    PyObject *res = NULL;
+    if (R < 0 || C < 0 || !(bits == 4 || (bits > 0 && bits % 8 == 0))) {
+        PyErr_SetString(PyExc_ValueError, "transpose: R, C >= 0 and bits 4 or a multiple of 8");
+        goto done;
+    }
+    size_t n = (size_t)R * (size_t)C;
+    Py_ssize_t nbytes = (Py_ssize_t)((n * (size_t)bits + 7) / 8);
+    if (!need(&src, nbytes, "src")) {
+        goto done;
+    }
+    res = PyBytes_FromStringAndSize(NULL, nbytes);
+    if (res == NULL || nbytes == 0) {
+        goto done;
+    }
+    tr_ctx c;
+    c.src = src.buf;
+    c.dst = (unsigned char *)PyBytes_AS_STRING(res);
+    c.R = (size_t)R;
+    c.C = (size_t)C;
+    c.ub = (size_t)bits / 8;
+    Py_BEGIN_ALLOW_THREADS
+    if (bits == 4) {
+        if (R % 2 == 0 && C % 2 == 0 && !msb) {
+            size_t units = ((size_t)C / 2 + TR_BLOCK - 1) / TR_BLOCK;
+            run_parts(tr4_range, &c, units, n_parts(units, nthreads));
+        } else {
+            tr4_any(c.src, c.dst, c.R, c.C, msb);
+        }
+    } else {
+        size_t units = ((size_t)C + TR_BLOCK - 1) / TR_BLOCK;
+        run_parts(tr_range, &c, units, n_parts(units, nthreads));
+    }
+    Py_END_ALLOW_THREADS
+done:
+    PyBuffer_Release(&src);
+    return res;
+}
+
+PyDoc_STRVAR(tile_doc,
+"tile(src, rows, rowbytes, tr, tcb, w, tab, inverse=False, nthreads=1) -> bytes\n\n"
+"Cut a grid of ``rows`` rows of ``rowbytes`` bytes into tiles of ``tr`` rows\n"
+"x ``tcb`` bytes, tiles in row-major order, each stored as chunks of ``w``\n"
+"bytes: chunk s of a tile is the tile's row-major chunk tab[s] (``tab`` an\n"
+"int64 buffer, a permutation of 0..tr*tcb/w-1).  ``inverse`` undoes it.");
+
+static PyObject *
+py_tile(PyObject *self, PyObject *args)
+{
+    Py_buffer src, tab;
+    Py_ssize_t rows, rowbytes, tr, tcb, w;
+    int inverse = 0, nthreads = 1;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*nnnnny*|pi", &src, &rows, &rowbytes, &tr, &tcb, &w, &tab,
+                          &inverse, &nthreads)) {
+        return NULL;
+    }
+    PyObject *res = NULL;
+    size_t *off = NULL;
+    if (rows < 0 || rowbytes < 0 || tr < 1 || tcb < 1 || w < 1 || rows % tr || rowbytes % tcb
+        || tcb % w || tab.len != (Py_ssize_t)(8 * (size_t)(tr * tcb / w))) {
+        PyErr_SetString(PyExc_ValueError, "tile: inconsistent tile geometry");
+        goto done;
+    }
+    Py_ssize_t nbytes = rows * rowbytes;
+    if (!need(&src, nbytes, "src")) {
+        goto done;
+    }
+    size_t nchunks = (size_t)(tr * tcb / w), m = (size_t)(tcb / w);
+    off = (size_t *)PyMem_Malloc(nchunks * sizeof(size_t) + 1);
+    if (off == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const unsigned char *tb = tab.buf;
+    for (size_t k = 0; k < nchunks; k++) {
+        int64_t q;
+        memcpy(&q, tb + 8 * k, 8);
+        if (q < 0 || (size_t)q >= nchunks) {
+            PyErr_SetString(PyExc_ValueError, "tile: tab entry out of range");
+            goto done;
+        }
+        off[k] = ((size_t)q / m) * (size_t)rowbytes + ((size_t)q % m) * (size_t)w;
+    }
+    res = PyBytes_FromStringAndSize(NULL, nbytes);
+    if (res == NULL || nbytes == 0) {
+        goto done;
+    }
+    tile_ctx c;
+    c.src = src.buf;
+    c.dst = (unsigned char *)PyBytes_AS_STRING(res);
+    c.rowbytes = (size_t)rowbytes;
+    c.tr = (size_t)tr;
+    c.tcb = (size_t)tcb;
+    c.w = (size_t)w;
+    c.nct = (size_t)(rowbytes / tcb);
+    c.nchunks = nchunks;
+    c.off = off;
+    c.inverse = inverse;
+    size_t units = (size_t)(rows / tr) * c.nct;
+    Py_BEGIN_ALLOW_THREADS
+    run_parts(tile_range, &c, units, n_parts(units, nthreads));
+    Py_END_ALLOW_THREADS
+done:
+    PyMem_Free(off);
+    PyBuffer_Release(&src);
+    PyBuffer_Release(&tab);
+    return res;
+}
+
+PyDoc_STRVAR(interleave_doc,
+"interleave((f0, f1, f2, f3), (w0, w1, w2, w3), blocks, nthreads=1) -> bytes\n"
+"deinterleave(src, (w0, w1, w2, w3), blocks, nthreads=1) -> (f0, f1, f2, f3)\n\n"
+"Blocks of the fields' w-byte pieces in field order (BLOCK_AOS), and back.\n"
+"A field of width 0 takes no bytes (and comes back as b'').");
+
+static int
+parse_widths(PyObject *ws, size_t w[4])
+{
+    if (!PyTuple_Check(ws) || PyTuple_GET_SIZE(ws) != 4) {
+        PyErr_SetString(PyExc_ValueError, "widths must be a 4-tuple");
+        return 0;
+    }
+    for (int f = 0; f < 4; f++) {
+        Py_ssize_t v = PyLong_AsSsize_t(PyTuple_GET_ITEM(ws, f));
+        if (v < 0) {
+            if (!PyErr_Occurred()) {
+                PyErr_SetString(PyExc_ValueError, "widths must be >= 0");
+            }
+            return 0;
+        }
+        w[f] = (size_t)v;
+    }
+    return 1;
+}
+
+static PyObject *
+py_interleave(PyObject *self, PyObject *args)
+{
+    PyObject *fields, *ws;
+    Py_ssize_t blocks;
+    int nthreads = 1;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOn|i", &fields, &ws, &blocks, &nthreads)) {
+        return NULL;
+    }
+    size_t w[4];
+    if (!parse_widths(ws, w) || blocks < 0) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_ValueError, "blocks must be >= 0");
+        }
+        return NULL;
+    }
+    if (!PyTuple_Check(fields) || PyTuple_GET_SIZE(fields) != 4) {
+        PyErr_SetString(PyExc_ValueError, "fields must be a 4-tuple");
+        return NULL;
+    }
+    Py_buffer fb[4];
+    int got[4] = {0, 0, 0, 0};
+    PyObject *res = NULL;
+    ilv_ctx c;
+    memset(&c, 0, sizeof c);
+    size_t block = 0;
+    for (int f = 0; f < 4; f++) {
+        if (w[f] == 0) {
+            continue;
+        }
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(fields, f), &fb[f], PyBUF_SIMPLE) < 0) {
+            goto done;
+        }
+        got[f] = 1;
+        if (!need(&fb[f], (Py_ssize_t)(w[f] * (size_t)blocks), "field")) {
+            goto done;
+        }
+        c.field[c.nf] = fb[f].buf;
+        c.w[c.nf] = w[f];
+        c.off[c.nf] = block;
+        c.nf++;
+        block += w[f];
+    }
+    c.block = block;
+    res = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(block * (size_t)blocks));
+    if (res == NULL || block * (size_t)blocks == 0) {
+        goto done;
+    }
+    c.aos = (unsigned char *)PyBytes_AS_STRING(res);
+    Py_BEGIN_ALLOW_THREADS
+    run_parts(ilv_range, &c, (size_t)blocks, n_parts((size_t)blocks, nthreads));
+    Py_END_ALLOW_THREADS
+done:
+    for (int f = 0; f < 4; f++) {
+        if (got[f]) {
+            PyBuffer_Release(&fb[f]);
+        }
+    }
+    return res;
+}
+
+static PyObject *
+py_deinterleave(PyObject *self, PyObject *args)
+{
+    Py_buffer src;
+    PyObject *ws;
+    Py_ssize_t blocks;
+    int nthreads = 1;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*On|i", &src, &ws, &blocks, &nthreads)) {
+        return NULL;
+    }
+    PyObject *out[4] = {NULL, NULL, NULL, NULL}, *res = NULL;
+    size_t w[4];
+    ilv_ctx c;
+    memset(&c, 0, sizeof c);
+    if (!parse_widths(ws, w) || blocks < 0) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_ValueError, "blocks must be >= 0");
+        }
+        goto done;
+    }
+    size_t block = w[0] + w[1] + w[2] + w[3];
+    if (!need(&src, (Py_ssize_t)(block * (size_t)blocks), "src")) {
+        goto done;
+    }
+    for (int f = 0; f < 4; f++) {
+        out[f] = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(w[f] * (size_t)blocks));
+        if (out[f] == NULL) {
+            goto done;
+        }
+        if (w[f] == 0) {
+            continue;
+        }
+        c.field[c.nf] = (unsigned char *)PyBytes_AS_STRING(out[f]);
+        c.w[c.nf] = w[f];
+        c.off[c.nf] = c.block;
+        c.nf++;
+        c.block += w[f];
+    }
+    c.aos = src.buf;
+    c.inverse = 1;
+    if (blocks > 0 && c.nf > 0) {
+        Py_BEGIN_ALLOW_THREADS
+        run_parts(ilv_range, &c, (size_t)blocks, n_parts((size_t)blocks, nthreads));
+        Py_END_ALLOW_THREADS
+    }
+    res = PyTuple_Pack(4, out[0], out[1], out[2], out[3]);
+done:
+    for (int f = 0; f < 4; f++) {
+        Py_XDECREF(out[f]);
+    }
+    PyBuffer_Release(&src);
+    return res;
+}
+
+PyDoc_STRVAR(k4_doc,
+"pack_k4_12b(sc, m, groups, nthreads=1) -> bytes\n"
+"unpack_k4_12b(packed, groups, nthreads=1) -> (sc, m)\n\n"
+"PACK_K4_12B: per super-block 8 six-bit scales and 8 six-bit mins (one per\n"
+"byte, high bits ignored) <-> 12 bytes.");
+
+static PyObject *
+py_pack_k4(PyObject *self, PyObject *args)
+{
+    Py_buffer sc, m;
+    Py_ssize_t groups;
+    int nthreads = 1;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*y*n|i", &sc, &m, &groups, &nthreads)) {
+        return NULL;
+    }
+    PyObject *res = NULL;
+    if (groups >= 0 && need(&sc, 8 * groups, "sc") && need(&m, 8 * groups, "m")) {
+        res = PyBytes_FromStringAndSize(NULL, 12 * groups);
+        if (res != NULL && groups > 0) {
+            k4_ctx c = {(unsigned char *)PyBytes_AS_STRING(res), sc.buf, m.buf, 0};
+            Py_BEGIN_ALLOW_THREADS
+            run_parts(k4_range, &c, (size_t)groups, n_parts((size_t)groups, nthreads));
+            Py_END_ALLOW_THREADS
+        }
+    } else if (!PyErr_Occurred()) {
+        PyErr_SetString(PyExc_ValueError, "groups must be >= 0");
+    }
+    PyBuffer_Release(&sc);
+    PyBuffer_Release(&m);
+    return res;
+}
+
+static PyObject *
+py_unpack_k4(PyObject *self, PyObject *args)
+{
+    Py_buffer b;
+    Py_ssize_t groups;
+    int nthreads = 1;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*n|i", &b, &groups, &nthreads)) {
+        return NULL;
+    }
+    PyObject *res = NULL, *sc = NULL, *m = NULL;
+    if (groups >= 0 && need(&b, 12 * groups, "packed")) {
+        sc = PyBytes_FromStringAndSize(NULL, 8 * groups);
+        m = PyBytes_FromStringAndSize(NULL, 8 * groups);
+        if (sc != NULL && m != NULL) {
+            if (groups > 0) {
+                k4_ctx c = {b.buf, (unsigned char *)PyBytes_AS_STRING(sc),
+                            (unsigned char *)PyBytes_AS_STRING(m), 1};
+                Py_BEGIN_ALLOW_THREADS
+                run_parts(k4_range, &c, (size_t)groups, n_parts((size_t)groups, nthreads));
+                Py_END_ALLOW_THREADS
+            }
+            res = PyTuple_Pack(2, sc, m);
+        }
+    } else if (!PyErr_Occurred()) {
+        PyErr_SetString(PyExc_ValueError, "groups must be >= 0");
+    }
+    Py_XDECREF(sc);
+    Py_XDECREF(m);
+    PyBuffer_Release(&b);
+    return res;
+}
+
 PyDoc_STRVAR(simd_doc,
 "simd(enable=None) -> str\n\n"
 "The vector path in use, 'avx2' or 'portable'.  ``enable=False`` forces the\n"
@@ -1520,6 +2225,12 @@ static PyMethodDef kernels_methods[] = {
     {"encode_q4ks", py_encode_q4ks, METH_VARARGS, encode_doc},
     {"encode_i8s24", py_encode_i8s24, METH_VARARGS, encode_doc},
     {"simd", py_simd, METH_VARARGS, simd_doc},
+    {"transpose", py_transpose, METH_VARARGS, transpose_doc},
+    {"tile", py_tile, METH_VARARGS, tile_doc},
+    {"interleave", py_interleave, METH_VARARGS, interleave_doc},
+    {"deinterleave", py_deinterleave, METH_VARARGS, interleave_doc},
+    {"pack_k4_12b", py_pack_k4, METH_VARARGS, k4_doc},
+    {"unpack_k4_12b", py_unpack_k4, METH_VARARGS, k4_doc},
     {NULL, NULL, 0, NULL},
 };
 

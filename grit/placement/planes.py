@@ -23,6 +23,8 @@ the element plane follows F_MSB_FIRST), permuted, and packed again.
 """
 from __future__ import annotations
 
+import functools
+import importlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,7 +32,7 @@ import numpy as np
 from .. import descriptor as D
 from ..codec.packing import pack_stream, unpack_stream
 
-__all__ = ["Units", "Geometry", "geometry", "to_units", "from_units"]
+__all__ = ["Units", "Geometry", "geometry", "to_units", "from_units", "native_permute"]
 
 
 def _width(word: int) -> int:
@@ -136,3 +138,76 @@ def from_units(x: np.ndarray, u: Units) -> bytes:
     if u.count == 0:
         return b""
     return pack_stream(np.ascontiguousarray(x).reshape(-1), u.bits, u.msb)
+
+
+# ---------------------------------------------------------------------------
+# native fast paths (grit._kernels): the same index maps as expr.apply on
+# to_units/from_units, executed as byte moves; None when a case is not covered
+
+
+def _decode_mod():
+    # the module, not the function grit.codec re-exports under the same name
+    return importlib.import_module("grit.codec.decode")
+
+
+def native_kernels():
+    """grit._kernels when it is built, has the relayout entry points, and
+    grit.codec.decode.NATIVE is set (GRIT_NATIVE=0 clears it); else None."""
+    _dec = _decode_mod()
+    k = _dec._kernels
+    if k is None or not _dec.NATIVE or not hasattr(k, "transpose"):
+        return None
+    return k
+
+
+def native_threads(nbytes: int) -> int:
+    return _decode_mod()._native_threads(nbytes)
+
+
+@functools.lru_cache(maxsize=64)
+def _tile_chunks(inner, tr: int, tc: int, bits: int):
+    """Tile(inner, [tr, tc]) over ``bits``-bit units as a permutation of
+    byte chunks inside each tile: (chunk bytes, int64 table of the logical
+    chunk stored at each chunk slot), or None when the inner map splits
+    every byte-aligned run of units."""
+    from .expr import apply
+    idx = apply(inner, np.arange(tr * tc, dtype=np.int64).reshape(1, -1), tr, tc)
+    idx = np.asarray(idx).reshape(-1)
+    for q in range(tc, 0, -1):
+        if tc % q or (q * bits) % 8:
+            continue
+        blk = idx.reshape(-1, q)
+        if (blk[:, 0] % q == 0).all() and (blk == blk[:, :1] + np.arange(q)).all():
+            return q * bits // 8, np.ascontiguousarray(blk[:, 0] // q, dtype=np.int64)
+    return None
+
+
+def native_permute(buf, u: Units, e, inverse: bool):
+    """``from_units(apply(e, to_units(buf, u), u.R, u.C, inverse), u)`` by
+    grit._kernels for ColMajor and Tile(P,[tr,tc]) whose P moves byte-aligned
+    runs of units (TILE_16X16, SWIZZLE_128X4B, META_M16N8K32), on units of 4
+    bits or whole bytes; None when not covered (the caller goes to numpy)."""
+    from .expr import ColMajor, Tile
+    k = native_kernels()
+    if k is None or u.R is None or u.count <= 1 or u.R * u.C != u.count:
+        return None
+    bits = u.bits
+    if not (bits == 4 or bits % 8 == 0):
+        return None
+    nbytes = u.nbytes
+    if len(memoryview(buf).cast("B")) < nbytes:
+        return None
+    if isinstance(e, ColMajor):
+        R, C = (u.C, u.R) if inverse else (u.R, u.C)
+        return k.transpose(buf, R, C, bits, u.msb, native_threads(nbytes))
+    if isinstance(e, Tile):
+        tr, tc = e.dims
+        if u.R % tr or u.C % tc:
+            return None                  # numpy raises the geometry error
+        ch = _tile_chunks(e.inner, tr, tc, bits)
+        if ch is None:
+            return None
+        w, tab = ch
+        return k.tile(buf, u.R, u.C * bits // 8, tr, tc * bits // 8, w, tab, inverse,
+                      native_threads(nbytes))
+    return None

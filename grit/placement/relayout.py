@@ -21,7 +21,8 @@ from .. import descriptor as D
 from ..errors import GritLayoutError, GritUsageError
 from .expr import (Expr, Interleave, RowMajor, apply, as_expr, layout_word, register_layout,
                    resolve_layout, same_layout, validate)
-from .planes import Geometry, Units, from_units, geometry, to_units
+from .planes import (Geometry, Units, from_units, geometry, native_kernels, native_permute,
+                     native_threads, to_units)
 from .registered import (LINEAR_META, MEANING, META_M16N8K32, PACK_BYTES,
                          PACK_K4_12B, ROW_MAJOR, SWIZZLE_128X4B, block_aos_expr,
                          pack_k4_12b, pack_k4_applies, unpack_k4_12b)
@@ -196,6 +197,9 @@ def _permute(buf, u: Units, e: Expr | None, inverse: bool) -> bytes:
         return buf
     if u.R is None and not _flat(e):
         raise GritLayoutError(f"placement {e} does not apply here: {u.why_no_grid}")
+    fast = native_permute(buf, u, e, inverse)
+    if fast is not None:
+        return fast
     x = to_units(buf, u)
     y = apply(e, x, u.R, u.C, inverse=inverse)
     return from_units(y, u)
@@ -264,7 +268,16 @@ def _block_fields(d: D.Descriptor, g: Geometry, e: Interleave, scale_pack: bool,
     return _Fields(nb, f1, f0, fa, fd, du)
 
 
+def _nbytes(buf) -> int:
+    return len(memoryview(buf).cast("B"))
+
+
 def _interleave(planes, f: _Fields) -> bytes:
+    k = native_kernels()
+    fields = (planes[2], planes[1], planes[3], planes[0])
+    widths = (f.scale1, f.scale0, f.aux, f.data)
+    if k is not None and all(_nbytes(b) == w * f.blocks for b, w in zip(fields, widths) if w):
+        return k.interleave(fields, widths, f.blocks, native_threads(f.blocks * f.block))
     cols = []
     for buf, width in zip((planes[2], planes[1], planes[3], planes[0]),
                           (f.scale1, f.scale0, f.aux, f.data)):
@@ -276,6 +289,11 @@ def _interleave(planes, f: _Fields) -> bytes:
 
 
 def _deinterleave(buf, f: _Fields) -> tuple[bytes, bytes, bytes, bytes]:
+    k = native_kernels()
+    if k is not None and _nbytes(buf) == f.blocks * f.block:
+        s1, s0, aux, data = k.deinterleave(buf, (f.scale1, f.scale0, f.aux, f.data), f.blocks,
+                                           native_threads(f.blocks * f.block))
+        return data, s0, s1, aux
     raw = np.frombuffer(buf, dtype=np.uint8).reshape(f.blocks, f.block)
     out, off = {}, 0
     for name, width in (("scale1", f.scale1), ("scale0", f.scale0), ("aux", f.aux),
@@ -324,8 +342,13 @@ def _to_canonical(d: D.Descriptor, shape, planes, specs: dict[str, Spec]):
     elif specs["data"].kind == "expr":
         data = _permute(data, g.data, specs["data"].expr, inverse=True)
     if pack:
-        sc, m = unpack_k4_12b(np.frombuffer(s0, dtype=np.uint8).reshape(g.n_groups1, PACK_BYTES))
-        s0, aux = sc.tobytes(), m.tobytes()
+        k = native_kernels()
+        if k is not None and _nbytes(s0) == g.n_groups1 * PACK_BYTES:
+            s0, aux = k.unpack_k4_12b(s0, g.n_groups1, native_threads(g.n_groups1 * 20))
+        else:
+            sc, m = unpack_k4_12b(np.frombuffer(s0, dtype=np.uint8).reshape(g.n_groups1,
+                                                                            PACK_BYTES))
+            s0, aux = sc.tobytes(), m.tobytes()
     else:
         if specs["scale"].kind == "expr":
             s0 = _permute(s0, g.scale0, specs["scale"].expr, inverse=True)
@@ -340,9 +363,13 @@ def _from_canonical(d: D.Descriptor, shape, planes, specs: dict[str, Spec]):
     data, s0, s1, aux = planes
     pack = specs["scale"].kind == "pack"
     if pack:
-        sc = np.frombuffer(s0, dtype=np.uint8).reshape(g.n_groups1, 8)
-        m = np.frombuffer(aux, dtype=np.uint8).reshape(g.n_groups1, 8)
-        s0, aux = pack_k4_12b(sc, m).tobytes(), b""
+        k = native_kernels()
+        if k is not None and _nbytes(s0) == _nbytes(aux) == g.n_groups1 * 8:
+            s0, aux = k.pack_k4_12b(s0, aux, g.n_groups1, native_threads(g.n_groups1 * 20)), b""
+        else:
+            sc = np.frombuffer(s0, dtype=np.uint8).reshape(g.n_groups1, 8)
+            m = np.frombuffer(aux, dtype=np.uint8).reshape(g.n_groups1, 8)
+            s0, aux = pack_k4_12b(sc, m).tobytes(), b""
     else:
         if specs["scale"].kind == "expr":
             s0 = _permute(s0, g.scale0, specs["scale"].expr, inverse=False)
