@@ -317,16 +317,19 @@ def _int_range(word: int) -> tuple[int, int]:
     return -((1 << (f.width - 1)) - 1), (1 << (f.width - 1)) - 1   # §1.5
 
 
+def _lo_hi(xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """§9.3 per group: lo = min(0, min v), hi = max(0, max v) (zero forced in)."""
+    if xs.shape[1] == 0:
+        z = np.zeros(xs.shape[0], _F32)
+        return z, z
+    return np.minimum(xs.min(axis=1), _F32(0)), np.maximum(xs.max(axis=1), _F32(0))
+
+
 def _rule_affine1(c: _Ctx, x: np.ndarray, n_groups1: int):
     """GPTQ shape: S = proj(f32(f32(hi − lo) / (2^w − 1))), z = clamp(rne(f32(−lo/S)))
     to the zero point's range, q = clamp(rne(f32(f32(v/S) + z)), 0, 2^w − 1)."""
-    G0 = x.shape[0]
     xs, poison = _finite_parts(x)
-    if x.shape[1]:
-        lo = np.minimum(xs.min(axis=1), _F32(0))
-        hi = np.maximum(xs.max(axis=1), _F32(0))
-    else:
-        lo = hi = np.zeros(G0, _F32)
+    lo, hi = _lo_hi(xs)
     zero = (lo == 0) & (hi == 0)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
         step = (hi - lo) / _F32(_qmax(c.elem))
@@ -355,11 +358,7 @@ def _rule_affine2(c: _Ctx, x: np.ndarray, n_groups1: int):
     d and dmin are projected into s1 under (er, es) and re-read."""
     G0 = x.shape[0]
     xs, poison0 = _finite_parts(x)
-    if x.shape[1]:
-        lo = np.minimum(xs.min(axis=1), _F32(0))
-        hi = np.maximum(xs.max(axis=1), _F32(0))
-    else:
-        lo = hi = np.zeros(G0, _F32)
+    lo, hi = _lo_hi(xs)
     Qe, Qs, Qz = _F32(_qmax(c.elem)), _F32(_qmax(c.s0)), _F32(_qmax(c.zp))
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
         step = (hi - lo) / Qe                                       # f32(f32(hi−lo)/15)
