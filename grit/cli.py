@@ -114,15 +114,62 @@ def check_cmd(target, shape, planes, level, grades, as_json) -> None:
 
 
 @main.command("explain")
-@click.argument("status")
-def explain_cmd(status: str) -> None:
-    """Explain a check status (Ok, SizeMismatch, GradeUnknown, PlacementUnknown,
-    DigestMismatch, or its number)."""
+@click.argument("refs", nargs=-1, required=True, metavar="STATUS | A B")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable diff (with A B).")
+@click.option("--all", "show_all", is_flag=True, help="Also print the fields that are equal.")
+def explain_cmd(refs, as_json: bool, show_all: bool) -> None:
+    """Explain a check status, or diff two descriptors field by field.
+
+    \b
+    grit explain STATUS   what Ok, SizeMismatch, GradeUnknown, PlacementUnknown,
+                          DigestMismatch (or its number) means and how to fix it.
+    grit explain A B      field-by-field descriptor diff (§7.5): every frame field,
+                          the note, the placements, the canonical grade strings key
+                          by key, the decode projections, and a verdict.
+
+    \b
+    A and B are each 128 hex digits (whitespace allowed), a grade string
+    grit1(...), a registered grade name (GRADE_MXFP4 or mxfp4; a grade stands
+    for its canonical descriptor), or FILE:TENSOR (a tensor of a checkpoint).
+
+    \b
+    Example:  grit explain GRADE_MXFP4 GRADE_MXFP4_RNE
+
+    Exit status (A B): 0 same contract, 1 they differ, 4 an argument cannot be resolved.
+    """
+    if len(refs) == 1:
+        _explain_status(refs[0])
+        return
+    if len(refs) != 2:
+        raise click.UsageError("give one STATUS, or two descriptors A B")
+    from .explain import ExplainInputError, diff, render, resolve, to_dict
+    sides = []
+    for which, ref in zip("AB", refs):
+        try:
+            sides.append(resolve(ref))
+        except (ExplainInputError, GritError, OSError) as e:
+            msg = f"cannot resolve {which} ({ref!r}): {e}"
+            if as_json:
+                click.echo(json.dumps({"error": type(e).__name__, "argument": which,
+                                       "message": msg}))
+            else:
+                click.echo(f"error: {msg}", err=True)
+            sys.exit(4)
+    ex = diff(*sides)
+    if as_json:
+        click.echo(json.dumps(to_dict(ex), indent=2, default=str))
+    else:
+        click.echo(render(ex, color=False, show_all=show_all))
+    sys.exit(0 if ex.same else 1)
+
+
+def _explain_status(status: str) -> None:
     try:
         s = Status(int(status)) if status.isdigit() else Status.from_spec_name(status)
     except (ValueError, GritError):
         raise click.BadParameter(
-            f"{status!r}: expected one of {', '.join(s.spec_name for s in Status)}")
+            f"{status!r}: expected one of {', '.join(s.spec_name for s in Status)} "
+            "(or give two descriptors A B to diff them)")
     what, fix = _STATUS_HELP[s]
     click.echo(f"{s.spec_name} ({int(s)})\n\nWhat it means: {what}\n\nFix: {fix}")
 
