@@ -46,4 +46,13 @@ def __getattr__(name):
     if name == "load":
         from .io import load
         return load
+    if name == "save":
+        from .io import save
+        return save
+    if name == "save_gguf":
+        from .io import save_gguf
+        return save_gguf
     raise AttributeError(f"module 'grit' has no attribute {name!r}")
+
+
+__all__ += ["save", "save_gguf"]

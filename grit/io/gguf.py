@@ -37,8 +37,8 @@ from ..placement.expr import Interleave, Perm, register_layout
 from ..placement.registered import unpack_k4_12b
 from ..placement.words import REGISTERED
 
-__all__ = ["load", "Inexpressible", "GGUFTensors", "GGML_GRADES", "INEXPRESSIBLE",
-           "ggml_placement"]
+__all__ = ["load", "save_gguf", "Inexpressible", "GGUFTensors", "GGML_GRADES", "INEXPRESSIBLE",
+           "ggml_placement", "KV_DESC", "KV_SHAPE", "KV_GRADE", "KV_LAYOUT", "KV_SCHEMA"]
 
 _W = {n: w for n, (w, _) in REGISTERED.items()}
 
@@ -331,12 +331,181 @@ def load(path, *, strict: bool = False) -> GGUFTensors:
         reader = gguf.GGUFReader(path, "r")
     except (ValueError, OSError) as e:
         raise GritUsageError(f"{path}: not a readable GGUF file: {e}") from None
+    notes = _annotations(path, reader)
     out = GGUFTensors()
     out.ggml_types = {}
     for t in reader.tensors:
-        v = _tensor(gguf, t)
+        if t.name in notes["desc"]:
+            v = _annotated(path, t, notes)
+        else:
+            v = _tensor(gguf, t)
         if strict and isinstance(v, Inexpressible):
             v.decode()
         out[t.name] = v
         out.ggml_types[t.name] = t.tensor_type.name
+    missing = sorted(set(notes["desc"]) - set(out))
+    if missing:
+        raise GritUsageError(f"{path}: GRIT annotation {KV_DESC}{missing[0]} names no tensor "
+                             "of the file")
     return out
+
+
+# ---------------------------------------------------------------------------
+# GRIT annotations (docs/file-format.md, "GGUF")
+#
+#   grit.schema            string  "grit-gguf/1"
+#   grit.desc.<tensor>     string  the 64-byte descriptor, 128 hex digits
+#   grit.shape.<tensor>    [u64]   the logical shape, numpy order (when absent:
+#                                  the tensor's own shape)
+#   grit.grade.<tensor>    string  the canonical grade string
+#   grit.layout.0x<word>   string  the layout expression of a class-0x8/0xF word
+#
+# The annotated tensor's bytes are the payload data ‖ scale0 ‖ scale1 ‖ aux
+# (§3.6); save_gguf stores it as a one-dimensional I8 tensor.
+
+KV_SCHEMA = "grit.schema"
+KV_DESC = "grit.desc."
+KV_SHAPE = "grit.shape."
+KV_GRADE = "grit.grade."
+KV_LAYOUT = "grit.layout."
+GGUF_SCHEMA = "grit-gguf/1"
+
+
+def _field_value(f):
+    try:
+        return f.contents()
+    except Exception:  # noqa: BLE001 - a malformed field is reported by the caller
+        return None
+
+
+def _annotations(path, reader) -> dict:
+    from ..descriptor import Descriptor
+    from ..placement.expr import layout_word, parse_layout
+    notes: dict[str, dict] = {"desc": {}, "shape": {}, "grade": {}}
+    layouts: dict[int, str] = {}
+    for key, f in reader.fields.items():
+        if not key.startswith("grit."):
+            continue
+        v = _field_value(f)
+        for kind, prefix in (("desc", KV_DESC), ("shape", KV_SHAPE), ("grade", KV_GRADE)):
+            if key.startswith(prefix) and len(key) > len(prefix):
+                notes[kind][key[len(prefix):]] = v
+                break
+        else:
+            if key.startswith(KV_LAYOUT):
+                w = key[len(KV_LAYOUT):]
+                if not (isinstance(v, str) and len(w) == 18 and w.startswith("0x")):
+                    raise GritUsageError(f"{path}: {key}: expected {KV_LAYOUT}0x<16 hex digits>"
+                                         " holding a layout expression")
+                try:
+                    word = int(w, 16)
+                    got = layout_word(parse_layout(v))
+                except (ValueError, GritGradeError, GritUsageError) as e:
+                    raise GritUsageError(f"{path}: {key}: {e}") from None
+                if got != word:
+                    raise GritUsageError(f"{path}: {key}: expression {v!r} hashes to "
+                                         f"0x{got:016x}")
+                layouts[word] = v
+    for name, v in notes["desc"].items():
+        if not isinstance(v, str):
+            raise GritUsageError(f"{path}: {KV_DESC}{name} is not a string")
+        try:
+            notes["desc"][name] = Descriptor.from_hex(v)
+        except GritGradeError as e:
+            raise GritUsageError(f"{path}: {KV_DESC}{name}: {e}") from None
+    for name, v in notes["shape"].items():
+        if (not isinstance(v, list) or len(v) > 64
+                or not all(isinstance(x, int) and x >= 0 for x in v)):
+            raise GritUsageError(f"{path}: {KV_SHAPE}{name} is not a list of extents")
+    for name, v in notes["grade"].items():
+        if not isinstance(v, str):
+            raise GritUsageError(f"{path}: {KV_GRADE}{name} is not a string")
+        g = register_grade(v)
+        d = notes["desc"].get(name)
+        if d is not None and d.grade_id != g.id:
+            raise GritUsageError(f"{path}: {KV_GRADE}{name} {v!r} has id 0x{g.id:016x}; the "
+                                 f"descriptor says 0x{d.grade_id:016x}")
+    for v in layouts.values():
+        register_layout(v)
+    return notes
+
+
+def _annotated(path, t, notes):
+    """An annotated tensor: its bytes are the payload of the descriptor."""
+    from ..array import GritArray
+    from ..errors import GritError
+    d = notes["desc"][t.name]
+    shape = notes["shape"].get(t.name)
+    if shape is None:
+        shape = [int(x) for x in reversed([int(v) for v in t.shape])]
+    raw = np.asarray(t.data).reshape(-1).view(np.uint8)
+    try:
+        return GritArray.from_payload(d, shape, raw)
+    except GritError as e:
+        raise type(e)(f"tensor {t.name!r}: {e}") from None
+
+
+def save_gguf(path, tensors, metadata=None, *, arch: str = "grit") -> None:
+    """Write ``{name: GritArray | ndarray}`` as a GRIT-annotated GGUF file
+    with gguf-py's GGUFWriter.  A GritArray is stored as a one-dimensional
+    I8 tensor of its payload with ``grit.desc.``/``grit.shape.``/
+    ``grit.grade.`` entries (and ``grit.layout.`` for its hashed placement
+    words); an ndarray of a dtype GGUF holds (F16, F32, F64, I8..I64) is
+    stored as itself.  ``metadata`` adds string KV entries (keys under
+    ``grit.`` are refused).  The file appears atomically."""
+    import os
+    from ..array import GritArray
+    from ..placement.expr import resolve_layout
+    from ..placement.words import CLASS_HASHED, CLASS_OPAQUE, placement_class
+    from .safetensors import _atomic_write
+    gguf = _gguf()
+    path = os.fspath(path)
+    if metadata is not None and not isinstance(metadata, dict):
+        raise GritUsageError("metadata must be a dict of str to str")
+    for k, v in (metadata or {}).items():
+        if not isinstance(k, str) or not isinstance(v, str):
+            raise GritUsageError("metadata must be a dict of str to str")
+        if k.startswith("grit.") or k == "general.architecture":
+            raise GritUsageError(f"metadata key {k!r} is reserved")
+    for name, v in tensors.items():
+        if not isinstance(name, str) or not name:
+            raise GritUsageError(f"tensor names are non-empty str, got {name!r}")
+        if not isinstance(v, (GritArray, np.ndarray)):
+            raise GritUsageError(f"tensor {name!r}: expected a GritArray or a numpy array, "
+                                 f"got {type(v).__name__}")
+        if isinstance(v, np.ndarray) and v.dtype.newbyteorder("<") not in [
+                np.dtype(x) for x in ("<f2", "<f4", "<f8", "i1", "<i2", "<i4", "<i8")]:
+            raise GritUsageError(f"tensor {name!r}: GGUF holds F16/F32/F64/I8..I64 arrays, "
+                                 f"not {v.dtype}")
+
+    def write(tmp):
+        w = gguf.GGUFWriter(tmp, arch)
+        w.add_string(KV_SCHEMA, GGUF_SCHEMA)
+        for k, v in (metadata or {}).items():
+            w.add_string(k, v)
+        layouts: dict[int, str] = {}
+        for name, v in tensors.items():
+            if isinstance(v, GritArray):
+                d = v.descriptor
+                w.add_string(KV_DESC + name, d.hex())
+                w.add_array(KV_SHAPE + name, [int(x) for x in v.shape])
+                w.add_string(KV_GRADE + name, v.grade.canonical)
+                for word in d.placements:
+                    if placement_class(word) in (CLASS_HASHED, CLASS_OPAQUE):
+                        e = resolve_layout(word)
+                        if e is not None:
+                            layouts[word] = str(e)
+        for word, e in sorted(layouts.items()):
+            w.add_string(f"{KV_LAYOUT}0x{word:016x}", e)
+        for name, v in tensors.items():
+            if isinstance(v, GritArray):
+                buf = np.frombuffer(v.payload(), np.int8) if v.nbytes else np.zeros(0, np.int8)
+                w.add_tensor(name, buf)
+            else:
+                w.add_tensor(name, np.ascontiguousarray(v.astype(v.dtype.newbyteorder("<"))))
+        w.write_header_to_file()
+        w.write_kv_data_to_file()
+        w.write_tensors_to_file()
+        w.close()
+
+    _atomic_write(path, write, by_name=True)
