@@ -32,7 +32,6 @@ import math
 import operator
 import os
 import sys
-import tempfile
 import threading
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -40,6 +39,7 @@ from typing import Any, Iterator, Mapping
 
 import numpy as np
 
+from ._files import atomic_write
 from . import descriptor as D
 from .array import GritArray
 from .errors import Detail, GritError, GritLayoutError, GritUsageError, Status
@@ -213,20 +213,12 @@ def write_jsonl(path: "str | os.PathLike[str]") -> int:
     AuditRecord key order, replacing the file atomically (temporary file in
     the same folder, then rename).  Returns the number of records written."""
     snap = ledger()
-    target = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(target))
-    fd, tmp = tempfile.mkstemp(prefix=".grit-audit-", suffix=".jsonl.tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            for r in snap:
-                f.write(json.dumps(r.to_dict(), ensure_ascii=False) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+
+    def write(f) -> None:
+        for r in snap:
+            f.write((json.dumps(r.to_dict(), ensure_ascii=False) + "\n").encode("utf-8"))
+
+    atomic_write(os.fspath(path), write)
     return len(snap)
 
 

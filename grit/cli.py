@@ -1,7 +1,9 @@
 """The ``grit`` command line."""
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sys
 
 import click
@@ -38,7 +40,8 @@ _STATUS_HELP = {
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="grit")
 def main() -> None:
-    """GRIT v1 toolkit: check descriptors, canonicalise grades, explain statuses."""
+    """GRIT v1 toolkit: scan checkpoints, check descriptors, canonicalise grades,
+    explain statuses."""
 
 
 @main.command("grade")
@@ -161,6 +164,142 @@ def explain_cmd(refs, as_json: bool, show_all: bool) -> None:
     else:
         click.echo(render(ex, color=False, show_all=show_all))
     sys.exit(0 if ex.same else 1)
+
+
+@main.command("scan")
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@click.option("--deep", is_flag=True,
+              help="Also read the planes: level-2 digest and sparse metadata order, level-3 "
+                   "probe warnings.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable report (both exit codes).")
+@click.option("--exit-policy", type=click.Choice(["graded", "simple"]), default="graded",
+              show_default=True, help="How findings map to the exit status.")
+def scan_cmd(paths, deep: bool, as_json: bool, exit_policy: str) -> None:
+    """Check every tensor of safetensors / GGUF checkpoints against its bytes (§13).
+
+    PATH is a .safetensors or .gguf file, a directory tree (walked in sorted
+    order), or a manifest (a JSON list of paths, or one path per line).
+    Input files are opened read-only and never modified.
+
+    \b
+    Reports: (1) descriptor-vs-bytes violations on the on-disk plane lengths,
+    (2) cross-file gid disagreement with the field-by-field diff, (3) grade
+    drift within one checkpoint (same role: disagreement; across roles:
+    warning), (4) NOTE_ASSUMED tensors by producer tag, (5) with --deep,
+    digest / metadata-order failures and level-3 probe warnings; plus
+    inferred descriptors, tensors v1 cannot express, and unreadable inputs.
+
+    \b
+    Exit status, --exit-policy graded (default):
+      0 clean   1 structural violation   2 disagreement (no structural)
+      3 warnings only   4 no input could be parsed
+    --exit-policy simple:  0 clean   1 any finding   2 no input could be parsed
+
+    \b
+    Example:  grit scan examples/
+    """
+    from .scan import exit_code, scan
+    with _scan_progress(enabled=not as_json) as progress:
+        report = scan(paths, deep=deep, progress=progress)
+    if as_json:
+        click.echo(json.dumps(report.to_dict(exit_policy), indent=2, default=str))
+    else:
+        _render_scan(report, exit_policy)
+    sys.exit(exit_code(report, exit_policy))
+
+
+#: trees with at least this many model files get a progress bar (on a TTY only)
+_PROGRESS_MIN_FILES = 8
+
+
+@contextlib.contextmanager
+def _scan_progress(enabled: bool):
+    """A rich progress bar on stderr, only on a terminal and for large trees;
+    JSON output never has one."""
+    if not enabled or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+    state: dict = {}
+    bar = Progress(TextColumn("scanning"), BarColumn(), MofNCompleteColumn(),
+                   TextColumn("{task.description}"), console=Console(stderr=True),
+                   transient=True)
+
+    def update(done: int, total: int, path: str) -> None:
+        if total < _PROGRESS_MIN_FILES:
+            return
+        if "task" not in state:
+            bar.start()
+            state["task"] = bar.add_task("", total=total)
+        bar.update(state["task"], completed=done, description=os.path.basename(path))
+
+    try:
+        yield update
+    finally:
+        if "task" in state:
+            bar.stop()
+
+
+_SEVERITY_STYLE = {1: "bold red", 2: "bold yellow", 3: "cyan", 4: "bold red"}
+
+
+def _render_scan(report, policy: str) -> None:
+    """One rich table per category, §7.5-style message lines, a summary line."""
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+    from .scan import CATEGORIES, SEVERITY
+    out = click.get_text_stream("stdout")
+    tty = out.isatty()
+    con = Console(file=out, width=None if tty else 132, no_color=not tty,
+                  highlight=False, soft_wrap=False)
+    cwd = os.getcwd()
+
+    def rel(p):
+        if not p:
+            return "-"
+        try:
+            r = os.path.relpath(p, cwd)
+        except ValueError:
+            return p
+        return p if r.startswith("..") else r
+
+    for cat, title in CATEGORIES.items():
+        fs = [f for f in report.findings if f.category == cat]
+        if not fs:
+            continue
+        sev = min(f.severity for f in fs)  # the most severe of the category
+        t = Table(title=Text(f"{title} — {len(fs)} finding{'s' * (len(fs) != 1)}, exit {sev}",
+                             style="bold"),
+                  title_justify="left", show_lines=True, expand=False, box=box.SIMPLE_HEAD)
+        t.add_column("sev", no_wrap=True)
+        t.add_column("file / tensor", overflow="fold", max_width=38)
+        t.add_column("status", no_wrap=True)
+        t.add_column("message", overflow="fold")
+        for f in fs:
+            msg = Text(f.message)
+            for ln in f.lines:
+                msg.append("\n  " + ln, style="dim" if tty else None)
+            where = Text(rel(f.file))
+            if f.tensor:
+                where.append("\n" + f.tensor, style="bold" if tty else None)
+            t.add_row(Text(f"{f.severity} {SEVERITY[f.severity]}",
+                           style=_SEVERITY_STYLE.get(f.severity, "")), where, f.status, msg)
+        con.print(t)
+        con.print()
+    s = report.summary()
+    code = report.exit_code_graded if policy == "graded" else report.exit_code_simple
+    parts = [f"{s['parsed']}/{s['files']} files parsed", f"{s['tensors']} tensors "
+             f"({s['grit_tensors']} GRIT)", f"{s['findings']} findings"]
+    if s["by_severity"]:
+        parts.append(", ".join(f"{n} {k}" for k, n in sorted(s["by_severity"].items())))
+    verdict = {0: "clean", 1: "structural violations", 2: "disagreements",
+               3: "warnings only", 4: "no input could be parsed"}
+    tail = (f"exit {code} ({verdict.get(report.exit_code_graded)}; graded "
+            f"{report.exit_code_graded}, simple {report.exit_code_simple})")
+    con.print("; ".join(parts) + " — " + tail, soft_wrap=True)
 
 
 def _explain_status(status: str) -> None:

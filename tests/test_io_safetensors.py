@@ -376,3 +376,14 @@ def test_random_byte_flips_never_traceback(tmp_path):
             grit.load(q, strict=False)
         except grit.GritError:
             pass
+
+
+def test_saved_file_has_the_mode_open_would_give(tmp_path):
+    import os
+    import stat
+    import numpy as np
+    p = tmp_path / "m.safetensors"
+    grit.save(str(p), {"w": grit.encode(np.ones(32, np.float32), grit.GRADE_MXFP4)})
+    mask = os.umask(0)
+    os.umask(mask)
+    assert stat.S_IMODE(os.stat(p).st_mode) == 0o666 & ~mask

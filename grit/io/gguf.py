@@ -457,7 +457,7 @@ def save_gguf(path, tensors, metadata=None, *, arch: str = "grit") -> None:
     from ..array import GritArray
     from ..placement.expr import resolve_layout
     from ..placement.words import CLASS_HASHED, CLASS_OPAQUE, placement_class
-    from .safetensors import _atomic_write
+    from .._files import atomic_write
     gguf = _gguf()
     path = os.fspath(path)
     if metadata is not None and not isinstance(metadata, dict):
@@ -508,4 +508,4 @@ def save_gguf(path, tensors, metadata=None, *, arch: str = "grit") -> None:
         w.write_tensors_to_file()
         w.close()
 
-    _atomic_write(path, write, by_name=True)
+    atomic_write(path, write, by_name=True)

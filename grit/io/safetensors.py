@@ -25,12 +25,12 @@ import mmap
 import os
 import re
 import struct
-import tempfile
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 import numpy as np
 
+from .._files import atomic_write
 from .. import descriptor as D
 from ..errors import GritError, GritUsageError
 
@@ -156,36 +156,6 @@ def _user_metadata(metadata) -> dict[str, str]:
     return out
 
 
-def _atomic_write(path: str, write, *, by_name: bool = False) -> None:
-    """Write through ``write(fileobj)`` into a temporary file in the target's
-    folder, fsync, and rename it over ``path``: readers (including live
-    memory maps of the old file) see the old file or the new one, never a
-    partial one, and an input file is never written in place."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".grit-", suffix=".tmp", dir=folder)
-    try:
-        if by_name:                      # the writer opens the file itself
-            os.close(fd)
-            write(tmp)
-            fd = os.open(tmp, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        else:
-            with os.fdopen(fd, "wb") as f:
-                write(f)
-                f.flush()
-                os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 def save(path, tensors: Mapping[str, Any], metadata: Mapping[str, str] | None = None) -> None:
     """Write ``{name: GritArray | ndarray}`` as a safetensors file (see the
     module docstring and docs/file-format.md).  ``metadata`` is kept as
@@ -256,7 +226,7 @@ def save(path, tensors: Mapping[str, Any], metadata: Mapping[str, str] | None = 
             else:
                 f.write(buf)
 
-    _atomic_write(path, write)
+    atomic_write(path, write)
 
 
 # ---------------------------------------------------------------------------

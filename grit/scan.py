@@ -1,0 +1,811 @@
+"""§13 ``grit scan``: check the declared numeric contract of every tensor in
+safetensors and GGUF checkpoints against the bytes on disk.
+
+:func:`scan` walks its inputs (files, directory trees, manifests), recovers or
+infers a descriptor for every tensor it can, and returns a :class:`ScanReport`
+of :class:`Finding` values in the five §13 categories, plus the three kinds of
+input trouble §13 says must never be silent (inferred descriptors, tensors v1
+cannot express, inputs that cannot be read).  Every finding carries a
+severity that maps onto the graded exit codes; docs/scan.md is the reference.
+
+Input files are opened read-only and never written.  Plane bytes are never
+read for the structural checks: safetensors headers are parsed here (so a
+truncated shard is measured, not rejected), GGUF files go through
+``grit.load`` (a read-only memory map).  ``--deep`` maps the planes
+read-only and hashes them; nothing is copied into memory as a whole.
+"""
+from __future__ import annotations
+
+import json
+import mmap
+import os
+import re
+import struct
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence
+
+from . import descriptor as D
+from .check import check, diagnose, plane_sizes
+from .errors import Detail, GritError, Status
+from .fingerprint import base32_decode, base32_encode, gid as _gid
+from .grade import lookup_grade, register_grade
+
+__all__ = ["scan", "ScanReport", "Finding", "CATEGORIES", "SEVERITY", "role_of",
+           "MODEL_SUFFIXES", "exit_code", "SCHEMA_VERSION"]
+
+SCHEMA_VERSION = 1
+MODEL_SUFFIXES = (".safetensors", ".gguf")
+#: manifests are recognised by suffix; any other non-model file named on the
+#: command line is tried as a manifest too (docs/scan.md, "Manifests")
+MANIFEST_SUFFIXES = (".json", ".txt", ".lst", ".manifest")
+#: header bytes a safetensors reader accepts (the official library's limit)
+MAX_ST_HEADER = 100_000_000
+#: shown per finding in the human table; JSON carries every tensor
+_SHOW_NAMES = 3
+
+# category -> (title, the §13 item it implements)
+CATEGORIES: dict[str, str] = {
+    "structural": "1. Descriptor-vs-bytes violations (§7.3, on-disk plane lengths)",
+    "cross-file": "2. Cross-file gid disagreement (same tensor name, different gid)",
+    "drift": "3. Grade-drift clusters (one checkpoint, one role, several grades)",
+    "escape-hatch": "4. Escape-hatch exposure (NOTE_ASSUMED, by producer tag)",
+    "deep": "5. Deep checks (level-2 digest / metadata order, level-3 probes)",
+    "inferred": "Inferred descriptors (ggml block types without GRIT annotations)",
+    "inexpressible": "Tensors GRIT v1 cannot express",
+    "unreadable": "Inputs that could not be read",
+}
+
+# the graded exit code a finding raises the report to (§13)
+STRUCTURAL, DISAGREEMENT, WARNING, UNPARSED = 1, 2, 3, 4
+SEVERITY = {STRUCTURAL: "structural", DISAGREEMENT: "disagreement", WARNING: "warning",
+            UNPARSED: "unparsed"}
+
+
+@dataclass
+class Finding:
+    category: str
+    severity: int
+    file: str | None
+    tensor: str | None
+    status: str
+    message: str
+    lines: tuple[str, ...] = ()
+    detail: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        d = dict(self.detail)
+        if self.lines:
+            d.setdefault("lines", list(self.lines))
+        return {"category": self.category, "severity": self.severity, "file": self.file,
+                "tensor": self.tensor, "status": self.status, "message": self.message,
+                "detail": d}
+
+
+@dataclass
+class _Tensor:
+    """One GRIT tensor as scan sees it (descriptor, shape, where, how)."""
+
+    file: str
+    checkpoint: str
+    name: str
+    desc: D.Descriptor
+    shape: tuple[int, ...]
+    inferred: bool = False
+    ok: bool = False                       # level 1 passed on the on-disk lengths
+    planes: Any = None                     # four buffers, for --deep (lazily mapped)
+    expected_digest: bytes | None = None
+    gid: str | None = None
+
+
+@dataclass
+class _File:
+    path: str
+    format: str | None = None
+    checkpoint: str | None = None
+    parsed: bool = False
+    tensors: int = 0
+    grit_tensors: int = 0
+    error: str | None = None
+
+    def to_dict(self) -> dict:
+        return {"path": self.path, "format": self.format, "checkpoint": self.checkpoint,
+                "parsed": self.parsed, "tensors": self.tensors,
+                "grit_tensors": self.grit_tensors, "error": self.error}
+
+
+@dataclass
+class ScanReport:
+    files: list[_File]
+    findings: list[Finding]
+    deep: bool = False
+
+    @property
+    def parsed(self) -> int:
+        return sum(f.parsed for f in self.files)
+
+    @property
+    def exit_code_graded(self) -> int:
+        return exit_code(self, "graded")
+
+    @property
+    def exit_code_simple(self) -> int:
+        return exit_code(self, "simple")
+
+    def summary(self) -> dict:
+        by_cat: dict[str, int] = {}
+        by_sev: dict[str, int] = {}
+        for f in self.findings:
+            by_cat[f.category] = by_cat.get(f.category, 0) + 1
+            s = SEVERITY[f.severity]
+            by_sev[s] = by_sev.get(s, 0) + 1
+        return {"files": len(self.files), "parsed": self.parsed,
+                "tensors": sum(f.tensors for f in self.files),
+                "grit_tensors": sum(f.grit_tensors for f in self.files),
+                "findings": len(self.findings), "by_category": by_cat, "by_severity": by_sev,
+                "deep": self.deep}
+
+    def to_dict(self, policy: str = "graded") -> dict:
+        return {"version": SCHEMA_VERSION, "exit_policy": policy,
+                "exit_code": exit_code(self, policy),
+                "exit_code_graded": self.exit_code_graded,
+                "exit_code_simple": self.exit_code_simple,
+                "files": [f.to_dict() for f in self.files],
+                "findings": [f.to_dict() for f in self.findings],
+                "summary": self.summary()}
+
+
+def exit_code(report: ScanReport, policy: str = "graded") -> int:
+    """§13: graded 0 clean / 1 structural / 2 disagreement / 3 warnings only /
+    4 nothing parsed; simple 0 clean / 1 any finding / 2 nothing parsed."""
+    nothing = report.parsed == 0
+    if policy == "simple":
+        return 2 if nothing else (1 if report.findings else 0)
+    if nothing:
+        return UNPARSED
+    # the most severe finding wins: 1 (structural) over 2 (disagreement) over 3
+    return min((f.severity for f in report.findings), default=0)
+
+
+# ---------------------------------------------------------------------------
+# logical roles
+
+
+_SHARD = re.compile(r"^(?P<stem>.+)-\d{3,6}-of-\d{3,6}(?P<ext>\.[A-Za-z]+)$")
+_INDEX = re.compile(r"^\d+$")
+_SUFFIX = ("weight", "qweight", "bias")
+
+
+def role_of(name: str) -> str:
+    """The logical role of a tensor name: its layer indices removed.
+
+    ``blk.3.attn_q.weight`` → ``attn_q``; ``model.layers.3.self_attn.q_proj.weight``
+    → ``self_attn.q_proj``; ``blk.3.ffn_down_exps.7.weight`` → ``ffn_down_exps``.
+    A name without a numeric component is its own role (``lm_head.weight`` →
+    ``lm_head``)."""
+    parts = name.split(".")
+    idx = [i for i, p in enumerate(parts) if _INDEX.match(p)]
+    rest = [p for p in (parts[idx[0] + 1:] if idx else parts) if not _INDEX.match(p)]
+    if len(rest) > 1 and rest[-1] in _SUFFIX:
+        rest = rest[:-1]
+    return ".".join(rest) or name
+
+
+def _checkpoint_of(path: str) -> str:
+    """Shards ``model-00001-of-00004.safetensors`` … form one checkpoint."""
+    folder, base = os.path.split(path)
+    m = _SHARD.match(base)
+    return os.path.join(folder, m["stem"] + m["ext"]) if m else path
+
+
+# ---------------------------------------------------------------------------
+# inputs
+
+
+def _collect(paths: Sequence[str], findings: list[Finding], files: list[_File]) -> list[str]:
+    """Model files to scan, in a stable order: each PATH as given, directory
+    trees walked sorted, manifests expanded (one level)."""
+    out: list[str] = []
+    seen: set[str] = set()
+
+    def add(p: str) -> None:
+        key = os.path.realpath(p)
+        if key not in seen:
+            seen.add(key)
+            out.append(p)
+
+    def bad(p: str, why: str) -> None:
+        files.append(_File(p, error=why))
+        findings.append(Finding("unreadable", STRUCTURAL, p, None, "Unreadable", why))
+
+    def walk(root: str) -> None:
+        n0 = len(out)
+
+        def onerror(e: OSError) -> None:
+            bad(getattr(e, "filename", None) or root, f"cannot list directory: {e.strerror or e}")
+
+        for folder, dirs, names in os.walk(root, onerror=onerror):
+            dirs.sort()
+            for n in sorted(names):
+                if n.lower().endswith(MODEL_SUFFIXES):
+                    add(os.path.join(folder, n))
+        if len(out) == n0:
+            bad(root, "no .safetensors or .gguf files under this directory")
+
+    def one(p: str, from_manifest: str | None) -> None:
+        if os.path.isdir(p):
+            walk(p)
+        elif not os.path.exists(p):
+            bad(p, "no such file or directory" + (f" (listed in {from_manifest})"
+                                                 if from_manifest else ""))
+        elif p.lower().endswith(MODEL_SUFFIXES) or _sniff(p) is not None:
+            add(p)
+        elif from_manifest is not None:
+            bad(p, f"listed in {from_manifest} but neither a model file nor a directory "
+                   "(manifests do not nest)")
+        else:
+            try:
+                listed = _read_manifest(p)
+            except (OSError, ValueError) as e:
+                bad(p, f"not a model file, a directory or a manifest: {e}")
+                return
+            if not listed:
+                bad(p, "manifest lists no paths")
+            for q in listed:
+                one(q, p)
+
+    for p in paths:
+        one(os.fspath(p), None)
+    return out
+
+
+def _sniff(path: str) -> str | None:
+    try:
+        with open(path, "rb") as f:
+            head = f.read(9)
+            size = os.fstat(f.fileno()).st_size
+    except OSError:
+        return None
+    if head[:4] == b"GGUF":
+        return "gguf"
+    if len(head) == 9 and head[8:9] == b"{" and 2 <= struct.unpack("<Q", head[:8])[0] <= size:
+        return "safetensors"
+    return None
+
+
+def _read_manifest(path: str) -> list[str]:
+    """A JSON list of paths, ``{"paths": [...]}``, or a text file with one path
+    per line (``#`` comments, blank lines ignored).  Relative paths are
+    relative to the manifest's folder."""
+    with open(path, "rb") as f:
+        raw = f.read(16 * 1024 * 1024 + 1)
+    if len(raw) > 16 * 1024 * 1024:
+        raise ValueError("manifest larger than 16 MiB")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError("not UTF-8 text") from None
+    if "\x00" in text:
+        raise ValueError("binary content")
+    stripped = text.lstrip()
+    if stripped.startswith(("[", "{")):
+        try:
+            doc = json.loads(text)
+        except (ValueError, RecursionError) as e:
+            raise ValueError(f"invalid JSON manifest ({e})") from None
+        items = doc.get("paths") if isinstance(doc, dict) else doc
+        if not isinstance(items, list) or not all(isinstance(x, str) for x in items):
+            raise ValueError('a JSON manifest is a list of path strings or {"paths": [...]}')
+    else:
+        items = [ln.strip() for ln in text.splitlines()]
+        items = [ln for ln in items if ln and not ln.startswith("#")]
+    base = os.path.dirname(path)
+    return [x if os.path.isabs(x) else os.path.join(base, x) for x in items]
+
+
+# ---------------------------------------------------------------------------
+# safetensors: the header parsed here, planes measured on disk
+
+
+class _Unreadable(Exception):
+    pass
+
+
+def _st_header(f, size: int) -> tuple[int, dict]:
+    if size < 10:
+        raise _Unreadable(f"safetensors: the file is {size} bytes; a header needs at least 10")
+    n = struct.unpack("<Q", f.read(8))[0]
+    if n < 2 or n > MAX_ST_HEADER or n > size - 8:
+        raise _Unreadable(f"safetensors: header length {n} is outside [2, min({MAX_ST_HEADER}, "
+                          f"file size − 8 = {size - 8})]")
+    hb = f.read(n)
+    try:
+        h = json.loads(hb.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise _Unreadable(f"safetensors: the header is not UTF-8 JSON ({e})"[:300]) from None
+    if not isinstance(h, dict):
+        raise _Unreadable("safetensors: the header is not a JSON object")
+    return 8 + n, h
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _span(e) -> tuple[int, int] | None:
+    offs = e.get("data_offsets") if isinstance(e, dict) else None
+    if (isinstance(offs, list) and len(offs) == 2 and all(_is_int(x) for x in offs)
+            and 0 <= offs[0] <= offs[1]):
+        return offs[0], offs[1]
+    return None
+
+
+def _parse_digest(text) -> bytes | None:
+    if not isinstance(text, str):
+        return None
+    t = text.strip()
+    if re.fullmatch(r"[0-9a-fA-F]{32}", t):
+        return bytes.fromhex(t)
+    try:
+        b = base32_decode(t)
+    except (GritError, ValueError):
+        return None
+    return b if len(b) == 16 else None
+
+
+def _shape_ok(shape) -> bool:
+    return (isinstance(shape, list) and len(shape) <= 64
+            and all(_is_int(x) and 0 <= x < 2**63 for x in shape))
+
+
+class _Ctx:
+    """Per-scan accumulators shared by the readers."""
+
+    def __init__(self, deep: bool):
+        self.deep = deep
+        self.tensors: list[_Tensor] = []
+        self.findings: list[Finding] = []
+
+    def add(self, *a, **kw) -> None:
+        self.findings.append(Finding(*a, **kw))
+
+
+def _structural(ctx: _Ctx, path: str, name: str, det: Detail, extra: Sequence[str] = ()) -> None:
+    lines = tuple(det.lines) + tuple(extra)
+    ctx.add("structural", STRUCTURAL, path, name, det.status.spec_name, det.message, lines,
+            {k: v for k, v in det.to_dict().items() if k not in ("message", "lines")})
+
+
+def _register_carried(ctx: _Ctx, path: str, doc: dict) -> None:
+    from .placement.expr import register_layout
+    for g in doc.get("grades", []) if isinstance(doc.get("grades"), list) else []:
+        try:
+            register_grade(g)
+        except (GritError, TypeError, ValueError) as e:
+            ctx.add("structural", STRUCTURAL, path, None, "GradeUnknown",
+                    f"the file carries a grade string that does not parse: {g!r:.80}",
+                    (str(e).splitlines()[0],))
+    lay = doc.get("layouts")
+    for v in lay.values() if isinstance(lay, dict) else []:
+        try:
+            register_layout(v)
+        except (GritError, TypeError, ValueError):
+            pass                      # an unknown word is step 3's to report
+
+
+def _scan_safetensors(ctx: _Ctx, rec: _File) -> None:
+    path = rec.path
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        start, h = _st_header(f, size)
+        avail = size - start
+        meta = h.get("__metadata__") or {}
+        if not isinstance(meta, dict):
+            raise _Unreadable("safetensors: __metadata__ is not an object")
+        entries = {k: v for k, v in h.items() if k != "__metadata__"}
+        rec.parsed = True
+        rec.format = "safetensors"
+        mm = None
+        if ctx.deep and size > start:
+            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    buf = memoryview(mm)[start:] if mm is not None else None
+    truncated = [(n, s) for n, s in ((n, _span(e)) for n, e in entries.items())
+                 if s is not None and s[1] > avail]
+    trunc_line = ()
+    if truncated:
+        end = max(s[1] for _, s in truncated)
+        trunc_line = (f"The file holds {avail} data bytes; its header places tensors up to byte "
+                      f"{end}: the shard is truncated ({end - avail} bytes missing).",)
+
+    def on_disk(tn) -> tuple[int, Any]:
+        s = _span(entries.get(tn)) if isinstance(tn, str) else None
+        if s is None:
+            return 0, b""
+        b, e = min(s[0], avail), min(s[1], avail)
+        return e - b, (buf[b:e] if buf is not None else None)
+
+    digests = {k[len("grit.digest."):]: v for k, v in meta.items()
+               if isinstance(k, str) and k.startswith("grit.digest.")}
+    doc = None
+    if "__grit__" in meta:
+        try:
+            doc = json.loads(meta["__grit__"])
+        except (TypeError, ValueError, RecursionError) as e:
+            ctx.add("structural", STRUCTURAL, path, None, "Unreadable",
+                    f"the __grit__ metadata is not JSON ({e})"[:300])
+    claimed: set[str] = set()
+    grit_names: list[tuple[str, Any, Any, list[tuple[int, Any]] | None, tuple[int, Any] | None]] = []
+    if isinstance(doc, dict) and doc.get("schema") == "grit-safetensors":
+        _register_carried(ctx, path, doc)
+        tensors = doc.get("tensors") if isinstance(doc.get("tensors"), dict) else {}
+        for name, t in tensors.items():
+            if not isinstance(t, dict):
+                continue
+            g = t.get("grade")
+            if isinstance(g, str):
+                try:
+                    register_grade(g)
+                except (GritError, ValueError):
+                    pass
+            planes = t.get("planes") if isinstance(t.get("planes"), dict) else {}
+            sizes = []
+            for role in ("data", "scale0", "scale1", "aux"):
+                tn = planes.get(role)
+                if isinstance(tn, str):
+                    claimed.add(tn)
+                sizes.append(on_disk(tn) if tn is not None else (0, b""))
+            grit_names.append((name, t.get("desc"), t.get("shape"), sizes, None))
+    elif isinstance(doc, dict):          # descriptor map: {tensor: desc hex}
+        for name, desc in doc.items():
+            if name == "schema":
+                continue
+            claimed.add(name)
+            e = entries.get(name)
+            shape = e.get("shape") if isinstance(e, dict) else None
+            if e is None:
+                ctx.add("structural", STRUCTURAL, path, name, "SizeMismatch",
+                        f"__grit__ gives a descriptor for tensor {name!r}, which the file lacks")
+                continue
+            grit_names.append((name, desc, shape, None, on_disk(name)))
+    for n, e in entries.items():
+        if n in claimed:
+            continue                   # GRIT planes: measured by the size equations below
+        sp = _span(e)
+        if sp is None:
+            ctx.add("structural", STRUCTURAL, path, n, "BadHeader",
+                    f"tensor {n!r}: the header entry has no valid data_offsets "
+                    f"({str(e)[:80]})")
+        elif sp[1] > avail:
+            ctx.add("structural", STRUCTURAL, path, n, "Truncated",
+                    f"tensor {n!r}: data_offsets [{sp[0]}, {sp[1]}) run past the {avail}-byte "
+                    "data buffer", trunc_line)
+    rec.tensors = len([n for n in entries if n not in claimed]) + len(grit_names)
+    rec.grit_tensors = len(grit_names)
+    ckpt = rec.checkpoint
+    for name, desc, shape, sizes, payload in grit_names:
+        try:
+            d = D.Descriptor.from_hex(desc) if isinstance(desc, str) else None
+        except GritError:
+            d = None
+        if d is None or not _shape_ok(shape):
+            ctx.add("structural", STRUCTURAL, path, name, "GradeUnknown",
+                    f"tensor {name!r}: the recorded descriptor or shape cannot be read "
+                    f"(desc {str(desc)[:24]!r}…, shape {str(shape)[:40]})")
+            continue
+        shape = tuple(shape)
+        t = _Tensor(path, ckpt, name, d, shape)
+        if payload is not None:
+            det, planes = _payload_check(d, shape, *payload)
+        else:
+            det = diagnose(d, shape, [n for n, _ in sizes], level=1)
+            planes = [v for _, v in sizes]
+        if det.status != Status.OK:
+            _structural(ctx, path, name, det, trunc_line if det.status == Status.SIZE_MISMATCH
+                        else ())
+        else:
+            t.ok = True
+            t.planes = planes if buf is not None else None
+        if name in digests:
+            t.expected_digest = _parse_digest(digests[name])
+            if t.expected_digest is None:
+                ctx.add("structural", STRUCTURAL, path, name, "DigestMismatch",
+                        f"metadata grit.digest.{name} is not a 16-byte digest "
+                        "(26 base32 or 32 hex digits)")
+        _finish(ctx, t)
+
+
+def _payload_check(d, shape, n: int, view) -> tuple[Detail, list | None]:
+    ps = plane_sizes(d, shape)
+    if isinstance(ps, Detail):
+        det = diagnose(d, shape, [0, 0, 0, 0], level=1)
+        return (det if det.status != Status.OK else ps), None
+    det = diagnose(d, shape, list(ps.sizes), level=1)
+    if det.status != Status.OK:
+        return det, None
+    total = sum(ps.sizes)
+    if n != total:
+        return Detail(
+            status=Status.SIZE_MISMATCH, step=4, field="payload", expected=total, actual=n,
+            message=(f"SizeMismatch: payload is {n} bytes; descriptor and shape require "
+                     f"{total} (= {' + '.join(map(str, ps.sizes))}, data ‖ scale0 ‖ scale1 ‖ "
+                     "aux)."),
+            lines=("A concatenated payload is split by the §7.3 size equations; every plane "
+                   "length must match exactly.",)), None
+    planes, off = [], 0
+    for k in ps.sizes:
+        planes.append(view[off:off + k] if (view is not None and k) else b"")
+        off += k
+    return det, planes
+
+
+def _finish(ctx: _Ctx, t: _Tensor) -> None:
+    g = lookup_grade(t.desc.grade_id)
+    if g is not None:
+        try:
+            t.gid = base32_encode(_gid(g.canonical, t.desc.to_bytes(), t.shape))
+        except GritError:
+            t.gid = None
+    ctx.tensors.append(t)
+
+
+# ---------------------------------------------------------------------------
+# GGUF: through grit.load (gguf-py's read-only memmap)
+
+
+def _scan_gguf(ctx: _Ctx, rec: _File) -> None:
+    from .array import GritArray
+    from .io import load
+    path = rec.path
+    with open(path, "rb") as f:
+        if f.read(4) != b"GGUF":
+            raise _Unreadable("GGUF: bad magic")
+    try:
+        tensors = load(path)
+    except GritError as e:
+        det = getattr(e, "detail", None)
+        if det is not None and det.status != Status.OK:
+            # the container parsed; one annotated tensor failed its level-1 check
+            rec.parsed, rec.format = True, "gguf"
+            m = re.match(r"tensor '([^']*)'", str(e))
+            _structural(ctx, path, m[1] if m else None, det)
+            return
+        raise _Unreadable(str(e).splitlines()[0]) from None
+    rec.parsed, rec.format = True, "gguf"
+    types = getattr(tensors, "ggml_types", {}) or {}
+    digests = _gguf_digests(path) if ctx.deep else {}
+    rec.tensors = len(tensors)
+    inferred: dict[str, list[str]] = {}
+    inexpr: dict[tuple[str, str], list[str]] = {}
+    for name, v in tensors.items():
+        if isinstance(v, GritArray):
+            rec.grit_tensors += 1
+            gt = types.get(name, "")
+            t = _Tensor(path, rec.checkpoint, name, v.descriptor, tuple(v.shape),
+                        inferred=gt not in ("I8", "U8", ""), ok=True,
+                        planes=v.planes if ctx.deep else None)
+            if t.inferred:
+                inferred.setdefault(gt, []).append(name)
+            if name in digests:
+                t.expected_digest = _parse_digest(digests[name])
+            _finish(ctx, t)
+        elif hasattr(v, "reason"):
+            inexpr.setdefault((getattr(v, "ggml_type", "?"), v.reason), []).append(name)
+    for gt, names in sorted(inferred.items()):
+        g = lookup_grade(tensors[names[0]].descriptor.grade_id)
+        ctx.add("inferred", WARNING, path, _names(names), "Inferred",
+                f"{len(names)} {gt} tensor(s): descriptor inferred from the ggml block type "
+                "(no GRIT annotation in the file)",
+                (f"grade {g.canonical if g else '?'}",),
+                {"ggml_type": gt, "tensors": names,
+                 "grade": g.canonical if g else None})
+    for (gt, reason), names in sorted(inexpr.items()):
+        ctx.add("inexpressible", WARNING, path, _names(names), "Inexpressible",
+                f"{len(names)} {gt} tensor(s) are not GRIT v1 arrays and were not checked",
+                (f"Reason: {reason}",), {"ggml_type": gt, "reason": reason, "tensors": names})
+
+
+def _gguf_digests(path: str) -> dict[str, str]:
+    try:
+        import gguf
+        r = gguf.GGUFReader(path, "r")
+        out = {}
+        for k, f in r.fields.items():
+            if k.startswith("grit.digest."):
+                out[k[len("grit.digest."):]] = f.contents()
+        return out
+    except Exception:  # noqa: BLE001 - the file already parsed once; digests are optional
+        return {}
+
+
+def _why(e: BaseException) -> str:
+    text = str(e).splitlines()[0] if str(e) else ""
+    return f"{type(e).__name__}: {text}"[:300]
+
+
+def _names(names: Sequence[str]) -> str:
+    if len(names) == 1:
+        return names[0]
+    shown = ", ".join(names[:_SHOW_NAMES])
+    return f"{len(names)} tensors: {shown}" + (", …" if len(names) > _SHOW_NAMES else "")
+
+
+# ---------------------------------------------------------------------------
+# the cross-tensor analyses
+
+
+def _cross_file(ctx: _Ctx) -> None:
+    from .explain import diff, render, to_dict
+    by_name: dict[str, list[_Tensor]] = {}
+    for t in ctx.tensors:
+        if t.gid is not None:
+            by_name.setdefault(t.name, []).append(t)
+    for name in sorted(by_name):
+        ts = by_name[name]
+        if len({t.file for t in ts}) < 2 or len({t.gid for t in ts}) < 2:
+            continue
+        ref = ts[0]
+        done: set[str] = {ref.gid}
+        for t in ts[1:]:
+            if t.gid in done:
+                continue
+            done.add(t.gid)
+            ga, gb = lookup_grade(ref.desc.grade_id), lookup_grade(t.desc.grade_id)
+            try:
+                ex = diff((ref.desc, ga, ref.shape, f"{ref.file}:{name}"),
+                          (t.desc, gb, t.shape, f"{t.file}:{name}"))
+            except GritError as e:
+                ctx.add("cross-file", DISAGREEMENT, t.file, name, "GidMismatch",
+                        f"tensor {name!r} has gid {t.gid} here and {ref.gid} in {ref.file}",
+                        (f"(no field diff: {str(e).splitlines()[0]})",),
+                        {"a": {"file": ref.file, "gid": ref.gid},
+                         "b": {"file": t.file, "gid": t.gid}})
+                continue
+            lines = [f"A {ref.file}  gid {ref.gid}", f"B {t.file}  gid {t.gid}"]
+            # the gids are on the A/B lines; the canonical strings repeat the grade keys
+            lines += [fd.line() for fd in ex.differences if fd.field not in ("gid", "canonical")]
+            verdict = getattr(ex, "verdict", None)
+            if verdict:
+                lines.append(f"verdict: {verdict}")
+            ctx.add("cross-file", DISAGREEMENT, t.file, name, "GidMismatch",
+                    f"tensor {name!r} has gid {t.gid} here and {ref.gid} in {ref.file}",
+                    tuple(lines),
+                    {"a": {"file": ref.file, "gid": ref.gid},
+                     "b": {"file": t.file, "gid": t.gid},
+                     "explain": to_dict(ex), "explain_text": render(ex, color=False)})
+
+
+def _grade_label(gid_: int) -> str:
+    g = lookup_grade(gid_)
+    if g is None:
+        return f"0x{gid_:016X}"
+    return g.name or g.canonical
+
+
+def _drift(ctx: _Ctx) -> None:
+    by_ckpt: dict[str, list[_Tensor]] = {}
+    for t in ctx.tensors:
+        by_ckpt.setdefault(t.checkpoint, []).append(t)
+    for ckpt in sorted(by_ckpt):
+        roles: dict[str, dict[int, list[_Tensor]]] = {}
+        for t in by_ckpt[ckpt]:
+            roles.setdefault(role_of(t.name), {}).setdefault(t.desc.grade_id, []).append(t)
+        single: dict[int, list[str]] = {}
+        for role in sorted(roles):
+            grades = roles[role]
+            if len(grades) == 1:
+                single.setdefault(next(iter(grades)), []).append(role)
+                continue
+            parts = sorted(grades.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+            lines = tuple(f"{_grade_label(g)} (0x{g:016X}): {len(ts)} × "
+                          + _names([t.name for t in ts]).split(": ", 1)[-1]
+                          for g, ts in parts)
+            files = sorted({t.file for ts in grades.values() for t in ts})
+            ctx.add("drift", DISAGREEMENT, files[0] if len(files) == 1 else ckpt, role,
+                    "RoleDrift",
+                    f"role {role!r} carries {len(grades)} grades in one checkpoint "
+                    "(half-converted?)", lines,
+                    {"scope": "role", "checkpoint": ckpt, "role": role,
+                     "grades": {f"0x{g:016X}": {"grade": _grade_label(g),
+                                                 "tensors": [t.name for t in ts]}
+                                for g, ts in parts}})
+        if len(single) > 1:
+            lines = tuple(f"{_grade_label(g)}: " + ", ".join(rs[:6]) + (", …" if len(rs) > 6
+                                                                        else "")
+                          for g, rs in sorted(single.items(), key=lambda kv: -len(kv[1])))
+            files = sorted({t.file for t in by_ckpt[ckpt]})
+            ctx.add("drift", WARNING, files[0] if len(files) == 1 else ckpt, None,
+                    "ArtifactDrift",
+                    f"{len(single)} grades across roles in one checkpoint (mixed precision "
+                    "by role)", lines,
+                    {"scope": "artifact", "checkpoint": ckpt,
+                     "grades": {f"0x{g:016X}": {"grade": _grade_label(g), "roles": rs}
+                                for g, rs in single.items()}})
+
+
+def _escape_hatch(ctx: _Ctx) -> None:
+    groups: dict[tuple[int, str], list[_Tensor]] = {}
+    for t in ctx.tensors:
+        if t.desc.note & D.NOTE_ASSUMED:
+            groups.setdefault((t.desc.producer, t.file), []).append(t)
+    for (prod, path), ts in sorted(groups.items()):
+        names = [t.name for t in ts]
+        ctx.add("escape-hatch", WARNING, path, _names(names), "Assumed",
+                f"producer tag {prod} (0x{prod:02X}): {len(ts)} tensor(s) carry NOTE_ASSUMED — "
+                "a placement was asserted with assume_placement, not verified",
+                ("Fix: grit.verify_placement(x, p) reads the bytes, proves the claim and clears "
+                 "the flag.",),
+                {"producer": prod, "tensors": names})
+
+
+def _deep(ctx: _Ctx, tensors: Sequence[_Tensor]) -> None:
+    for t in tensors:
+        planes, t.planes = t.planes, None      # release the file's map once checked
+        if not t.ok or planes is None:
+            continue
+        try:
+            rep = check(t.desc, t.shape, list(planes), level=3,
+                        expected_digest=t.expected_digest)
+        except GritError as e:
+            det = e.detail
+            if det is None:
+                ctx.add("deep", WARNING, t.file, t.name, "ProbeSkipped", str(e).splitlines()[0])
+                continue
+            ctx.add("deep", STRUCTURAL, t.file, t.name, det.status.spec_name, det.message,
+                    tuple(det.lines),
+                    {k: v for k, v in det.to_dict().items() if k not in ("message", "lines")})
+            continue
+        except (ValueError, TypeError, IndexError, MemoryError, OverflowError) as e:
+            ctx.add("deep", WARNING, t.file, t.name, "ProbeSkipped",
+                    f"level-3 probes could not run: {type(e).__name__}: {e}"[:300])
+            continue
+        for w in rep.warnings:
+            ctx.add("deep", WARNING, t.file, t.name, "Probe", w)
+
+
+# ---------------------------------------------------------------------------
+
+
+def scan(paths: Iterable[str], *, deep: bool = False,
+         progress: Callable[[int, int, str], None] | None = None) -> ScanReport:
+    """Scan ``paths`` (files, directories, manifests); never raises for bad
+    input — every problem is a finding."""
+    ctx = _Ctx(deep)
+    files: list[_File] = []
+    model_files = _collect(list(paths), ctx.findings, files)
+    for i, p in enumerate(model_files):
+        if progress is not None:
+            progress(i, len(model_files), p)
+        rec = _File(p, checkpoint=_checkpoint_of(p))
+        files.append(rec)
+        kind = _sniff(p) or ("gguf" if p.lower().endswith(".gguf") else "safetensors")
+        rec.format = kind
+        first = len(ctx.tensors)
+        try:
+            (_scan_gguf if kind == "gguf" else _scan_safetensors)(ctx, rec)
+            if deep:      # file by file, so that one file's planes are mapped at a time
+                _deep(ctx, ctx.tensors[first:])
+        except _Unreadable as e:
+            rec.error = str(e)
+        except (GritError, OSError, ValueError, KeyError, IndexError, TypeError, struct.error,
+                OverflowError, MemoryError, RecursionError, AttributeError) as e:
+            rec.error = _why(e)
+        except Exception as e:  # noqa: BLE001 - a third-party reader on a hostile file
+            # (gguf-py raises whatever numpy raises); a finding, never a traceback
+            rec.error = _why(e)
+        if rec.error:
+            ctx.add("unreadable", STRUCTURAL, p, None, "Unreadable",
+                    f"could not read as {kind}: {rec.error}")
+    if progress is not None:
+        progress(len(model_files), len(model_files), "")
+    _cross_file(ctx)
+    _drift(ctx)
+    _escape_hatch(ctx)
+    findings = ctx.findings
+    if not any(f.parsed for f in files):
+        for f in findings:
+            if f.category == "unreadable":
+                f.severity = UNPARSED
+    order = list(CATEGORIES)
+    findings.sort(key=lambda f: (order.index(f.category), f.severity, f.file or "",
+                                 f.tensor or ""))
+    files.sort(key=lambda f: f.path)
+    return ScanReport(files, findings, deep)

@@ -1,0 +1,328 @@
+"""§13 ``grit scan``: every finding category on the shipped examples, both exit
+policies, the JSON schema, read-only inputs, hostile files."""
+import hashlib
+import json
+import os
+import runpy
+import struct
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import grit
+from grit.cli import main
+from grit.scan import CATEGORIES, role_of, scan
+
+R = CliRunner()
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="module")
+def ex(tmp_path_factory):
+    out = tmp_path_factory.mktemp("examples")
+    runpy.run_path(os.path.join(ROOT, "scripts", "make_examples.py"))["main"](str(out))
+    return out
+
+
+def run(*args):
+    r = R.invoke(main, ["scan", *map(str, args)])
+    assert r.exception is None or isinstance(r.exception, SystemExit), r.output
+    assert "Traceback" not in r.output
+    return r
+
+
+def js(*args):
+    r = run("--json", *args)
+    return r.exit_code, json.loads(r.output)
+
+
+def by(doc, category, status=None):
+    return [f for f in doc["findings"] if f["category"] == category
+            and (status is None or f["status"] == status)]
+
+
+# ---------------------------------------------------------------------------
+# the five categories on the examples
+
+
+def test_examples_show_every_kind(ex):
+    code, doc = js(ex)
+    cats = {f["category"] for f in doc["findings"]}
+    assert cats == set(CATEGORIES) - {"deep", "unreadable"}
+    assert code == doc["exit_code"] == doc["exit_code_graded"] == 1
+    assert doc["exit_code_simple"] == 1
+    assert doc["summary"]["parsed"] == doc["summary"]["files"] == 10
+
+
+def test_wrong_group_size_is_a_size_mismatch_naming_the_cause(ex):
+    _, doc = js(ex / "wrong-group-size.safetensors")
+    [f] = by(doc, "structural")
+    assert f["status"] == "SizeMismatch" and f["severity"] == 1
+    assert f["tensor"] == "encoder.layers.0.fc1.weight"
+    assert f["detail"]["plane"] == 1 and f["detail"]["expected"] == 128
+    assert f["detail"]["actual"] == 64
+    assert any("group_size=64" in ln for ln in f["detail"]["lines"])
+
+
+def test_truncated_shard_measured_on_disk(ex):
+    code, doc = js(ex / "sharded")
+    [f] = by(doc, "structural")
+    assert f["status"] == "SizeMismatch" and f["file"].endswith("model-00002-of-00002.safetensors")
+    assert f["tensor"] == "model.layers.3.mlp.gate_proj.weight"
+    assert f["detail"]["actual"] < f["detail"]["expected"]
+    assert any("truncated (1500 bytes missing)" in ln for ln in f["detail"]["lines"])
+    assert code == 1
+    # grit.load refuses the file outright; scan still measured every tensor in it
+    with pytest.raises(grit.GritError):
+        grit.load(ex / "sharded" / "model-00002-of-00002.safetensors")
+
+
+def test_cross_file_disagreement_carries_the_explain_diff(ex):
+    code, doc = js(ex / "revisions.txt")              # a manifest
+    [f] = by(doc, "cross-file")
+    assert f["tensor"] == "lm_head.weight" and f["severity"] == 2
+    assert f["detail"]["a"]["gid"] != f["detail"]["b"]["gid"]
+    ex_ = f["detail"]["explain"]
+    assert "esr" in ex_["differences"] and "grade_id" in ex_["differences"]
+    assert ex_["decode_equivalent"] is True and ex_["same_contract"] is False
+    assert "exp2rnemaxabs" in f["detail"]["explain_text"]
+    assert code == 2 and doc["exit_code_simple"] == 1
+
+
+def test_role_drift_and_artifact_drift(ex):
+    code, doc = js(ex / "half-converted.safetensors")
+    [f] = by(doc, "drift", "RoleDrift")
+    assert f["tensor"] == "self_attn.q_proj" and f["severity"] == 2
+    grades = {v["grade"]: v["tensors"] for v in f["detail"]["grades"].values()}
+    assert sorted(grades) == ["GRADE_MXFP4", "GRADE_NVF4"]
+    assert len(grades["GRADE_NVF4"]) == 2
+    assert code == 2
+    code, doc = js(ex / "revisions" / "rev-b")
+    [f] = by(doc, "drift")
+    assert f["status"] == "ArtifactDrift" and f["severity"] == 3 and code == 3
+
+
+def test_escape_hatch_grouped_by_producer(ex):
+    code, doc = js(ex / "escape-hatch.safetensors")
+    [f] = by(doc, "escape-hatch")
+    assert f["detail"]["producer"] == 7 and len(f["detail"]["tensors"]) == 2
+    assert (code, doc["exit_code_simple"]) == (3, 1)
+
+
+def test_inferred_and_inexpressible_gguf(ex):
+    code, doc = js(ex / "llama-ggml.gguf")
+    inf = {f["detail"]["ggml_type"] for f in by(doc, "inferred")}
+    assert inf == {"Q8_0", "Q4_K"}
+    [x] = by(doc, "inexpressible")
+    assert x["detail"]["ggml_type"] == "IQ4_NL" and "kvalues_iq4nl" in x["detail"]["reason"]
+    assert x["tensor"] == "blk.0.ffn_down.weight"
+    assert code == 3
+
+
+def test_deep_digest_and_probes(ex):
+    p = ex / "corrupted-bytes.safetensors"
+    code, doc = js(p)
+    assert (code, doc["findings"]) == (0, [])
+    code, doc = js("--deep", p)
+    st = {f["status"]: f for f in by(doc, "deep")}
+    assert st["DigestMismatch"]["severity"] == 1
+    assert st["DigestMismatch"]["tensor"] == "decoder.layers.0.ffn.weight"
+    assert st["Probe"]["severity"] == 3 and "e8m0" in st["Probe"]["message"]
+    assert code == 1
+    # the clean checkpoint's recorded digests all verify
+    code, doc = js("--deep", ex / "clean")
+    assert (code, doc["exit_code_simple"], doc["findings"]) == (0, 0, [])
+
+
+# ---------------------------------------------------------------------------
+# exit policies and the JSON schema
+
+
+@pytest.mark.parametrize("target, graded, simple", [
+    ("clean", 0, 0), ("wrong-group-size.safetensors", 1, 1),
+    ("half-converted.safetensors", 2, 1), ("escape-hatch.safetensors", 3, 1),
+    ("llama-ggml.gguf", 3, 1), (".", 1, 1),
+])
+def test_exit_codes_both_policies(ex, target, graded, simple):
+    assert run(ex / target).exit_code == graded
+    assert run("--exit-policy", "graded", ex / target).exit_code == graded
+    assert run("--exit-policy", "simple", ex / target).exit_code == simple
+    _, doc = js("--exit-policy", "simple", ex / target)
+    assert (doc["exit_code"], doc["exit_code_graded"], doc["exit_code_simple"]) == \
+        (simple, graded, simple)
+
+
+def test_nothing_parsed_is_4_or_2(tmp_path):
+    (tmp_path / "notes.md").write_text("no models here")
+    assert run(tmp_path).exit_code == 4
+    assert run("--exit-policy", "simple", tmp_path).exit_code == 2
+    code, doc = js(tmp_path)
+    assert code == 4 and doc["findings"][0]["severity"] == 4
+    assert run(tmp_path / "missing.safetensors").exit_code == 4
+
+
+def test_json_schema(ex):
+    _, doc = js("--deep", ex)
+    assert set(doc) == {"version", "exit_policy", "exit_code", "exit_code_graded",
+                        "exit_code_simple", "files", "findings", "summary"}
+    assert doc["version"] == 1
+    for f in doc["findings"]:
+        assert set(f) == {"category", "severity", "file", "tensor", "status", "message",
+                          "detail"}
+        assert f["category"] in CATEGORIES and f["severity"] in (1, 2, 3, 4)
+        assert isinstance(f["detail"], dict)
+    for f in doc["files"]:
+        assert set(f) == {"path", "format", "checkpoint", "parsed", "tensors", "grit_tensors",
+                          "error"}
+    s = doc["summary"]
+    assert s["findings"] == len(doc["findings"]) and s["deep"] is True
+    assert sum(s["by_category"].values()) == len(doc["findings"])
+
+
+def test_human_output(ex):
+    r = run(ex)
+    assert r.exit_code == 1
+    for title in ("1. Descriptor-vs-bytes", "2. Cross-file", "3. Grade-drift",
+                  "4. Escape-hatch", "Inferred descriptors", "cannot express"):
+        assert title in r.output
+    assert "group_size=64" in r.output
+    assert "10/10 files parsed" in r.output and "graded 1, simple 1" in r.output
+    assert "scanning" not in r.output          # no progress bar off a terminal
+
+
+def test_help_lists_scan():
+    r = R.invoke(main, ["--help"])
+    assert "scan" in r.output
+    h = R.invoke(main, ["scan", "--help"]).output
+    assert "--deep" in h and "--exit-policy" in h and "Exit status" in h
+
+
+# ---------------------------------------------------------------------------
+# inputs are never modified
+
+
+def _snapshot(root):
+    out = {}
+    for folder, _, names in os.walk(root):
+        for n in names:
+            p = os.path.join(folder, n)
+            st = os.stat(p)
+            with open(p, "rb") as f:
+                out[p] = (st.st_mtime_ns, st.st_size, hashlib.sha256(f.read()).hexdigest())
+    return out
+
+
+def test_files_unmodified(ex):
+    before = _snapshot(ex)
+    run("--deep", ex)
+    run("--json", "--deep", ex)
+    assert _snapshot(ex) == before
+
+
+# ---------------------------------------------------------------------------
+# manifests, roles
+
+
+def test_manifests(ex, tmp_path):
+    m = tmp_path / "list.json"
+    m.write_text(json.dumps({"paths": [str(ex / "clean"), str(ex / "nope.gguf")]}))
+    code, doc = js(m)
+    [u] = by(doc, "unreadable")
+    assert "nope.gguf" in u["file"] and code == 1
+    t = tmp_path / "list.txt"
+    t.write_text(f"# comment\n\n{ex / 'clean' / 'model.safetensors'}\n")
+    assert run(t).exit_code == 0
+
+
+@pytest.mark.parametrize("name, role", [
+    ("blk.3.attn_q.weight", "attn_q"),
+    ("model.layers.3.self_attn.q_proj.weight", "self_attn.q_proj"),
+    ("blk.3.ffn_down_exps.7.weight", "ffn_down_exps"),
+    ("lm_head.weight", "lm_head"),
+    ("token_embd.weight", "token_embd"),
+    ("transformer.h.11.mlp.c_fc.bias", "mlp.c_fc"),
+])
+def test_role_of(name, role):
+    assert role_of(name) == role
+
+
+# ---------------------------------------------------------------------------
+# hostile inputs: exit 4 (nothing parsed) or a finding, never a traceback
+
+
+def _hostile(tmp_path, ex):
+    d = tmp_path / "hostile"
+    d.mkdir()
+    gg = (ex / "llama-ggml.gguf").read_bytes()
+    st = (ex / "clean" / "model.safetensors").read_bytes()
+    mx = grit.encode(np.ones((4, 32), np.float32), grit.GRADE_MXFP4).descriptor.hex()
+
+    def st_file(header: dict, data: bytes = b"") -> bytes:
+        h = json.dumps(header).encode()
+        return struct.pack("<Q", len(h)) + h + data
+
+    def grit_doc(tensors) -> dict:
+        return {"__grit__": json.dumps({"schema": "grit-safetensors", "version": 1,
+                                        "tensors": tensors})}
+
+    files = {
+        "empty.safetensors": b"",
+        "empty.gguf": b"",
+        "junk.safetensors": bytes(range(256)) * 4,
+        "junk.gguf": b"GGUF" + bytes(range(256)) * 4,
+        "trunc.gguf": gg[: len(gg) // 2],
+        "trunc-header.gguf": gg[:40],
+        "trunc-header.safetensors": st[:100],
+        "trunc-data.safetensors": st[: len(st) - 3000],
+        "huge-header-len.safetensors": struct.pack("<Q", 2**62) + b"{}",
+        "lying-offsets.safetensors": st_file(
+            {"x": {"dtype": "U8", "shape": [2**40], "data_offsets": [0, 2**40]}}, b"abc"),
+        "giant-shape.safetensors": st_file(
+            {"__metadata__": grit_doc({"t": {"desc": mx, "shape": [2**62, 2**62],
+                                             "planes": {"data": "p"}}}),
+             "p": {"dtype": "U8", "shape": [3], "data_offsets": [0, 3]}}, b"abc"),
+        "bad-doc.safetensors": st_file(
+            {"__metadata__": {"__grit__": '{"schema": "grit-safetensors", "tensors": '
+                                          '{"t": {"desc": 5, "shape": "x", "planes": [1]}},'
+                                          ' "grades": [1, "bad("]}'}}),
+        "not-json-doc.safetensors": st_file({"__metadata__": {"__grit__": "{nope"}}),
+        "header-array.safetensors": st_file([1, 2, 3]),    # type: ignore[arg-type]
+        "deep-nest.safetensors": struct.pack("<Q", 20000) + b"[" * 20000,
+    }
+    for n, b in files.items():
+        (d / n).write_bytes(b)
+    return d, files
+
+
+def test_hostile_files_one_by_one(tmp_path, ex):
+    d, files = _hostile(tmp_path, ex)
+    for n in files:
+        for extra in ((), ("--deep",)):
+            r = run(*extra, "--json", d / n)
+            doc = json.loads(r.output)
+            assert r.exit_code in (1, 3, 4), (n, r.output)
+            assert doc["findings"], n
+            assert all(f["file"] for f in doc["findings"]), n
+            if r.exit_code == 4:
+                assert doc["summary"]["parsed"] == 0
+                assert all(f["category"] == "unreadable" for f in doc["findings"])
+
+
+def test_hostile_tree_beside_a_good_checkpoint(tmp_path, ex):
+    d, files = _hostile(tmp_path, ex)
+    r = run("--json", "--deep", d, ex / "clean")
+    doc = json.loads(r.output)
+    assert r.exit_code == 1 and doc["summary"]["parsed"] >= 2
+    unread = {os.path.basename(f["file"]) for f in by(doc, "unreadable")}
+    assert {"empty.safetensors", "junk.gguf", "trunc.gguf"} <= unread
+    assert all(f["severity"] == 1 for f in by(doc, "unreadable"))
+    r = run(d)                                             # the human table too
+    assert r.exit_code == 1 and "Inputs that could not be read" in r.output
+
+
+def test_scan_api_never_raises_on_garbage(tmp_path):
+    p = tmp_path / "x.gguf"
+    p.write_bytes(b"GGUF" + b"\xff" * 64)
+    rep = scan([str(p)])
+    assert rep.exit_code_graded == 4 and rep.findings[0].category == "unreadable"
