@@ -466,6 +466,12 @@ def _scan_safetensors(ctx: _Ctx, rec: _File) -> None:
                         f"__grit__ gives a descriptor for tensor {name!r}, which the file lacks")
                 continue
             grit_names.append((name, desc, shape, None, on_disk(name)))
+    recognised: list = []
+    if doc is None:                    # no GRIT metadata: recognise the wild (grit.io.recognise)
+        recognised = _recognise(path, entries, meta, start, avail, on_disk)
+        for r in recognised:
+            if r.kind == "inferred":
+                claimed.update(p[1] for p in r.planes if p is not None and p[0] != "const")
     for n, e in entries.items():
         if n in claimed:
             continue                   # GRIT planes: measured by the size equations below
@@ -478,8 +484,9 @@ def _scan_safetensors(ctx: _Ctx, rec: _File) -> None:
             ctx.add("structural", STRUCTURAL, path, n, "Truncated",
                     f"tensor {n!r}: data_offsets [{sp[0]}, {sp[1]}) run past the {avail}-byte "
                     "data buffer", trunc_line)
-    rec.tensors = len([n for n in entries if n not in claimed]) + len(grit_names)
-    rec.grit_tensors = len(grit_names)
+    n_inf = sum(r.kind == "inferred" for r in recognised)
+    rec.tensors = len([n for n in entries if n not in claimed]) + len(grit_names) + n_inf
+    rec.grit_tensors = len(grit_names) + n_inf
     ckpt = rec.checkpoint
     for name, desc, shape, sizes, payload in grit_names:
         try:
@@ -511,6 +518,103 @@ def _scan_safetensors(ctx: _Ctx, rec: _File) -> None:
                         f"metadata grit.digest.{name} is not a 16-byte digest "
                         "(26 base32 or 32 hex digits)")
         _finish(ctx, t)
+    _recognised_findings(ctx, path, ckpt, recognised, on_disk, trunc_line)
+
+
+# numpy dtypes of the small tensors a recogniser may read (g_idx, global scales)
+_SMALL_DTYPES = {"F32": "<f4", "F16": "<f2", "I32": "<i4", "I64": "<i8", "U8": "u1",
+                 "I8": "i1"}
+_SMALL_MAX = 1 << 20
+
+
+def _load_config(path: str) -> dict | None:
+    cfg = os.path.join(os.path.dirname(path), "config.json")
+    try:
+        if not os.path.isfile(cfg) or os.path.getsize(cfg) > 16 * 1024 * 1024:
+            return None
+        with open(cfg, "rb") as f:
+            doc = json.loads(f.read().decode("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def _recognise(path: str, entries: dict, meta: dict, start: int, avail: int, on_disk) -> list:
+    """Run grit.io.recognise over a safetensors header without GRIT metadata."""
+    from .io.recognise import recognise
+    header = {}
+    for n, e in entries.items():
+        if (isinstance(e, dict) and isinstance(e.get("dtype"), str)
+                and _shape_ok(e.get("shape")) and _span(e) is not None):
+            header[n] = (e["dtype"], tuple(e["shape"]), on_disk(n)[0])
+
+    def read(tn: str):
+        import numpy as np
+        e = entries.get(tn)
+        sp = _span(e)
+        dt = _SMALL_DTYPES.get(e.get("dtype")) if isinstance(e, dict) else None
+        if sp is None or dt is None or sp[1] > avail or sp[1] - sp[0] > _SMALL_MAX:
+            return None
+        with open(path, "rb") as f:
+            f.seek(start + sp[0])
+            b = f.read(sp[1] - sp[0])
+        if len(b) % np.dtype(dt).itemsize:
+            return None
+        return np.frombuffer(b, dt)
+
+    try:
+        return recognise(header, meta, _load_config(path), read)
+    except (GritError, ValueError, KeyError, IndexError, TypeError, OverflowError) as e:
+        from .io.recognise import Recognised
+        return [Recognised(os.path.basename(path), "unrecognised", "inexpressible",
+                           section="§13", reason=f"the recogniser failed: {_why(e)}")]
+
+
+def _recognised_findings(ctx: _Ctx, path: str, ckpt, recognised: list, on_disk,
+                         trunc_line) -> None:
+    inferred: dict[tuple[str, str], list] = {}
+    inexpr: dict[tuple, list] = {}
+    for r in recognised:
+        if r.kind == "inferred":
+            sizes = r.plane_lengths(lambda tn: on_disk(tn)[0])
+            det = diagnose(r.descriptor, r.shape, sizes, level=1)
+            t = _Tensor(path, ckpt, r.name, r.descriptor, tuple(r.shape), inferred=True)
+            if det.status != Status.OK:
+                _structural(ctx, path, r.name, det,
+                            (f"descriptor inferred from {r.convention}: grade {r.grade}",)
+                            + (trunc_line if det.status == Status.SIZE_MISMATCH else ()))
+            else:
+                t.ok = True
+            _finish(ctx, t)
+            inferred.setdefault((r.convention, r.grade), []).append(r)
+        else:
+            inexpr.setdefault((r.convention, r.section, r.reason, r.lines), []).append(r)
+    for (conv, grade), rs in sorted(inferred.items()):
+        names = [r.name for r in rs]
+        notes: list[str] = []
+        for r in rs:
+            for n in r.notes:
+                if n not in notes:
+                    notes.append(n)
+        lines = (f"grade {grade}",) + rs[0].lines + tuple(notes[:4]) + (
+            (f"… {len(notes) - 4} more notes in detail.notes",) if len(notes) > 4 else ())
+        ctx.add("inferred", WARNING, path, _names(names), "Inferred",
+                f"{len(names)} {conv} tensor(s): descriptor inferred from the tensor layout "
+                "(no GRIT metadata in the file)", lines,
+                {"convention": conv, "grade": grade, "tensors": names,
+                 "planes": {r.name: [None if p is None else list(p) for p in r.planes]
+                            for r in rs},
+                 "notes": {r.name: list(r.notes) for r in rs if r.notes}})
+    for (conv, section, reason, lines), rs in sorted(inexpr.items(),
+                                                     key=lambda kv: (kv[0][0], kv[0][1] or "",
+                                                                     kv[0][2] or "")):
+        names = [r.name for r in rs]
+        ctx.add("inexpressible", WARNING, path, _names(names), "Inexpressible",
+                f"{len(names)} {conv} tensor(s) are not GRIT v1 arrays and were not checked",
+                (f"Reason ({section}): {reason}",) + tuple(lines),
+                {"convention": conv, "section": section, "reason": reason,
+                 "arithmetic": list(lines), "tensors": names,
+                 "files": sorted({t for r in rs for t in r.tensors})})
 
 
 def _payload_check(d, shape, n: int, view) -> tuple[Detail, list | None]:
@@ -587,6 +691,14 @@ def _scan_gguf(ctx: _Ctx, rec: _File) -> None:
             if name in digests:
                 t.expected_digest = _parse_digest(digests[name])
             _finish(ctx, t)
+        elif isinstance(getattr(v, "error", None), GritError):
+            # a GRIT-annotated tensor that failed its level-1 check (CheckFailed)
+            det = v.error.detail
+            if det is not None:
+                _structural(ctx, path, name, det)
+            else:
+                ctx.add("structural", STRUCTURAL, path, name, "Unreadable",
+                        str(v.error).splitlines()[0])
         elif hasattr(v, "reason"):
             inexpr.setdefault((getattr(v, "ggml_type", "?"), v.reason), []).append(name)
     for gt, names in sorted(inferred.items()):

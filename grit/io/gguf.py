@@ -322,23 +322,40 @@ def _tensor(gguf, t):
 
 
 def load(path, *, strict: bool = False) -> GGUFTensors:
-    """Read a GGUF file: ``{name: GritArray | ndarray | Inexpressible}``.
+    """Read a GGUF file: ``{name: GritArray | ndarray | Inexpressible | CheckFailed}``.
 
-    With ``strict=True`` a tensor GRIT v1 cannot express raises
-    GritGradeError naming the tensor and the reason."""
+    With ``strict=False`` (the default) a tensor GRIT v1 cannot express is an
+    :class:`Inexpressible` record, and a GRIT-annotated tensor whose bytes fail
+    the level-1 check against its descriptor is a
+    :class:`~grit.io.safetensors.CheckFailed` record (``.error`` the GritError,
+    ``.status`` its §7.1 status) — the file's other tensors are still loaded.
+    With ``strict=True`` either raises: GritGradeError naming the tensor and
+    the reason, or the level-1 check's own GritError."""
+    from ..errors import GritError
     gguf = _gguf()
     try:
         reader = gguf.GGUFReader(path, "r")
-    except (ValueError, OSError) as e:
-        raise GritUsageError(f"{path}: not a readable GGUF file: {e}") from None
+    except MemoryError:
+        raise GritUsageError(f"{path}: not a readable GGUF file: its header asks for more "
+                             "memory than is available") from None
+    except Exception as e:  # noqa: BLE001 - gguf-py raises whatever numpy raises on a
+        # malformed file (IndexError, ValueError, OverflowError, KeyError, struct.error, ...)
+        raise GritUsageError(f"{path}: not a readable GGUF file: {type(e).__name__}: "
+                             f"{str(e)[:200]}") from None
     notes = _annotations(path, reader)
     out = GGUFTensors()
     out.ggml_types = {}
     for t in reader.tensors:
-        if t.name in notes["desc"]:
-            v = _annotated(path, t, notes)
-        else:
-            v = _tensor(gguf, t)
+        try:
+            if t.name in notes["desc"]:
+                v = _annotated(path, t, notes, strict)
+            else:
+                v = _tensor(gguf, t)
+        except GritError:
+            raise
+        except Exception as e:  # noqa: BLE001 - a tensor whose bytes do not fit its type
+            raise GritUsageError(f"{path}: tensor {t.name!r} ({t.tensor_type.name}) cannot be "
+                                 f"read: {type(e).__name__}: {str(e)[:200]}") from None
         if strict and isinstance(v, Inexpressible):
             v.decode()
         out[t.name] = v
@@ -430,10 +447,13 @@ def _annotations(path, reader) -> dict:
     return notes
 
 
-def _annotated(path, t, notes):
-    """An annotated tensor: its bytes are the payload of the descriptor."""
+def _annotated(path, t, notes, strict: bool = True):
+    """An annotated tensor: its bytes are the payload of the descriptor.  A
+    payload failing its level-1 check raises under ``strict``; otherwise a
+    CheckFailed record stands in its place."""
     from ..array import GritArray
     from ..errors import GritError
+    from .safetensors import CheckFailed
     d = notes["desc"][t.name]
     shape = notes["shape"].get(t.name)
     if shape is None:
@@ -442,7 +462,21 @@ def _annotated(path, t, notes):
     try:
         return GritArray.from_payload(d, shape, raw)
     except GritError as e:
-        raise type(e)(f"tensor {t.name!r}: {e}") from None
+        err = _renamed(e, f"tensor {t.name!r}: {e}")
+        if strict:
+            raise err from None
+        return CheckFailed(t.name, err, d.hex(), tuple(int(x) for x in shape), {"payload": raw})
+
+
+def _renamed(e, message: str):
+    """``e`` with ``message``, keeping its class and its structured detail."""
+    import copy
+    try:
+        out = copy.copy(e)
+        out.args = (message,)
+    except Exception:  # noqa: BLE001 - fall back to the class alone
+        return type(e)(message)
+    return out
 
 
 def save_gguf(path, tensors, metadata=None, *, arch: str = "grit") -> None:

@@ -1,0 +1,512 @@
+"""Recognising quantised safetensors checkpoints that carry no GRIT metadata.
+
+:func:`recognise` looks at a safetensors header (names, dtypes, shapes, byte
+lengths), the ``__metadata__`` map and the ``config.json`` beside the file, and
+returns one :class:`Recognised` record per quantised weight it can identify:
+
+* ``kind == "inferred"`` — a GRIT v1 descriptor for a layout v1 can express,
+  with the file tensors that hold each plane, so that the §7.3 size equations
+  can be run against the on-disk lengths and :meth:`Recognised.array` can build
+  a :class:`~grit.array.GritArray` from the file;
+* ``kind == "inexpressible"`` — a layout v1 cannot express, with the §0.3 item
+  that excludes it and the arithmetic that shows it (never silently skipped).
+
+Conventions recognised (docs/scan.md, "Recognising checkpoints without GRIT
+metadata", has the table and every choice):
+
+* compressed-tensors ``nvfp4-pack-quantized`` — ``weight_packed`` uint8
+  [out, in/2] (E2M1 codes, element 2j in the low nibble: GRIT's LSB-first
+  order, ROW_MAJOR), ``weight_scale`` float8_e4m3fn [out, in/16],
+  ``weight_global_scale`` float32 [1].  The file stores g = 448·6/amax and
+  decodes e·(s/g); GRIT's level-1 scale multiplies, so the scale1 plane is
+  f32(1/g) — converted, 4 bytes — and the decode agrees bit-for-bit exactly
+  when f32(s·f32(1/g)) == f32(s/g) for every E4M3 code s (see
+  :func:`nvfp4_global_exact`);
+* compressed-tensors ``mxfp4-pack-quantized`` — ``weight_packed`` as above,
+  ``weight_scale`` uint8 E8M0 [out, in/32]: GRADE_MXFP4, zero-copy;
+* compressed-tensors ``pack-quantized`` int4/int8, symmetric — ``weight_packed``
+  int32 words of 32/b codes, element 8j+i at bits 4i (LSB-first consecutive,
+  ROW_MAJOR), codes offset-binary (stored u = q + 2^(b−1)); the offset is a
+  constant zero-point plane (``zp=u4``/``zp=u8``) synthesised at n_groups0
+  bytes, as the GGUF reader does for Q4_0;
+* asymmetric ``pack-quantized`` (zero points packed 8 to an int32 along the
+  output axis), GPTQ and AWQ (``qzeros`` dense nibbles) — inexpressible, §0.3d;
+* GPTQ act-order (a ``g_idx`` that is not i // group_size) — §0.3c;
+* FNUZ FP8 dtypes in the header — §0.3a;
+* bitsandbytes NF4/FP4 (``quant_map``, ``absmax``, ``quant_state``) — §0.3b.
+"""
+from __future__ import annotations
+
+import math
+import re
+import struct
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from .. import descriptor as D
+from ..formats import FormatFields, fmt_decode, fmt_pack, format_token, REGISTERED
+from ..grade import Grade, lookup_grade, register_grade
+
+__all__ = ["recognise", "Recognised", "nvfp4_global_exact", "SCALE_FORMATS",
+           "ST_DTYPE_BYTES"]
+
+#: safetensors dtype -> bytes per element
+ST_DTYPE_BYTES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1,
+                  "F8_E4M3FNUZ": 1, "F8_E5M2FNUZ": 1, "I16": 2, "U16": 2, "F16": 2,
+                  "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8}
+
+#: bfloat16 as a parameterised §2 word (8-bit significand, IEEE inf/NaN); it has
+#: no registered token, so grade strings spell it x350f
+BF16_WORD = fmt_pack(FormatFields(w=16, p=8, has_inf=1, nan_enc=2, szero=1, unsigned=0))
+
+#: the safetensors dtype of a scale tensor -> its §2 format token
+SCALE_FORMATS = {"F16": "binary16", "F32": "binary32", "BF16": format_token(BF16_WORD),
+                 "F8_E4M3": "e4m3", "U8": "e8m0", "F8_E8M0": "e8m0"}
+
+_FNUZ = {"F8_E4M3FNUZ": "e4m3fnuz (bias 8, NaN at the negative-zero code 0x80)",
+         "F8_E5M2FNUZ": "e5m2fnuz (bias 16, NaN at the negative-zero code 0x80)"}
+
+Header = Mapping[str, tuple[str, Sequence[int], int]]
+Reader = Callable[[str], "np.ndarray | None"]
+
+
+@dataclass
+class Recognised:
+    """One recognised quantised weight (or one inexpressible one)."""
+
+    name: str                               # the logical weight, e.g. "…q_proj.weight"
+    convention: str                         # e.g. "compressed-tensors/nvfp4-pack-quantized"
+    kind: str                               # "inferred" | "inexpressible"
+    tensors: tuple[str, ...] = ()           # the file tensors it accounts for
+    shape: tuple[int, ...] | None = None    # logical shape (inferred)
+    grade: str | None = None                # canonical grade string (inferred)
+    descriptor: D.Descriptor | None = None
+    #: per plane (data, scale0, scale1, aux): ("file", tensor) — the tensor's
+    #: bytes are the plane; ("global_recip", tensor) — f32(1/g) of a float32
+    #: scalar; ("const", byte) — synthesised, n_groups0 bytes of one value;
+    #: None — absent
+    planes: tuple[Any, Any, Any, Any] = (None, None, None, None)
+    section: str | None = None              # §0.3 item (inexpressible)
+    reason: str | None = None
+    lines: tuple[str, ...] = ()             # derivation / arithmetic
+    notes: tuple[str, ...] = ()             # declared-vs-actual remarks (inferred)
+
+    def plane_lengths(self, on_disk: Callable[[str], int]) -> list[int]:
+        """The four plane lengths §7.3 step 4 is run against: a file-backed
+        plane's on-disk length; a converted or synthesised plane's own."""
+        out = []
+        for p in self.planes:
+            if p is None:
+                out.append(0)
+            elif p[0] == "file":
+                out.append(on_disk(p[1]))
+            elif p[0] == "global_recip":
+                out.append(4)
+            else:                                      # ("const", v): n_groups0 bytes
+                out.append(_n_groups0(self))
+        return out
+
+    def array(self, path: str):
+        """The recognised tensor read from the safetensors file at ``path``
+        as a checked :class:`~grit.array.GritArray` (raises the §7.3
+        GritError when the file's bytes disagree with the descriptor)."""
+        from ..array import GritArray
+        from ..errors import GritUsageError
+        if self.kind != "inferred" or self.descriptor is None:
+            raise GritUsageError(f"{self.name}: {self.convention} is not a GRIT v1 array "
+                                 f"({self.section}: {self.reason})")
+        raw = _read_tensors(path, [p[1] for p in self.planes
+                                   if p is not None and p[0] != "const"])
+        planes = []
+        for p in self.planes:
+            if p is None:
+                planes.append(b"")
+            elif p[0] == "file":
+                planes.append(raw[p[1]])
+            elif p[0] == "global_recip":
+                g = np.frombuffer(raw[p[1]], "<f4")
+                planes.append((np.float32(1.0) / g).astype("<f4").tobytes()
+                              if g.size == 1 else raw[p[1]])
+            else:
+                planes.append(bytes([p[1]]) * _n_groups0(self))
+        return GritArray(self.descriptor, self.shape, planes)
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "convention": self.convention, "kind": self.kind,
+                "tensors": list(self.tensors), "shape": list(self.shape or ()) or None,
+                "grade": self.grade, "section": self.section, "reason": self.reason,
+                "lines": list(self.lines), "notes": list(self.notes)}
+
+
+def _n_groups0(r: Recognised) -> int:
+    g = lookup_grade(r.descriptor.grade_id) if r.descriptor is not None else None
+    if g is None or not r.shape:
+        return 0
+    return math.prod(r.shape) // int(g["k0"])
+
+
+def _read_tensors(path: str, names: Sequence[str]) -> dict[str, bytes]:
+    import json
+    out: dict[str, bytes] = {}
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        h = json.loads(f.read(n))
+        for name in names:
+            b, e = h[name]["data_offsets"]
+            f.seek(8 + n + b)
+            out[name] = f.read(e - b)
+    return out
+
+
+def nvfp4_global_exact(g: float) -> tuple[bool, int]:
+    """Whether f32(s·f32(1/g)) == f32(s/g) for every finite E4M3 code s —
+    i.e. whether GRIT's multiplying level-1 scale f32(1/g) reproduces
+    compressed-tensors' s/g bit-for-bit.  Returns (exact, codes that differ)."""
+    gv = np.float32(g)
+    r = np.float32(1.0) / gv
+    bad = 0
+    for code in range(256):
+        s = np.float32(fmt_decode(REGISTERED["e4m3"], code))
+        if np.isnan(s):
+            continue
+        a, b = np.float32(s * r), np.float32(s / gv)
+        if a.tobytes() != b.tobytes():
+            bad += 1
+    return bad == 0, bad
+
+
+# ---------------------------------------------------------------------------
+# config.json: compressed-tensors quantization_config
+
+
+def _qconfig(config: Mapping | None) -> dict:
+    if not isinstance(config, Mapping):
+        return {}
+    q = config.get("quantization_config") or config.get("compression_config")
+    return dict(q) if isinstance(q, Mapping) else {}
+
+
+def _ct_scheme(q: dict, module: str) -> tuple[dict, str | None]:
+    """(weights args, format) of the config group that covers ``module``:
+    the group whose ``re:`` target matches it, else the only group."""
+    groups = q.get("config_groups")
+    if not isinstance(groups, Mapping):
+        return {}, q.get("format")
+    cands = []
+    for g in groups.values():
+        if not isinstance(g, Mapping) or not isinstance(g.get("weights"), Mapping):
+            continue
+        cands.append(g)
+        for t in g.get("targets") or ():
+            if isinstance(t, str) and t.startswith("re:"):
+                try:
+                    if re.match(t[3:], module):
+                        return dict(g["weights"]), g.get("format") or q.get("format")
+                except re.error:
+                    pass
+    if len(cands) == 1:
+        return dict(cands[0]["weights"]), cands[0].get("format") or q.get("format")
+    return {}, q.get("format")
+
+
+def _grade(text: str) -> Grade:
+    g = register_grade(text)
+    return lookup_grade(g.id) or g
+
+
+def _desc(grade: Grade, shape: Sequence[int], has_zp: bool) -> D.Descriptor:
+    return grade.descriptor(group_axis=len(shape) - 1)
+
+
+# ---------------------------------------------------------------------------
+
+
+def recognise(header_tensors: Header, metadata: Mapping | None = None,
+              config: Mapping | None = None, read: Reader | None = None) -> list[Recognised]:
+    """Recognise the quantised weights of one safetensors file.
+
+    ``header_tensors`` maps each tensor name to ``(dtype, shape, nbytes)``;
+    ``metadata`` is the header's ``__metadata__``; ``config`` the parsed
+    ``config.json`` beside the file (or None).  ``read(name)``, when given,
+    returns a small tensor's values (a GPTQ ``g_idx``, an NVFP4 global scale)
+    so that act-order and the global-scale exactness can be decided; without
+    it those are judged from ``config`` alone.  Never raises on odd input:
+    what it cannot place it leaves alone."""
+    h = {n: v for n, v in header_tensors.items()
+         if isinstance(v, tuple) and len(v) == 3}
+    out: list[Recognised] = []
+    q = _qconfig(config)
+    method = str(q.get("quant_method", "")).lower()
+    used: set[str] = set()
+
+    # §0.3a: FNUZ FP8 anywhere in the header
+    for n in sorted(h):
+        dt = h[n][0]
+        if dt in _FNUZ:
+            used.add(n)
+            out.append(Recognised(
+                n, f"fp8-fnuz/{dt}", "inexpressible", (n,), section="§0.3a",
+                reason=(f"dtype {dt}: {_FNUZ[dt]}; v1 fixes every exponent bias at "
+                        "2^(e−1) − 1 (bias_ovr = 0) and has no nan_enc for a NaN at the "
+                        "negative-zero code, so no grit_fmt_t word denotes it"),
+                lines=(f"{n}: {dt} {list(h[n][1])}, {h[n][2]} bytes",)))
+
+    # §0.3b: bitsandbytes 4-bit (NF4 / FP4) — a code book travels with the tensor
+    for n in sorted(h):
+        m = re.match(r"^(.*)\.quant_state\.bitsandbytes__(nf4|fp4)$", n)
+        if not m:
+            continue
+        base, kind = m[1], m[2]
+        parts = [t for t in h if t == base or t.startswith(base + ".")]
+        used.update(parts)
+        qm = base + ".quant_map"
+        lines = [f"{t}: {h[t][0]} {list(h[t][1])}" for t in sorted(parts)]
+        out.append(Recognised(
+            base, f"bitsandbytes/{kind}", "inexpressible", tuple(sorted(parts)),
+            section="§0.3b",
+            reason=(f"bitsandbytes {kind.upper()}: each 4-bit code indexes the "
+                    f"{h[qm][1][0] if qm in h and h[qm][1] else 16}-entry value table "
+                    f"{qm!r} (a codebook), scaled by absmax; v1 has no codebook element class"),
+            lines=tuple(lines)))
+
+    # module prefixes
+    prefixes: dict[str, set[str]] = {}
+    for n in h:
+        if n in used or "." not in n:
+            continue
+        pre, leaf = n.rsplit(".", 1)
+        prefixes.setdefault(pre, set()).add(leaf)
+
+    for pre in sorted(prefixes):
+        leaves = prefixes[pre]
+        t = {leaf: pre + "." + leaf for leaf in leaves}
+        try:
+            if "weight_packed" in leaves and "weight_scale" in leaves:
+                r = _compressed_tensors(pre, t, h, q, read)
+            elif {"qweight", "qzeros", "scales"} <= leaves:
+                r = _gptq_awq(pre, t, h, q, method, read)
+            else:
+                continue
+        except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError,
+                OverflowError) as e:
+            r = [Recognised(pre + ".weight", "unrecognised", "inexpressible",
+                            tuple(sorted(t.values())), section="§7.3",
+                            reason=f"the tensors look quantised but their shapes do not "
+                                   f"fit the convention ({type(e).__name__}: {e})"[:200])]
+        out.extend(r)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# compressed-tensors
+
+
+def _ct_declared_group(w: dict, in_features: int) -> int | None:
+    gs = w.get("group_size")
+    strat = str(w.get("strategy", "")).lower()
+    if isinstance(gs, int) and not isinstance(gs, bool) and gs > 0:
+        return gs
+    if strat == "channel":
+        return in_features
+    return None
+
+
+def _compressed_tensors(pre: str, t: dict, h: Header, q: dict,
+                        read: Reader | None) -> list[Recognised]:
+    wp, ws = t["weight_packed"], t["weight_scale"]
+    pdt, pshape, _ = h[wp]
+    sdt, sshape, _ = h[ws]
+    w, fmt = _ct_scheme(q, pre)
+    fmt = str(fmt or "").lower()
+    name = pre + ".weight"
+    files = tuple(sorted(t.values()))
+    if len(pshape) != 2 or len(sshape) != 2 or sshape[1] == 0:
+        raise ValueError(f"weight_packed {list(pshape)} / weight_scale {list(sshape)} "
+                         "are not 2-D")
+    out_f = pshape[0]
+
+    if pdt == "U8":                      # FP4: two E2M1 codes per byte
+        in_f = pshape[1] * 2
+        nv = "weight_global_scale" in t or sdt == "F8_E4M3" or "nvfp4" in fmt
+        if nv:
+            conv = "compressed-tensors/nvfp4-pack-quantized"
+            k0 = _ct_declared_group(w, in_f) or 16          # NVFP4's fixed group
+            if sdt != "F8_E4M3":
+                return [_inex(name, conv, files, "§2.6",
+                              f"weight_scale is {sdt}; nvfp4 scales are float8_e4m3fn")]
+            if "weight_global_scale" not in t:
+                return [_inex(name, conv, files, "§7.3",
+                              "no weight_global_scale tensor: the level-1 scale is missing")]
+            g = _grade(f"grit1(e=e2m1,k0={k0},s0=e4m3,k1=0,s1=binary32,esr=ratiomaxabs)")
+            gs_name = t["weight_global_scale"]
+            notes = [("declared-vs-actual: the file stores weight_global_scale g = 448·6/amax "
+                      "and decodes e·(s/g); GRIT's level-1 scale multiplies (§8.1), so the "
+                      "scale1 plane is f32(1/g), a 4-byte conversion of the file's value")]
+            if read is not None:
+                try:
+                    gv = read(gs_name)
+                except Exception:  # noqa: BLE001 - an unreadable scalar is just unknown
+                    gv = None
+                if gv is not None and np.size(gv) == 1:
+                    ok, nbad = nvfp4_global_exact(float(np.asarray(gv).reshape(-1)[0]))
+                    notes.append(
+                        f"g = {float(np.asarray(gv).reshape(-1)[0])!r}: decode is bit-exact"
+                        if ok else
+                        f"g = {float(np.asarray(gv).reshape(-1)[0])!r}: f32(s·f32(1/g)) ≠ "
+                        f"f32(s/g) for {nbad} of the 254 finite E4M3 codes — GRIT's decode "
+                        "differs from compressed-tensors' by up to 1 ulp of S there")
+            return [Recognised(
+                name, conv, "inferred", files, (out_f, in_f), g.canonical,
+                _desc(g, (out_f, in_f), False),
+                (("file", wp), ("file", ws), ("global_recip", gs_name), None),
+                lines=(f"weight_packed U8 {list(pshape)} -> shape [{out_f}, {in_f}], e2m1 "
+                       "LSB-first (element 2j low nibble), ROW_MAJOR",
+                       f"k0={k0} ({'config group_size' if w.get('group_size') else 'nvfp4 default'})"),
+                notes=tuple(notes))]
+        conv = "compressed-tensors/mxfp4-pack-quantized"
+        if sdt not in ("U8", "F8_E8M0"):
+            return [_inex(name, conv, files, "§2.6",
+                          f"weight_scale is {sdt}; mxfp4 scales are uint8 E8M0 exponents")]
+        k0 = _ct_declared_group(w, in_f) or 32
+        g = _grade(f"grit1(e=e2m1,k0={k0},s0=e8m0,esr=exp2floormaxabs)")
+        return [Recognised(
+            name, conv, "inferred", files, (out_f, in_f), g.canonical,
+            _desc(g, (out_f, in_f), False), (("file", wp), ("file", ws), None, None),
+            lines=(f"weight_packed U8 {list(pshape)} -> shape [{out_f}, {in_f}], e2m1 "
+                   "LSB-first, ROW_MAJOR; weight_scale = E8M0 exponent (bias 127)",
+                   f"k0={k0}"))]
+
+    if pdt == "I32":                     # int pack-quantized: 32/b codes per int32 word
+        conv = "compressed-tensors/pack-quantized"
+        bits = w.get("num_bits")
+        if bits not in (4, 8):
+            bits = 4
+        per = 32 // bits
+        in_f = pshape[1] * per
+        if "weight_shape" in t and read is not None:
+            try:
+                ws_v = read(t["weight_shape"])
+                if ws_v is not None and np.size(ws_v) == 2:
+                    out_f, in_f = (int(x) for x in np.asarray(ws_v).reshape(-1))
+            except Exception:  # noqa: BLE001
+                pass
+        k0 = _ct_declared_group(w, in_f) or in_f // sshape[1]
+        sym = w.get("symmetric", "weight_zero_point" not in t)
+        n_groups0 = out_f * (in_f // k0) if k0 else 0
+        if not sym or "weight_zero_point" in t:
+            zp = t.get("weight_zero_point")
+            zdt, zshape, zn = h[zp] if zp else ("?", [], 0)
+            pred = n_groups0
+            if bits == 8:
+                return [_inex(
+                    name, conv, files, "not inferred",
+                    "asymmetric int8: the zero points fill CT_PAD8 bytes, but they are "
+                    "packed 4 to an int32 along the output axis, so the aux plane's byte "
+                    "order is (out/4, group, 4) — a relayout this version does not infer",
+                    (f"aux: predicted {pred} bytes, present {zn} ({zdt} {list(zshape)})",))]
+            return [_inex(
+                name, conv, files, "§0.3d",
+                f"asymmetric int{bits}: zero points are packed {per} to an int32 along the "
+                f"output axis; v1 stores a sub-byte zero-point plane CT_PAD8, one per byte",
+                (f"aux: predicted {pred} bytes (n_groups0 {pred} × 1 byte, PAD8), present "
+                 f"{zn} ({zdt} {list(zshape)}, {per} codes per int32) — §0.3d",
+                 f"n_groups0 = {out_f} × {in_f} / k0={k0} = {pred}"))]
+        if sdt not in SCALE_FORMATS or sdt in ("U8", "F8_E8M0"):
+            return [_inex(name, conv, files, "§2.6",
+                          f"weight_scale dtype {sdt} has no v1 scale format here")]
+        s0 = SCALE_FORMATS[sdt]
+        g = _grade(f"grit1(e=u{bits},k0={k0},s0={s0},zp=u{bits},esr=ratiomaxabs)")
+        off = 1 << (bits - 1)
+        return [Recognised(
+            name, conv, "inferred", files, (out_f, in_f), g.canonical,
+            _desc(g, (out_f, in_f), True),
+            (("file", wp), ("file", ws), None, ("const", off)),
+            lines=(f"weight_packed I32 {list(pshape)} -> shape [{out_f}, {in_f}], "
+                   f"u{bits} codes LSB-first ({per} per little-endian int32), ROW_MAJOR",
+                   f"k0={k0}, s0={s0} ({sdt})"),
+            notes=(f"codes are offset-binary (stored q + {off}); the offset is a constant "
+                   f"zero-point plane of n_groups0 = {n_groups0} bytes of {off}, synthesised "
+                   "(not in the file)",))]
+    return [_inex(name, "compressed-tensors", files, "§7.3",
+                  f"weight_packed dtype {pdt} is neither U8 (fp4) nor I32 (int pack)")]
+
+
+def _inex(name, conv, files, section, reason, lines=()) -> Recognised:
+    return Recognised(name, conv, "inexpressible", tuple(files), section=section,
+                      reason=reason, lines=tuple(lines))
+
+
+# ---------------------------------------------------------------------------
+# GPTQ / AWQ
+
+
+def _gptq_awq(pre: str, t: dict, h: Header, q: dict, method: str,
+              read: Reader | None) -> list[Recognised]:
+    qw, qz, sc = t["qweight"], t["qzeros"], t["scales"]
+    _, wshape, wn = h[qw]
+    zdt, zshape, zn = h[qz]
+    sdt, sshape, sn = h[sc]
+    if len(wshape) != 2 or len(sshape) != 2 or len(zshape) != 2:
+        raise ValueError("qweight/qzeros/scales are not 2-D")
+    n_g, out_f = sshape
+    bits = q.get("bits") or q.get("w_bit") or 4
+    per = 32 // int(bits)
+    if wshape[1] == out_f:                # GPTQ: qweight [in/8, out]
+        conv, in_f = "gptq", wshape[0] * per
+    elif wshape[1] * per == out_f:        # AWQ: qweight [in, out/8]
+        conv, in_f = "awq", wshape[0]
+    else:
+        raise ValueError(f"qweight {list(wshape)} fits neither GPTQ [in/{per}, out] nor "
+                         f"AWQ [in, out/{per}] against scales {list(sshape)}")
+    if method in ("gptq", "awq") and method != conv:
+        conv = f"{conv} (config says {method})"
+    k0 = in_f // n_g
+    numel = in_f * out_f
+    n_groups0 = numel // k0
+    s0 = SCALE_FORMATS.get(sdt, sdt)
+    name = pre + ".weight"
+    files = tuple(sorted(t.values()))
+    lines = (f"aux: predicted {n_groups0} bytes (n_groups0 × 1 byte, PAD8), present {zn} "
+             f"(dense nibbles) — §0.3d",
+             f"n_groups0 = {in_f} × {out_f} / k0={k0} = {n_groups0}; qzeros {zdt} "
+             f"{list(zshape)} = {zn} bytes, {per} zero points per int32",
+             f"data: {(numel * int(bits) + 7) // 8} bytes predicted, {wn} present; scale0 "
+             f"({s0}): {sn} present")
+    if int(bits) >= 8:
+        return [_inex(name, conv, files, "not inferred",
+                      f"{bits}-bit {conv.split()[0].upper()}: qzeros fill CT_PAD8 bytes "
+                      f"({zn} present, {n_groups0} predicted), but the data plane packs "
+                      "along the input axis and is not inferred by this version", lines[1:])]
+    r = [_inex(name, conv, files, "§0.3d",
+               f"{conv.split()[0].upper()} packs qzeros as dense {bits}-bit codes, "
+               f"{per} per int32; v1 stores a sub-byte zero-point plane CT_PAD8 (one per "
+               f"byte), so the file holds {zn} aux bytes where the size equations require "
+               f"{n_groups0}", lines)]
+    gi = t.get("g_idx")
+    if gi is not None:
+        act, why = None, ""
+        if read is not None:
+            try:
+                v = read(gi)
+            except Exception:  # noqa: BLE001
+                v = None
+            if v is not None:
+                v = np.asarray(v).reshape(-1).astype(np.int64)
+                trivial = np.arange(v.size, dtype=np.int64) // max(k0, 1)
+                diff = np.nonzero(v != trivial)[0]
+                act = bool(diff.size)
+                if act:
+                    i = int(diff[0])
+                    why = (f"g_idx[{i}] = {int(v[i])}, contiguous grouping gives "
+                           f"{i} // {k0} = {i // k0} ({diff.size} of {v.size} columns differ)")
+        if act is None and q.get("desc_act") is not None:
+            act = bool(q.get("desc_act"))
+            why = f"config desc_act = {q.get('desc_act')}"
+        if act:
+            r.append(_inex(name, conv, (gi,), "§0.3c",
+                           "act-order: g_idx assigns columns to groups out of order; §3.7 "
+                           "groups are contiguous runs g0 = lin(i)/k0, and a permutation "
+                           "changes decode, so it cannot be a placement (L1)", (why,)))
+    return r

@@ -1,0 +1,343 @@
+"""Recognising quantised safetensors checkpoints without GRIT metadata
+(grit.io.recognise, and its findings in grit scan)."""
+from __future__ import annotations
+
+import json
+import os
+
+import ml_dtypes
+import numpy as np
+from safetensors.numpy import save_file
+
+from grit.io.recognise import nvfp4_global_exact, recognise
+from grit.scan import scan
+
+E2M1 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0,
+                 -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0], np.float32)
+
+
+def e4m3_value(code: int) -> np.float32:
+    """float8_e4m3fn by hand: bias 7, subnormals, S.1111.111 is NaN, no inf."""
+    s = -1.0 if code & 0x80 else 1.0
+    e, m = (code >> 3) & 0xF, code & 7
+    if e == 15 and m == 7:
+        return np.float32(np.nan)
+    if e == 0:
+        return np.float32(s * m / 8 * 2.0 ** -6)
+    return np.float32(s * (1 + m / 8) * 2.0 ** (e - 7))
+
+
+def pack_nibbles_lsb(codes: np.ndarray) -> np.ndarray:
+    """compressed-tensors FP4 packing: element 2j low nibble, 2j+1 high."""
+    c = codes.astype(np.uint8)
+    return (c[:, 0::2] | (c[:, 1::2] << 4)).astype(np.uint8)
+
+
+def pack_int32(u: np.ndarray, bits: int) -> np.ndarray:
+    """compressed-tensors pack_to_int32 along dim 1: element per·j+i at bits·i."""
+    per = 32 // bits
+    r, c = u.shape
+    w = np.zeros((r, c // per), np.uint64)
+    for i in range(per):
+        w |= u[:, i::per].astype(np.uint64) << np.uint64(bits * i)
+    return w.astype(np.uint32).view(np.int32)
+
+
+def ct_config(fmt: str, weights: dict) -> dict:
+    return {"architectures": ["X"], "quantization_config": {
+        "quant_method": "compressed-tensors", "format": fmt,
+        "config_groups": {"group_0": {"targets": ["Linear"], "weights": weights,
+                                      "format": fmt}}}}
+
+
+def write(tmp_path, tensors: dict, config: dict | None = None, name="model.safetensors"):
+    d = tmp_path / "ckpt"
+    d.mkdir(exist_ok=True)
+    save_file(tensors, str(d / name))
+    if config is not None:
+        (d / "config.json").write_text(json.dumps(config))
+    return str(d / name)
+
+
+def header_of(path):
+    import struct
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        h = json.loads(f.read(n))
+    return {k: (v["dtype"], tuple(v["shape"]), v["data_offsets"][1] - v["data_offsets"][0])
+            for k, v in h.items() if k != "__metadata__"}
+
+
+def by_cat(rep, cat):
+    return [f for f in rep.findings if f.category == cat]
+
+
+W = "model.layers.0.mlp.down_proj"
+OUT, IN = 4, 64
+rng = np.random.default_rng(7)
+
+
+def nvfp4_tensors(g: float, scale_cols: int = IN // 16):
+    codes = rng.integers(0, 16, (OUT, IN), dtype=np.uint8)
+    sc = rng.integers(0x28, 0x58, (OUT, scale_cols), dtype=np.uint8)
+    return codes, sc, {
+        f"{W}.weight_packed": pack_nibbles_lsb(codes),
+        f"{W}.weight_scale": sc.view(ml_dtypes.float8_e4m3fn),
+        f"{W}.weight_global_scale": np.array([g], np.float32),
+    }
+
+
+NVFP4_CFG = ct_config("nvfp4-pack-quantized", {"num_bits": 4, "type": "float",
+                                               "strategy": "tensor_group", "group_size": 16,
+                                               "symmetric": True})
+
+
+# ---------------------------------------------------------------------------
+# compressed-tensors NVFP4
+
+
+def test_nvfp4_inferred_and_decodes_like_compressed_tensors(tmp_path):
+    g = 0.25                                   # a power of two: 1/g is exact
+    codes, sc, t = nvfp4_tensors(g)
+    path = write(tmp_path, t, NVFP4_CFG)
+    [r] = recognise(header_of(path), {}, NVFP4_CFG)
+    assert (r.kind, r.convention, r.name) == (
+        "inferred", "compressed-tensors/nvfp4-pack-quantized", f"{W}.weight")
+    assert r.grade == "grit1(e=e2m1,k0=16,s0=e4m3,k1=0,s1=binary32,esr=ratiomaxabs)"
+    assert r.shape == (OUT, IN)
+    a = r.array(path)
+    # independent dequantisation: e2m1 · (s / g), compressed-tensors' order
+    s = np.array([[e4m3_value(int(c)) for c in row] for row in sc], np.float32)
+    eff = (s / np.float32(g)).astype(np.float32)
+    ref = (E2M1[codes] * np.repeat(eff, 16, axis=1)).astype(np.float32)
+    np.testing.assert_array_equal(np.asarray(a.decode()), ref)
+
+    rep = scan([path])
+    [inf] = by_cat(rep, "inferred")
+    assert inf.status == "Inferred" and inf.severity == 3
+    assert inf.detail["convention"] == "compressed-tensors/nvfp4-pack-quantized"
+    assert inf.detail["grade"] == r.grade
+    assert any("f32(1/g)" in ln for ln in inf.lines)
+    assert any("decode is bit-exact" in ln for ln in inf.lines)
+    assert not by_cat(rep, "structural") and rep.exit_code_graded == 3
+    assert rep.files[0].grit_tensors == 1
+
+
+def test_nvfp4_reciprocal_global_scale_not_power_of_two():
+    g = np.float32(448 * 6 / 3.7)
+    # the independent count: codes where multiplying by f32(1/g) ≠ dividing by g
+    r = np.float32(1) / g
+    bad = sum(1 for c in range(256) if not np.isnan(e4m3_value(c))
+              and np.float32(e4m3_value(c) * r).tobytes()
+              != np.float32(e4m3_value(c) / g).tobytes())
+    assert bad > 0
+    assert nvfp4_global_exact(float(g)) == (False, bad)
+    assert nvfp4_global_exact(0.5) == (True, 0)
+
+
+def test_nvfp4_inexact_global_is_reported(tmp_path):
+    _, _, t = nvfp4_tensors(448 * 6 / 3.7)
+    rep = scan([write(tmp_path, t, NVFP4_CFG)])
+    [inf] = by_cat(rep, "inferred")
+    assert any("differs from compressed-tensors'" in ln for ln in inf.lines)
+
+
+def test_nvfp4_wrong_group_size_is_size_mismatch(tmp_path):
+    # config says 16, the file's scales are per 32 elements
+    _, _, t = nvfp4_tensors(1.0, scale_cols=IN // 32)
+    rep = scan([write(tmp_path, t, NVFP4_CFG)])
+    [s] = by_cat(rep, "structural")
+    assert (s.status, s.severity, s.tensor) == ("SizeMismatch", 1, f"{W}.weight")
+    assert s.detail["field"] == "scale0"
+    assert (s.detail["expected"], s.detail["actual"]) == (OUT * IN // 16, OUT * IN // 32)
+    assert rep.exit_code_graded == 1
+
+
+# ---------------------------------------------------------------------------
+# compressed-tensors MXFP4
+
+
+def test_mxfp4_inferred_and_decodes(tmp_path):
+    codes = rng.integers(0, 16, (OUT, IN), dtype=np.uint8)
+    sc = rng.integers(118, 134, (OUT, IN // 32), dtype=np.uint8)
+    cfg = ct_config("mxfp4-pack-quantized", {"num_bits": 4, "type": "float",
+                                             "strategy": "group", "group_size": 32})
+    path = write(tmp_path, {f"{W}.weight_packed": pack_nibbles_lsb(codes),
+                            f"{W}.weight_scale": sc}, cfg)
+    [r] = recognise(header_of(path), {}, cfg)
+    assert (r.kind, r.convention) == ("inferred", "compressed-tensors/mxfp4-pack-quantized")
+    assert r.grade == "grit1(e=e2m1,k0=32,s0=e8m0,esr=exp2floormaxabs)"     # GRADE_MXFP4
+    ref = (E2M1[codes] * np.repeat(np.ldexp(np.float32(1), sc.astype(np.int32) - 127),
+                                   32, axis=1)).astype(np.float32)
+    np.testing.assert_array_equal(np.asarray(r.array(path).decode()), ref)
+    rep = scan([path])
+    [inf] = by_cat(rep, "inferred")
+    assert inf.detail["grade"] == r.grade and not by_cat(rep, "structural")
+
+
+# ---------------------------------------------------------------------------
+# compressed-tensors pack-quantized int4
+
+
+def test_int4_symmetric_group_inferred_and_decodes(tmp_path):
+    q = rng.integers(-8, 8, (OUT, IN)).astype(np.int64)
+    scale = rng.uniform(0.01, 0.1, (OUT, IN // 32)).astype(np.float16)
+    cfg = ct_config("pack-quantized", {"num_bits": 4, "type": "int", "strategy": "group",
+                                       "group_size": 32, "symmetric": True})
+    path = write(tmp_path, {f"{W}.weight_packed": pack_int32(q + 8, 4),
+                            f"{W}.weight_scale": scale,
+                            f"{W}.weight_shape": np.array([OUT, IN], np.int64)}, cfg)
+    rs = recognise(header_of(path), {}, cfg)
+    [r] = rs
+    assert r.grade == "grit1(e=u4,k0=32,s0=binary16,zp=u4,esr=ratiomaxabs)"
+    assert r.planes[3] == ("const", 8)
+    ref = (np.repeat(scale.astype(np.float32), 32, axis=1) * q.astype(np.float32))
+    np.testing.assert_array_equal(np.asarray(r.array(path).decode()), ref.astype(np.float32))
+    rep = scan([path])
+    [inf] = by_cat(rep, "inferred")
+    assert any("synthesised" in ln for ln in inf.lines)
+    assert not by_cat(rep, "structural")
+
+
+def test_int4_asymmetric_packed_zero_points_inexpressible(tmp_path):
+    cfg = ct_config("pack-quantized", {"num_bits": 4, "type": "int", "strategy": "group",
+                                       "group_size": 32, "symmetric": False})
+    ng = IN // 32
+    path = write(tmp_path, {
+        f"{W}.weight_packed": np.zeros((OUT * 2, IN // 8), np.int32),
+        f"{W}.weight_scale": np.ones((OUT * 2, ng), np.float16),
+        f"{W}.weight_zero_point": np.zeros((OUT * 2 // 8, ng), np.int32)}, cfg)
+    rep = scan([path])
+    [x] = by_cat(rep, "inexpressible")
+    assert x.detail["section"] == "§0.3d"
+    assert x.detail["arithmetic"][0] == (
+        "aux: predicted 16 bytes (n_groups0 16 × 1 byte, PAD8), present 8 "
+        "(I32 [1, 2], 8 codes per int32) — §0.3d")
+    assert not by_cat(rep, "inferred")
+
+
+# ---------------------------------------------------------------------------
+# GPTQ / AWQ
+
+
+IN_G, OUT_G, GS = 512, 1568, 128          # n_groups0 = 4 × 1568 = 6272
+
+
+def gptq_tensors(prefix, g_idx=None):
+    t = {f"{prefix}.qweight": np.zeros((IN_G // 8, OUT_G), np.int32),
+         f"{prefix}.qzeros": np.zeros((IN_G // GS, OUT_G // 8), np.int32),
+         f"{prefix}.scales": np.ones((IN_G // GS, OUT_G), np.float16)}
+    if g_idx is not None:
+        t[f"{prefix}.g_idx"] = g_idx.astype(np.int32)
+    return t
+
+
+def test_gptq_inexpressible_dense_nibble_qzeros(tmp_path):
+    p = "model.layers.0.self_attn.q_proj"
+    g_idx = np.arange(IN_G) // GS             # trivial: no act-order
+    path = write(tmp_path, gptq_tensors(p, g_idx),
+                 {"quantization_config": {"quant_method": "gptq", "bits": 4,
+                                          "group_size": 128, "desc_act": False}})
+    rep = scan([path])
+    [x] = by_cat(rep, "inexpressible")
+    assert (x.tensor, x.severity, x.status) == (f"{p}.weight", 3, "Inexpressible")
+    assert x.detail["convention"] == "gptq" and x.detail["section"] == "§0.3d"
+    assert x.detail["arithmetic"][0] == (
+        "aux: predicted 6272 bytes (n_groups0 × 1 byte, PAD8), present 3136 "
+        "(dense nibbles) — §0.3d")
+    assert x.detail["arithmetic"][2].startswith(
+        f"data: {IN_G * OUT_G // 2} bytes predicted, {IN_G * OUT_G // 2} present")
+    assert x.lines[0].startswith("Reason (§0.3d): GPTQ packs qzeros as dense 4-bit codes")
+    assert rep.exit_code_graded == 3
+
+
+def test_gptq_act_order_g_idx(tmp_path):
+    p = "model.layers.0.self_attn.k_proj"
+    g_idx = np.arange(IN_G) % (IN_G // GS)    # columns scattered over the groups
+    path = write(tmp_path, gptq_tensors(p, g_idx))
+    xs = by_cat(scan([path]), "inexpressible")
+    assert sorted(x.detail["section"] for x in xs) == ["§0.3c", "§0.3d"]
+    [act] = [x for x in xs if x.detail["section"] == "§0.3c"]
+    assert act.detail["arithmetic"] == [
+        f"g_idx[1] = 1, contiguous grouping gives 1 // {GS} = 0 "
+        f"({IN_G - IN_G // (IN_G // GS)} of {IN_G} columns differ)"]
+    assert "not be a placement (L1)" in act.detail["reason"]
+
+
+def test_awq_inexpressible(tmp_path):
+    p = "model.layers.1.mlp.up_proj"
+    path = write(tmp_path, {f"{p}.qweight": np.zeros((IN_G, OUT_G // 8), np.int32),
+                            f"{p}.qzeros": np.zeros((IN_G // GS, OUT_G // 8), np.int32),
+                            f"{p}.scales": np.ones((IN_G // GS, OUT_G), np.float16)},
+                 {"quantization_config": {"quant_method": "awq", "bits": 4,
+                                          "group_size": 128}})
+    [x] = by_cat(scan([path]), "inexpressible")
+    assert x.detail["convention"] == "awq"
+    assert x.detail["arithmetic"][0] == (
+        "aux: predicted 6272 bytes (n_groups0 × 1 byte, PAD8), present 3136 "
+        "(dense nibbles) — §0.3d")
+    assert x.detail["files"] == sorted([f"{p}.qweight", f"{p}.qzeros", f"{p}.scales"])
+
+
+def test_same_shape_layers_group_into_one_finding(tmp_path):
+    t = {}
+    for i in range(3):
+        t.update(gptq_tensors(f"model.layers.{i}.self_attn.o_proj"))
+    [x] = by_cat(scan([write(tmp_path, t)]), "inexpressible")
+    assert len(x.detail["tensors"]) == 3 and x.message.startswith("3 gptq tensor(s)")
+
+
+# ---------------------------------------------------------------------------
+# FNUZ FP8, NF4
+
+
+def test_fnuz_header_inexpressible(tmp_path):
+    path = write(tmp_path, {"model.layers.0.mlp.gate_proj.weight":
+                            np.zeros((8, 8), ml_dtypes.float8_e4m3fnuz),
+                            "model.norm.weight": np.ones(8, np.float32)})
+    rep = scan([path])
+    [x] = by_cat(rep, "inexpressible")
+    assert x.tensor == "model.layers.0.mlp.gate_proj.weight"
+    assert x.detail["section"] == "§0.3a" and "F8_E4M3FNUZ" in x.detail["reason"]
+    assert "bias_ovr = 0" in x.detail["reason"]
+    assert not by_cat(rep, "structural") and rep.exit_code_graded == 3
+
+
+def test_nf4_codebook_inexpressible(tmp_path):
+    b = "model.layers.0.mlp.down_proj.weight"
+    path = write(tmp_path, {b: np.zeros((32, 1), np.uint8),
+                            f"{b}.absmax": np.ones(1, np.float32),
+                            f"{b}.quant_map": np.linspace(-1, 1, 16).astype(np.float32),
+                            f"{b}.quant_state.bitsandbytes__nf4": np.zeros(40, np.uint8)})
+    rep = scan([path])
+    [x] = by_cat(rep, "inexpressible")
+    assert (x.tensor, x.detail["convention"], x.detail["section"]) == (
+        b, "bitsandbytes/nf4", "§0.3b")
+    assert "16-entry value table" in x.detail["reason"]
+    assert len(x.detail["files"]) == 4
+
+
+def test_plain_checkpoint_has_no_recognised_findings(tmp_path):
+    rep = scan([write(tmp_path, {"a.weight": np.ones((4, 4), np.float32)})])
+    assert rep.findings == [] and rep.exit_code_graded == 0
+
+
+def test_odd_shapes_never_crash(tmp_path):
+    p = "m.layers.0.q"
+    path = write(tmp_path, {f"{p}.qweight": np.zeros((3, 5), np.int32),
+                            f"{p}.qzeros": np.zeros((1, 1), np.int32),
+                            f"{p}.scales": np.ones((1, 7), np.float16),
+                            "m.layers.0.k.weight_packed": np.zeros(6, np.uint8),
+                            "m.layers.0.k.weight_scale": np.zeros(2, np.uint8)})
+    rep = scan([path])
+    assert rep.exit_code_graded == 3
+    assert {x.detail["convention"] for x in by_cat(rep, "inexpressible")} == {"unrecognised"}
+    assert os.path.exists(path)
+
+
+def test_nvfp4_without_config_uses_the_fixed_group_of_16(tmp_path):
+    _, _, t = nvfp4_tensors(1.0, scale_cols=IN // 32)
+    rep = scan([write(tmp_path, t)])                     # no config.json
+    [s] = by_cat(rep, "structural")
+    assert (s.status, s.detail["field"]) == ("SizeMismatch", "scale0")
+    assert any("nvfp4-pack-quantized: grade" in ln for ln in s.lines)
