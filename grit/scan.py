@@ -95,6 +95,8 @@ class _Tensor:
     planes: Any = None                     # four buffers, for --deep (lazily mapped)
     expected_digest: bytes | None = None
     gid: str | None = None
+    ggml_type: str | None = None           # GGUF: the tensor's ggml block type
+    file_type: int | None = None           # GGUF: the file's general.file_type
 
 
 @dataclass
@@ -357,6 +359,111 @@ def _shape_ok(shape) -> bool:
             and all(_is_int(x) and 0 <= x < 2**63 for x in shape))
 
 
+#: safetensors dtype names and their element widths in bits: the names grit.load
+#: reads, plus the other names the safetensors format and its writers use (FNUZ
+#: eight-bit floats, E8M0, four- and six-bit floats, complex64), which the
+#: recogniser reports as inexpressible rather than as a bad header
+_ST_BITS = {"F64": 64, "F32": 32, "F16": 16, "BF16": 16, "I64": 64, "I32": 32, "I16": 16,
+            "I8": 8, "U64": 64, "U32": 32, "U16": 16, "U8": 8, "BOOL": 8,
+            "F8_E4M3": 8, "F8_E5M2": 8, "F8_E4M3FNUZ": 8, "F8_E5M2FNUZ": 8, "F8_E8M0": 8,
+            "F6_E2M3": 6, "F6_E3M2": 6, "F4": 4, "C64": 64}
+#: the most entries of one kind (overlaps) reported one by one per file
+_MAX_OVERLAPS = 50
+#: a shape whose element count exceeds this is reported without the exact product
+_NUMEL_CAP = 1 << 64
+
+
+def _numel(shape: Sequence[int]) -> int | None:
+    """The element count of a validated shape (non-negative ints), computed with
+    Python ints and bounded: None once the product passes 2^64 (a zero
+    dimension anywhere still gives 0)."""
+    if any(x == 0 for x in shape):
+        return 0
+    n = 1
+    for x in shape:
+        n *= x
+        if n > _NUMEL_CAP:
+            return None
+    return n
+
+
+def _entry_findings(ctx: "_Ctx", path: str, entries: dict, avail: int) -> None:
+    """Validate every safetensors header entry the way grit.load does — a known
+    dtype, a shape of at most 64 non-negative integers whose byte count equals
+    the data_offsets span, no two entries sharing a byte — and report each
+    violation as a structural finding (offsets past the file are reported by
+    the caller, per tensor kind)."""
+    spans: list[tuple[int, int, str]] = []
+    for n, e in entries.items():
+        sp = _span(e)
+        if sp is None:
+            continue                       # BadHeader, reported by the caller
+        if sp[1] > sp[0]:
+            spans.append((sp[0], sp[1], n))
+        st, shape = e.get("dtype"), e.get("shape")
+        bits = _ST_BITS.get(st) if isinstance(st, str) else None
+        if bits is None:
+            ctx.add("structural", STRUCTURAL, path, n, "BadHeader",
+                    f"tensor {n!r}: unknown dtype {str(st)[:40]!r}",
+                    (f"safetensors dtypes: {', '.join(_ST_BITS)}.",),
+                    {"field": "dtype", "actual": str(st)[:80]})
+        if not isinstance(shape, list) or len(shape) > 64 or not all(_is_int(x)
+                                                                     for x in shape):
+            ctx.add("structural", STRUCTURAL, path, n, "BadHeader",
+                    f"tensor {n!r}: shape must be a list of at most 64 integers, got "
+                    f"{str(shape)[:60]}", (), {"field": "shape"})
+            continue
+        neg = [i for i, x in enumerate(shape) if x < 0]
+        if neg:
+            ctx.add("structural", STRUCTURAL, path, n, "BadHeader",
+                    f"tensor {n!r}: shape {str(shape)[:60]} has a negative dimension "
+                    f"(dim {neg[0]} = {shape[neg[0]]})",
+                    ("A dimension is a count of elements: it cannot be negative.",),
+                    {"field": "shape", "actual": str(shape)[:80]})
+            continue
+        if bits is None:
+            continue
+        numel = _numel(shape)
+        have = sp[1] - sp[0]
+        dims = " × ".join(str(x) for x in shape[:8]) + (" × …" if len(shape) > 8 else "")
+        if numel is None:
+            ctx.add("structural", STRUCTURAL, path, n, "SizeMismatch",
+                    f"tensor {n!r}: {st}{str(shape)[:60]} needs more than 2^64 elements "
+                    f"of {bits} bits; data_offsets span {have} bytes",
+                    (f"numel = {dims or '1'} > 2^64: no file can hold it.",),
+                    {"field": "shape", "expected": None, "actual": have})
+            continue
+        want = (numel * bits + 7) // 8
+        if want != have:
+            per = (f"{bits // 8} bytes ({st})" if bits % 8 == 0
+                   else f"{bits} bits ({st}), rounded up to whole bytes")
+            ctx.add("structural", STRUCTURAL, path, n, "SizeMismatch",
+                    f"tensor {n!r}: {st}{str(shape)[:60]} needs {want} bytes; data_offsets "
+                    f"[{sp[0]}, {sp[1]}) span {have}",
+                    (f"numel = {dims or '1'}" + (f" = {numel}" if len(shape) > 1 else "")
+                     + f", × {per} = {want} bytes ≠ {have}.",),
+                    {"field": "data_offsets", "expected": want, "actual": have})
+    spans.sort()
+    reported = 0
+    hold: tuple[int, int, str] | None = None   # the span reaching furthest so far
+    for b, e, n in spans:
+        if hold is not None and b < hold[1]:
+            reported += 1
+            if reported <= _MAX_OVERLAPS:
+                hb, he, hn = hold
+                ctx.add("structural", STRUCTURAL, path, n, "Overlap",
+                        f"tensors {hn!r} [{hb}, {he}) and {n!r} [{b}, {e}) overlap "
+                        f"({min(he, e) - b} shared bytes)",
+                        ("Every byte of the data buffer belongs to at most one tensor.",),
+                        {"field": "data_offsets", "tensors": [hn, n]})
+        if hold is None or e > hold[1]:
+            hold = (b, e, n)
+    if reported > _MAX_OVERLAPS:
+        ctx.add("structural", STRUCTURAL, path, None, "Overlap",
+                f"{reported - _MAX_OVERLAPS} more overlapping data_offsets not listed",
+                (), {"field": "data_offsets", "count": reported})
+
+
 class _Ctx:
     """Per-scan accumulators shared by the readers."""
 
@@ -472,6 +579,7 @@ def _scan_safetensors(ctx: _Ctx, rec: _File) -> None:
         for r in recognised:
             if r.kind == "inferred":
                 claimed.update(p[1] for p in r.planes if p is not None and p[0] != "const")
+    _entry_findings(ctx, path, entries, avail)
     for n, e in entries.items():
         if n in claimed:
             continue                   # GRIT planes: measured by the size equations below
@@ -675,7 +783,7 @@ def _scan_gguf(ctx: _Ctx, rec: _File) -> None:
         raise _Unreadable(str(e).splitlines()[0]) from None
     rec.parsed, rec.format = True, "gguf"
     types = getattr(tensors, "ggml_types", {}) or {}
-    digests = _gguf_digests(path) if ctx.deep else {}
+    file_type, digests = _gguf_fields(path, ctx.deep)
     rec.tensors = len(tensors)
     inferred: dict[str, list[str]] = {}
     inexpr: dict[tuple[str, str], list[str]] = {}
@@ -685,7 +793,8 @@ def _scan_gguf(ctx: _Ctx, rec: _File) -> None:
             gt = types.get(name, "")
             t = _Tensor(path, rec.checkpoint, name, v.descriptor, tuple(v.shape),
                         inferred=gt not in ("I8", "U8", ""), ok=True,
-                        planes=v.planes if ctx.deep else None)
+                        planes=v.planes if ctx.deep else None,
+                        ggml_type=gt or None, file_type=file_type)
             if t.inferred:
                 inferred.setdefault(gt, []).append(name)
             if name in digests:
@@ -715,17 +824,30 @@ def _scan_gguf(ctx: _Ctx, rec: _File) -> None:
                 (f"Reason: {reason}",), {"ggml_type": gt, "reason": reason, "tensors": names})
 
 
-def _gguf_digests(path: str) -> dict[str, str]:
+def _gguf_fields(path: str, digests: bool) -> tuple[int | None, dict[str, str]]:
+    """``general.file_type`` (a llama_ftype, or None) and, when ``digests``, the
+    ``grit.digest.<tensor>`` entries."""
     try:
         import gguf
         r = gguf.GGUFReader(path, "r")
-        out = {}
-        for k, f in r.fields.items():
-            if k.startswith("grit.digest."):
-                out[k[len("grit.digest."):]] = f.contents()
-        return out
-    except Exception:  # noqa: BLE001 - the file already parsed once; digests are optional
-        return {}
+    except Exception:  # noqa: BLE001 - the file already parsed once; both are optional
+        return None, {}
+    ft = None
+    try:
+        f = r.fields.get("general.file_type")
+        v = f.contents() if f is not None else None
+        ft = int(v) if hasattr(v, "__index__") and not isinstance(v, bool) else None
+    except Exception:  # noqa: BLE001 - a malformed KV entry: no recipe
+        ft = None
+    out: dict[str, str] = {}
+    if digests:
+        try:
+            for k, f in r.fields.items():
+                if k.startswith("grit.digest."):
+                    out[k[len("grit.digest."):]] = f.contents()
+        except Exception:  # noqa: BLE001
+            out = {}
+    return ft, out
 
 
 def _why(e: BaseException) -> str:
@@ -792,6 +914,53 @@ def _grade_label(gid_: int) -> str:
     return g.name or g.canonical
 
 
+#: llama.cpp's mixed quantisation recipes (llama_ftype, the GGUF general.file_type;
+#: gguf.LlamaFileType): name, the ggml types the recipe assigns, and what it mixes.
+#: Every K-quant falls back to a legacy type of the same width when a row is not a
+#: multiple of 256 (Q2_K/Q3_K → IQ4_NL, Q4_K → Q5_0, Q5_K → Q5_1, Q6_K → Q8_0), so
+#: the fallbacks belong to the recipe too.
+_FALLBACK = {"Q2_K": "IQ4_NL", "Q3_K": "IQ4_NL", "Q4_K": "Q5_0", "Q5_K": "Q5_1",
+             "Q6_K": "Q8_0"}
+
+
+def _recipe(name: str, ktypes: Sequence[str], mix: str) -> tuple[str, frozenset, str]:
+    return name, frozenset(ktypes) | {_FALLBACK[k] for k in ktypes}, mix
+
+
+_RECIPES: dict[int, tuple[str, frozenset, str]] = {
+    10: _recipe("Q2_K", ("Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"),
+                "Q2_K with Q3_K/Q4_K/Q5_K for attn_v/ffn_down/attn_output and Q6_K for output"),
+    11: _recipe("Q3_K_S", ("Q3_K", "Q4_K", "Q5_K", "Q6_K"),
+                "Q3_K with Q4_K/Q5_K for some layers and Q6_K for output"),
+    12: _recipe("Q3_K_M", ("Q3_K", "Q4_K", "Q5_K", "Q6_K"),
+                "Q3_K with Q4_K/Q5_K for attn_v/ffn_down/attn_output and Q6_K for output"),
+    13: _recipe("Q3_K_L", ("Q3_K", "Q4_K", "Q5_K", "Q6_K"),
+                "Q3_K with Q5_K for attn_v/ffn_down/attn_output and Q6_K for output"),
+    14: _recipe("Q4_K_S", ("Q4_K", "Q5_K", "Q6_K"),
+                "Q4_K with Q5_K for the first attn_v/ffn_down layers and Q6_K for output"),
+    15: _recipe("Q4_K_M", ("Q4_K", "Q5_K", "Q6_K"),
+                "Q4_K with Q6_K for half of the attn_v/ffn_down layers (Q5_0/Q8_0 where a row "
+                "is not a multiple of 256)"),
+    16: _recipe("Q5_K_S", ("Q5_K", "Q6_K"), "Q5_K with Q6_K for output"),
+    17: _recipe("Q5_K_M", ("Q5_K", "Q6_K"),
+                "Q5_K with Q6_K for half of the attn_v/ffn_down layers"),
+    18: _recipe("Q6_K", ("Q6_K",), "Q6_K (Q8_0 where a row is not a multiple of 256)"),
+}
+
+
+def _by_design(ts: Sequence[_Tensor]) -> tuple[str, frozenset, str] | None:
+    """The llama.cpp recipe that explains a role's grade mix: every tensor comes
+    from a GGUF declaring the same known mixed file_type, and every ggml type
+    is one that recipe assigns.  None otherwise."""
+    fts = {t.file_type for t in ts}
+    if len(fts) != 1:
+        return None
+    r = _RECIPES.get(next(iter(fts)))      # type: ignore[arg-type]
+    if r is None or not all(t.ggml_type in r[1] for t in ts):
+        return None
+    return r
+
+
 def _drift(ctx: _Ctx) -> None:
     by_ckpt: dict[str, list[_Tensor]] = {}
     for t in ctx.tensors:
@@ -811,14 +980,29 @@ def _drift(ctx: _Ctx) -> None:
                           + _names([t.name for t in ts]).split(": ", 1)[-1]
                           for g, ts in parts)
             files = sorted({t.file for ts in grades.values() for t in ts})
-            ctx.add("drift", DISAGREEMENT, files[0] if len(files) == 1 else ckpt, role,
+            recipe = _by_design([t for ts in grades.values() for t in ts])
+            detail = {"scope": "role", "checkpoint": ckpt, "role": role,
+                      "grades": {f"0x{g:016X}": {"grade": _grade_label(g),
+                                                  "tensors": [t.name for t in ts]}
+                                 for g, ts in parts}}
+            if recipe is None:
+                ctx.add("drift", DISAGREEMENT, files[0] if len(files) == 1 else ckpt, role,
+                        "RoleDrift",
+                        f"role {role!r} carries {len(grades)} grades in one checkpoint "
+                        "(half-converted?)", lines, detail)
+                continue
+            name, _, mix = recipe
+            used = sorted({t.ggml_type for ts in grades.values() for t in ts})
+            detail["recipe"] = {"file_type": next(iter({t.file_type for ts in grades.values()
+                                                        for t in ts})),
+                                "name": name, "ggml_types": used}
+            ctx.add("drift", WARNING, files[0] if len(files) == 1 else ckpt, role,
                     "RoleDrift",
-                    f"role {role!r} carries {len(grades)} grades in one checkpoint "
-                    "(half-converted?)", lines,
-                    {"scope": "role", "checkpoint": ckpt, "role": role,
-                     "grades": {f"0x{g:016X}": {"grade": _grade_label(g),
-                                                 "tensors": [t.name for t in ts]}
-                                for g, ts in parts}})
+                    f"role {role!r} carries {len(grades)} grades ({'/'.join(used)}): mixed by "
+                    f"design: llama.cpp {name} mixes {mix}",
+                    lines + (f"general.file_type = {detail['recipe']['file_type']} "
+                             f"(MOSTLY_{name}); every ggml type here is one the recipe "
+                             "assigns.",), detail)
         if len(single) > 1:
             lines = tuple(f"{_grade_label(g)}: " + ", ".join(rs[:6]) + (", …" if len(rs) > 6
                                                                         else "")
@@ -888,8 +1072,19 @@ def scan(paths: Iterable[str], *, deep: bool = False,
             progress(i, len(model_files), p)
         rec = _File(p, checkpoint=_checkpoint_of(p))
         files.append(rec)
-        kind = _sniff(p) or ("gguf" if p.lower().endswith(".gguf") else "safetensors")
+        sniffed = _sniff(p)
+        by_suffix = ("gguf" if p.lower().endswith(".gguf") else
+                     "safetensors" if p.lower().endswith(".safetensors") else None)
+        kind = sniffed or by_suffix or "safetensors"
         rec.format = kind
+        if sniffed is not None and by_suffix is not None and sniffed != by_suffix:
+            ctx.add("structural", WARNING, p, None, "SuffixMismatch",
+                    f"the file is named .{by_suffix} but its content is {sniffed}; "
+                    f"it was scanned as {sniffed}",
+                    ("GGUF files begin with the magic 'GGUF'; safetensors files with an "
+                     "8-byte header length followed by '{'. A reader that trusts the suffix "
+                     "will reject this file.",),
+                    {"suffix": by_suffix, "content": sniffed})
         first = len(ctx.tensors)
         try:
             (_scan_gguf if kind == "gguf" else _scan_safetensors)(ctx, rec)

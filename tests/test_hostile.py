@@ -28,19 +28,6 @@ CORPUS = os.path.join(ROOT, "tests", "corpus", "hostile")
 FILES = sorted(os.listdir(CORPUS)) if os.path.isdir(CORPUS) else []
 R = CliRunner()
 
-#: files whose every problem lies in a plain (non-GRIT) safetensors entry or in
-#: the file's suffix: grit.load rejects them, but ``grit scan`` — which checks
-#: the GRIT contract and the offsets — does not report them yet
-SCAN_GAPS = {
-    "st-bad-dtype.safetensors": "scan does not check a plain entry's dtype name",
-    "st-giant-shape.safetensors": "scan does not check a plain entry's shape against its bytes",
-    "st-huge-int-shape.safetensors": "scan does not check a plain entry's shape against its bytes",
-    "st-negative-shape.safetensors": "scan does not check a plain entry's shape",
-    "st-offsets-lying.safetensors": "scan does not check a plain entry's size against its shape",
-    "st-offsets-overlapping.safetensors": "scan does not report overlapping data_offsets",
-    "safetensors-named.gguf": "a well-formed safetensors file named .gguf: scan reads it by "
-                              "content and does not report the suffix",
-}
 #: the cases with giant sizes, re-run under an address-space limit
 GIANT = ["gguf-giant-dims.gguf", "gguf-giant-n-tensors.gguf", "gguf-giant-n-kv.gguf",
          "gguf-giant-string.gguf", "gguf-giant-n-dims.gguf", "st-giant-shape.safetensors",
@@ -73,8 +60,6 @@ def test_corpus_regenerates_byte_for_byte(tmp_path):
 
 @pytest.mark.parametrize("name", FILES)
 def test_scan_reports_without_traceback(name):
-    if name in SCAN_GAPS:
-        pytest.xfail(SCAN_GAPS[name])
     path = os.path.join(CORPUS, name)
     tracemalloc.start()
     t0 = time.perf_counter()

@@ -326,3 +326,141 @@ def test_scan_api_never_raises_on_garbage(tmp_path):
     p.write_bytes(b"GGUF" + b"\xff" * 64)
     rep = scan([str(p)])
     assert rep.exit_code_graded == 4 and rep.findings[0].category == "unreadable"
+
+
+# ---------------------------------------------------------------------------
+# plain safetensors entries are validated like grit.load validates them
+
+
+def _st(path, header: dict, data: bytes) -> None:
+    h = json.dumps(header).encode()
+    h += b" " * (-len(h) % 8)
+    path.write_bytes(struct.pack("<Q", len(h)) + h + data)
+
+
+@pytest.mark.parametrize("entries, status, words", [
+    ({"w": {"dtype": "FLOAT99", "shape": [4], "data_offsets": [0, 16]}},
+     "BadHeader", ["'FLOAT99'"]),
+    ({"w": {"dtype": "F32", "shape": [-4], "data_offsets": [0, 16]}},
+     "BadHeader", ["negative", "-4"]),
+    ({"w": {"dtype": "F32", "shape": [2, 4], "data_offsets": [0, 16]}},
+     "SizeMismatch", ["needs 32 bytes", "span 16", "2 × 4 = 8, × 4 bytes (F32) = 32"]),
+    ({"w": {"dtype": "F32", "shape": [10**30], "data_offsets": [0, 16]}},
+     "SizeMismatch", ["2^64"]),
+    ({"w": {"dtype": "F32", "shape": [1 << 40, 1 << 40], "data_offsets": [0, 16]}},
+     "SizeMismatch", ["2^64"]),
+    ({"a": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]},
+      "b": {"dtype": "F32", "shape": [4], "data_offsets": [8, 24]}},
+     "Overlap", ["'a' [0, 16)", "'b' [8, 24)", "8 shared bytes"]),
+])
+def test_plain_safetensors_entries_are_validated(tmp_path, entries, status, words):
+    p = tmp_path / "m.safetensors"
+    _st(p, entries, bytes(32))
+    with pytest.raises(grit.GritError):
+        grit.load(str(p))
+    code, doc = js(p)
+    assert code == 1
+    [f] = by(doc, "structural")
+    assert f["status"] == status and f["severity"] == 1
+    text = " ".join([f["message"], *f["detail"]["lines"]])
+    assert all(w in text for w in words), text
+    assert f["tensor"] in entries
+
+
+def test_valid_plain_safetensors_has_no_structural_finding(tmp_path):
+    p = tmp_path / "m.safetensors"
+    _st(p, {"a": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16]},
+            "b": {"dtype": "BF16", "shape": [4], "data_offsets": [16, 24]},
+            "c": {"dtype": "U8", "shape": [0, 7], "data_offsets": [24, 24]}}, bytes(24))
+    grit.load(str(p))
+    code, doc = js(p)
+    assert code == 0 and not doc["findings"]
+
+
+def test_content_suffix_mismatch_is_a_warning(tmp_path, ex):
+    st = tmp_path / "model.gguf"
+    st.write_bytes((ex / "clean" / "model.safetensors").read_bytes())
+    code, doc = js(st)
+    [f] = by(doc, "structural", "SuffixMismatch")
+    assert f["severity"] == 3 and (f["detail"]["suffix"], f["detail"]["content"]) == ("gguf", "safetensors")
+    assert "named .gguf but its content is safetensors" in f["message"]
+    assert code == 3 and doc["files"][0]["format"] == "safetensors"
+    gg = tmp_path / "llama.safetensors"
+    gg.write_bytes((ex / "llama-ggml.gguf").read_bytes())
+    _, doc = js(gg)
+    [f] = by(doc, "structural", "SuffixMismatch")
+    assert f["severity"] == 3 and (f["detail"]["suffix"], f["detail"]["content"]) == ("safetensors", "gguf")
+    assert {x["detail"]["ggml_type"] for x in by(doc, "inferred")} == {"Q8_0", "Q4_K"}
+
+
+# ---------------------------------------------------------------------------
+# llama.cpp's mixed recipes (general.file_type): drift by design is a warning
+
+
+def _mixed_gguf(path, file_type=None, types=("Q4_K", "Q6_K")):
+    gguf = pytest.importorskip("gguf")
+    Q = gguf.GGMLQuantizationType
+    w = gguf.GGUFWriter(str(path), "llama")
+    if file_type is not None:
+        w.add_file_type(file_type)
+    rng = np.random.default_rng(0)
+    for i, tn in enumerate(types * 2):
+        qt = Q[tn]
+        blk, tsz = gguf.GGML_QUANT_SIZES[qt]
+        b = rng.integers(0, 256, (4, 256 // blk * tsz), dtype=np.uint8)
+        w.add_tensor(f"blk.{i}.ffn_down.weight", b, raw_dtype=qt)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def test_llama_cpp_recipe_numbers():
+    gguf = pytest.importorskip("gguf")
+    from grit.scan import _RECIPES
+    L = gguf.LlamaFileType
+    for ft, (name, _, _) in _RECIPES.items():
+        assert int(getattr(L, f"MOSTLY_{name}")) == ft
+
+
+def test_role_drift_mixed_by_design_fallback_types(tmp_path):
+    """Rows that are not a multiple of 256 take Q4_K's and Q6_K's legacy
+    fallbacks (Q5_0, Q8_0): gemma-3-270m's attn_v under Q4_K_M."""
+    gguf = pytest.importorskip("gguf")
+    p = tmp_path / "q4km-fallback.gguf"
+    _mixed_gguf(p, int(gguf.LlamaFileType.MOSTLY_Q4_K_M), ("Q5_0", "Q8_0"))
+    code, doc = js(p)
+    [f] = by(doc, "drift", "RoleDrift")
+    assert f["severity"] == 3 and "llama.cpp Q4_K_M" in f["message"]
+    assert f["detail"]["recipe"]["ggml_types"] == ["Q5_0", "Q8_0"] and code == 3
+
+
+def test_role_drift_mixed_by_design_under_q4_k_m(tmp_path):
+    gguf = pytest.importorskip("gguf")
+    p = tmp_path / "q4km.gguf"
+    _mixed_gguf(p, int(gguf.LlamaFileType.MOSTLY_Q4_K_M))
+    code, doc = js(p)
+    [f] = by(doc, "drift", "RoleDrift")
+    assert f["severity"] == 3 and f["tensor"] == "ffn_down"
+    assert "mixed by design: llama.cpp Q4_K_M mixes Q4_K with Q6_K" in f["message"]
+    assert f["detail"]["recipe"] == {"file_type": 15, "name": "Q4_K_M",
+                                     "ggml_types": ["Q4_K", "Q6_K"]}
+    assert code == 3
+
+
+def test_role_drift_without_file_type_stays_a_disagreement(tmp_path):
+    p = tmp_path / "plain.gguf"
+    _mixed_gguf(p)
+    code, doc = js(p)
+    [f] = by(doc, "drift", "RoleDrift")
+    assert f["severity"] == 2 and "half-converted?" in f["message"]
+    assert "recipe" not in f["detail"] and code == 2
+
+
+def test_role_drift_outside_the_recipe_stays_a_disagreement(tmp_path):
+    gguf = pytest.importorskip("gguf")
+    p = tmp_path / "q5km.gguf"             # Q5_K_M never assigns Q4_K
+    _mixed_gguf(p, int(gguf.LlamaFileType.MOSTLY_Q5_K_M))
+    code, doc = js(p)
+    [f] = by(doc, "drift", "RoleDrift")
+    assert f["severity"] == 2 and code == 2
