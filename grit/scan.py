@@ -693,6 +693,8 @@ def _recognised_findings(ctx: _Ctx, path: str, ckpt, recognised: list, on_disk,
                             + (trunc_line if det.status == Status.SIZE_MISMATCH else ()))
             else:
                 t.ok = True
+                if ctx.deep:
+                    t.planes = _inferred_planes(ctx, path, r, on_disk)
             _finish(ctx, t)
             inferred.setdefault((r.convention, r.grade), []).append(r)
         else:
@@ -723,6 +725,29 @@ def _recognised_findings(ctx: _Ctx, path: str, ckpt, recognised: list, on_disk,
                 {"convention": conv, "section": section, "reason": reason,
                  "arithmetic": list(lines), "tensors": names,
                  "files": sorted({t for r in rs for t in r.tensors})})
+
+
+def _inferred_planes(ctx: _Ctx, path: str, r, on_disk) -> list | None:
+    """--deep: the planes of an inferred tensor, through ``r.array`` on views
+    of the file's read-only map (converted and synthesised planes are built,
+    file-backed ones are not copied); None, with a finding, where it fails."""
+    def view(tn: str):
+        v = on_disk(tn)[1]
+        return v if v is not None else b""
+    try:
+        return list(r.array(path, view).planes)
+    except GritError as e:
+        det = e.detail
+        if det is None:
+            ctx.add("deep", WARNING, path, r.name, "ProbeSkipped", str(e).splitlines()[0])
+        else:
+            ctx.add("deep", STRUCTURAL, path, r.name, det.status.spec_name, det.message,
+                    tuple(det.lines),
+                    {k: v for k, v in det.to_dict().items() if k not in ("message", "lines")})
+    except (ValueError, TypeError, IndexError, KeyError, MemoryError, OverflowError) as e:
+        ctx.add("deep", WARNING, path, r.name, "ProbeSkipped",
+                f"level-3 probes could not run: {type(e).__name__}: {e}"[:300])
+    return None
 
 
 def _payload_check(d, shape, n: int, view) -> tuple[Detail, list | None]:

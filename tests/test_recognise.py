@@ -341,3 +341,145 @@ def test_nvfp4_without_config_uses_the_fixed_group_of_16(tmp_path):
     [s] = by_cat(rep, "structural")
     assert (s.status, s.detail["field"]) == ("SizeMismatch", "scale0")
     assert any("nvfp4-pack-quantized: grade" in ln for ln in s.lines)
+
+
+# ---------------------------------------------------------------------------
+# compressed-tensors float-quantized FP8
+
+
+def fp8_codes(shape):
+    """Random finite float8_e4m3fn codes (no NaN: S.1111.111)."""
+    c = rng.integers(0, 256, shape, dtype=np.uint8)
+    c[(c & 0x7F) == 0x7F] = 0x3C
+    return c.view(ml_dtypes.float8_e4m3fn)
+
+
+def fp8_cfg(strategy: str, **extra) -> dict:
+    return ct_config("float-quantized", {"num_bits": 8, "type": "float",
+                                         "strategy": strategy, "symmetric": True, **extra})
+
+
+def test_fp8_channel_inferred_and_decodes(tmp_path):
+    q = fp8_codes((OUT, IN))
+    scale = rng.uniform(1e-4, 1e-2, (OUT, 1)).astype(np.float32)
+    cfg = fp8_cfg("channel")
+    path = write(tmp_path, {f"{W}.weight": q, f"{W}.weight_scale": scale,
+                            f"{W}.input_scale": np.array([0.5], np.float32)}, cfg)
+    [r] = recognise(header_of(path), {}, cfg)
+    assert (r.kind, r.convention) == ("inferred", "compressed-tensors/float-quantized/channel")
+    assert r.grade == f"grit1(e=e4m3,k0={IN},s0=binary32,esr=ratiomaxabs)"
+    assert r.planes == (("file", f"{W}.weight"), ("file", f"{W}.weight_scale"), None, None)
+    a = r.array(path)
+    assert all(isinstance(p, memoryview) for p in a.planes[:2])     # mapped, not read
+    ref = q.astype(np.float32) * scale                              # float32 multiply
+    np.testing.assert_array_equal(np.asarray(a.decode()), ref)
+    # without config the strategy is judged from the shapes: the same record
+    [r2] = recognise(header_of(path), {}, None)
+    assert (r2.grade, r2.convention) == (r.grade, r.convention)
+    rep = scan([path])
+    [inf] = by_cat(rep, "inferred")
+    assert inf.detail["convention"] == "compressed-tensors/float-quantized/channel"
+    assert not by_cat(rep, "structural") and not by_cat(rep, "inexpressible")
+    assert rep.files[0].grit_tensors == 1
+    deep = scan([path], deep=True)
+    assert not by_cat(deep, "deep") and deep.exit_code_graded == 3
+
+
+def test_fp8_group_bf16_scale_inferred_and_decodes(tmp_path):
+    q = fp8_codes((OUT, IN))
+    scale = rng.uniform(1e-4, 1e-2, (OUT, IN // 32)).astype(ml_dtypes.bfloat16)
+    cfg = fp8_cfg("group", group_size=32)
+    path = write(tmp_path, {f"{W}.weight": q, f"{W}.weight_scale": scale}, cfg)
+    [r] = recognise(header_of(path), {}, cfg)
+    assert r.grade == "grit1(e=e4m3,k0=32,s0=x350f,esr=ratiomaxabs)"
+    ref = q.astype(np.float32) * np.repeat(scale.astype(np.float32), 32, axis=1)
+    np.testing.assert_array_equal(np.asarray(r.array(path).decode()), ref)
+    assert any("BF16" in n for n in r.notes)
+
+
+def test_fp8_group_size_contradicted_by_scales_is_size_mismatch(tmp_path):
+    q = fp8_codes((OUT, IN))
+    scale = np.ones((OUT, IN // 16), np.float32)
+    rep = scan([write(tmp_path, {f"{W}.weight": q, f"{W}.weight_scale": scale},
+                      fp8_cfg("group", group_size=32))])
+    [s] = by_cat(rep, "structural")
+    assert (s.status, s.detail["field"]) == ("SizeMismatch", "scale0")
+    assert (s.detail["expected"], s.detail["actual"]) == (OUT * IN // 32 * 4, OUT * IN // 16 * 4)
+
+
+def test_fp8_tensor_scale(tmp_path):
+    cfg = fp8_cfg("tensor")
+    one = np.array([0.01], np.float32)
+    # several rows: a single group of numel elements would span rows
+    path = write(tmp_path, {f"{W}.weight": fp8_codes((OUT, IN)), f"{W}.weight_scale": one},
+                 cfg)
+    [r] = recognise(header_of(path), {}, cfg)
+    assert (r.kind, r.section, r.convention) == (
+        "inexpressible", "§3.7", "compressed-tensors/float-quantized/tensor")
+    assert any(f"k0 = numel = {OUT} × {IN} = {OUT * IN} does not divide" in ln
+               for ln in r.lines)
+    [x] = by_cat(scan([path]), "inexpressible")
+    assert x.detail["section"] == "§3.7"
+    # one row, numel ≤ 65535: exactly one group of k0 = numel
+    q = fp8_codes((1, IN))
+    path = write(tmp_path, {f"{W}.weight": q, f"{W}.weight_scale": one}, cfg, "row.safetensors")
+    [r] = recognise(header_of(path), {}, cfg)
+    assert r.grade == f"grit1(e=e4m3,k0={IN},s0=binary32,esr=ratiomaxabs)"
+    np.testing.assert_array_equal(np.asarray(r.array(path).decode()),
+                                  q.astype(np.float32) * one[0])
+    # one row but numel > 65535: k0 is a uint16
+    h = {f"{W}.weight": ("F8_E4M3", (1, 70000), 70000), f"{W}.weight_scale": ("F32", (1,), 4)}
+    [r] = recognise(h, {}, cfg)
+    assert r.kind == "inexpressible" and any("70000 > 65535" in ln for ln in r.lines)
+
+
+def test_fp8_channel_wider_than_uint16_inexpressible():
+    h = {f"{W}.weight": ("F8_E4M3", (2, 65536), 2 * 65536),
+         f"{W}.weight_scale": ("F32", (2, 1), 8)}
+    [r] = recognise(h, {}, None)
+    assert (r.kind, r.section) == ("inexpressible", "§3.7")
+    assert "65536 > 65535" in r.reason
+    h[f"{W}.weight"] = ("F8_E4M3", (2, 65535), 2 * 65535)
+    [r] = recognise(h, {}, None)
+    assert r.kind == "inferred" and "k0=65535" in r.grade
+
+
+def test_fp8_block_inexpressible(tmp_path):
+    q = fp8_codes((OUT, IN))
+    scale = np.ones((OUT // 2, IN // 32), np.float32)
+    cfg = fp8_cfg("block", block_structure=[2, 32])
+    path = write(tmp_path, {f"{W}.weight": q, f"{W}.weight_scale": scale}, cfg)
+    for c in (cfg, None):                      # declared, or judged from the shapes
+        [r] = recognise(header_of(path), {}, c)
+        assert (r.kind, r.section, r.convention) == (
+            "inexpressible", "§3.7", "compressed-tensors/float-quantized/block")
+        assert "2×32" in r.reason and "1-D runs" in r.reason
+    rep = scan([path])
+    [x] = by_cat(rep, "inexpressible")
+    assert x.detail["files"] == sorted([f"{W}.weight", f"{W}.weight_scale"])
+    assert not by_cat(rep, "inferred")
+
+
+# ---------------------------------------------------------------------------
+# --deep on inferred tensors
+
+
+def test_deep_probes_run_on_inferred_tensors(tmp_path):
+    _, sc, t = nvfp4_tensors(0.25)
+    sc = sc.copy()
+    sc[0, 0] = 0x7F                            # an E4M3 NaN scale: a poisoned group
+    t[f"{W}.weight_scale"] = sc.view(ml_dtypes.float8_e4m3fn)
+    path = write(tmp_path, t, NVFP4_CFG)
+    assert not by_cat(scan([path]), "deep")
+    rep = scan([path], deep=True)
+    [p] = by_cat(rep, "deep")
+    assert (p.status, p.severity, p.tensor) == ("Probe", 3, f"{W}.weight")
+    assert "NaN scale" in p.message
+    # FP8 channel with a NaN float32 scale row
+    q = fp8_codes((OUT, IN))
+    s = np.full((OUT, 1), 0.01, np.float32)
+    s[1, 0] = np.nan
+    path = write(tmp_path, {f"{W}.weight": q, f"{W}.weight_scale": s}, fp8_cfg("channel"),
+                 "fp8.safetensors")
+    [p] = by_cat(scan([path], deep=True), "deep")
+    assert p.status == "Probe" and "1 of 4 sampled groups have a NaN scale" in p.message

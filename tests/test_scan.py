@@ -464,3 +464,26 @@ def test_role_drift_outside_the_recipe_stays_a_disagreement(tmp_path):
     code, doc = js(p)
     [f] = by(doc, "drift", "RoleDrift")
     assert f["severity"] == 2 and code == 2
+
+
+def test_deep_probes_inferred_tensors(tmp_path):
+    """--deep runs the level-3 probes on tensors whose descriptor was inferred
+    (no GRIT metadata): here MXFP4 whose E8M0 scales all hold one value."""
+    from safetensors.numpy import save_file
+    d = tmp_path / "mx"
+    d.mkdir()
+    w = "model.layers.0.mlp.up_proj"
+    packed = np.random.default_rng(3).integers(0, 256, (8, 32), dtype=np.uint8)
+    save_file({f"{w}.weight_packed": packed,
+               f"{w}.weight_scale": np.full((8, 2), 127, np.uint8)}, str(d / "m.safetensors"))
+    (d / "config.json").write_text(json.dumps({"quantization_config": {
+        "quant_method": "compressed-tensors", "format": "mxfp4-pack-quantized",
+        "config_groups": {"g": {"targets": ["Linear"], "weights": {
+            "num_bits": 4, "type": "float", "strategy": "group", "group_size": 32}}}}}))
+    code, doc = js(d)
+    assert code == 3 and not by(doc, "deep") and by(doc, "inferred")
+    code, doc = js("--deep", d)
+    [p] = by(doc, "deep")
+    assert (p["status"], p["severity"], p["tensor"]) == ("Probe", 3, f"{w}.weight")
+    assert "e8m0" in p["message"] and "16 sampled" in p["message"]
+    assert code == 3

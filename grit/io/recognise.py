@@ -31,6 +31,13 @@ metadata", has the table and every choice):
   bytes, as the GGUF reader does for Q4_0;
 * asymmetric ``pack-quantized`` (zero points packed 8 to an int32 along the
   output axis), GPTQ and AWQ (``qzeros`` dense nibbles) — inexpressible, §0.3d;
+* compressed-tensors ``float-quantized`` FP8 — ``weight`` F8_E4M3 [out, in] (one
+  code per byte, ROW_MAJOR, zero-copy), ``weight_scale`` F32/BF16/F16:
+  ``channel`` ([out, 1]) is ``grit1(e=e4m3,k0=in,s0=…,esr=ratiomaxabs)`` when
+  in ≤ 65535 (k0 is a uint16), ``group`` is k0 = group_size; ``tensor`` (one
+  scale) is a single group of k0 = numel, expressible only when the tensor has
+  one row and numel ≤ 65535; ``block`` (2-D blocks) is inexpressible, §3.7
+  (v1 groups are 1-D runs along one axis);
 * GPTQ act-order (a ``g_idx`` that is not i // group_size) — §0.3c;
 * FNUZ FP8 dtypes in the header — §0.3a;
 * bitsandbytes NF4/FP4 (``quant_map``, ``absmax``, ``quant_state``) — §0.3b.
@@ -64,6 +71,12 @@ BF16_WORD = fmt_pack(FormatFields(w=16, p=8, has_inf=1, nan_enc=2, szero=1, unsi
 #: the safetensors dtype of a scale tensor -> its §2 format token
 SCALE_FORMATS = {"F16": "binary16", "F32": "binary32", "BF16": format_token(BF16_WORD),
                  "F8_E4M3": "e4m3", "U8": "e8m0", "F8_E8M0": "e8m0"}
+
+#: safetensors FP8 weight dtype -> its §2 element token (float-quantized)
+_FP8_ELEMS = {"F8_E4M3": "e4m3", "F8_E5M2": "e5m2"}
+
+#: the largest k0 a v1 descriptor holds (the field is a uint16)
+K0_MAX = 0xFFFF
 
 _FNUZ = {"F8_E4M3FNUZ": "e4m3fnuz (bias 8, NaN at the negative-zero code 0x80)",
          "F8_E5M2FNUZ": "e5m2fnuz (bias 16, NaN at the negative-zero code 0x80)"}
@@ -108,17 +121,23 @@ class Recognised:
                 out.append(_n_groups0(self))
         return out
 
-    def array(self, path: str):
+    def array(self, path: str, view: Callable[[str], Any] | None = None):
         """The recognised tensor read from the safetensors file at ``path``
         as a checked :class:`~grit.array.GritArray` (raises the §7.3
-        GritError when the file's bytes disagree with the descriptor)."""
+        GritError when the file's bytes disagree with the descriptor).
+
+        File-backed planes are zero-copy views of a read-only memory map of
+        the file (nothing is read into memory as a whole); ``view(tensor)``,
+        when given, supplies those views instead (e.g. slices of a map the
+        caller already holds).  Converted and synthesised planes are built
+        (4 bytes for f32(1/g); n_groups0 bytes for a constant plane)."""
         from ..array import GritArray
         from ..errors import GritUsageError
         if self.kind != "inferred" or self.descriptor is None:
             raise GritUsageError(f"{self.name}: {self.convention} is not a GRIT v1 array "
                                  f"({self.section}: {self.reason})")
-        raw = _read_tensors(path, [p[1] for p in self.planes
-                                   if p is not None and p[0] != "const"])
+        names = [p[1] for p in self.planes if p is not None and p[0] != "const"]
+        raw = {n: view(n) for n in names} if view is not None else _map_tensors(path, names)
         planes = []
         for p in self.planes:
             if p is None:
@@ -147,16 +166,22 @@ def _n_groups0(r: Recognised) -> int:
     return math.prod(r.shape) // int(g["k0"])
 
 
-def _read_tensors(path: str, names: Sequence[str]) -> dict[str, bytes]:
+def _map_tensors(path: str, names: Sequence[str]) -> dict[str, memoryview]:
+    """Read-only views of the named tensors' bytes in a memory map of the
+    safetensors file (only the header is read; a range past the end of the
+    file is cut short, so that the size check reports it)."""
     import json
-    out: dict[str, bytes] = {}
+    import mmap
+    out: dict[str, memoryview] = {}
     with open(path, "rb") as f:
         n = struct.unpack("<Q", f.read(8))[0]
         h = json.loads(f.read(n))
-        for name in names:
-            b, e = h[name]["data_offsets"]
-            f.seek(8 + n + b)
-            out[name] = f.read(e - b)
+        size = f.seek(0, 2)
+        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+    buf = memoryview(mm)[min(8 + n, size):]
+    for name in names:
+        b, e = h[name]["data_offsets"]
+        out[name] = buf[b:e]
     return out
 
 
@@ -285,6 +310,9 @@ def recognise(header_tensors: Header, metadata: Mapping | None = None,
         try:
             if "weight_packed" in leaves and "weight_scale" in leaves:
                 r = _compressed_tensors(pre, t, h, q, read)
+            elif ("weight" in leaves and "weight_scale" in leaves
+                  and h[t["weight"]][0] in _FP8_ELEMS):
+                r = _ct_float8(pre, t, h, q)
             elif {"qweight", "qzeros", "scales"} <= leaves:
                 r = _gptq_awq(pre, t, h, q, method, read)
             else:
@@ -431,6 +459,105 @@ def _compressed_tensors(pre: str, t: dict, h: Header, q: dict,
                    "(not in the file)",))]
     return [_inex(name, "compressed-tensors", files, "§7.3",
                   f"weight_packed dtype {pdt} is neither U8 (fp4) nor I32 (int pack)")]
+
+
+def _ct_float8(pre: str, t: dict, h: Header, q: dict) -> list[Recognised]:
+    """compressed-tensors float-quantized FP8: ``weight`` F8_E4M3 [out, in] and
+    ``weight_scale`` (F32/BF16/F16) per tensor, channel, group or 2-D block."""
+    wn, sn = t["weight"], t["weight_scale"]
+    wdt, wshape, _ = h[wn]
+    sdt, sshape, _ = h[sn]
+    w, _fmt = _ct_scheme(q, pre)
+    name = pre + ".weight"
+    files = (wn, sn)
+    conv = "compressed-tensors/float-quantized"
+    if len(wshape) != 2:
+        raise ValueError(f"weight {list(wshape)} is not 2-D")
+    out_f, in_f = (int(x) for x in wshape)
+    numel = out_f * in_f
+    s_numel = math.prod(int(x) for x in sshape)
+    strat = str(w.get("strategy", "")).lower()
+    if strat not in ("tensor", "channel", "group", "block"):      # judge by the shapes
+        if s_numel == 1:
+            strat = "tensor"
+        elif len(sshape) in (1, 2) and sshape[0] == out_f and s_numel == out_f:
+            strat = "channel"
+        elif len(sshape) == 2 and sshape[0] == out_f:
+            strat = "group"
+        elif len(sshape) == 2:
+            strat = "block"
+        else:
+            raise ValueError(f"weight_scale {list(sshape)} fits no FP8 strategy for "
+                             f"weight {list(wshape)}")
+    conv = f"{conv}/{strat}"
+    shape_line = (f"weight {wdt} {list(wshape)}, weight_scale {sdt} {list(sshape)} "
+                  f"({s_numel} scale(s))")
+    if strat == "block":
+        bs = w.get("block_structure")
+        if (isinstance(bs, (list, tuple)) and len(bs) == 2
+                and all(isinstance(x, int) and x > 0 for x in bs)):
+            bo, bi = int(bs[0]), int(bs[1])
+            src = "config block_structure"
+        elif len(sshape) == 2 and sshape[0] and sshape[1]:
+            bo, bi = -(-out_f // int(sshape[0])), -(-in_f // int(sshape[1]))
+            src = "from the shapes"
+        else:
+            bo = bi = 0
+            src = "unknown"
+        return [_inex(
+            name, conv, files, "§3.7",
+            f"2-D block scales ({bo}×{bi}, {src}): one scale covers {bo} rows × {bi} "
+            "columns; v1 groups are 1-D runs of k0 consecutive elements along the group "
+            "axis (g0 = lin(i) / k0), so a group cannot span rows",
+            (shape_line,))]
+    if sdt not in SCALE_FORMATS or sdt in ("U8", "F8_E8M0", "F8_E4M3"):
+        return [_inex(name, conv, files, "§2.6",
+                      f"weight_scale dtype {sdt} is not a float-quantized FP8 scale "
+                      "(F32, BF16 or F16)", (shape_line,))]
+    s0 = SCALE_FORMATS[sdt]
+    if strat == "tensor":
+        if numel <= K0_MAX and out_f == 1:
+            k0, how = numel, f"per-tensor scale over numel = {numel} with a single row: k0 = numel"
+        else:
+            why = []
+            if out_f != 1:
+                why.append(f"k0 = numel = {out_f} × {in_f} = {numel} does not divide the "
+                           f"group axis (shape[1] = {in_f}): a group cannot span rows")
+            if numel > K0_MAX:
+                why.append(f"numel = {numel} > {K0_MAX}, the largest k0 (a uint16)")
+            return [_inex(
+                name, conv, files, "§3.7",
+                "per-tensor scale: one scale for the whole tensor is a single group of "
+                f"k0 = numel elements, expressible in v1 only when every dimension but the "
+                f"group axis is 1 and numel ≤ {K0_MAX} (k0 is a uint16)",
+                (shape_line,) + tuple(why))]
+    elif strat == "channel":
+        k0, how = in_f, f"per-channel scale: k0 = in_features = {in_f}"
+    else:
+        gs = w.get("group_size")
+        if isinstance(gs, int) and not isinstance(gs, bool) and gs > 0:
+            k0, how = gs, f"k0 = {gs} (config group_size)"
+        elif len(sshape) == 2 and sshape[1]:
+            k0, how = in_f // int(sshape[1]), f"k0 = {in_f} / {sshape[1]} (from the shapes)"
+        else:
+            raise ValueError(f"weight_scale {list(sshape)}: no group size")
+    if k0 > K0_MAX:
+        return [_inex(name, conv, files, "§3.7",
+                      f"{strat} scale needs k0 = {k0} > {K0_MAX}, the largest k0 "
+                      "(the descriptor field is a uint16)", (shape_line, how))]
+    e = _FP8_ELEMS[wdt]
+    g = _grade(f"grit1(e={e},k0={k0},s0={s0},esr=ratiomaxabs)")
+    notes = ["decode is f32(e·s) (§8.1), the float32 product of the FP8 code and its "
+             "scale, i.e. q.astype(float32) · scale"]
+    if sdt != "F32":
+        notes.append(f"weight_scale is {sdt}: a runtime that multiplies in {sdt} rounds "
+                     f"each product once more to {sdt}; GRIT's value is the float32 product")
+    return [Recognised(
+        name, conv, "inferred", files, (out_f, in_f), g.canonical,
+        _desc(g, (out_f, in_f), False), (("file", wn), ("file", sn), None, None),
+        lines=(f"weight {wdt} [{out_f}, {in_f}] -> {e} codes, one per byte, ROW_MAJOR "
+               f"(zero-copy); weight_scale -> s0={s0} ({sdt}, zero-copy)", how),
+        notes=tuple(notes))]
 
 
 def _inex(name, conv, files, section, reason, lines=()) -> Recognised:
