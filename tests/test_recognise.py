@@ -483,3 +483,128 @@ def test_deep_probes_run_on_inferred_tensors(tmp_path):
                  "fp8.safetensors")
     [p] = by_cat(scan([path], deep=True), "deep")
     assert p.status == "Probe" and "1 of 4 sampled groups have a NaN scale" in p.message
+
+
+# ---------------------------------------------------------------------------
+# torchao tensor subclasses flattened for safetensors: metadata "tensor_names" plus,
+# per weight, {"_type", "_data", "_tensor_data_names"}; components <mod>._<w>_<name>
+
+TA = "layers.0.ff"
+
+
+def ta_meta(typ: str, comps: list, attrs: dict) -> dict:
+    return {"tensor_names": json.dumps([f"{TA}.weight"]),
+            f"{TA}.weight": json.dumps({"_type": typ, "_data": attrs,
+                                        "_tensor_data_names": comps})}
+
+
+def ta_write(tmp_path, comps: dict, meta: dict):
+    d = tmp_path / "ta"
+    d.mkdir(exist_ok=True)
+    path = str(d / "model.safetensors")
+    save_file({f"{TA}._weight_{k}": v for k, v in comps.items()}, path, metadata=meta)
+    return path
+
+
+def ta_recognise(path, meta):
+    [r] = recognise(header_of(path), meta, None)
+    return r
+
+
+def test_torchao_nvfp4_with_per_tensor_scale(tmp_path):
+    codes = rng.integers(0, 16, (OUT, IN), dtype=np.uint8)
+    sc = rng.integers(0x28, 0x58, (OUT, IN // 16), dtype=np.uint8)
+    p = np.float32(0.125)
+    comps = {"qdata": pack_nibbles_lsb(codes), "_scale_e4m3": sc.view(ml_dtypes.float8_e4m3fn),
+             "_per_tensor_scale": np.array(p, np.float32)}
+    meta = ta_meta("NVFP4Tensor", list(comps), {
+        "_block_size": 16, "_orig_dtype": {"_type": "torch.dtype", "_data": "bfloat16"},
+        "_is_swizzled_scales": False, "use_triton_kernel": False, "act_quant_kwargs": None})
+    path = ta_write(tmp_path, comps, meta)
+    r = ta_recognise(path, meta)
+    assert (r.kind, r.convention, r.name) == ("inferred", "torchao/NVFP4Tensor", f"{TA}.weight")
+    assert r.grade == "grit1(e=e2m1,k0=16,s0=e4m3,k1=0,s1=binary32,esr=ratiomaxabs)"
+    s = np.array([[e4m3_value(int(c)) for c in row] for row in sc], np.float32)
+    ref = (E2M1[codes] * np.repeat((s * p).astype(np.float32), 16, axis=1)).astype(np.float32)
+    np.testing.assert_array_equal(np.asarray(r.array(path).decode()), ref)
+    rep = scan([path])
+    [inf] = by_cat(rep, "inferred")
+    assert inf.detail["convention"] == "torchao/NVFP4Tensor"
+    assert not by_cat(rep, "structural")
+
+
+def test_torchao_nvfp4_swizzled_scales_reported(tmp_path):
+    codes = rng.integers(0, 16, (OUT, IN), dtype=np.uint8)
+    sc = rng.integers(0x28, 0x58, (OUT * IN // 16,), dtype=np.uint8)
+    comps = {"qdata": pack_nibbles_lsb(codes), "_scale_e4m3": sc.view(ml_dtypes.float8_e4m3fn)}
+    meta = ta_meta("NVFP4Tensor", list(comps), {"_block_size": 16, "_is_swizzled_scales": True})
+    r = ta_recognise(ta_write(tmp_path, comps, meta), meta)
+    assert r.kind == "inexpressible" and "swizzled" in r.reason
+
+
+def test_torchao_mxfp4(tmp_path):
+    codes = rng.integers(0, 16, (OUT, IN), dtype=np.uint8)
+    ex = rng.integers(120, 134, (OUT, IN // 32), dtype=np.uint8)
+    comps = {"qdata": pack_nibbles_lsb(codes), "scale": ex}
+    meta = ta_meta("MXTensor", list(comps), {
+        "_elem_dtype": {"_type": "torch.dtype", "_data": "float4_e2m1fn_x2"},
+        "block_size": 32, "_is_swizzled_scales": False})
+    path = ta_write(tmp_path, comps, meta)
+    r = ta_recognise(path, meta)
+    assert r.kind == "inferred"
+    assert r.grade == "grit1(e=e2m1,k0=32,s0=e8m0,esr=exp2floormaxabs)"
+    sv = np.ldexp(np.float32(1), ex.astype(np.int32) - 127).astype(np.float32)
+    ref = (E2M1[codes] * np.repeat(sv, 32, axis=1)).astype(np.float32)
+    np.testing.assert_array_equal(np.asarray(r.array(path).decode()), ref)
+
+
+def test_torchao_float8_per_row(tmp_path):
+    q = rng.integers(0, 0x7E, (OUT, IN), dtype=np.uint8)
+    q[0, 0] = 0x80 | 0x38                                     # a negative code
+    sc = rng.uniform(0.01, 2, (OUT, 1)).astype(np.float32)
+    comps = {"qdata": q.view(ml_dtypes.float8_e4m3fn), "scale": sc}
+    meta = ta_meta("Float8Tensor", list(comps), {
+        "block_size": [1, IN], "dtype": {"_type": "torch.dtype", "_data": "bfloat16"}})
+    path = ta_write(tmp_path, comps, meta)
+    r = ta_recognise(path, meta)
+    assert r.kind == "inferred" and r.grade == f"grit1(e=e4m3,k0={IN},s0=binary32,esr=ratiomaxabs)"
+    ev = np.array([[e4m3_value(int(c)) for c in row] for row in q], np.float32)
+    np.testing.assert_array_equal(np.asarray(r.array(path).decode()), (ev * sc).astype(np.float32))
+
+
+def test_torchao_float8_per_tensor_and_2d_block_reported(tmp_path):
+    q = rng.integers(0, 0x7E, (OUT, IN), dtype=np.uint8).view(ml_dtypes.float8_e4m3fn)
+    comps = {"qdata": q, "scale": np.ones((1, 1), np.float32)}
+    meta = ta_meta("Float8Tensor", list(comps), {"block_size": [OUT, IN]})
+    r = ta_recognise(ta_write(tmp_path, comps, meta), meta)
+    assert (r.kind, r.section) == ("inexpressible", "§3.7") and "per-tensor" in r.reason
+    comps = {"qdata": q, "scale": np.ones((2, 2), np.float32)}
+    meta = ta_meta("Float8Tensor", list(comps), {"block_size": [2, 32]})
+    r = ta_recognise(ta_write(tmp_path, comps, meta), meta)
+    assert (r.kind, r.section) == ("inexpressible", "§3.7") and "2-D block" in r.reason
+
+
+def test_torchao_int8_per_row(tmp_path):
+    q = rng.integers(-127, 128, (OUT, IN), dtype=np.int8)
+    sc = rng.uniform(0.01, 2, (OUT, 1)).astype(np.float32)
+    comps = {"qdata": q, "scale": sc}
+    meta = ta_meta("Int8Tensor", list(comps), {"block_size": [1, IN]})
+    path = ta_write(tmp_path, comps, meta)
+    r = ta_recognise(path, meta)
+    assert r.kind == "inferred" and r.grade == f"grit1(e=s8,k0={IN},s0=binary32,esr=ratiomaxabs)"
+    ref = (q.astype(np.float32) * sc).astype(np.float32)
+    np.testing.assert_array_equal(np.asarray(r.array(path).decode()), ref)
+
+
+def test_torchao_int4_layouts_reported(tmp_path):
+    comps = {"qdata": np.zeros((2, 4, 32, 4), np.int32),
+             "scale_and_zero": np.zeros((2, OUT, 2), np.float32)}
+    meta = ta_meta("Int4TilePackedTo4dTensor", list(comps), {"block_size": [1, 32]})
+    r = ta_recognise(ta_write(tmp_path, comps, meta), meta)
+    assert r.kind == "inexpressible" and "tiled" in r.reason
+    comps = {"qdata": np.zeros((OUT, IN // 2), np.uint8),
+             "scale": np.zeros((IN // 32, OUT), np.float32),
+             "zero_point": np.zeros((IN // 32, OUT), np.float32)}
+    meta = ta_meta("Int4Tensor", list(comps), {"block_size": [1, 32]})
+    r = ta_recognise(ta_write(tmp_path, comps, meta), meta)
+    assert (r.kind, r.section) == ("inexpressible", "§0.3d")
