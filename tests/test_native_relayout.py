@@ -287,3 +287,19 @@ def test_kernels_refuse_short_buffers():
         _kernels.deinterleave(b"\0" * 5, (0, 1, 0, 5), 1)
     with pytest.raises(ValueError):
         _kernels.unpack_k4_12b(b"\0" * 11, 1)
+
+
+@pytest.mark.parametrize("bits,msb", [(4, False), (8, False)])
+@pytest.mark.parametrize("R,C", [(64, 64), (128, 128), (256, 320), (130, 258), (258, 130),
+                                 (384, 194), (200, 1024)])
+def test_transpose_kernel_staged_tiles(bits, msb, R, C):
+    # grids holding whole 64 x 64 (bytes) / 128 x 128 (nibbles) staged tiles
+    # beside partial edges, at every thread split
+    rng = np.random.default_rng(R * 7 + C)
+    u = P.Units(R * C, bits, R, C, msb)
+    buf = rng.integers(0, 256, u.nbytes, dtype=np.uint8).tobytes()
+    for inverse in (False, True):
+        want = numpy_permute(buf, u, ColMajor(), inverse)
+        RR, CC = (C, R) if inverse else (R, C)
+        for t in (1, 2, 3, 7):
+            assert _kernels.transpose(buf, RR, CC, bits, msb, t) == want

@@ -1189,7 +1189,13 @@ typedef struct {
         y[12] = y##_6a; y[13] = y##_6b; y[14] = y##_7a; y[15] = y##_7b;  \
     } while (0)
 
-static inline void
+#if defined(__GNUC__) || defined(__clang__)
+#define TR_INLINE static inline __attribute__((always_inline))
+#else
+#define TR_INLINE static inline
+#endif
+
+TR_INLINE void
 tr16_load(const unsigned char *s, size_t ss, __m128i v[16])
 {
     __m128i x[16];
@@ -1206,6 +1212,68 @@ tr16_load(const unsigned char *s, size_t ss, __m128i v[16])
 }
 #endif
 
+/* Byte units: the rectangle rows [r0, r1) x columns [cb, cb1) of the source,
+ * 16 x 16 register transposes where they fit, bytes elsewhere. */
+static void
+tr1_rect(const unsigned char *s, unsigned char *d, size_t R, size_t C, size_t r0, size_t r1,
+         size_t cb, size_t cb1)
+{
+    size_t r = r0;
+#ifdef GRIT_SSE2
+    for (; r + 16 <= r1; r += 16) {
+        size_t cc = cb;
+        for (; cc + 16 <= cb1; cc += 16) {
+            __m128i v[16];
+            tr16_load(s + r * C + cc, C, v);
+            for (int j = 0; j < 16; j++) {
+                _mm_storeu_si128((__m128i *)(d + (cc + j) * R + r), v[j]);
+            }
+        }
+        for (; cc < cb1; cc++) {
+            for (size_t rr = r; rr < r + 16; rr++) {
+                d[cc * R + rr] = s[rr * C + cc];
+            }
+        }
+    }
+#endif
+    for (size_t cc = cb; cc < cb1; cc++) {
+        for (size_t rr = r; rr < r1; rr++) {
+            d[cc * R + rr] = s[rr * C + cc];
+        }
+    }
+}
+
+#ifdef GRIT_SSE2
+/* Destination-major staging: a TRS x TRS tile reads TRS whole source lines
+ * and writes TRS whole destination lines, each once; the transposed tile is
+ * built in a small local buffer (no cache-set conflicts for power-of-two
+ * strides) and copied out a full line at a time. */
+#define TRS 64
+static void
+tr1_tile(const unsigned char *s, unsigned char *d, size_t R, size_t C, size_t r0, size_t c0)
+{
+    __m128i st[TRS * TRS / 16];
+    unsigned char *sb = (unsigned char *)st;
+    for (size_t r = 0; r < TRS; r += 16) {
+        for (size_t cc = 0; cc < TRS; cc += 16) {
+            __m128i v[16];
+            tr16_load(s + (r0 + r) * C + c0 + cc, C, v);
+            for (int j = 0; j < 16; j++) {
+                _mm_store_si128((__m128i *)(sb + (cc + j) * TRS + r), v[j]);
+            }
+        }
+    }
+    for (size_t j = 0; j < TRS; j++) {
+        unsigned char *o = d + (c0 + j) * R + r0;
+        const __m128i *q = (const __m128i *)(sb + j * TRS);
+        _mm_storeu_si128((__m128i *)o, q[0]);
+        _mm_storeu_si128((__m128i *)(o + 16), q[1]);
+        _mm_storeu_si128((__m128i *)(o + 32), q[2]);
+        _mm_storeu_si128((__m128i *)(o + 48), q[3]);
+    }
+}
+#endif
+
 /* dst rows (source columns) [lo, hi) in blocks */
 static void
 tr_range(void *p, int part, size_t lo, size_t hi)
@@ -1217,6 +1285,31 @@ tr_range(void *p, int part, size_t lo, size_t hi)
     if (c1 > C) {
         c1 = C;
     }
+    if (ub == 1) {
+        size_t cf = c0, rf = 0;
+#ifdef GRIT_SSE2
+        cf = c0 + (c1 - c0) / TRS * TRS;
+        rf = R / TRS * TRS;
+        for (size_t co = c0; co < cf; co += TR_OUTER) {          /* TLB reach */
+            size_t co1 = co + TR_OUTER < cf ? co + TR_OUTER : cf;
+            for (size_t ro = 0; ro < rf; ro += TR_OUTER) {
+                size_t ro1 = ro + TR_OUTER < rf ? ro + TR_OUTER : rf;
+                for (size_t cb = co; cb < co1; cb += TRS) {
+                    for (size_t r0 = ro; r0 < ro1; r0 += TRS) {
+                        tr1_tile(c->src, c->dst, R, C, r0, cb);
+                    }
+                }
+            }
+        }
+#endif
+        if (rf < R && cf > c0) {
+            tr1_rect(c->src, c->dst, R, C, rf, R, c0, cf);
+        }
+        if (cf < c1) {
+            tr1_rect(c->src, c->dst, R, C, 0, R, cf, c1);
+        }
+        return;
+    }
     for (size_t co = c0; co < c1; co += TR_OUTER) {
     size_t co1 = co + TR_OUTER < c1 ? co + TR_OUTER : c1;
     for (size_t ro = 0; ro < R; ro += TR_OUTER) {
@@ -1225,33 +1318,7 @@ tr_range(void *p, int part, size_t lo, size_t hi)
         size_t cb1 = cb + TR_BLOCK < co1 ? cb + TR_BLOCK : co1;
         for (size_t r0 = ro; r0 < ro1; r0 += TR_BLOCK) {
             size_t r1 = r0 + TR_BLOCK < ro1 ? r0 + TR_BLOCK : ro1;
-            if (ub == 1) {
-                const unsigned char *s = c->src;
-                unsigned char *d = c->dst;
-                size_t r = r0;
-#ifdef GRIT_SSE2
-                for (; r + 16 <= r1; r += 16) {
-                    size_t cc = cb;
-                    for (; cc + 16 <= cb1; cc += 16) {
-                        __m128i v[16];
-                        tr16_load(s + r * C + cc, C, v);
-                        for (int j = 0; j < 16; j++) {
-                            _mm_storeu_si128((__m128i *)(d + (cc + j) * R + r), v[j]);
-                        }
-                    }
-                    for (; cc < cb1; cc++) {
-                        for (size_t rr = r; rr < r + 16; rr++) {
-                            d[cc * R + rr] = s[rr * C + cc];
-                        }
-                    }
-                }
-#endif
-                for (size_t cc = cb; cc < cb1; cc++) {
-                    for (size_t rr = r; rr < r1; rr++) {
-                        d[cc * R + rr] = s[rr * C + cc];
-                    }
-                }
-            } else if (ub == 2) {
+            if (ub == 2) {
                 for (size_t cc = cb; cc < cb1; cc++) {
                     for (size_t rr = r0; rr < r1; rr++) {
                         memcpy(c->dst + 2 * (cc * R + rr), c->src + 2 * (rr * C + cc), 2);
