@@ -208,6 +208,29 @@ def _norm_value(key: str, raw: str) -> str:
     return _norm_enum(key, d, raw)
 
 
+def parse_fields(body: str, keys=None, what: str = "grade") -> dict[str, str]:
+    """``k=v,k=v`` (already stripped and lowercased) -> {key: canonical token}.
+    Rejects malformed items, unknown keys (or keys outside ``keys``) and
+    duplicates (§4.4 rule 6)."""
+    seen: dict[str, str] = {}
+    for item in (body.split(",") if body else []):
+        if "=" not in item:
+            raise GritGradeError(f"{what} field {item!r} is not key=value")
+        key, raw = item.split("=", 1)
+        if key not in DOMAIN:
+            raise GritGradeError(
+                f"unknown grade key {key!r} (§4.4: an unknown key would silently drop "
+                "a contract; layout such as 'swizzled' is never in the grade)")
+        if keys is not None and key not in keys:
+            raise GritGradeError(
+                f"{key!r} is not an {what} key ({', '.join(keys)}): fields alone "
+                f"name an {what} contract; a representation needs a full grade")
+        if key in seen:
+            raise GritGradeError(f"duplicate {what} key {key!r}")
+        seen[key] = _norm_value(key, raw)
+    return seen
+
+
 # ---------------------------------------------------------------------------
 # the Grade value
 
@@ -244,20 +267,7 @@ class Grade:
         if not (s.startswith("grit1(") and s.endswith(")")):
             raise GritGradeError(
                 f"not a grade string: {text[:60]!r} (expected grit1(key=value,...))")
-        body = s[len("grit1("):-1]
-        seen: dict[str, str] = {}
-        for item in (body.split(",") if body else []):
-            if "=" not in item:
-                raise GritGradeError(f"grade field {item!r} is not key=value")
-            key, raw = item.split("=", 1)
-            if key not in DOMAIN:
-                raise GritGradeError(
-                    f"unknown grade key {key!r} (§4.4: an unknown key would silently drop "
-                    "a contract; layout such as 'swizzled' is never in the grade)")
-            if key in seen:
-                raise GritGradeError(f"duplicate grade key {key!r}")
-            seen[key] = _norm_value(key, raw)
-        return cls(seen)
+        return cls(parse_fields(s[len("grit1("):-1]))
 
     @classmethod
     def from_fields(cls, **fields) -> "Grade":

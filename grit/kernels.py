@@ -30,7 +30,7 @@ from .array import GritArray
 from .errors import GritGradeError, GritLayoutError, GritUsageError
 from .formats import CANONICAL_NAN
 from .grade import (
-    ACCUM_KEYS, DEFAULTS, KEYS, Grade, _axis_join, _axis_leq, _NO_JOIN, _norm_value,
+    ACCUM_KEYS, DEFAULTS, KEYS, Grade, _axis_join, _axis_leq, _NO_JOIN, parse_fields,
     grade_from,
 )
 from .placement.words import (
@@ -140,19 +140,7 @@ def _parse_accumulation(text: str) -> dict[str, str]:
     s = "".join(text.split()).lower()
     if s.startswith("grit1(") and s.endswith(")"):
         s = s[6:-1]
-    out: dict[str, str] = {}
-    for item in filter(None, s.split(",")):
-        if "=" not in item:
-            raise GritGradeError(f"accumulation field {item!r} is not key=value")
-        k, raw = item.split("=", 1)
-        if k not in ACCUM_KEYS:
-            raise GritGradeError(
-                f"{k!r} is not an accumulation key ({', '.join(ACCUM_KEYS)}): fields alone "
-                "name an accumulation contract; a representation needs a full grade")
-        if k in out:
-            raise GritGradeError(f"duplicate accumulation key {k!r}")
-        out[k] = _norm_value(k, raw)
-    return out
+    return parse_fields(",".join(filter(None, s.split(","))), ACCUM_KEYS, "accumulation")
 
 
 def _as_accumulation(offers: "Grade | str | Mapping[str, str]") -> tuple[dict[str, str],

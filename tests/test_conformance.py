@@ -25,6 +25,8 @@ _spec.loader.exec_module(ref)
 
 for _g in DOC["grades"].values():
     grit.register_grade(_g["canonical"])
+# The suite's convention: a checker knows exactly the grades listed in "grades".
+_SUITE_REGISTRY = {g.id: g for g in (grit.Grade.parse(x["canonical"]) for x in DOC["grades"].values())}
 
 
 def _f(v):
@@ -60,7 +62,9 @@ def test_positive_vector(v):
 
 
 @pytest.mark.parametrize("v", DOC["negative"], ids=[v["name"] for v in DOC["negative"]])
-def test_negative_vector(v):
+def test_negative_vector(v, monkeypatch):
+    # other tests teach this process more grades; the suite assumes only its own
+    monkeypatch.setattr(grit.grade, "_REGISTRY", dict(_SUITE_REGISTRY))
     planes = _planes(v["payload_hex"], v["plane_bytes"]) if v.get("payload_hex") is not None \
         else list(v["plane_bytes"])
     ed = bytes.fromhex(v["expected_digest"]) if v.get("expected_digest") else None

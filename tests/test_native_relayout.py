@@ -303,3 +303,22 @@ def test_transpose_kernel_staged_tiles(bits, msb, R, C):
         RR, CC = (C, R) if inverse else (R, C)
         for t in (1, 2, 3, 7):
             assert _kernels.transpose(buf, RR, CC, bits, msb, t) == want
+
+
+@pytest.mark.parametrize("bits", [4, 8])
+@pytest.mark.parametrize("R,C", [(64, 64), (96, 160), (512, 512), (576, 640), (130, 1090),
+                                 (1030, 66)])
+def test_transpose_kernel_simd_paths_agree(bits, R, C):
+    # the AVX2 tiles (where the CPU has them) against the SSE2 / portable ones
+    rng = np.random.default_rng(R * 13 + C + bits)
+    u = P.Units(R * C, bits, R, C)
+    buf = rng.integers(0, 256, u.nbytes, dtype=np.uint8).tobytes()
+    want = numpy_permute(buf, u, ColMajor(), False)
+    was = _kernels.simd()
+    try:
+        for on in (False, True):
+            _kernels.simd(on)
+            for t in (1, 3):
+                assert _kernels.transpose(buf, R, C, bits, False, t) == want
+    finally:
+        _kernels.simd(was == "avx2")

@@ -1274,6 +1274,70 @@ tr1_tile(const unsigned char *s, unsigned char *d, size_t R, size_t C, size_t r0
 }
 #endif
 
+#if defined(GRIT_SSE2) && defined(GRIT_AVX2)
+/* The same perfect shuffles on 32-byte rows: each 128-bit lane transposes
+ * its own 16 x 16 block, so 16 rows of 32 bytes give v[j] = (column j,
+ * column 16 + j) of those rows. */
+#define TR8_UNPK(x, y, i)                                                \
+    y##_##i##a = _mm256_unpacklo_epi8(x[i], x[i + 8]);                   \
+    y##_##i##b = _mm256_unpackhi_epi8(x[i], x[i + 8]);
+#define TR8_STAGE(x, y)                                                  \
+    do {                                                                 \
+        __m256i y##_0a, y##_0b, y##_1a, y##_1b, y##_2a, y##_2b, y##_3a,  \
+            y##_3b, y##_4a, y##_4b, y##_5a, y##_5b, y##_6a, y##_6b,      \
+            y##_7a, y##_7b;                                              \
+        TR8_UNPK(x, y, 0) TR8_UNPK(x, y, 1) TR8_UNPK(x, y, 2)            \
+        TR8_UNPK(x, y, 3) TR8_UNPK(x, y, 4) TR8_UNPK(x, y, 5)            \
+        TR8_UNPK(x, y, 6) TR8_UNPK(x, y, 7)                              \
+        y[0] = y##_0a; y[1] = y##_0b; y[2] = y##_1a; y[3] = y##_1b;      \
+        y[4] = y##_2a; y[5] = y##_2b; y[6] = y##_3a; y[7] = y##_3b;      \
+        y[8] = y##_4a; y[9] = y##_4b; y[10] = y##_5a; y[11] = y##_5b;    \
+        y[12] = y##_6a; y[13] = y##_6b; y[14] = y##_7a; y[15] = y##_7b;  \
+    } while (0)
+
+TARGET_AVX2 static inline __attribute__((always_inline)) void
+tr16x32_load(const unsigned char *s, size_t ss, __m256i v[16])
+{
+    __m256i x[16];
+#define TR8_LD(i) x[i] = _mm256_loadu_si256((const __m256i *)(s + (size_t)(i) * ss));
+    TR8_LD(0) TR8_LD(1) TR8_LD(2) TR8_LD(3) TR8_LD(4) TR8_LD(5) TR8_LD(6) TR8_LD(7)
+    TR8_LD(8) TR8_LD(9) TR8_LD(10) TR8_LD(11) TR8_LD(12) TR8_LD(13) TR8_LD(14) TR8_LD(15)
+#undef TR8_LD
+    __m256i y[16];
+    TR8_STAGE(x, y);
+    TR8_STAGE(y, x);
+    TR8_STAGE(x, y);
+    TR8_STAGE(y, x);
+    memcpy(v, x, sizeof x);
+}
+
+/* tr1_tile with 32 x 32 register transposes written straight to the
+ * destination: rows [r, r + 16) give the low halves and rows [r + 16, r + 32)
+ * the high halves of 32 destination rows of 32 bytes each (the 512 x 512
+ * outer blocks keep the destination lines cached until their other halves
+ * arrive, so no staging buffer is needed). */
+TARGET_AVX2 static void
+tr1_tile_avx2(const unsigned char *s, unsigned char *d, size_t R, size_t C, size_t r0,
+              size_t c0)
+{
+    for (size_t r = 0; r < TRS; r += 32) {
+        for (size_t cc = 0; cc < TRS; cc += 32) {
+            const unsigned char *p = s + (r0 + r) * C + c0 + cc;
+            unsigned char *o = d + (c0 + cc) * R + r0 + r;
+            __m256i a[16], b[16];
+            tr16x32_load(p, C, a);
+            tr16x32_load(p + 16 * C, C, b);
+            for (int j = 0; j < 16; j++) {
+                _mm256_storeu_si256((__m256i *)(o + j * R),
+                                    _mm256_permute2x128_si256(a[j], b[j], 0x20));
+                _mm256_storeu_si256((__m256i *)(o + (16 + j) * R),
+                                    _mm256_permute2x128_si256(a[j], b[j], 0x31));
+            }
+        }
+    }
+}
+#endif
+
 /* dst rows (source columns) [lo, hi) in blocks */
 static void
 tr_range(void *p, int part, size_t lo, size_t hi)
@@ -1296,6 +1360,12 @@ tr_range(void *p, int part, size_t lo, size_t hi)
                 size_t ro1 = ro + TR_OUTER < rf ? ro + TR_OUTER : rf;
                 for (size_t cb = co; cb < co1; cb += TRS) {
                     for (size_t r0 = ro; r0 < ro1; r0 += TRS) {
+#ifdef GRIT_AVX2
+                        if (use_avx2) {
+                            tr1_tile_avx2(c->src, c->dst, R, C, r0, cb);
+                            continue;
+                        }
+#endif
                         tr1_tile(c->src, c->dst, R, C, r0, cb);
                     }
                 }
