@@ -251,7 +251,7 @@ def _render_scan(report, policy: str) -> None:
     from rich.table import Table
     from rich.text import Text
     from .scan import CATEGORIES, SEVERITY
-    out = click.get_text_stream("stdout")
+    out = sys.stdout
     tty = out.isatty()
     con = Console(file=out, width=None if tty else 132, no_color=not tty,
                   highlight=False, soft_wrap=False)
