@@ -24,12 +24,7 @@ def _relayout():
     return grit.audit._placement_fn("relayout")
 
 
-@pytest.fixture(autouse=True)
-def _clean_audit(monkeypatch):
-    monkeypatch.delenv("GRIT_AUDIT_MAX_RATE", raising=False)
-    grit.audit._reset_for_tests()
-    yield
-    grit.audit._reset_for_tests()
+pytestmark = pytest.mark.usefixtures("clean_audit")
 
 
 def _values(shape=(32, 64), seed=0):

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import grit
+from _support import assert_same_array
 from grit import layouts as L
 
 gguf = pytest.importorskip("gguf")
@@ -14,12 +15,7 @@ def _values(shape, seed=0):
     return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
 
 
-def same(a, b):
-    assert isinstance(b, grit.GritArray)
-    assert a.descriptor.to_bytes() == b.descriptor.to_bytes()
-    assert a.shape == b.shape
-    assert [bytes(p) for p in a.planes] == [bytes(p) for p in b.planes]
-    assert a.gid == b.gid and a.digest == b.digest
+same = assert_same_array
 
 
 def _arrays():

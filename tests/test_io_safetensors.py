@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import grit
+from _support import assert_same_array
 from grit import layouts as L
 from grit.io.safetensors import CheckFailed, GritFileError, plane_tensor_name
 
@@ -34,11 +35,7 @@ def _random_array(grade, shape=(4, 256)):
 
 
 def same(a, b):
-    assert isinstance(b, grit.GritArray)
-    assert a.descriptor.to_bytes() == b.descriptor.to_bytes()
-    assert a.shape == b.shape
-    assert [bytes(p) for p in a.planes] == [bytes(p) for p in b.planes]
-    assert a.gid == b.gid and a.digest == b.digest
+    assert_same_array(a, b)
     assert a == b
 
 
