@@ -95,7 +95,7 @@ def calls(monkeypatch):
     """Count the calls into each relayout kernel (to show the fast path ran)."""
     seen: dict[str, int] = {}
     for name in ("transpose", "tile", "interleave", "deinterleave", "pack_k4_12b",
-                 "unpack_k4_12b"):
+                 "unpack_k4_12b", "interleave_k4", "deinterleave_k4"):
         fn = getattr(_kernels, name)
 
         def wrap(*a, _fn=fn, _name=name, **k):
@@ -272,6 +272,40 @@ def test_pack_k4_12b_kernel(groups):
         assert _kernels.pack_k4_12b(sc.tobytes(), m.tobytes(), groups, t) == want
         assert _kernels.unpack_k4_12b(packed.tobytes(), groups, t) == (wsc.tobytes(),
                                                                          wm.tobytes())
+
+
+@pytest.mark.parametrize("w1,wd", [(4, 128), (2, 64), (0, 16), (4, 0)])
+@pytest.mark.parametrize("blocks", [0, 1, 5, 777])
+def test_interleave_k4_kernel(w1, wd, blocks):
+    # the one-pass kernel = the numpy pack_k4_12b, then the block concatenation
+    rng = np.random.default_rng(w1 * 1000 + wd + blocks)
+    s1 = rng.integers(0, 256, (blocks, w1), dtype=np.uint8)
+    sc = rng.integers(0, 64, (blocks, 8), dtype=np.uint8)     # 6-bit values round-trip
+    m = rng.integers(0, 64, (blocks, 8), dtype=np.uint8)
+    data = rng.integers(0, 256, (blocks, wd), dtype=np.uint8)
+    want = np.concatenate([s1, pack_k4_12b(sc, m), data], axis=1).tobytes()
+    for t in (1, 3):
+        got = _kernels.interleave_k4((s1.tobytes(), sc.tobytes(), m.tobytes(), data.tobytes()),
+                                     w1, wd, blocks, t)
+        assert got == want
+        assert _kernels.deinterleave_k4(got, w1, wd, blocks, t) == (
+            s1.tobytes(), sc.tobytes(), m.tobytes(), data.tobytes())
+    with pytest.raises(ValueError):
+        _kernels.deinterleave_k4(b"\0" * 10, 4, 0, 1)
+    with pytest.raises(ValueError):
+        _kernels.interleave_k4((b"", b"\0" * 7, b"\0" * 8, b""), 0, 0, 1)
+
+
+def test_large_planes_are_numpy_backed_buffers():
+    # outputs of a MiB or more come from numpy.empty (huge-page backed where
+    # the kernel allows); they compare, hash-free, like bytes
+    n = 1 << 21
+    src = np.arange(n, dtype=np.uint32).view(np.uint8)
+    got = _kernels.transpose(src, 2048, 4096, 8, False, 2)
+    assert isinstance(got, memoryview) and got.nbytes == 4 * n
+    assert got == np.ascontiguousarray(src.reshape(2048, 4096).T).tobytes()
+    small = _kernels.transpose(src[:64], 8, 8, 8)
+    assert isinstance(small, bytes)
 
 
 def test_kernels_refuse_short_buffers():

@@ -1338,6 +1338,45 @@ tr1_tile_avx2(const unsigned char *s, unsigned char *d, size_t R, size_t C, size
 }
 #endif
 
+#if defined(GRIT_SSE2) && defined(GRIT_AVX2)
+/* 4-bit units (tr4_range's layout): 64 source rows x 32 source bytes -> 64
+ * destination rows x 32 bytes.  Four 16 x 32 register transposes give, for
+ * byte column k, its 64 rows; the even/odd row nibbles are then paired into
+ * bytes (16-bit lanes, packus) and each destination row gets one 32-byte
+ * store. */
+#define NIB_LO(x) _mm256_and_si256(_mm256_or_si256(_mm256_and_si256((x), m0f),          \
+                                   _mm256_srli_epi16(_mm256_and_si256((x), m0f), 4)), mff)
+#define NIB_HI(x) _mm256_and_si256(                                                    \
+    _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16((x), 4), m0f),                  \
+                    _mm256_srli_epi16(_mm256_and_si256(_mm256_srli_epi16((x), 4), m0f), 4)), mff)
+TARGET_AVX2 static void
+tr4_tile_avx2(const unsigned char *s, unsigned char *d, size_t Cb, size_t Rb, size_t r,
+              size_t j)
+{
+    const __m256i m0f = _mm256_set1_epi8(0x0F), mff = _mm256_set1_epi16(0x00FF);
+    __m256i a[16], b[16], c[16], e[16];
+    const unsigned char *p = s + r * Cb + j;
+    tr16x32_load(p, Cb, a);
+    tr16x32_load(p + 16 * Cb, Cb, b);
+    tr16x32_load(p + 32 * Cb, Cb, c);
+    tr16x32_load(p + 48 * Cb, Cb, e);
+    for (int k = 0; k < 16; k++) {
+        __m256i lo01 = _mm256_packus_epi16(NIB_LO(a[k]), NIB_LO(b[k]));
+        __m256i lo23 = _mm256_packus_epi16(NIB_LO(c[k]), NIB_LO(e[k]));
+        __m256i hi01 = _mm256_packus_epi16(NIB_HI(a[k]), NIB_HI(b[k]));
+        __m256i hi23 = _mm256_packus_epi16(NIB_HI(c[k]), NIB_HI(e[k]));
+        unsigned char *o0 = d + 2 * (j + k) * Rb + r / 2;
+        unsigned char *o1 = d + 2 * (j + 16 + k) * Rb + r / 2;
+        _mm256_storeu_si256((__m256i *)o0, _mm256_permute2x128_si256(lo01, lo23, 0x20));
+        _mm256_storeu_si256((__m256i *)(o0 + Rb), _mm256_permute2x128_si256(hi01, hi23, 0x20));
+        _mm256_storeu_si256((__m256i *)o1, _mm256_permute2x128_si256(lo01, lo23, 0x31));
+        _mm256_storeu_si256((__m256i *)(o1 + Rb), _mm256_permute2x128_si256(hi01, hi23, 0x31));
+    }
+}
+#undef NIB_LO
+#undef NIB_HI
+#endif
+
 /* dst rows (source columns) [lo, hi) in blocks */
 static void
 tr_range(void *p, int part, size_t lo, size_t hi)
@@ -1438,6 +1477,13 @@ tr4_range(void *p, int part, size_t lo, size_t hi)
             size_t r1 = r0 + 2 * TR_BLOCK < ro1 ? r0 + 2 * TR_BLOCK : ro1;
             size_t r = r0;
 #ifdef GRIT_SSE2
+#ifdef GRIT_AVX2
+            if (use_avx2 && jb1 - jb == 32) {
+                for (; r + 64 <= r1; r += 64) {
+                    tr4_tile_avx2(s, d, Cb, Rb, r, jb);
+                }
+            }
+#endif
             const __m128i m0f = _mm_set1_epi8(0x0F), mff = _mm_set1_epi16(0x00FF);
             for (; r + 32 <= r1; r += 32) {
                 size_t j = jb;
@@ -1614,6 +1660,28 @@ ilv_range(void *p, int part, size_t lo, size_t hi)
 }
 
 /* PACK_K4_12B (registered.py pack_k4_12b / unpack_k4_12b), per super-block */
+static inline void
+k4_pack1(unsigned char *b, const unsigned char *sc, const unsigned char *m)
+{
+    for (int j = 0; j < 4; j++) {
+        unsigned s0 = sc[j] & 63u, s1 = sc[j + 4] & 63u, m0 = m[j] & 63u, m1 = m[j + 4] & 63u;
+        b[j] = (unsigned char)(s0 | ((s1 >> 4) << 6));
+        b[j + 4] = (unsigned char)(m0 | ((m1 >> 4) << 6));
+        b[j + 8] = (unsigned char)((s1 & 15u) | ((m1 & 15u) << 4));
+    }
+}
+
+static inline void
+k4_unpack1(const unsigned char *b, unsigned char *sc, unsigned char *m)
+{
+    for (int j = 0; j < 4; j++) {
+        sc[j] = b[j] & 63u;
+        m[j] = b[j + 4] & 63u;
+        sc[j + 4] = (unsigned char)((b[j + 8] & 15u) | ((unsigned)(b[j] >> 6) << 4));
+        m[j + 4] = (unsigned char)((b[j + 8] >> 4) | ((unsigned)(b[j + 4] >> 6) << 4));
+    }
+}
+
 typedef struct {
     unsigned char *packed, *sc, *m;
     int inverse;
@@ -1625,28 +1693,108 @@ k4_range(void *p, int part, size_t lo, size_t hi)
     k4_ctx *c = (k4_ctx *)p;
     (void)part;
     for (size_t g = lo; g < hi; g++) {
-        unsigned char *b = c->packed + 12 * g, *sc = c->sc + 8 * g, *m = c->m + 8 * g;
         if (!c->inverse) {
-            for (int j = 0; j < 4; j++) {
-                unsigned s0 = sc[j] & 63u, s1 = sc[j + 4] & 63u, m0 = m[j] & 63u,
-                         m1 = m[j + 4] & 63u;
-                b[j] = (unsigned char)(s0 | ((s1 >> 4) << 6));
-                b[j + 4] = (unsigned char)(m0 | ((m1 >> 4) << 6));
-                b[j + 8] = (unsigned char)((s1 & 15u) | ((m1 & 15u) << 4));
-            }
+            k4_pack1(c->packed + 12 * g, c->sc + 8 * g, c->m + 8 * g);
         } else {
-            for (int j = 0; j < 4; j++) {
-                sc[j] = b[j] & 63u;
-                m[j] = b[j + 4] & 63u;
-                sc[j + 4] = (unsigned char)((b[j + 8] & 15u) | ((unsigned)(b[j] >> 6) << 4));
-                m[j + 4] = (unsigned char)((b[j + 8] >> 4) | ((unsigned)(b[j + 4] >> 6) << 4));
-            }
+            k4_unpack1(c->packed + 12 * g, c->sc + 8 * g, c->m + 8 * g);
         }
+    }
+}
+
+/* BLOCK_AOS over PACK_K4_12B in one pass (no packed intermediate): block b
+ * is scale1 (w1 bytes) | super-block b's 12 packed bytes | data (wd bytes),
+ * i.e. ggml's block_q4_K when w1 = 4 and wd = 128. */
+typedef struct {
+    unsigned char *aos, *s1, *sc, *m, *data;
+    size_t w1, wd;
+    int inverse;
+} k4ilv_ctx;
+
+#define K4ILV_LOOP(W1, WD)                                                     \
+    for (size_t b = lo; b < hi; b++) {                                         \
+        unsigned char *o = c->aos + b * ((W1) + 12 + (WD));                    \
+        if (!inverse) {                                                        \
+            memcpy(o, c->s1 + b * (W1), (W1));                                 \
+            k4_pack1(o + (W1), c->sc + 8 * b, c->m + 8 * b);                   \
+            memcpy(o + (W1) + 12, c->data + b * (WD), (WD));                   \
+        } else {                                                               \
+            memcpy(c->s1 + b * (W1), o, (W1));                                 \
+            k4_unpack1(o + (W1), c->sc + 8 * b, c->m + 8 * b);                 \
+            memcpy(c->data + b * (WD), o + (W1) + 12, (WD));                   \
+        }                                                                      \
+    }
+
+static void
+k4ilv_range(void *p, int part, size_t lo, size_t hi)
+{
+    k4ilv_ctx *c = (k4ilv_ctx *)p;
+    const int inverse = c->inverse;
+    (void)part;
+    if (c->w1 == 4 && c->wd == 128) {
+        K4ILV_LOOP(4, 128)
+    } else {
+        const size_t w1 = c->w1, wd = c->wd;
+        K4ILV_LOOP(w1, wd)
     }
 }
 
 /* ------------------------------------------------------------------------
  * Python interface */
+
+/* A new plane of n bytes, to be filled before anyone else sees it: bytes
+ * when small; from LARGE_PLANE bytes on, a memoryview of a numpy uint8 array.
+ * numpy.empty asks the kernel for transparent huge pages on large
+ * allocations (and aligns them for it), so a fresh multi-megabyte output
+ * costs one page fault per 2 MiB instead of one per 4 KiB -- on a virtual
+ * machine those faults cost more than the relayout itself.  numpy is a
+ * dependency of the package; if it cannot be imported, bytes it is. */
+#ifndef LARGE_PLANE
+#define LARGE_PLANE (1 << 20)
+#endif
+static PyObject *np_empty = NULL;        /* numpy.empty, looked up once */
+static int np_empty_failed = 0;
+
+static PyObject *
+new_plane(Py_ssize_t n, unsigned char **p)
+{
+    if (PyErr_Occurred()) {
+        return NULL;                     /* an earlier plane failed */
+    }
+    if (n >= LARGE_PLANE && !np_empty_failed) {
+        if (np_empty == NULL) {
+            PyObject *np = PyImport_ImportModule("numpy");
+            if (np != NULL) {
+                np_empty = PyObject_GetAttrString(np, "empty");
+                Py_DECREF(np);
+            }
+            if (np_empty == NULL) {
+                PyErr_Clear();
+                np_empty_failed = 1;
+            }
+        }
+        if (np_empty != NULL) {
+            PyObject *arr = PyObject_CallFunction(np_empty, "ns", n, "u1");
+            if (arr == NULL) {
+                return NULL;             /* MemoryError: report it */
+            }
+            Py_buffer v;
+            if (PyObject_GetBuffer(arr, &v, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
+                Py_DECREF(arr);
+                return NULL;
+            }
+            *p = (unsigned char *)v.buf;     /* owned by arr, which the view keeps */
+            PyBuffer_Release(&v);
+            PyObject *mv = PyMemoryView_FromObject(arr);
+            Py_DECREF(arr);
+            return mv;
+        }
+    }
+    PyObject *b = PyBytes_FromStringAndSize(NULL, n);
+    if (b != NULL) {
+        *p = (unsigned char *)PyBytes_AS_STRING(b);
+    }
+    return b;
+}
 
 static int
 aligned4(Py_buffer *b, const char *what)
@@ -1830,16 +1978,6 @@ py_decode_i8s24(PyObject *self, PyObject *args)
     return res;
 }
 
-/* A new bytes object of n bytes, to be filled before anyone else sees it. */
-static PyObject *
-new_plane(Py_ssize_t n, unsigned char **p)
-{
-    PyObject *b = PyBytes_FromStringAndSize(NULL, n);
-    if (b != NULL) {
-        *p = (unsigned char *)PyBytes_AS_STRING(b);
-    }
-    return b;
-}
 
 PyDoc_STRVAR(encode_doc,
 "encode_mxfp4(x, rne, nthreads=1) -> (data, scale0)\n"
@@ -2018,13 +2156,14 @@ py_transpose(PyObject *self, PyObject *args)
     if (!need(&src, nbytes, "src")) {
         goto done;
     }
-    res = PyBytes_FromStringAndSize(NULL, nbytes);
+    unsigned char *dst = NULL;
+    res = new_plane(nbytes, &dst);
     if (res == NULL || nbytes == 0) {
         goto done;
     }
     tr_ctx c;
     c.src = src.buf;
-    c.dst = (unsigned char *)PyBytes_AS_STRING(res);
+    c.dst = dst;
     c.R = (size_t)R;
     c.C = (size_t)C;
     c.ub = (size_t)bits / 8;
@@ -2091,13 +2230,14 @@ py_tile(PyObject *self, PyObject *args)
         }
         off[k] = ((size_t)q / m) * (size_t)rowbytes + ((size_t)q % m) * (size_t)w;
     }
-    res = PyBytes_FromStringAndSize(NULL, nbytes);
+    unsigned char *dst = NULL;
+    res = new_plane(nbytes, &dst);
     if (res == NULL || nbytes == 0) {
         goto done;
     }
     tile_ctx c;
     c.src = src.buf;
-    c.dst = (unsigned char *)PyBytes_AS_STRING(res);
+    c.dst = dst;
     c.rowbytes = (size_t)rowbytes;
     c.tr = (size_t)tr;
     c.tcb = (size_t)tcb;
@@ -2188,11 +2328,10 @@ py_interleave(PyObject *self, PyObject *args)
         block += w[f];
     }
     c.block = block;
-    res = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(block * (size_t)blocks));
+    res = new_plane((Py_ssize_t)(block * (size_t)blocks), &c.aos);
     if (res == NULL || block * (size_t)blocks == 0) {
         goto done;
     }
-    c.aos = (unsigned char *)PyBytes_AS_STRING(res);
     Py_BEGIN_ALLOW_THREADS
     run_parts(ilv_range, &c, (size_t)blocks, n_parts((size_t)blocks, nthreads));
     Py_END_ALLOW_THREADS
@@ -2231,14 +2370,15 @@ py_deinterleave(PyObject *self, PyObject *args)
         goto done;
     }
     for (int f = 0; f < 4; f++) {
-        out[f] = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(w[f] * (size_t)blocks));
+        unsigned char *fp = NULL;
+        out[f] = new_plane((Py_ssize_t)(w[f] * (size_t)blocks), &fp);
         if (out[f] == NULL) {
             goto done;
         }
         if (w[f] == 0) {
             continue;
         }
-        c.field[c.nf] = (unsigned char *)PyBytes_AS_STRING(out[f]);
+        c.field[c.nf] = fp;
         c.w[c.nf] = w[f];
         c.off[c.nf] = c.block;
         c.nf++;
@@ -2278,9 +2418,10 @@ py_pack_k4(PyObject *self, PyObject *args)
     }
     PyObject *res = NULL;
     if (groups >= 0 && need(&sc, 8 * groups, "sc") && need(&m, 8 * groups, "m")) {
-        res = PyBytes_FromStringAndSize(NULL, 12 * groups);
+        unsigned char *pk = NULL;
+        res = new_plane(12 * groups, &pk);
         if (res != NULL && groups > 0) {
-            k4_ctx c = {(unsigned char *)PyBytes_AS_STRING(res), sc.buf, m.buf, 0};
+            k4_ctx c = {pk, sc.buf, m.buf, 0};
             Py_BEGIN_ALLOW_THREADS
             run_parts(k4_range, &c, (size_t)groups, n_parts((size_t)groups, nthreads));
             Py_END_ALLOW_THREADS
@@ -2305,12 +2446,12 @@ py_unpack_k4(PyObject *self, PyObject *args)
     }
     PyObject *res = NULL, *sc = NULL, *m = NULL;
     if (groups >= 0 && need(&b, 12 * groups, "packed")) {
-        sc = PyBytes_FromStringAndSize(NULL, 8 * groups);
-        m = PyBytes_FromStringAndSize(NULL, 8 * groups);
+        unsigned char *scp = NULL, *mp = NULL;
+        sc = new_plane(8 * groups, &scp);
+        m = sc != NULL ? new_plane(8 * groups, &mp) : NULL;
         if (sc != NULL && m != NULL) {
             if (groups > 0) {
-                k4_ctx c = {b.buf, (unsigned char *)PyBytes_AS_STRING(sc),
-                            (unsigned char *)PyBytes_AS_STRING(m), 1};
+                k4_ctx c = {b.buf, scp, mp, 1};
                 Py_BEGIN_ALLOW_THREADS
                 run_parts(k4_range, &c, (size_t)groups, n_parts((size_t)groups, nthreads));
                 Py_END_ALLOW_THREADS
@@ -2323,6 +2464,78 @@ py_unpack_k4(PyObject *self, PyObject *args)
     Py_XDECREF(sc);
     Py_XDECREF(m);
     PyBuffer_Release(&b);
+    return res;
+}
+
+PyDoc_STRVAR(k4ilv_doc,
+"interleave_k4((s1, sc, m, data), w1, wd, blocks, nthreads=1) -> bytes\n"
+"deinterleave_k4(src, w1, wd, blocks, nthreads=1) -> (s1, sc, m, data)\n\n"
+"BLOCK_AOS of PACK_K4_12B super-blocks in one pass: block b is s1's w1\n"
+"bytes, pack_k4_12b of sc's and m's 8 bytes, then data's wd bytes.");
+
+static PyObject *
+py_interleave_k4(PyObject *self, PyObject *args)
+{
+    Py_buffer s1, sc, m, data;
+    Py_ssize_t w1, wd, blocks;
+    int nthreads = 1;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "(y*y*y*y*)nnn|i", &s1, &sc, &m, &data, &w1, &wd, &blocks,
+                          &nthreads)) {
+        return NULL;
+    }
+    PyObject *res = NULL;
+    if (w1 < 0 || wd < 0 || blocks < 0) {
+        PyErr_SetString(PyExc_ValueError, "interleave_k4: widths and blocks must be >= 0");
+    } else if (need(&s1, w1 * blocks, "s1") && need(&sc, 8 * blocks, "sc")
+               && need(&m, 8 * blocks, "m") && need(&data, wd * blocks, "data")) {
+        k4ilv_ctx c = {NULL, s1.buf, sc.buf, m.buf, data.buf, (size_t)w1, (size_t)wd, 0};
+        res = new_plane((w1 + 12 + wd) * blocks, &c.aos);
+        if (res != NULL && blocks > 0) {
+            Py_BEGIN_ALLOW_THREADS
+            run_parts(k4ilv_range, &c, (size_t)blocks, n_parts((size_t)blocks, nthreads));
+            Py_END_ALLOW_THREADS
+        }
+    }
+    PyBuffer_Release(&s1);
+    PyBuffer_Release(&sc);
+    PyBuffer_Release(&m);
+    PyBuffer_Release(&data);
+    return res;
+}
+
+static PyObject *
+py_deinterleave_k4(PyObject *self, PyObject *args)
+{
+    Py_buffer src;
+    Py_ssize_t w1, wd, blocks;
+    int nthreads = 1;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*nnn|i", &src, &w1, &wd, &blocks, &nthreads)) {
+        return NULL;
+    }
+    PyObject *o[4] = {NULL, NULL, NULL, NULL}, *res = NULL;
+    if (w1 < 0 || wd < 0 || blocks < 0) {
+        PyErr_SetString(PyExc_ValueError, "deinterleave_k4: widths and blocks must be >= 0");
+    } else if (need(&src, (w1 + 12 + wd) * blocks, "src")) {
+        k4ilv_ctx c = {src.buf, NULL, NULL, NULL, NULL, (size_t)w1, (size_t)wd, 1};
+        o[0] = new_plane(w1 * blocks, &c.s1);
+        o[1] = new_plane(8 * blocks, &c.sc);
+        o[2] = new_plane(8 * blocks, &c.m);
+        o[3] = new_plane(wd * blocks, &c.data);
+        if (o[0] != NULL && o[1] != NULL && o[2] != NULL && o[3] != NULL) {
+            if (blocks > 0) {
+                Py_BEGIN_ALLOW_THREADS
+                run_parts(k4ilv_range, &c, (size_t)blocks, n_parts((size_t)blocks, nthreads));
+                Py_END_ALLOW_THREADS
+            }
+            res = PyTuple_Pack(4, o[0], o[1], o[2], o[3]);
+        }
+    }
+    for (int f = 0; f < 4; f++) {
+        Py_XDECREF(o[f]);
+    }
+    PyBuffer_Release(&src);
     return res;
 }
 
@@ -2368,6 +2581,8 @@ static PyMethodDef kernels_methods[] = {
     {"deinterleave", py_deinterleave, METH_VARARGS, interleave_doc},
     {"pack_k4_12b", py_pack_k4, METH_VARARGS, k4_doc},
     {"unpack_k4_12b", py_unpack_k4, METH_VARARGS, k4_doc},
+    {"interleave_k4", py_interleave_k4, METH_VARARGS, k4ilv_doc},
+    {"deinterleave_k4", py_deinterleave_k4, METH_VARARGS, k4ilv_doc},
     {NULL, NULL, 0, NULL},
 };
 

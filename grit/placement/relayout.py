@@ -303,6 +303,17 @@ def _deinterleave(buf, f: _Fields) -> tuple[bytes, bytes, bytes, bytes]:
     return out["data"], out["scale0"], out["scale1"], out["aux"]
 
 
+def _k4_fused(g: Geometry, f: _Fields):
+    """The native one-pass BLOCK_AOS-over-PACK_K4_12B kernels, when they
+    apply: one super-block of 8 scales and 8 mins per block, no other aux."""
+    k = native_kernels()
+    if k is None or not hasattr(k, "interleave_k4") or f.blocks == 0:
+        return None
+    if f.scale0 != PACK_BYTES or f.aux != 0 or g.n_groups1 != f.blocks:
+        return None
+    return k
+
+
 def _block_units(buf, g: Geometry, f: _Fields, e: Expr, inverse: bool) -> bytes:
     """Permute the elements inside every block by the Interleave's inner
     expression, each block's units seen as an (n, units/n) grid."""
@@ -337,6 +348,12 @@ def _to_canonical(d: D.Descriptor, shape, planes, specs: dict[str, Spec]):
         if len(memoryview(data)) != f.blocks * f.block:
             raise GritLayoutError(f"interleaved data plane is {len(memoryview(data))} bytes; "
                                   f"{e} needs {f.blocks} blocks of {f.block}")
+        k = _k4_fused(g, f) if pack else None
+        if k is not None:
+            # one pass: blocks -> scale1, unpacked scales and mins, data
+            s1, s0, aux, data = k.deinterleave_k4(data, f.scale1, f.data, f.blocks,
+                                                  native_threads(f.blocks * f.block))
+            return _block_units(data, g, f, e.inner, inverse=True), s0, s1, aux
         data, s0, s1, aux = _deinterleave(data, f)
         data = _block_units(data, g, f, e.inner, inverse=True)
     elif specs["data"].kind == "expr":
@@ -362,6 +379,16 @@ def _from_canonical(d: D.Descriptor, shape, planes, specs: dict[str, Spec]):
     g = geometry(d, shape)
     data, s0, s1, aux = planes
     pack = specs["scale"].kind == "pack"
+    if pack and specs["data"].kind == "interleave":
+        e = specs["data"].expr
+        f = _block_fields(d, g, e, True, True)
+        k = _k4_fused(g, f)
+        if k is not None and _nbytes(s0) == _nbytes(aux) == 8 * f.blocks \
+                and _nbytes(s1) == f.scale1 * f.blocks:
+            # one pass: scale1, packed scales and mins, data -> blocks
+            data = _block_units(data, g, f, e.inner, inverse=False)
+            return (k.interleave_k4((s1, s0, aux, data), f.scale1, f.data, f.blocks,
+                                    native_threads(f.blocks * f.block)), b"", b"", b"")
     if pack:
         k = native_kernels()
         if k is not None and _nbytes(s0) == _nbytes(aux) == g.n_groups1 * 8:
