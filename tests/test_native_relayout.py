@@ -323,7 +323,7 @@ def test_kernels_refuse_short_buffers():
         _kernels.unpack_k4_12b(b"\0" * 11, 1)
 
 
-@pytest.mark.parametrize("bits,msb", [(4, False), (8, False)])
+@pytest.mark.parametrize("bits,msb", [(4, False), (8, False), (16, False)])
 @pytest.mark.parametrize("R,C", [(64, 64), (128, 128), (256, 320), (130, 258), (258, 130),
                                  (384, 194), (200, 1024)])
 def test_transpose_kernel_staged_tiles(bits, msb, R, C):

@@ -1377,6 +1377,38 @@ tr4_tile_avx2(const unsigned char *s, unsigned char *d, size_t Cb, size_t Rb, si
 #undef NIB_HI
 #endif
 
+#ifdef GRIT_SSE2
+/* Two-byte units: an 8 x 8 block (rows of 16 bytes at stride ss) to the
+ * transposed block at stride ds, by three rounds of unpacks. */
+static inline void
+tr2_8x8(const unsigned char *s, size_t ss, unsigned char *d, size_t ds)
+{
+    __m128i x[8], y[8];
+    for (int i = 0; i < 8; i++) {
+        x[i] = _mm_loadu_si128((const __m128i *)(s + (size_t)i * ss));
+    }
+    for (int i = 0; i < 4; i++) {
+        y[2 * i] = _mm_unpacklo_epi16(x[2 * i], x[2 * i + 1]);
+        y[2 * i + 1] = _mm_unpackhi_epi16(x[2 * i], x[2 * i + 1]);
+    }
+    /* y0 = r0r1 cols 0-3, y1 = r0r1 cols 4-7, y2 = r2r3 cols 0-3, ... */
+    x[0] = _mm_unpacklo_epi32(y[0], y[2]);      /* r0-3 cols 0,1 */
+    x[1] = _mm_unpackhi_epi32(y[0], y[2]);      /* r0-3 cols 2,3 */
+    x[2] = _mm_unpacklo_epi32(y[1], y[3]);      /* r0-3 cols 4,5 */
+    x[3] = _mm_unpackhi_epi32(y[1], y[3]);      /* r0-3 cols 6,7 */
+    x[4] = _mm_unpacklo_epi32(y[4], y[6]);      /* r4-7 cols 0,1 */
+    x[5] = _mm_unpackhi_epi32(y[4], y[6]);
+    x[6] = _mm_unpacklo_epi32(y[5], y[7]);
+    x[7] = _mm_unpackhi_epi32(y[5], y[7]);
+    for (int k = 0; k < 4; k++) {
+        _mm_storeu_si128((__m128i *)(d + (size_t)(2 * k) * ds),
+                         _mm_unpacklo_epi64(x[k], x[4 + k]));
+        _mm_storeu_si128((__m128i *)(d + (size_t)(2 * k + 1) * ds),
+                         _mm_unpackhi_epi64(x[k], x[4 + k]));
+    }
+}
+#endif
+
 /* dst rows (source columns) [lo, hi) in blocks */
 static void
 tr_range(void *p, int part, size_t lo, size_t hi)
@@ -1428,8 +1460,25 @@ tr_range(void *p, int part, size_t lo, size_t hi)
         for (size_t r0 = ro; r0 < ro1; r0 += TR_BLOCK) {
             size_t r1 = r0 + TR_BLOCK < ro1 ? r0 + TR_BLOCK : ro1;
             if (ub == 2) {
+                size_t r8 = r0, c8 = cb;
+#ifdef GRIT_SSE2
+                /* 8 x 8 two-byte transposes in registers, the edges below */
+                r8 = r0 + (r1 - r0) / 8 * 8;
+                c8 = cb + (cb1 - cb) / 8 * 8;
+                for (size_t rr = r0; rr < r8; rr += 8) {
+                    for (size_t cc = cb; cc < c8; cc += 8) {
+                        tr2_8x8(c->src + 2 * (rr * C + cc), 2 * C, c->dst + 2 * (cc * R + rr),
+                                2 * R);
+                    }
+                }
+                for (size_t cc = c8; cc < cb1; cc++) {
+                    for (size_t rr = r0; rr < r8; rr++) {
+                        memcpy(c->dst + 2 * (cc * R + rr), c->src + 2 * (rr * C + cc), 2);
+                    }
+                }
+#endif
                 for (size_t cc = cb; cc < cb1; cc++) {
-                    for (size_t rr = r0; rr < r1; rr++) {
+                    for (size_t rr = r8; rr < r1; rr++) {
                         memcpy(c->dst + 2 * (cc * R + rr), c->src + 2 * (rr * C + cc), 2);
                     }
                 }
