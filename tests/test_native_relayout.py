@@ -308,6 +308,24 @@ def test_large_planes_are_numpy_backed_buffers():
     assert isinstance(small, bytes)
 
 
+@pytest.mark.parametrize("R,C,bits", [(4096, 2048, 8), (4128, 2050, 8), (4160, 2017, 8),
+                                      (4096, 4096, 4), (4160, 4102, 4), (4224, 4096, 4)])
+def test_transpose_kernel_streaming_bands(R, C, bits):
+    # outputs of 8 MiB or more take the banded streaming-store path: whole
+    # bands beside partial row bands and partial column tiles, every split
+    rng = np.random.default_rng(R + C + bits)
+    buf = rng.integers(0, 256, R * C * bits // 8, dtype=np.uint8)
+    if bits == 8:
+        want = np.ascontiguousarray(buf.reshape(R, C).T).tobytes()
+    else:
+        u = np.empty(R * C, np.uint8)
+        u[0::2], u[1::2] = buf & 15, buf >> 4
+        t = np.ascontiguousarray(u.reshape(R, C).T).reshape(-1)
+        want = (t[0::2] | (t[1::2] << 4)).astype(np.uint8).tobytes()
+    for th in (1, 3):
+        assert _kernels.transpose(buf, R, C, bits, False, th) == want
+
+
 def test_kernels_refuse_short_buffers():
     with pytest.raises(ValueError):
         _kernels.transpose(b"\0" * 5, 2, 3, 8)

@@ -1311,6 +1311,21 @@ tr16x32_load(const unsigned char *s, size_t ss, __m256i v[16])
     memcpy(v, x, sizeof x);
 }
 
+/* one 32 x 32 byte block: source rows at stride ss -> destination rows at
+ * stride os */
+TARGET_AVX2 static inline __attribute__((always_inline)) void
+tr32_avx2(const unsigned char *p, size_t ss, unsigned char *o, size_t os)
+{
+    __m256i a[16], b[16];
+    tr16x32_load(p, ss, a);
+    tr16x32_load(p + 16 * ss, ss, b);
+    for (int j = 0; j < 16; j++) {
+        _mm256_storeu_si256((__m256i *)(o + j * os), _mm256_permute2x128_si256(a[j], b[j], 0x20));
+        _mm256_storeu_si256((__m256i *)(o + (16 + j) * os),
+                            _mm256_permute2x128_si256(a[j], b[j], 0x31));
+    }
+}
+
 /* tr1_tile with 32 x 32 register transposes written straight to the
  * destination: rows [r, r + 16) give the low halves and rows [r + 16, r + 32)
  * the high halves of 32 destination rows of 32 bytes each (the 512 x 512
@@ -1322,19 +1337,88 @@ tr1_tile_avx2(const unsigned char *s, unsigned char *d, size_t R, size_t C, size
 {
     for (size_t r = 0; r < TRS; r += 32) {
         for (size_t cc = 0; cc < TRS; cc += 32) {
-            const unsigned char *p = s + (r0 + r) * C + c0 + cc;
-            unsigned char *o = d + (c0 + cc) * R + r0 + r;
-            __m256i a[16], b[16];
-            tr16x32_load(p, C, a);
-            tr16x32_load(p + 16 * C, C, b);
-            for (int j = 0; j < 16; j++) {
-                _mm256_storeu_si256((__m256i *)(o + j * R),
-                                    _mm256_permute2x128_si256(a[j], b[j], 0x20));
-                _mm256_storeu_si256((__m256i *)(o + (16 + j) * R),
-                                    _mm256_permute2x128_si256(a[j], b[j], 0x31));
+            tr32_avx2(s + (r0 + r) * C + c0 + cc, C, d + (c0 + cc) * R + r0 + r, R);
+        }
+    }
+}
+
+/* Grids of NT_MIN bytes or more leave the cache: bands of source rows are
+ * walked along the row (the source is read in long runs), each tile is
+ * transposed into a small staging buffer, and every destination line is
+ * written whole, once, with streaming stores -- no read-for-ownership of
+ * the output, as glibc's memcpy does for copies this large.  Smaller
+ * outputs stay in the cache for whoever reads them next. */
+#ifndef NT_MIN
+#define NT_MIN ((size_t)8 << 20)
+#endif
+
+TARGET_AVX2 static inline void
+stream_lines(const unsigned char *st, unsigned char *d, size_t ds, int lines)
+{
+    for (int j = 0; j < lines; j++) {
+        const __m256i *q = (const __m256i *)(st + (size_t)j * 64);
+        _mm256_stream_si256((__m256i *)(d + (size_t)j * ds), _mm256_load_si256(q));
+        _mm256_stream_si256((__m256i *)(d + (size_t)j * ds + 32), _mm256_load_si256(q + 1));
+    }
+}
+
+/* bytes: bands [lo, hi) of 64 source rows; columns past the last whole
+ * 64-byte tile by tr1_rect */
+TARGET_AVX2 static void
+tr1_band_nt(void *p, int part, size_t lo, size_t hi)
+{
+    tr_ctx *c = (tr_ctx *)p;
+    const size_t R = c->R, C = c->C, cf = C / 64 * 64;
+    _Alignas(32) unsigned char st[64 * 64];
+    (void)part;
+    for (size_t b = lo; b < hi; b++) {
+        const size_t r0 = b * 64;
+        for (size_t cb = 0; cb < cf; cb += 64) {
+            for (size_t r = 0; r < 64; r += 32) {
+                for (size_t cc = 0; cc < 64; cc += 32) {
+                    tr32_avx2(c->src + (r0 + r) * C + cb + cc, C, st + cc * 64 + r, 64);
+                }
+            }
+            stream_lines(st, c->dst + cb * R + r0, R, 64);
+        }
+        if (cf < C) {
+            tr1_rect(c->src, c->dst, R, C, r0, r0 + 64, cf, C);
+        }
+    }
+    _mm_sfence();
+}
+
+TARGET_AVX2 static void tr4_tile_avx2(const unsigned char *s, size_t Cb, size_t r, size_t j,
+                                      unsigned char *out, size_t os);
+
+/* nibbles (tr4_range's layout): bands [lo, hi) of 128 source rows, i.e. 64
+ * bytes of each destination row; byte columns past the last whole 32 by
+ * the scalar pairing */
+TARGET_AVX2 static void
+tr4_band_nt(void *p, int part, size_t lo, size_t hi)
+{
+    tr_ctx *c = (tr_ctx *)p;
+    const size_t Cb = c->C / 2, Rb = c->R / 2, jf = Cb / 32 * 32;
+    const unsigned char *s = c->src;
+    unsigned char *d = c->dst;
+    _Alignas(32) unsigned char st[64 * 64];
+    (void)part;
+    for (size_t b = lo; b < hi; b++) {
+        const size_t r0 = b * 128;
+        for (size_t jb = 0; jb < jf; jb += 32) {
+            tr4_tile_avx2(s, Cb, r0, jb, st, 64);
+            tr4_tile_avx2(s, Cb, r0 + 64, jb, st + 32, 64);
+            stream_lines(st, d + 2 * jb * Rb + r0 / 2, Rb, 64);
+        }
+        for (size_t j = jf; j < Cb; j++) {
+            for (size_t rr = r0; rr < r0 + 128; rr += 2) {
+                unsigned a = s[rr * Cb + j], e = s[(rr + 1) * Cb + j];
+                d[2 * j * Rb + rr / 2] = (unsigned char)((a & 15) | (e << 4));
+                d[(2 * j + 1) * Rb + rr / 2] = (unsigned char)((a >> 4) | (e & 0xF0));
             }
         }
     }
+    _mm_sfence();
 }
 #endif
 
@@ -1350,8 +1434,8 @@ tr1_tile_avx2(const unsigned char *s, unsigned char *d, size_t R, size_t C, size
     _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16((x), 4), m0f),                  \
                     _mm256_srli_epi16(_mm256_and_si256(_mm256_srli_epi16((x), 4), m0f), 4)), mff)
 TARGET_AVX2 static void
-tr4_tile_avx2(const unsigned char *s, unsigned char *d, size_t Cb, size_t Rb, size_t r,
-              size_t j)
+tr4_tile_avx2(const unsigned char *s, size_t Cb, size_t r, size_t j, unsigned char *out,
+              size_t os)
 {
     const __m256i m0f = _mm256_set1_epi8(0x0F), mff = _mm256_set1_epi16(0x00FF);
     __m256i a[16], b[16], c[16], e[16];
@@ -1365,12 +1449,11 @@ tr4_tile_avx2(const unsigned char *s, unsigned char *d, size_t Cb, size_t Rb, si
         __m256i lo23 = _mm256_packus_epi16(NIB_LO(c[k]), NIB_LO(e[k]));
         __m256i hi01 = _mm256_packus_epi16(NIB_HI(a[k]), NIB_HI(b[k]));
         __m256i hi23 = _mm256_packus_epi16(NIB_HI(c[k]), NIB_HI(e[k]));
-        unsigned char *o0 = d + 2 * (j + k) * Rb + r / 2;
-        unsigned char *o1 = d + 2 * (j + 16 + k) * Rb + r / 2;
+        unsigned char *o0 = out + 2 * (size_t)k * os, *o1 = out + 2 * (size_t)(16 + k) * os;
         _mm256_storeu_si256((__m256i *)o0, _mm256_permute2x128_si256(lo01, lo23, 0x20));
-        _mm256_storeu_si256((__m256i *)(o0 + Rb), _mm256_permute2x128_si256(hi01, hi23, 0x20));
+        _mm256_storeu_si256((__m256i *)(o0 + os), _mm256_permute2x128_si256(hi01, hi23, 0x20));
         _mm256_storeu_si256((__m256i *)o1, _mm256_permute2x128_si256(lo01, lo23, 0x31));
-        _mm256_storeu_si256((__m256i *)(o1 + Rb), _mm256_permute2x128_si256(hi01, hi23, 0x31));
+        _mm256_storeu_si256((__m256i *)(o1 + os), _mm256_permute2x128_si256(hi01, hi23, 0x31));
     }
 }
 #undef NIB_LO
@@ -1529,7 +1612,7 @@ tr4_range(void *p, int part, size_t lo, size_t hi)
 #ifdef GRIT_AVX2
             if (use_avx2 && jb1 - jb == 32) {
                 for (; r + 64 <= r1; r += 64) {
-                    tr4_tile_avx2(s, d, Cb, Rb, r, jb);
+                    tr4_tile_avx2(s, Cb, r, jb, d + 2 * jb * Rb + r / 2, Rb);
                 }
             }
 #endif
@@ -2216,7 +2299,29 @@ py_transpose(PyObject *self, PyObject *args)
     c.R = (size_t)R;
     c.C = (size_t)C;
     c.ub = (size_t)bits / 8;
+#ifdef GRIT_AVX2
+    const int nt = use_avx2 && (size_t)nbytes >= NT_MIN && ((uintptr_t)dst & 31) == 0;
+#endif
     Py_BEGIN_ALLOW_THREADS
+#ifdef GRIT_AVX2
+    if (nt && bits == 8 && R >= 64 && R % 32 == 0) {
+        size_t bands = (size_t)R / 64, rf = bands * 64;
+        run_parts(tr1_band_nt, &c, bands, n_parts(bands, nthreads));
+        if (rf < (size_t)R) {
+            tr1_rect(c.src, c.dst, c.R, c.C, rf, c.R, 0, c.C);
+        }
+    } else if (nt && bits == 4 && !msb && R >= 128 && R % 64 == 0 && C % 2 == 0) {
+        size_t bands = (size_t)R / 128, rf = bands * 128, Cb = (size_t)C / 2, Rb = (size_t)R / 2;
+        run_parts(tr4_band_nt, &c, bands, n_parts(bands, nthreads));
+        for (size_t j = 0; j < Cb; j++) {
+            for (size_t rr = rf; rr < (size_t)R; rr += 2) {
+                unsigned a = c.src[rr * Cb + j], e = c.src[(rr + 1) * Cb + j];
+                dst[2 * j * Rb + rr / 2] = (unsigned char)((a & 15) | (e << 4));
+                dst[(2 * j + 1) * Rb + rr / 2] = (unsigned char)((a >> 4) | (e & 0xF0));
+            }
+        }
+    } else
+#endif
     if (bits == 4) {
         if (R % 2 == 0 && C % 2 == 0 && !msb) {
             size_t units = ((size_t)C / 2 + TR_BLOCK - 1) / TR_BLOCK;
