@@ -1212,6 +1212,23 @@ tr16_load(const unsigned char *s, size_t ss, __m128i v[16])
 }
 #endif
 
+/* 4-bit units, LSB-first, R and C even (tr4_range's layout): the source byte
+ * columns [j0, j1) x rows [r0, r1) (r0, r1 even), one byte pair at a time --
+ * destination row 2j gets the low nibbles of source column j, row 2j + 1 the
+ * high ones. */
+static void
+tr4_pairs(const unsigned char *s, unsigned char *d, size_t Cb, size_t Rb, size_t j0,
+          size_t j1, size_t r0, size_t r1)
+{
+    for (size_t j = j0; j < j1; j++) {
+        for (size_t rr = r0; rr < r1; rr += 2) {
+            unsigned a = s[rr * Cb + j], b = s[(rr + 1) * Cb + j];
+            d[2 * j * Rb + rr / 2] = (unsigned char)((a & 15) | (b << 4));
+            d[(2 * j + 1) * Rb + rr / 2] = (unsigned char)((a >> 4) | (b & 0xF0));
+        }
+    }
+}
+
 /* Byte units: the rectangle rows [r0, r1) x columns [cb, cb1) of the source,
  * 16 x 16 register transposes where they fit, bytes elsewhere. */
 static void
@@ -1342,6 +1359,42 @@ tr1_tile_avx2(const unsigned char *s, unsigned char *d, size_t R, size_t C, size
     }
 }
 
+/* 4-bit units (tr4_range's layout): 64 source rows x 32 source bytes -> 64
+ * destination rows x 32 bytes.  Four 16 x 32 register transposes give, for
+ * byte column k, its 64 rows; the even/odd row nibbles are then paired into
+ * bytes (16-bit lanes, packus) and each destination row gets one 32-byte
+ * store. */
+#define NIB_LO(x) _mm256_and_si256(_mm256_or_si256(_mm256_and_si256((x), m0f),          \
+                                   _mm256_srli_epi16(_mm256_and_si256((x), m0f), 4)), mff)
+#define NIB_HI(x) _mm256_and_si256(                                                    \
+    _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16((x), 4), m0f),                  \
+                    _mm256_srli_epi16(_mm256_and_si256(_mm256_srli_epi16((x), 4), m0f), 4)), mff)
+TARGET_AVX2 static void
+tr4_tile_avx2(const unsigned char *s, size_t Cb, size_t r, size_t j, unsigned char *out,
+              size_t os)
+{
+    const __m256i m0f = _mm256_set1_epi8(0x0F), mff = _mm256_set1_epi16(0x00FF);
+    __m256i a[16], b[16], c[16], e[16];
+    const unsigned char *p = s + r * Cb + j;
+    tr16x32_load(p, Cb, a);
+    tr16x32_load(p + 16 * Cb, Cb, b);
+    tr16x32_load(p + 32 * Cb, Cb, c);
+    tr16x32_load(p + 48 * Cb, Cb, e);
+    for (int k = 0; k < 16; k++) {
+        __m256i lo01 = _mm256_packus_epi16(NIB_LO(a[k]), NIB_LO(b[k]));
+        __m256i lo23 = _mm256_packus_epi16(NIB_LO(c[k]), NIB_LO(e[k]));
+        __m256i hi01 = _mm256_packus_epi16(NIB_HI(a[k]), NIB_HI(b[k]));
+        __m256i hi23 = _mm256_packus_epi16(NIB_HI(c[k]), NIB_HI(e[k]));
+        unsigned char *o0 = out + 2 * (size_t)k * os, *o1 = out + 2 * (size_t)(16 + k) * os;
+        _mm256_storeu_si256((__m256i *)o0, _mm256_permute2x128_si256(lo01, lo23, 0x20));
+        _mm256_storeu_si256((__m256i *)(o0 + os), _mm256_permute2x128_si256(hi01, hi23, 0x20));
+        _mm256_storeu_si256((__m256i *)o1, _mm256_permute2x128_si256(lo01, lo23, 0x31));
+        _mm256_storeu_si256((__m256i *)(o1 + os), _mm256_permute2x128_si256(hi01, hi23, 0x31));
+    }
+}
+#undef NIB_LO
+#undef NIB_HI
+
 /* Grids of NT_MIN bytes or more leave the cache: bands of source rows are
  * walked along the row (the source is read in long runs), each tile is
  * transposed into a small staging buffer, and every destination line is
@@ -1388,9 +1441,6 @@ tr1_band_nt(void *p, int part, size_t lo, size_t hi)
     _mm_sfence();
 }
 
-TARGET_AVX2 static void tr4_tile_avx2(const unsigned char *s, size_t Cb, size_t r, size_t j,
-                                      unsigned char *out, size_t os);
-
 /* nibbles (tr4_range's layout): bands [lo, hi) of 128 source rows, i.e. 64
  * bytes of each destination row; byte columns past the last whole 32 by
  * the scalar pairing */
@@ -1410,54 +1460,10 @@ tr4_band_nt(void *p, int part, size_t lo, size_t hi)
             tr4_tile_avx2(s, Cb, r0 + 64, jb, st + 32, 64);
             stream_lines(st, d + 2 * jb * Rb + r0 / 2, Rb, 64);
         }
-        for (size_t j = jf; j < Cb; j++) {
-            for (size_t rr = r0; rr < r0 + 128; rr += 2) {
-                unsigned a = s[rr * Cb + j], e = s[(rr + 1) * Cb + j];
-                d[2 * j * Rb + rr / 2] = (unsigned char)((a & 15) | (e << 4));
-                d[(2 * j + 1) * Rb + rr / 2] = (unsigned char)((a >> 4) | (e & 0xF0));
-            }
-        }
+        tr4_pairs(s, d, Cb, Rb, jf, Cb, r0, r0 + 128);
     }
     _mm_sfence();
 }
-#endif
-
-#if defined(GRIT_SSE2) && defined(GRIT_AVX2)
-/* 4-bit units (tr4_range's layout): 64 source rows x 32 source bytes -> 64
- * destination rows x 32 bytes.  Four 16 x 32 register transposes give, for
- * byte column k, its 64 rows; the even/odd row nibbles are then paired into
- * bytes (16-bit lanes, packus) and each destination row gets one 32-byte
- * store. */
-#define NIB_LO(x) _mm256_and_si256(_mm256_or_si256(_mm256_and_si256((x), m0f),          \
-                                   _mm256_srli_epi16(_mm256_and_si256((x), m0f), 4)), mff)
-#define NIB_HI(x) _mm256_and_si256(                                                    \
-    _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16((x), 4), m0f),                  \
-                    _mm256_srli_epi16(_mm256_and_si256(_mm256_srli_epi16((x), 4), m0f), 4)), mff)
-TARGET_AVX2 static void
-tr4_tile_avx2(const unsigned char *s, size_t Cb, size_t r, size_t j, unsigned char *out,
-              size_t os)
-{
-    const __m256i m0f = _mm256_set1_epi8(0x0F), mff = _mm256_set1_epi16(0x00FF);
-    __m256i a[16], b[16], c[16], e[16];
-    const unsigned char *p = s + r * Cb + j;
-    tr16x32_load(p, Cb, a);
-    tr16x32_load(p + 16 * Cb, Cb, b);
-    tr16x32_load(p + 32 * Cb, Cb, c);
-    tr16x32_load(p + 48 * Cb, Cb, e);
-    for (int k = 0; k < 16; k++) {
-        __m256i lo01 = _mm256_packus_epi16(NIB_LO(a[k]), NIB_LO(b[k]));
-        __m256i lo23 = _mm256_packus_epi16(NIB_LO(c[k]), NIB_LO(e[k]));
-        __m256i hi01 = _mm256_packus_epi16(NIB_HI(a[k]), NIB_HI(b[k]));
-        __m256i hi23 = _mm256_packus_epi16(NIB_HI(c[k]), NIB_HI(e[k]));
-        unsigned char *o0 = out + 2 * (size_t)k * os, *o1 = out + 2 * (size_t)(16 + k) * os;
-        _mm256_storeu_si256((__m256i *)o0, _mm256_permute2x128_si256(lo01, lo23, 0x20));
-        _mm256_storeu_si256((__m256i *)(o0 + os), _mm256_permute2x128_si256(hi01, hi23, 0x20));
-        _mm256_storeu_si256((__m256i *)o1, _mm256_permute2x128_si256(lo01, lo23, 0x31));
-        _mm256_storeu_si256((__m256i *)(o1 + os), _mm256_permute2x128_si256(hi01, hi23, 0x31));
-    }
-}
-#undef NIB_LO
-#undef NIB_HI
 #endif
 
 #ifdef GRIT_SSE2
@@ -1637,22 +1643,10 @@ tr4_range(void *p, int part, size_t lo, size_t hi)
                                          _mm_packus_epi16(ha, hb));
                     }
                 }
-                for (; j < jb1; j++) {
-                    for (size_t rr = r; rr < r + 32; rr += 2) {
-                        unsigned a = s[rr * Cb + j], b = s[(rr + 1) * Cb + j];
-                        d[2 * j * Rb + rr / 2] = (unsigned char)((a & 15) | (b << 4));
-                        d[(2 * j + 1) * Rb + rr / 2] = (unsigned char)((a >> 4) | (b & 0xF0));
-                    }
-                }
+                tr4_pairs(s, d, Cb, Rb, j, jb1, r, r + 32);
             }
 #endif
-            for (size_t j = jb; j < jb1; j++) {
-                for (size_t rr = r; rr < r1; rr += 2) {
-                    unsigned a = s[rr * Cb + j], b = s[(rr + 1) * Cb + j];
-                    d[2 * j * Rb + rr / 2] = (unsigned char)((a & 15) | (b << 4));
-                    d[(2 * j + 1) * Rb + rr / 2] = (unsigned char)((a >> 4) | (b & 0xF0));
-                }
-            }
+            tr4_pairs(s, d, Cb, Rb, jb, jb1, r, r1);
         }
     }
         }
@@ -2311,15 +2305,9 @@ py_transpose(PyObject *self, PyObject *args)
             tr1_rect(c.src, c.dst, c.R, c.C, rf, c.R, 0, c.C);
         }
     } else if (nt && bits == 4 && !msb && R >= 128 && R % 64 == 0 && C % 2 == 0) {
-        size_t bands = (size_t)R / 128, rf = bands * 128, Cb = (size_t)C / 2, Rb = (size_t)R / 2;
+        size_t bands = (size_t)R / 128, rf = bands * 128;
         run_parts(tr4_band_nt, &c, bands, n_parts(bands, nthreads));
-        for (size_t j = 0; j < Cb; j++) {
-            for (size_t rr = rf; rr < (size_t)R; rr += 2) {
-                unsigned a = c.src[rr * Cb + j], e = c.src[(rr + 1) * Cb + j];
-                dst[2 * j * Rb + rr / 2] = (unsigned char)((a & 15) | (e << 4));
-                dst[(2 * j + 1) * Rb + rr / 2] = (unsigned char)((a >> 4) | (e & 0xF0));
-            }
-        }
+        tr4_pairs(c.src, c.dst, c.C / 2, c.R / 2, 0, c.C / 2, rf, c.R);
     } else
 #endif
     if (bits == 4) {

@@ -307,7 +307,7 @@ def _k4_fused(g: Geometry, f: _Fields):
     """The native one-pass BLOCK_AOS-over-PACK_K4_12B kernels, when they
     apply: one super-block of 8 scales and 8 mins per block, no other aux."""
     k = native_kernels()
-    if k is None or not hasattr(k, "interleave_k4") or f.blocks == 0:
+    if k is None or f.blocks == 0:
         return None
     if f.scale0 != PACK_BYTES or f.aux != 0 or g.n_groups1 != f.blocks:
         return None
@@ -385,7 +385,7 @@ def _from_canonical(d: D.Descriptor, shape, planes, specs: dict[str, Spec]):
         k = _k4_fused(g, f)
         if k is not None and _nbytes(s0) == _nbytes(aux) == 8 * f.blocks \
                 and _nbytes(s1) == f.scale1 * f.blocks:
-            # one pass: scale1, packed scales and mins, data -> blocks
+            # one pass: scale1, scales and mins (packed on the way), data -> blocks
             data = _block_units(data, g, f, e.inner, inverse=False)
             return (k.interleave_k4((s1, s0, aux, data), f.scale1, f.data, f.blocks,
                                     native_threads(f.blocks * f.block)), b"", b"", b"")
