@@ -303,6 +303,12 @@ def test_large_planes_are_numpy_backed_buffers():
     src = np.arange(n, dtype=np.uint32).view(np.uint8)
     got = _kernels.transpose(src, 2048, 4096, 8, False, 2)
     assert isinstance(got, memoryview) and got.nbytes == 4 * n
+    # cache-line aligned, whatever numpy's allocator returned: the
+    # streaming-store path writes whole 64-byte lines
+    assert np.frombuffer(got, np.uint8).ctypes.data % 64 == 0
+    for k in range(1, 9):
+        enc = _kernels.transpose(src[: (1 << 20) + 64 * k], 64 * k + (1 << 20), 1, 8)
+        assert np.frombuffer(enc, np.uint8).ctypes.data % 64 == 0
     assert got == np.ascontiguousarray(src.reshape(2048, 4096).T).tobytes()
     small = _kernels.transpose(src[:64], 8, 8, 8)
     assert isinstance(small, bytes)
@@ -311,8 +317,9 @@ def test_large_planes_are_numpy_backed_buffers():
 @pytest.mark.parametrize("R,C,bits", [(4096, 2048, 8), (4128, 2050, 8), (4160, 2017, 8),
                                       (4096, 4096, 4), (4160, 4102, 4), (4224, 4096, 4)])
 def test_transpose_kernel_streaming_bands(R, C, bits):
-    # outputs of 8 MiB or more take the banded streaming-store path: whole
-    # bands beside partial row bands and partial column tiles, every split
+    # outputs of 8 MiB or more whose destination rows are whole cache lines
+    # (R a multiple of 64 bytes) take the banded streaming-store path, with
+    # partial column tiles; the others (4128, 4160 nibbles) the tiled one
     rng = np.random.default_rng(R + C + bits)
     buf = rng.integers(0, 256, R * C * bits // 8, dtype=np.uint8)
     if bits == 8:

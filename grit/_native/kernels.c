@@ -1899,7 +1899,7 @@ new_plane(Py_ssize_t n, unsigned char **p)
             }
         }
         if (np_empty != NULL) {
-            PyObject *arr = PyObject_CallFunction(np_empty, "ns", n, "u1");
+            PyObject *arr = PyObject_CallFunction(np_empty, "ns", n + 63, "u1");
             if (arr == NULL) {
                 return NULL;             /* MemoryError: report it */
             }
@@ -1908,10 +1908,17 @@ new_plane(Py_ssize_t n, unsigned char **p)
                 Py_DECREF(arr);
                 return NULL;
             }
-            *p = (unsigned char *)v.buf;     /* owned by arr, which the view keeps */
+            /* cache-line aligned start: whole-line stores stay whole lines */
+            Py_ssize_t off = (Py_ssize_t)((64 - ((uintptr_t)v.buf & 63)) & 63);
+            *p = (unsigned char *)v.buf + off;   /* owned by arr, which the view keeps */
             PyBuffer_Release(&v);
-            PyObject *mv = PyMemoryView_FromObject(arr);
+            PyObject *whole = PyMemoryView_FromObject(arr);
             Py_DECREF(arr);
+            if (whole == NULL) {
+                return NULL;
+            }
+            PyObject *mv = PySequence_GetSlice(whole, off, off + n);
+            Py_DECREF(whole);
             return mv;
         }
     }
@@ -2294,20 +2301,17 @@ py_transpose(PyObject *self, PyObject *args)
     c.C = (size_t)C;
     c.ub = (size_t)bits / 8;
 #ifdef GRIT_AVX2
-    const int nt = use_avx2 && (size_t)nbytes >= NT_MIN && ((uintptr_t)dst & 31) == 0;
+    const int nt = use_avx2 && (size_t)nbytes >= NT_MIN && ((uintptr_t)dst & 63) == 0;
 #endif
     Py_BEGIN_ALLOW_THREADS
 #ifdef GRIT_AVX2
-    if (nt && bits == 8 && R >= 64 && R % 32 == 0) {
-        size_t bands = (size_t)R / 64, rf = bands * 64;
+    /* destination rows of whole cache lines: every streamed line is whole */
+    if (nt && bits == 8 && R % 64 == 0) {
+        size_t bands = (size_t)R / 64;
         run_parts(tr1_band_nt, &c, bands, n_parts(bands, nthreads));
-        if (rf < (size_t)R) {
-            tr1_rect(c.src, c.dst, c.R, c.C, rf, c.R, 0, c.C);
-        }
-    } else if (nt && bits == 4 && !msb && R >= 128 && R % 64 == 0 && C % 2 == 0) {
-        size_t bands = (size_t)R / 128, rf = bands * 128;
+    } else if (nt && bits == 4 && !msb && R % 128 == 0 && C % 2 == 0) {
+        size_t bands = (size_t)R / 128;
         run_parts(tr4_band_nt, &c, bands, n_parts(bands, nthreads));
-        tr4_pairs(c.src, c.dst, c.C / 2, c.R / 2, 0, c.C / 2, rf, c.R);
     } else
 #endif
     if (bits == 4) {
