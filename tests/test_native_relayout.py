@@ -236,6 +236,28 @@ def test_tile_kernel(e, bits, nr, nc):
                                  t) == want
 
 
+@pytest.mark.parametrize("tr,tc,bits", [(16, 16, 4), (16, 16, 8), (4, 16, 4), (2, 32, 4),
+                                         (2, 16, 8), (6, 16, 8), (3, 16, 4)])
+@pytest.mark.parametrize("nc", [1, 3, 4, 5, 9, 13])
+def test_tile_kernel_whole_row_groups(tr, tc, bits, nc):
+    # tiles stored row by row with 8- or 16-byte rows go four or two at a
+    # time through register transposes; leftover tiles of a band or of a
+    # thread's range (every split) take the chunk loop.  Checked against the
+    # tiles cut by numpy reshapes.
+    nr = 3
+    R, C = nr * tr, nc * tc
+    rng = np.random.default_rng(tr * 1000 + tc * 10 + bits + nc)
+    rowbytes, tcb = C * bits // 8, tc * bits // 8
+    buf = rng.integers(0, 256, R * rowbytes, dtype=np.uint8)
+    want = np.ascontiguousarray(
+        buf.reshape(nr, tr, nc, tcb).transpose(0, 2, 1, 3)).tobytes()
+    tab = np.arange(tr, dtype=np.int64)
+    for t in (1, 2, 3, 7):
+        got = _kernels.tile(buf, R, rowbytes, tr, tcb, tcb, tab, False, t)
+        assert got == want
+        assert _kernels.tile(got, R, rowbytes, tr, tcb, tcb, tab, True, t) == buf.tobytes()
+
+
 def test_tile_chunks_of_the_registered_tiles():
     assert P._tile_chunks(RowMajor(), 16, 16, 4)[0] == 8           # TILE_16X16 nibbles
     assert P._tile_chunks(RowMajor(), 16, 16, 8)[0] == 16

@@ -1686,6 +1686,7 @@ typedef struct {
     size_t rowbytes, tr, tcb, w, nct, nchunks;
     const size_t *off;       /* byte offset of each chunk's logical place in the tile */
     int inverse;
+    int rows_whole;          /* chunk k is tile row k, whole (w == tcb): TILE_16X16 */
 } tile_ctx;
 
 #define TILE_LOOP(W)                                                               \
@@ -1705,10 +1706,8 @@ typedef struct {
     }
 
 static void
-tile_range(void *p, int part, size_t lo, size_t hi)
+tile_run(const tile_ctx *c, size_t lo, size_t hi)
 {
-    tile_ctx *c = (tile_ctx *)p;
-    (void)part;
     /* locals: stores through unsigned char * would otherwise reload *c */
     const int inverse = c->inverse;
     unsigned char *phys = (unsigned char *)(inverse ? c->src : c->dst);
@@ -1731,6 +1730,96 @@ tile_range(void *p, int part, size_t lo, size_t hi)
     case 64: TILE_LOOP(64) break;
     default: TILE_LOOP(w) break;
     }
+}
+
+#ifdef GRIT_AVX2
+/* Tiles stored row by row (rows_whole), tcb 8 or 16: G = 32 / tcb tiles
+ * side by side are one 32-byte load per grid row, and the tile-major and
+ * row-major orders of a G x G block of tcb-byte pieces are each other's
+ * transpose -- a 4 x 4 transpose of 8-byte lanes (tcb 8) or a 2 x 2 one of
+ * 16-byte halves (tcb 16), both directions alike.  Tiles left over at the
+ * end of a band or of the range go through tile_run. */
+TARGET_AVX2 static inline __attribute__((always_inline)) void
+tr4x4_q(const unsigned char *s0, size_t ss, unsigned char *d0, size_t ds)
+{
+    __m256i a0 = _mm256_loadu_si256((const __m256i *)s0);
+    __m256i a1 = _mm256_loadu_si256((const __m256i *)(s0 + ss));
+    __m256i a2 = _mm256_loadu_si256((const __m256i *)(s0 + 2 * ss));
+    __m256i a3 = _mm256_loadu_si256((const __m256i *)(s0 + 3 * ss));
+    __m256i t0 = _mm256_unpacklo_epi64(a0, a1), t1 = _mm256_unpackhi_epi64(a0, a1);
+    __m256i t2 = _mm256_unpacklo_epi64(a2, a3), t3 = _mm256_unpackhi_epi64(a2, a3);
+    _mm256_storeu_si256((__m256i *)d0, _mm256_permute2x128_si256(t0, t2, 0x20));
+    _mm256_storeu_si256((__m256i *)(d0 + ds), _mm256_permute2x128_si256(t1, t3, 0x20));
+    _mm256_storeu_si256((__m256i *)(d0 + 2 * ds), _mm256_permute2x128_si256(t0, t2, 0x31));
+    _mm256_storeu_si256((__m256i *)(d0 + 3 * ds), _mm256_permute2x128_si256(t1, t3, 0x31));
+}
+
+TARGET_AVX2 static inline __attribute__((always_inline)) void
+tr2x2_x(const unsigned char *s0, size_t ss, unsigned char *d0, size_t ds)
+{
+    __m256i a0 = _mm256_loadu_si256((const __m256i *)s0);
+    __m256i a1 = _mm256_loadu_si256((const __m256i *)(s0 + ss));
+    _mm256_storeu_si256((__m256i *)d0, _mm256_permute2x128_si256(a0, a1, 0x20));
+    _mm256_storeu_si256((__m256i *)(d0 + ds), _mm256_permute2x128_si256(a0, a1, 0x31));
+}
+
+TARGET_AVX2 static void
+tile_rows_avx2(const tile_ctx *c, size_t lo, size_t hi)
+{
+    const int inverse = c->inverse;
+    unsigned char *phys = (unsigned char *)(inverse ? c->src : c->dst);
+    unsigned char *logi = (unsigned char *)(inverse ? c->dst : c->src);
+    const size_t nct = c->nct, tcb = c->tcb, tr = c->tr, rb = c->rowbytes;
+    const size_t tile_bytes = tr * tcb, band_bytes = tr * rb, G = 32 / tcb;
+    size_t t = lo;
+    while (t < hi) {
+        const size_t band = t / nct, tcol = t % nct;
+        size_t end = (band + 1) * nct < hi ? (band + 1) * nct : hi;   /* this band's tiles */
+        size_t g = tcol + (end - t) / G * G;                              /* tile columns [tcol, g) in groups */
+        unsigned char *lb = logi + band * band_bytes;
+        unsigned char *pb = phys + band * nct * tile_bytes;
+        for (size_t q = tcol; q < g; q += G) {
+            unsigned char *ph = pb + q * tile_bytes, *lg = lb + q * tcb;
+            if (G == 4 && !inverse) {
+                for (size_t r = 0; r < tr; r += 4) {
+                    tr4x4_q(lg + r * rb, rb, ph + r * 8, tile_bytes);
+                }
+            } else if (G == 4) {
+                for (size_t r = 0; r < tr; r += 4) {
+                    tr4x4_q(ph + r * 8, tile_bytes, lg + r * rb, rb);
+                }
+            } else if (!inverse) {
+                for (size_t r = 0; r < tr; r += 2) {
+                    tr2x2_x(lg + r * rb, rb, ph + r * 16, tile_bytes);
+                }
+            } else {
+                for (size_t r = 0; r < tr; r += 2) {
+                    tr2x2_x(ph + r * 16, tile_bytes, lg + r * rb, rb);
+                }
+            }
+        }
+        t += g - tcol;
+        if (t < end) {
+            tile_run(c, t, end);
+            t = end;
+        }
+    }
+}
+#endif
+
+static void
+tile_range(void *p, int part, size_t lo, size_t hi)
+{
+    const tile_ctx *c = (const tile_ctx *)p;
+    (void)part;
+#ifdef GRIT_AVX2
+    if (use_avx2 && c->rows_whole
+        && ((c->tcb == 8 && c->tr % 4 == 0) || (c->tcb == 16 && c->tr % 2 == 0))) {
+        tile_rows_avx2(c, lo, hi);
+        return;
+    }
+#endif
+    tile_run(c, lo, hi);
 }
 
 /* BLOCK_AOS: nf fields of widths w[f] per block, in that order. */
@@ -2392,6 +2481,10 @@ py_tile(PyObject *self, PyObject *args)
     c.nchunks = nchunks;
     c.off = off;
     c.inverse = inverse;
+    c.rows_whole = w == tcb;
+    for (size_t k = 0; k < nchunks && c.rows_whole; k++) {
+        c.rows_whole = off[k] == k * (size_t)rowbytes;
+    }
     size_t units = (size_t)(rows / tr) * c.nct;
     Py_BEGIN_ALLOW_THREADS
     run_parts(tile_range, &c, units, n_parts(units, nthreads));
