@@ -1,25 +1,29 @@
-"""Relayout throughput between registered placements on a large array, native
-fast paths (grit._kernels) and the numpy path, beside memcpy of the same bytes
-in the same run.
+"""Relayout throughput between registered placements, native fast paths
+(grit._kernels) and the numpy path, beside memcpy of the same bytes in the
+same run.
 
-    python bench/bench_relayout.py [--sizes 16384x8192,4096x4096] [--repeat 5] [--json out.json]
+    python bench/bench_relayout.py [--sizes 16384x8192,4096x4096] [--repeat 9] [--json out.json]
 
 Two sizes by default: a large tensor (payload 71-92 MB, beyond the last-level
-cache of the machines this project targets: the regime of the issue's memcpy
-figure and of converting a real checkpoint) and a 4096 x 4096 one (payload
-9-12 MB, which a 32 MB last-level cache holds, so np.copy runs at cache
-speed there).  The 50% target is judged on the large size; the cache-resident
-ratios are printed too and are lower for the transposing placements.
+cache of the machines this project targets: the regime of converting a real
+checkpoint, where memcpy runs at memory speed) and a 4096 x 4096 one (payload
+9-12 MB, which a 32 MB last-level cache holds, so np.copy runs at cache speed
+there).  The 50% target is judged on the large size; the cache-resident ratios
+are printed too and are lower for the transposing placements.
 
 Each row relayouts a canonical array to one placement ("to") and from it back
 to canonical ("back") and reports GB/s of payload moved (all four planes):
 native, numpy (``grit.codec.decode.NATIVE = False``), and two memcpy rows of
-the same number of bytes: ``np.copyto`` into a preallocated buffer, and
-``np.copy``, which allocates its output as a relayout does.  The ratios are
-native GB/s over memcpy GB/s; the 50% target is judged against ``np.copy``
-(allocating: the like-for-like comparison), and the ratio to ``np.copyto`` is
-printed beside it.  Native threads follow grit.codec.decode's rule (one per
-MiB, at most os.cpu_count()); ``--threads`` sets grit.codec.decode.THREADS.
+the same number of bytes out of a numpy allocation (as relayout reads):
+``np.copyto`` into a preallocated buffer, and ``np.copy``, which allocates its
+output as a relayout does.  The native and memcpy timings are taken in
+interleaved rounds (copyto, np.copy, to, back; ``--repeat`` rounds), so that
+a slow spell of a shared machine hits them alike; each ratio is the median
+over the rounds of that round's native GB/s over its memcpy GB/s.  The 50%
+target is judged against ``np.copy`` (allocating: the like-for-like
+comparison); the ratio to ``np.copyto`` is printed beside it.  Native threads
+follow grit.codec.decode's rule (one per MiB, at most os.cpu_count());
+``--threads`` sets grit.codec.decode.THREADS.
 """
 from __future__ import annotations
 
@@ -36,6 +40,20 @@ import grit
 from grit import layouts as L
 
 dm = importlib.import_module("grit.codec.decode")
+
+
+def _rounds(fns: dict, repeat: int) -> dict:
+    """Seconds per call of each function, ``repeat`` interleaved rounds
+    (after one warm-up call each)."""
+    for fn in fns.values():
+        fn()
+    ts = {k: [] for k in fns}
+    for _ in range(repeat):
+        for k, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            ts[k].append(time.perf_counter() - t0)
+    return ts
 
 
 def _median_s(fn, repeat: int) -> float:
@@ -80,6 +98,7 @@ def _llc() -> str:
 
 
 def _one_size(nrows: int, ncols: int, repeat: int, native_ok: bool) -> list:
+    np_repeat = max(3, repeat // 3)          # the numpy path is slow; its rows are context
     rng = np.random.default_rng(0)
     x = rng.standard_normal((nrows, ncols)).astype(np.float32)
     rows = []
@@ -105,26 +124,28 @@ def _one_size(nrows: int, ncols: int, repeat: int, native_ok: bool) -> list:
         r = {"grade": gname, "bytes": nbytes, "shape": [nrows, ncols],
              "placement": ",".join(f"{k}={grit.placement.placement_name(v)}"
                                    for k, v in kw.items()),
-             "memcpy_GB_per_s": gb(_median_s(lambda: np.copyto(dst, src), repeat)),
-             "memcpy_alloc_GB_per_s": gb(_median_s(lambda: np.copy(src), repeat)),
-             "numpy_to_GB_per_s": gb(_median_s(lambda: _relayout(False, c, kw), repeat)),
+             "numpy_to_GB_per_s": gb(_median_s(lambda: _relayout(False, c, kw), np_repeat)),
              "numpy_back_GB_per_s": gb(_median_s(
-                 lambda: _relayout(False, y_np, {"placement": L.ROW_MAJOR}), repeat))}
+                 lambda: _relayout(False, y_np, {"placement": L.ROW_MAJOR}), np_repeat))}
+        timed = {"memcpy": lambda: np.copyto(dst, src), "memcpy_alloc": lambda: np.copy(src)}
         if native_ok:
             y = _relayout(True, c, kw)
             assert [bytes(p) for p in y.planes] == [bytes(p) for p in y_np.planes]
             back = _relayout(True, y, {"placement": L.ROW_MAJOR})
             assert [bytes(p) for p in back.planes] == [bytes(p) for p in c.planes]
-            r["native_to_GB_per_s"] = gb(_median_s(lambda: _relayout(True, c, kw), repeat))
-            r["native_back_GB_per_s"] = gb(_median_s(
-                lambda: _relayout(True, y, {"placement": L.ROW_MAJOR}), repeat))
-        else:
+            timed["native_to"] = lambda: _relayout(True, c, kw)
+            timed["native_back"] = lambda: _relayout(True, y, {"placement": L.ROW_MAJOR})
+        ts = _rounds(timed, repeat)
+        for name, t in ts.items():
+            r[f"{name}_GB_per_s"] = gb(statistics.median(t))
+        for d in ("to", "back"):
+            for base, key in (("memcpy_alloc", "over_memcpy_alloc"), ("memcpy", "over_memcpy")):
+                r[f"native_{d}_{key}"] = (statistics.median(
+                    b / n for b, n in zip(ts[base], ts[f"native_{d}"]))
+                    if native_ok else float("nan"))
+        if not native_ok:
             r["native_to_GB_per_s"] = r["native_back_GB_per_s"] = float("nan")
         dm.NATIVE = native_ok
-        for d in ("to", "back"):
-            r[f"native_{d}_over_memcpy_alloc"] = r[f"native_{d}_GB_per_s"] / r[
-                "memcpy_alloc_GB_per_s"]
-            r[f"native_{d}_over_memcpy"] = r[f"native_{d}_GB_per_s"] / r["memcpy_GB_per_s"]
         rows.append(r)
         print(f"{gname[6:]:11s} {r['placement']:30s} {nbytes / 1e6:6.1f} | "
               f"{r['native_to_GB_per_s']:7.2f} {r['native_back_GB_per_s']:8.2f} "
@@ -139,7 +160,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--sizes", default="16384x8192,4096x4096",
                     help="comma-separated ROWSxCOLS float32 shapes (default: %(default)s)")
-    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=9)
     ap.add_argument("--threads", type=int)
     ap.add_argument("--json")
     a = ap.parse_args()

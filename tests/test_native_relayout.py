@@ -337,15 +337,18 @@ def test_large_planes_are_numpy_backed_buffers():
 
 
 @pytest.mark.parametrize("R,C,bits", [(4096, 2048, 8), (4128, 2050, 8), (4160, 2017, 8),
-                                      (4096, 4096, 4), (4160, 4102, 4), (4224, 4096, 4)])
+                                      (4096, 4096, 4), (4160, 4102, 4), (4224, 4096, 4),
+                                      (4096, 1024, 16), (4128, 1030, 16), (4112, 1024, 16)])
 def test_transpose_kernel_streaming_bands(R, C, bits):
-    # outputs of 8 MiB or more whose destination rows are whole cache lines
-    # (R a multiple of 64 bytes) take the banded streaming-store path, with
-    # partial column tiles; the others (4128, 4160 nibbles) the tiled one
+    # outputs of 4 MiB or more whose destination rows are whole cache lines
+    # (R bytes, R/2 bytes for nibbles, 2R bytes for two-byte units: a
+    # multiple of 64) take the banded streaming-store path, with partial
+    # column tiles; the others (4128, 4160 nibbles, 4112 two-byte) the tiled one
     rng = np.random.default_rng(R + C + bits)
     buf = rng.integers(0, 256, R * C * bits // 8, dtype=np.uint8)
-    if bits == 8:
-        want = np.ascontiguousarray(buf.reshape(R, C).T).tobytes()
+    if bits >= 8:
+        u = buf.view(np.uint8 if bits == 8 else np.uint16)
+        want = np.ascontiguousarray(u.reshape(R, C).T).tobytes()
     else:
         u = np.empty(R * C, np.uint8)
         u[0::2], u[1::2] = buf & 15, buf >> 4
