@@ -22,7 +22,7 @@ a slow spell of a shared machine hits them alike; each ratio is the median
 over the rounds of that round's native GB/s over its memcpy GB/s.  The 50%
 target is judged against ``np.copy`` (allocating: the like-for-like
 comparison); the ratio to ``np.copyto`` is printed beside it.  Native threads
-follow grit.codec.decode's rule (one per MiB, at most os.cpu_count());
+follow grit.codec.decode's rule (one per MiB, at most the CPUs the process may use);
 ``--threads`` sets grit.codec.decode.THREADS.
 """
 from __future__ import annotations

@@ -45,8 +45,12 @@ except ImportError:  # pragma: no cover - exercised where no compiler exists
 
 #: Dispatch flag for the native kernels, read on every call (encode reads it too).
 NATIVE = _kernels is not None and os.environ.get("GRIT_NATIVE", "1") != "0"
-#: Threads for the native kernels; None: min(os.cpu_count(), numel / 2^20).
+#: Threads for the native kernels; None: min(CPUs this process may use, numel / 2^20).
 THREADS: int | None = None
+# counted once: os.cpu_count() reads sysfs on every call (several microseconds,
+# three times per relayout of a small array)
+_CPUS = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+         else os.cpu_count()) or 1
 _THREAD_WORK = 1 << 20      # elements per thread below which a thread costs more than it saves
 _WARN_NUMEL = 1 << 16       # the missing extension is worth a warning from this size up
 _warned = False
@@ -55,7 +59,7 @@ _warned = False
 def _native_threads(numel: int) -> int:
     if THREADS is not None:
         return max(1, int(THREADS))
-    return max(1, min(os.cpu_count() or 1, numel // _THREAD_WORK))
+    return max(1, min(_CPUS, numel // _THREAD_WORK))
 
 
 def _warn_no_kernels(numel: int) -> None:
