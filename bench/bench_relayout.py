@@ -102,7 +102,6 @@ def _one_size(nrows: int, ncols: int, repeat: int, native_ok: bool) -> list:
     rng = np.random.default_rng(0)
     x = rng.standard_normal((nrows, ncols)).astype(np.float32)
     rows = []
-    arrays = {}
     print(f"\n# {nrows}x{ncols} float32")
     hdr = (f"{'grade':11s} {'placement':30s} {'MB':>6s} | {'nat to':>7s} {'nat back':>8s} "
            f"{'np to':>6s} {'np back':>7s} | {'copyto':>6s} {'np.copy':>7s} | "
@@ -110,9 +109,7 @@ def _one_size(nrows: int, ncols: int, repeat: int, native_ok: bool) -> list:
     print(hdr)
     for gname, kw in CASES:
         g = grit.grade.REGISTERED_GRADES[gname]
-        if gname not in arrays:
-            arrays[gname] = grit.encode(x, g)
-        c = arrays[gname]
+        c = grit.encode(x, g)
         y_np = _relayout(False, c, kw)
         nbytes = c.nbytes
         # the memcpy source is a numpy allocation like the planes relayout
