@@ -1681,11 +1681,11 @@ tr_range(void *p, int part, size_t lo, size_t hi)
         for (size_t r0 = ro; r0 < ro1; r0 += TR_BLOCK) {
             size_t r1 = r0 + TR_BLOCK < ro1 ? r0 + TR_BLOCK : ro1;
             if (ub == 2) {
-                size_t r8 = r0, c8 = cb;
+                size_t r8 = r0;
 #ifdef GRIT_SSE2
                 /* 8 x 8 two-byte transposes in registers, the edges below */
                 r8 = r0 + (r1 - r0) / 8 * 8;
-                c8 = cb + (cb1 - cb) / 8 * 8;
+                const size_t c8 = cb + (cb1 - cb) / 8 * 8;
                 for (size_t rr = r0; rr < r8; rr += 8) {
                     for (size_t cc = cb; cc < c8; cc += 8) {
                         tr2_8x8(c->src + 2 * (rr * C + cc), 2 * C, c->dst + 2 * (cc * R + rr),
@@ -1906,8 +1906,9 @@ tile_rows_avx2(const tile_ctx *c, size_t lo, size_t hi)
     size_t t = lo;
     while (t < hi) {
         const size_t band = t / nct, tcol = t % nct;
-        size_t end = (band + 1) * nct < hi ? (band + 1) * nct : hi;   /* this band's tiles */
-        size_t g = tcol + (end - t) / G * G;                              /* tile columns [tcol, g) in groups */
+        /* this band's tiles [t, end): columns [tcol, g) in groups of G */
+        const size_t end = (band + 1) * nct < hi ? (band + 1) * nct : hi;
+        const size_t g = tcol + (end - t) / G * G;
         unsigned char *lb = logi + band * band_bytes;
         unsigned char *pb = phys + band * nct * tile_bytes;
         for (size_t q = tcol; q < g; q += G) {
