@@ -355,7 +355,7 @@ def test_transpose_kernel_streaming_bands(R, C, bits):
         u[0::2], u[1::2] = buf & 15, buf >> 4
         t = np.ascontiguousarray(u.reshape(R, C).T).reshape(-1)
         want = (t[0::2] | (t[1::2] << 4)).astype(np.uint8).tobytes()
-    for th in (1, 3):
+    for th in (1, 2, 3, 7):         # threads own column groups, then take each other's
         assert _kernels.transpose(buf, R, C, bits, False, th) == want
 
 

@@ -334,13 +334,18 @@ run_parts(range_fn fn, void *ctx, size_t units, int parts)
 /* The relayout kernels never look at `part`: their units are dealt out in
  * chunks from a shared counter, so that a thread slowed down (on a shared
  * machine, by a busy neighbour on its core) takes fewer chunks instead of
- * holding the others up at the join, as an even static split would. */
+ * holding the others up at the join, as an even static split would.  With
+ * groups (run_dealt_groups), thread t starts on group t's counter and moves
+ * on to the other groups when its own is done: the streaming transposes give
+ * each thread its own columns, i.e. its own pages of the output, so that the
+ * threads do not fault the same fresh pages at once. */
 #if !defined(GRIT_NO_THREADS) && (defined(__GNUC__) || defined(__clang__))
 typedef struct {
     range_fn fn;
     void *ctx;
-    size_t units, chunk;
-    size_t next;                 /* the first unit not yet taken (atomic) */
+    size_t gsize, chunk;         /* units per group, per chunk */
+    int ngroups;
+    size_t next[MAX_THREADS];    /* per group: the first unit not yet taken (atomic) */
 } deal_t;
 
 typedef struct {
@@ -351,12 +356,17 @@ typedef struct {
 static void
 deal_work(deal_t *d, int part)
 {
-    for (;;) {
-        size_t lo = __atomic_fetch_add(&d->next, d->chunk, __ATOMIC_RELAXED);
-        if (lo >= d->units) {
-            return;
+    for (int k = 0; k < d->ngroups; k++) {
+        const int g = (part + k) % d->ngroups;
+        const size_t base = (size_t)g * d->gsize;
+        for (;;) {
+            size_t lo = __atomic_fetch_add(&d->next[g], d->chunk, __ATOMIC_RELAXED);
+            if (lo >= d->gsize) {
+                break;
+            }
+            size_t hi = lo + d->chunk < d->gsize ? lo + d->chunk : d->gsize;
+            d->fn(d->ctx, part, base + lo, base + hi);
         }
-        d->fn(d->ctx, part, lo, lo + d->chunk < d->units ? lo + d->chunk : d->units);
     }
 }
 
@@ -368,22 +378,26 @@ deal_main(void *p)
     return NULL;
 }
 
+/* units [0, ngroups * gsize), group g = [g * gsize, (g + 1) * gsize) */
 static void
-run_dealt(range_fn fn, void *ctx, size_t units, int parts)
+run_dealt_groups(range_fn fn, void *ctx, size_t gsize, int ngroups, int parts)
 {
     if (parts <= 1) {
-        fn(ctx, 0, 0, units);
+        fn(ctx, 0, 0, gsize * (size_t)ngroups);
         return;
     }
     deal_t d;
     d.fn = fn;
     d.ctx = ctx;
-    d.units = units;
-    d.chunk = units / ((size_t)parts * 8);      /* about 8 chunks a thread */
+    d.gsize = gsize;
+    d.ngroups = ngroups;
+    d.chunk = gsize * (size_t)ngroups / ((size_t)parts * 8);   /* about 8 chunks a thread */
     if (d.chunk < 1) {
         d.chunk = 1;
     }
-    d.next = 0;
+    for (int g = 0; g < ngroups; g++) {
+        d.next[g] = 0;
+    }
     deal_job jobs[MAX_THREADS];
     pthread_t tid[MAX_THREADS];
     int started[MAX_THREADS];
@@ -399,8 +413,19 @@ run_dealt(range_fn fn, void *ctx, size_t units, int parts)
         }
     }
 }
+
+static void
+run_dealt(range_fn fn, void *ctx, size_t units, int parts)
+{
+    run_dealt_groups(fn, ctx, units, 1, parts);
+}
 #else
 #define run_dealt run_parts
+static void
+run_dealt_groups(range_fn fn, void *ctx, size_t gsize, int ngroups, int parts)
+{
+    run_parts(fn, ctx, gsize * (size_t)ngroups, parts);
+}
 #endif
 
 /* ------------------------------------------------------------------------
@@ -1238,6 +1263,7 @@ typedef struct {
     const unsigned char *src;
     unsigned char *dst;
     size_t R, C, ub;         /* source grid R x C of ub-byte units; dst is C x R */
+    size_t bands, groups;    /* streaming kernels: unit u = band u % bands of column group u / bands */
 } tr_ctx;
 
 #ifdef GRIT_SSE2
@@ -1505,8 +1531,20 @@ stage_lines(const unsigned char *s, size_t ss, unsigned char *st, int rows)
     }
 }
 
-/* bytes: bands [lo, hi) of 64 source rows; columns past the last whole
- * 64-byte tile by tr1_rect */
+/* unit u of a streaming transpose: band *b, whole column tiles [*t0, *t1) of
+ * `tiles`; the last group also takes the columns past the whole tiles */
+static inline int
+band_unit(const tr_ctx *c, size_t u, size_t tiles, size_t *b, size_t *t0, size_t *t1)
+{
+    const size_t g = u / c->bands;
+    *b = u % c->bands;
+    *t0 = tiles * g / c->groups;
+    *t1 = tiles * (g + 1) / c->groups;
+    return g + 1 == c->groups;
+}
+
+/* bytes: bands of 64 source rows; columns past the last whole 64-byte tile
+ * by tr1_rect */
 TARGET_AVX2 static void
 tr1_band_nt(void *p, int part, size_t lo, size_t hi)
 {
@@ -1514,9 +1552,11 @@ tr1_band_nt(void *p, int part, size_t lo, size_t hi)
     const size_t R = c->R, C = c->C, cf = C / 64 * 64;
     _Alignas(32) unsigned char in[64 * 64], st[64 * 64];
     (void)part;
-    for (size_t b = lo; b < hi; b++) {
+    for (size_t u = lo; u < hi; u++) {
+        size_t b, t0, t1;
+        const int last = band_unit(c, u, C / 64, &b, &t0, &t1);
         const size_t r0 = b * 64;
-        for (size_t cb = 0; cb < cf; cb += 64) {
+        for (size_t cb = t0 * 64; cb < t1 * 64; cb += 64) {
             stage_lines(c->src + r0 * C + cb, C, in, 64);
             for (size_t r = 0; r < 64; r += 32) {
                 for (size_t cc = 0; cc < 64; cc += 32) {
@@ -1525,14 +1565,14 @@ tr1_band_nt(void *p, int part, size_t lo, size_t hi)
             }
             stream_lines(st, c->dst + cb * R + r0, R, 64);
         }
-        if (cf < C) {
+        if (last && cf < C) {
             tr1_rect(c->src, c->dst, R, C, r0, r0 + 64, cf, C);
         }
     }
     _mm_sfence();
 }
 
-/* nibbles (tr4_range's layout): bands [lo, hi) of 128 source rows, i.e. 64
+/* nibbles (tr4_range's layout): bands of 128 source rows, i.e. 64
  * bytes of each destination row, staged 64 source bytes (128 destination
  * rows) at a time; a last 32-byte column straight from the source, byte
  * columns past that by the scalar pairing */
@@ -1545,15 +1585,20 @@ tr4_band_nt(void *p, int part, size_t lo, size_t hi)
     unsigned char *d = c->dst;
     _Alignas(32) unsigned char in[128 * 64], st[64 * 64];
     (void)part;
-    for (size_t b = lo; b < hi; b++) {
+    for (size_t u = lo; u < hi; u++) {
+        size_t b, t0, t1;
+        const int last = band_unit(c, u, j64 / 64, &b, &t0, &t1);
         const size_t r0 = b * 128;
-        for (size_t jb = 0; jb < j64; jb += 64) {
+        for (size_t jb = t0 * 64; jb < t1 * 64; jb += 64) {
             stage_lines(s + r0 * Cb + jb, Cb, in, 128);
             for (size_t h = 0; h < 64; h += 32) {
                 tr4_tile_avx2(in, 64, 0, h, st, 64);
                 tr4_tile_avx2(in, 64, 64, h, st + 32, 64);
                 stream_lines(st, d + 2 * (jb + h) * Rb + r0 / 2, Rb, 64);
             }
+        }
+        if (!last) {
+            continue;
         }
         if (j64 < jf) {
             tr4_tile_avx2(s, Cb, r0, j64, st, 64);
@@ -1599,7 +1644,7 @@ tr2_8x8(const unsigned char *s, size_t ss, unsigned char *d, size_t ds)
 #endif
 
 #if defined(GRIT_SSE2) && defined(GRIT_AVX2)
-/* two-byte units: bands [lo, hi) of 32 source rows (one 64-byte line of each
+/* two-byte units: bands of 32 source rows (one 64-byte line of each
  * destination row), staged 32 x 32 units at a time, by 8 x 8 transposes;
  * units past the last whole 32 columns one by one */
 TARGET_AVX2 static void
@@ -1609,9 +1654,11 @@ tr2_band_nt(void *p, int part, size_t lo, size_t hi)
     const size_t R = c->R, C = c->C, cf = C / 32 * 32;
     _Alignas(32) unsigned char in[32 * 64], st[32 * 64];
     (void)part;
-    for (size_t b = lo; b < hi; b++) {
+    for (size_t u = lo; u < hi; u++) {
+        size_t b, t0, t1;
+        const int last = band_unit(c, u, C / 32, &b, &t0, &t1);
         const size_t r0 = b * 32;
-        for (size_t cb = 0; cb < cf; cb += 32) {
+        for (size_t cb = t0 * 32; cb < t1 * 32; cb += 32) {
             stage_lines(c->src + 2 * (r0 * C + cb), 2 * C, in, 32);
             for (size_t bi = 0; bi < 32; bi += 8) {
                 for (size_t bj = 0; bj < 32; bj += 8) {
@@ -1620,7 +1667,7 @@ tr2_band_nt(void *p, int part, size_t lo, size_t hi)
             }
             stream_lines(st, c->dst + 2 * (cb * R + r0), 2 * R, 32);
         }
-        for (size_t cc = cf; cc < C; cc++) {
+        for (size_t cc = last ? cf : C; cc < C; cc++) {
             for (size_t rr = r0; rr < r0 + 32; rr++) {
                 memcpy(c->dst + 2 * (cc * R + rr), c->src + 2 * (rr * C + cc), 2);
             }
@@ -2539,15 +2586,19 @@ py_transpose(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
 #ifdef GRIT_AVX2
     /* destination rows of whole cache lines: every streamed line is whole */
+    /* each thread starts on its own column group: its own output pages */
     if (nt && bits == 8 && R % 64 == 0) {
-        size_t bands = (size_t)R / 64;
-        run_dealt(tr1_band_nt, &c, bands, n_parts(bands, nthreads));
+        c.bands = (size_t)R / 64;
+        c.groups = (size_t)n_parts(c.bands, nthreads);
+        run_dealt_groups(tr1_band_nt, &c, c.bands, (int)c.groups, (int)c.groups);
     } else if (nt && bits == 4 && !msb && R % 128 == 0 && C % 2 == 0) {
-        size_t bands = (size_t)R / 128;
-        run_dealt(tr4_band_nt, &c, bands, n_parts(bands, nthreads));
+        c.bands = (size_t)R / 128;
+        c.groups = (size_t)n_parts(c.bands, nthreads);
+        run_dealt_groups(tr4_band_nt, &c, c.bands, (int)c.groups, (int)c.groups);
     } else if (nt && bits == 16 && R % 32 == 0) {
-        size_t bands = (size_t)R / 32;
-        run_dealt(tr2_band_nt, &c, bands, n_parts(bands, nthreads));
+        c.bands = (size_t)R / 32;
+        c.groups = (size_t)n_parts(c.bands, nthreads);
+        run_dealt_groups(tr2_band_nt, &c, c.bands, (int)c.groups, (int)c.groups);
     } else
 #endif
     if (bits == 4) {
