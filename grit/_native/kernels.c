@@ -1543,35 +1543,6 @@ band_unit(const tr_ctx *c, size_t u, size_t tiles, size_t *b, size_t *t0, size_t
     return g + 1 == c->groups;
 }
 
-/* bytes: bands of 64 source rows; columns past the last whole 64-byte tile
- * by tr1_rect */
-TARGET_AVX2 static void
-tr1_band_nt(void *p, int part, size_t lo, size_t hi)
-{
-    tr_ctx *c = (tr_ctx *)p;
-    const size_t R = c->R, C = c->C, cf = C / 64 * 64;
-    _Alignas(32) unsigned char in[64 * 64], st[64 * 64];
-    (void)part;
-    for (size_t u = lo; u < hi; u++) {
-        size_t b, t0, t1;
-        const int last = band_unit(c, u, C / 64, &b, &t0, &t1);
-        const size_t r0 = b * 64;
-        for (size_t cb = t0 * 64; cb < t1 * 64; cb += 64) {
-            stage_lines(c->src + r0 * C + cb, C, in, 64);
-            for (size_t r = 0; r < 64; r += 32) {
-                for (size_t cc = 0; cc < 64; cc += 32) {
-                    tr32_avx2(in + r * 64 + cc, 64, st + cc * 64 + r, 64);
-                }
-            }
-            stream_lines(st, c->dst + cb * R + r0, R, 64);
-        }
-        if (last && cf < C) {
-            tr1_rect(c->src, c->dst, R, C, r0, r0 + 64, cf, C);
-        }
-    }
-    _mm_sfence();
-}
-
 /* nibbles (tr4_range's layout): bands of 128 source rows, i.e. 64
  * bytes of each destination row, staged 64 source bytes (128 destination
  * rows) at a time; a last 32-byte column straight from the source, byte
@@ -1644,36 +1615,89 @@ tr2_8x8(const unsigned char *s, size_t ss, unsigned char *d, size_t ds)
 #endif
 
 #if defined(GRIT_SSE2) && defined(GRIT_AVX2)
-/* two-byte units: bands of 32 source rows (one 64-byte line of each
- * destination row), staged 32 x 32 units at a time, by 8 x 8 transposes;
- * units past the last whole 32 columns one by one */
-TARGET_AVX2 static void
-tr2_band_nt(void *p, int part, size_t lo, size_t hi)
+/* Streaming transposes of whole-byte units (1 or 2 bytes): bands of
+ * n = 64 / ub source rows, tiles of n x n units -- one 64-byte line of each
+ * of n destination rows.  Each tile's n source lines are staged whole, the
+ * tile is transposed into a second staging tile, and its n destination
+ * lines are streamed.  `tail` moves the columns past the last whole tile. */
+typedef void (*stage_tr_fn)(const unsigned char *in, unsigned char *st);
+typedef void (*band_tail_fn)(const tr_ctx *c, size_t r0);
+
+TARGET_AVX2 static inline __attribute__((always_inline)) void
+band_nt(tr_ctx *c, size_t lo, size_t hi, const size_t ub, stage_tr_fn tile, band_tail_fn tail)
 {
-    tr_ctx *c = (tr_ctx *)p;
-    const size_t R = c->R, C = c->C, cf = C / 32 * 32;
-    _Alignas(32) unsigned char in[32 * 64], st[32 * 64];
-    (void)part;
+    const size_t R = c->R, C = c->C, n = 64 / ub;  /* constants where inlined */
+    _Alignas(32) unsigned char in[64 * 64], st[64 * 64];
     for (size_t u = lo; u < hi; u++) {
         size_t b, t0, t1;
-        const int last = band_unit(c, u, C / 32, &b, &t0, &t1);
-        const size_t r0 = b * 32;
-        for (size_t cb = t0 * 32; cb < t1 * 32; cb += 32) {
-            stage_lines(c->src + 2 * (r0 * C + cb), 2 * C, in, 32);
-            for (size_t bi = 0; bi < 32; bi += 8) {
-                for (size_t bj = 0; bj < 32; bj += 8) {
-                    tr2_8x8(in + bi * 64 + 2 * bj, 64, st + bj * 64 + 2 * bi, 64);
-                }
-            }
-            stream_lines(st, c->dst + 2 * (cb * R + r0), 2 * R, 32);
+        const int last = band_unit(c, u, C / n, &b, &t0, &t1);
+        const size_t r0 = b * n;
+        for (size_t cb = t0 * n; cb < t1 * n; cb += n) {
+            stage_lines(c->src + ub * (r0 * C + cb), ub * C, in, (int)n);
+            tile(in, st);
+            stream_lines(st, c->dst + ub * (cb * R + r0), ub * R, (int)n);
         }
-        for (size_t cc = last ? cf : C; cc < C; cc++) {
-            for (size_t rr = r0; rr < r0 + 32; rr++) {
-                memcpy(c->dst + 2 * (cc * R + rr), c->src + 2 * (rr * C + cc), 2);
-            }
+        if (last) {
+            tail(c, r0);
         }
     }
     _mm_sfence();
+}
+
+/* bytes: a 64 x 64 tile by four 32 x 32 register transposes */
+TARGET_AVX2 static void
+stage_tr1(const unsigned char *in, unsigned char *st)
+{
+    for (size_t r = 0; r < 64; r += 32) {
+        for (size_t cc = 0; cc < 64; cc += 32) {
+            tr32_avx2(in + r * 64 + cc, 64, st + cc * 64 + r, 64);
+        }
+    }
+}
+
+static void
+tail_tr1(const tr_ctx *c, size_t r0)
+{
+    const size_t cf = c->C / 64 * 64;
+    if (cf < c->C) {
+        tr1_rect(c->src, c->dst, c->R, c->C, r0, r0 + 64, cf, c->C);
+    }
+}
+
+/* two-byte units: a 32 x 32 tile by sixteen 8 x 8 transposes */
+static void
+stage_tr2(const unsigned char *in, unsigned char *st)
+{
+    for (size_t bi = 0; bi < 32; bi += 8) {
+        for (size_t bj = 0; bj < 32; bj += 8) {
+            tr2_8x8(in + bi * 64 + 2 * bj, 64, st + bj * 64 + 2 * bi, 64);
+        }
+    }
+}
+
+static void
+tail_tr2(const tr_ctx *c, size_t r0)
+{
+    const size_t R = c->R, C = c->C;
+    for (size_t cc = C / 32 * 32; cc < C; cc++) {
+        for (size_t rr = r0; rr < r0 + 32; rr++) {
+            memcpy(c->dst + 2 * (cc * R + rr), c->src + 2 * (rr * C + cc), 2);
+        }
+    }
+}
+
+TARGET_AVX2 static void
+tr1_band_nt(void *p, int part, size_t lo, size_t hi)
+{
+    (void)part;
+    band_nt((tr_ctx *)p, lo, hi, 1, stage_tr1, tail_tr1);
+}
+
+TARGET_AVX2 static void
+tr2_band_nt(void *p, int part, size_t lo, size_t hi)
+{
+    (void)part;
+    band_nt((tr_ctx *)p, lo, hi, 2, stage_tr2, tail_tr2);
 }
 #endif
 
