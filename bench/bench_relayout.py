@@ -61,13 +61,7 @@ def _rounds(fns: dict, repeat: int) -> dict:
 
 
 def _median_s(fn, repeat: int) -> float:
-    fn()                                 # warm-up (page faults, caches)
-    ts = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
+    return statistics.median(_rounds({"fn": fn}, repeat)["fn"])
 
 
 CASES = [   # (grade, placement keyword(s))

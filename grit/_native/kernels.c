@@ -2605,24 +2605,30 @@ py_transpose(PyObject *self, PyObject *args)
     c.C = (size_t)C;
     c.ub = (size_t)bits / 8;
 #ifdef GRIT_AVX2
-    const int nt = use_avx2 && (size_t)nbytes >= NT_MIN && ((uintptr_t)dst & 63) == 0;
+    /* streamed: bands of `rows` source rows, whose destination rows are whole
+     * cache lines, so that every streamed line is whole */
+    range_fn band = NULL;
+    size_t rows = 0;
+    if (use_avx2 && (size_t)nbytes >= NT_MIN && ((uintptr_t)dst & 63) == 0) {
+        if (bits == 8) {
+            band = tr1_band_nt, rows = 64;
+        } else if (bits == 4 && !msb && C % 2 == 0) {
+            band = tr4_band_nt, rows = 128;
+        } else if (bits == 16) {
+            band = tr2_band_nt, rows = 32;
+        }
+        if (band != NULL && R % (Py_ssize_t)rows != 0) {
+            band = NULL;
+        }
+    }
 #endif
     Py_BEGIN_ALLOW_THREADS
 #ifdef GRIT_AVX2
-    /* destination rows of whole cache lines: every streamed line is whole */
-    /* each thread starts on its own column group: its own output pages */
-    if (nt && bits == 8 && R % 64 == 0) {
-        c.bands = (size_t)R / 64;
+    if (band != NULL) {
+        /* each thread starts on its own column group: its own output pages */
+        c.bands = (size_t)R / rows;
         c.groups = (size_t)n_parts(c.bands, nthreads);
-        run_dealt_groups(tr1_band_nt, &c, c.bands, (int)c.groups, (int)c.groups);
-    } else if (nt && bits == 4 && !msb && R % 128 == 0 && C % 2 == 0) {
-        c.bands = (size_t)R / 128;
-        c.groups = (size_t)n_parts(c.bands, nthreads);
-        run_dealt_groups(tr4_band_nt, &c, c.bands, (int)c.groups, (int)c.groups);
-    } else if (nt && bits == 16 && R % 32 == 0) {
-        c.bands = (size_t)R / 32;
-        c.groups = (size_t)n_parts(c.bands, nthreads);
-        run_dealt_groups(tr2_band_nt, &c, c.bands, (int)c.groups, (int)c.groups);
+        run_dealt_groups(band, &c, c.bands, (int)c.groups, (int)c.groups);
     } else
 #endif
     if (bits == 4) {

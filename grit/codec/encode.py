@@ -236,11 +236,18 @@ def _rule_exp2(c: _Ctx, x: np.ndarray, n_groups1: int):
     s0c = encode_values(c.s0, scale)
     with np.errstate(under="ignore"):
         q = _elem_codes(c, xs / scale[:, None])
+    _poison_groups(c, poison, s0c, q)
+    return q, s0c, None, None
+
+
+def _poison_groups(c: _Ctx, poison: np.ndarray, s0c: np.ndarray, *zeroed: np.ndarray) -> None:
+    """Groups holding NaN or ±∞: the NaN scale code, and zero codes in every
+    other array given (``_poison_unit`` raises where no scale has a NaN)."""
     if poison.any():
         _poison_unit(c, "NaN or ±∞")
         s0c[poison] = _fmt(c.s0).nan_code
-        q[poison] = 0
-    return q, s0c, None, None
+        for a in zeroed:
+            a[poison] = 0
 
 
 def _project_scale(c: _Ctx, word: int, ratio: np.ndarray, positive: np.ndarray):
@@ -265,10 +272,7 @@ def _rule_ratio1(c: _Ctx, x: np.ndarray, n_groups1: int):
         sv = decode_codes(c.s0, s0c)
     with np.errstate(invalid="ignore", divide="ignore", under="ignore", over="ignore"):
         q = _elem_codes(c, xs / sv[:, None])
-    if poison.any():
-        _poison_unit(c, "NaN or ±∞")
-        s0c[poison] = _fmt(c.s0).nan_code
-        q[poison] = 0
+    _poison_groups(c, poison, s0c, q)
     return q, s0c, None, None
 
 
@@ -345,11 +349,7 @@ def _rule_affine1(c: _Ctx, x: np.ndarray, n_groups1: int):
         if m1:
             zd = zd + _F32(1)
         q = _elem_codes(c, (xs / S[:, None]) + zd[:, None])
-    if poison.any():
-        _poison_unit(c, "NaN or ±∞")
-        s0c[poison] = _fmt(c.s0).nan_code
-        zpc[poison] = 0
-        q[poison] = 0
+    _poison_groups(c, poison, s0c, q, zpc)
     return q, s0c, None, zpc
 
 

@@ -335,6 +335,17 @@ def _specs_of(d: D.Descriptor) -> dict[str, Spec]:
     return {r: _spec(d, r, getattr(d, _ROLE_FIELD[r]), target=False) for r in _ROLE_FIELD}
 
 
+def _permute_sides(specs: dict[str, Spec], g: Geometry, s0, s1, aux, inverse: bool):
+    """The scale planes and the aux plane under their expression placements
+    (to canonical order when ``inverse``)."""
+    if specs["scale"].kind == "expr":
+        s0 = _permute(s0, g.scale0, specs["scale"].expr, inverse)
+        s1 = _permute(s1, g.scale1, specs["scale"].expr, inverse)
+    if specs["meta"].kind == "expr":
+        aux = _permute(aux, g.aux, specs["meta"].expr, inverse)
+    return s0, s1, aux
+
+
 def _to_canonical(d: D.Descriptor, shape, planes, specs: dict[str, Spec]):
     g = geometry(d, shape)
     data, s0, s1, aux = planes
@@ -367,11 +378,7 @@ def _to_canonical(d: D.Descriptor, shape, planes, specs: dict[str, Spec]):
                                                                             PACK_BYTES))
             s0, aux = sc.tobytes(), m.tobytes()
     else:
-        if specs["scale"].kind == "expr":
-            s0 = _permute(s0, g.scale0, specs["scale"].expr, inverse=True)
-            s1 = _permute(s1, g.scale1, specs["scale"].expr, inverse=True)
-        if specs["meta"].kind == "expr":
-            aux = _permute(aux, g.aux, specs["meta"].expr, inverse=True)
+        s0, s1, aux = _permute_sides(specs, g, s0, s1, aux, inverse=True)
     return data, s0, s1, aux
 
 
@@ -398,11 +405,7 @@ def _from_canonical(d: D.Descriptor, shape, planes, specs: dict[str, Spec]):
             m = np.frombuffer(aux, dtype=np.uint8).reshape(g.n_groups1, 8)
             s0, aux = pack_k4_12b(sc, m).tobytes(), b""
     else:
-        if specs["scale"].kind == "expr":
-            s0 = _permute(s0, g.scale0, specs["scale"].expr, inverse=False)
-            s1 = _permute(s1, g.scale1, specs["scale"].expr, inverse=False)
-        if specs["meta"].kind == "expr":
-            aux = _permute(aux, g.aux, specs["meta"].expr, inverse=False)
+        s0, s1, aux = _permute_sides(specs, g, s0, s1, aux, inverse=False)
     if specs["data"].kind == "interleave":
         e = specs["data"].expr
         f = _block_fields(d, g, e, pack, pack)
