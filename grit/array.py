@@ -14,6 +14,7 @@ from typing import Sequence
 from . import descriptor as D
 from .check import _as_shape, check, diagnose, plane_sizes
 from .errors import Detail, GritSizeError, GritUsageError, Status, error_for
+from .facts import PLANE_NAMES
 from .fingerprint import base32_encode, display_prefix
 from .fingerprint import digest as _digest
 from .fingerprint import gid as _gid
@@ -21,7 +22,6 @@ from .grade import Grade
 
 __all__ = ["GritArray", "PLANE_NAMES", "concat", "require_metadata_order"]
 
-PLANE_NAMES = ("data", "scale0", "scale1", "aux")
 
 
 _as_descriptor = D.Descriptor.coerce

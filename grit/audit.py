@@ -43,6 +43,8 @@ from ._files import atomic_write
 from . import descriptor as D
 from .array import GritArray
 from .errors import Detail, GritError, GritLayoutError, GritUsageError, Status
+from .facts import ROLE_FIELD, PlaneRole, canonical_words, is_canonical
+from .facts import has_aux as _has_aux
 from .fingerprint import digest as _digest
 from .placement.words import (
     CLASS_HASHED, CLASS_OPAQUE, REGISTERED, UNSPECIFIED, placement_by_name,
@@ -56,15 +58,11 @@ __all__ = [
 ]
 
 ENV_MAX_RATE = "GRIT_AUDIT_MAX_RATE"
-ROLES = ("data", "scale", "meta")
+ROLES = tuple(r.value for r in PlaneRole)
 
 _ROW_MAJOR = REGISTERED["ROW_MAJOR"][0]
-_LINEAR_META = REGISTERED["LINEAR_META"][0]
 _BLOCK_AOS = REGISTERED["BLOCK_AOS"][0]
-_FIELD = {"data": "placement_data", "scale": "placement_scale", "meta": "placement_meta"}
-# Placements whose bytes the codec reads as they are (the canonical order).
-_CANONICAL = {"data": frozenset({_ROW_MAJOR}), "scale": frozenset({_ROW_MAJOR}),
-              "meta": frozenset({_ROW_MAJOR, _LINEAR_META})}
+_FIELD = ROLE_FIELD
 _CANDIDATE_LIMIT = 1 << 16   # elements: above this a failed proof does not search for
                              # the placement the bytes are likelier in
 
@@ -320,10 +318,6 @@ def _roles(a: GritArray, placement, data, scale, meta, what: str) -> dict[str, i
     return roles
 
 
-def _has_aux(d: D.Descriptor) -> bool:
-    return bool(d.flags & (D.F_SPARSE | D.F_HAS_ZP))
-
-
 def _current(a: GritArray) -> dict[str, int]:
     d = a.descriptor
     return {"data": d.placement_data, "scale": d.placement_scale, "meta": d.placement_meta}
@@ -471,20 +465,12 @@ def _relayout_fn():
 
 
 def _canonical_roles(a: GritArray) -> dict[str, int]:
-    d = a.descriptor
-    roles = {"data": _ROW_MAJOR, "scale": _ROW_MAJOR}
-    if _has_aux(d):
-        roles["meta"] = _LINEAR_META if d.flags & D.F_SPARSE else _ROW_MAJOR
-    return roles
+    words = dict(zip(ROLES, canonical_words(a.descriptor)))
+    return words if _has_aux(a.descriptor) else {r: words[r] for r in ROLES[:2]}
 
 
 def _is_canonical(a: GritArray) -> bool:
-    cur = _current(a)
-    aux = _has_aux(a.descriptor)
-    if a.descriptor.flags & D.F_INTERLEAVED:
-        return False
-    return all(cur[r] in _CANONICAL[r] or cur[r] == UNSPECIFIED
-               for r in (ROLES if aux else ROLES[:2]))
+    return is_canonical(a.descriptor)
 
 
 def _to_canonical(a: GritArray) -> tuple[GritArray | None, str]:

@@ -16,11 +16,13 @@ Check levels (the §7.2 table, as this implementation fixes it):
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 from . import descriptor as D
 from .errors import Detail, GritUsageError, Status, error_for
+from .facts import (MAXRANK, PLANE_NAMES, PlaneSizes, canonical_sizes, container_width,
+                    fmt_width, has_aux, meta_bits, numel_of)
 from .fingerprint import digest as _digest
 from .formats import FORMAT_NAMES, fmt_classify, format_token
 from .grade import Grade, lookup_grade
@@ -29,11 +31,8 @@ from .placement.words import UNSPECIFIED, is_well_formed, placement_name
 __all__ = ["check", "diagnose", "CheckReport", "plane_sizes", "PlaneSizes", "MAXRANK",
            "LEVELS"]
 
-MAXRANK = 8                 # GRIT_MAXRANK: extents carried in grit_view_t
-_I64_MAX = (1 << 63) - 1
 LEVELS = (0, 1, 2, 3)
 _audit_hook = None          # set by grit.audit: a passed check is a boundary crossing (§12.4)
-_PLANE_NAMES = ("data", "scale0", "scale1", "aux")
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,34 +49,10 @@ class CheckReport:
         return True
 
 
-@dataclass(frozen=True, slots=True)
-class PlaneSizes:
-    """The §7.3 derivation for one (descriptor, shape), kept for diagnostics."""
-
-    numel: int
-    nnz: int
-    n_groups0: int
-    n_groups1: int
-    sizes: tuple[int, int, int, int]
-
-
 def _fmt_name(word: int) -> str:
     if word == 0:
         return "absent"
     return format_token(word) if fmt_classify(word) is None else f"0x{word:04x}"
-
-
-def _width(word: int) -> int:
-    return (word & 31) + 1
-
-
-def _cw(word: int, pad8: bool) -> int:
-    w = _width(word)
-    return 8 if pad8 and w <= 8 else w
-
-
-def _ceil_div8(bits: int) -> int:
-    return (bits + 7) // 8
 
 
 # ---------------------------------------------------------------------------
@@ -183,9 +158,9 @@ def _step3_placement(d: D.Descriptor) -> Detail | None:
                          field=name, actual=f"0x{word:016x}",
                          lines=("Legal: UNSPECIFIED (0), registered class 0x1, hashed class "
                                 "0x8, opaque class 0xF.",))
-    has_aux = bool(d.flags & (D.F_SPARSE | D.F_HAS_ZP))
-    if has_aux != (d.placement_meta != UNSPECIFIED):
-        if has_aux:
+    aux = has_aux(d)
+    if aux != (d.placement_meta != UNSPECIFIED):
+        if aux:
             msg = ("an aux plane is declared (SPARSE or HAS_ZP) but placement_meta is "
                    "UNSPECIFIED")
         else:
@@ -193,7 +168,7 @@ def _step3_placement(d: D.Descriptor) -> Detail | None:
                    "is declared")
         return _fail(Status.PLACEMENT_UNKNOWN, 3, f"PlacementUnknown: {msg}.",
                      field="placement_meta", actual=f"0x{d.placement_meta:016x}",
-                     expected="non-zero" if has_aux else "0x0000000000000000")
+                     expected="non-zero" if aux else "0x0000000000000000")
     interleaved = bool(d.flags & D.F_INTERLEAVED)
     from .layouts import BLOCK_AOS, PACK_K4_12B
     # BLOCK_AOS always interleaves; a hashed (Interleave(P, n)) or opaque data
@@ -222,76 +197,13 @@ def _step3_placement(d: D.Descriptor) -> Detail | None:
 
 def plane_sizes(d: D.Descriptor, shape: Sequence[int]) -> PlaneSizes | Detail:
     """§7.3 step 4: the exact byte count of each plane, or the SizeMismatch
-    Detail explaining why the shape cannot carry this descriptor.  Every
-    divisor is tested before dividing (§14)."""
-    S = Status.SIZE_MISMATCH
-
-    def bad(msg: str, **kw) -> Detail:
-        return _fail(S, 4, f"SizeMismatch: {msg}", **kw)
-
-    rank = len(shape)
-    if rank > MAXRANK:
-        return bad(f"rank {rank} exceeds GRIT_MAXRANK = {MAXRANK}.", field="rank",
-                   expected=f"<= {MAXRANK}", actual=rank)
-    for i, x in enumerate(shape):
-        if not 0 <= x <= _I64_MAX:
-            return bad(f"shape[{i}] = {x} is not an extent in [0, 2^63).", field="shape",
-                       actual=x)
-    if not 0 <= d.group_axis < rank:
-        return bad(f"group_axis {d.group_axis} is outside [0, rank={rank}).",
-                   field="group_axis", expected=f"0..{rank - 1}" if rank else "rank >= 1",
-                   actual=d.group_axis)
-    numel = 1
-    for x in shape:
-        numel *= x
-    if numel > _I64_MAX:
-        return bad(f"numel = {numel} overflows int64.", field="shape", actual=numel)
-    k0 = d.k0
-    ga = shape[d.group_axis]
-    if k0 == 0:
-        return bad("k0 = 0: a group must hold at least one element.", field="k0", actual=0)
-    if ga % k0:
-        return bad(f"shape[{d.group_axis}] = {ga} is not a multiple of k0 = {k0}.",
-                   field="shape", expected=f"multiple of {k0}", actual=ga,
-                   lines=("Likeliest cause: the group axis or the group size is wrong.",))
-    sparse = bool(d.flags & D.F_SPARSE)
-    if sparse:
-        m, n = d.sp_m, d.sp_n
-        if m == 0:
-            return bad("SPARSE with sp_m = 0.", field="sp_m", actual=0)
-        if ga % m:
-            return bad(f"shape[{d.group_axis}] = {ga} is not a multiple of sp_m = {m}.",
-                       field="shape", expected=f"multiple of {m}", actual=ga)
-        nnz = numel // m * n
-    else:
-        nnz = numel
-    n_groups0 = numel // k0
-    if d.n_levels == 2:
-        if d.k1 == 0:
-            n_groups1 = 1
-        elif n_groups0 % d.k1:
-            return bad(f"n_groups0 = {n_groups0} is not a multiple of k1 = {d.k1}.",
-                       field="k1", expected=f"divides {n_groups0}", actual=d.k1,
-                       lines=(f"numel={numel}, k0={k0} -> n_groups0={n_groups0}.",))
-        else:
-            n_groups1 = n_groups0 // d.k1
-    else:
-        n_groups1 = 0
-    pad8 = d.container == D.CT_PAD8
-    data = _ceil_div8(nnz * _cw(d.elem, pad8))
-    scale0 = _ceil_div8(n_groups0 * _cw(d.scale0, True))
-    per = 2 if d.flags & D.F_ZP_L1SCALED else 1
-    scale1 = _ceil_div8(n_groups1 * per * _width(d.scale1)) if d.n_levels == 2 else 0
-    if sparse:
-        metabits = {D.SPMETA_U2: 2, D.SPMETA_U4: 4}.get(d.sp_meta_fmt)
-        if metabits is None:
-            return bad(f"SPARSE with sp_meta_fmt = {d.sp_meta_fmt} (not U2 or U4).",
-                       field="sp_meta_fmt", actual=d.sp_meta_fmt)
-        aux = _ceil_div8(numel // d.sp_m * d.sp_n * metabits)
-    elif d.flags & D.F_HAS_ZP:
-        aux = _ceil_div8(n_groups0 * _cw(d.zp_fmt, True))
-    else:
-        aux = 0
+    Detail explaining why the shape cannot carry this descriptor: the
+    canonical derivation (grit.facts) with the placements' size rules."""
+    ps = canonical_sizes(d, shape)
+    if isinstance(ps, Detail):
+        return ps
+    n_groups1 = ps.n_groups1
+    data, scale0, scale1, aux = ps.sizes
     # placement size rules (docs/placements.md): PACK_K4_12B holds 8 scales and
     # 8 mins of each super-block in 12 scale0 bytes and empties the aux plane;
     # INTERLEAVED carries all four planes inside the data plane.
@@ -301,7 +213,7 @@ def plane_sizes(d: D.Descriptor, shape: Sequence[int]) -> PlaneSizes | Detail:
         scale0, aux = n_groups1 * 12, 0
     if d.flags & D.F_INTERLEAVED:
         data, scale0, scale1, aux = data + scale0 + scale1 + aux, 0, 0, 0
-    return PlaneSizes(numel, nnz, n_groups0, n_groups1, (data, scale0, scale1, aux))
+    return replace(ps, sizes=(data, scale0, scale1, aux))
 
 
 def _size_explain(d: D.Descriptor, ps: PlaneSizes, i: int, got: int) -> tuple[str, ...]:
@@ -312,7 +224,7 @@ def _size_explain(d: D.Descriptor, ps: PlaneSizes, i: int, got: int) -> tuple[st
                 + (("A too-large plane is as much a mismatch as a too-small one (§7.3).",)
                    if got > ps.sizes[i] else ()))
     if i == 0:
-        cw = _cw(d.elem, pad8)
+        cw = container_width(d.elem, pad8)
         lines = [f"nnz={ps.nnz}, cw({_fmt_name(d.elem)})={cw} -> {ps.sizes[0]} bytes."]
         if got and got * 2 == ps.sizes[0]:
             lines.append("Likeliest cause: dense/sparse confusion (2:4 stores half the "
@@ -323,7 +235,7 @@ def _size_explain(d: D.Descriptor, ps: PlaneSizes, i: int, got: int) -> tuple[st
         elif got < ps.sizes[0]:
             lines.append("Likeliest cause: a truncated shard or a short read.")
     elif i == 1:
-        cw = _cw(d.scale0, True)
+        cw = container_width(d.scale0, True)
         lines = [f"numel={ps.numel}, k0={d.k0} -> n_groups0={ps.n_groups0}, "
                  f"cw({_fmt_name(d.scale0)})={cw} -> {ps.sizes[1]} bytes."]
         if got and cw and (got * 8) % cw == 0:
@@ -334,7 +246,7 @@ def _size_explain(d: D.Descriptor, ps: PlaneSizes, i: int, got: int) -> tuple[st
     elif i == 2:
         per = 2 if d.flags & D.F_ZP_L1SCALED else 1
         lines = [f"n_groups1={ps.n_groups1} x {per} value(s) x width({_fmt_name(d.scale1)})="
-                 f"{_width(d.scale1)} bits -> {ps.sizes[2]} bytes."]
+                 f"{fmt_width(d.scale1)} bits -> {ps.sizes[2]} bytes."]
     else:
         if d.flags & D.F_SPARSE:
             lines = [f"numel={ps.numel}/{d.sp_m} x {d.sp_n} indices x meta bits -> "
@@ -359,9 +271,9 @@ def _step4_sizes(d: D.Descriptor, shape, nbytes: Sequence[int]) -> Detail | None
     for i, (want, got) in enumerate(zip(ps.sizes, nbytes)):
         if want != got:
             return _fail(Status.SIZE_MISMATCH, 4,
-                         f"SizeMismatch: {_PLANE_NAMES[i]} plane is {got} bytes; descriptor "
+                         f"SizeMismatch: {PLANE_NAMES[i]} plane is {got} bytes; descriptor "
                          f"requires {want}.",
-                         field=_PLANE_NAMES[i], expected=want, actual=got, plane=i,
+                         field=PLANE_NAMES[i], expected=want, actual=got, plane=i,
                          lines=_size_explain(d, ps, i, got))
     return None
 
@@ -396,10 +308,8 @@ def _step5_content(d: D.Descriptor, shape, planes, expected_digest) -> Detail | 
                                 "a partial write, or a different tensor).",))
     if d.flags & D.F_SPARSE and d.sp_order == D.SPORDER_ASC_LSB:
         from ._sparse import first_disordered_quad
-        bits = {D.SPMETA_U2: 2, D.SPMETA_U4: 4}[d.sp_meta_fmt]
-        numel = 1
-        for x in shape:
-            numel *= x
+        bits = meta_bits(d.sp_meta_fmt)
+        numel = numel_of(shape)
         meta = _meta_for_content_check(d, shape, planes)
         bad = None if meta is None else first_disordered_quad(meta, d.sp_n, d.sp_m, bits,
                                                               numel // d.sp_m)

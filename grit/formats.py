@@ -19,7 +19,7 @@ from functools import lru_cache
 from .errors import GritEncodeError, GritFormatError, GritUsageError
 
 __all__ = [
-    "ABSENT", "Format", "FormatFields", "fmt_pack", "fmt_unpack", "fmt_classify",
+    "ABSENT", "Format", "FormatFields", "fmt_pack", "fmt_width", "fmt_unpack", "fmt_classify",
     "fmt_decode", "fmt_encode", "fmt_encode_rne", "ladder", "f32", "f32_bits",
     "bits_f32", "CANONICAL_NAN", "ROUNDINGS", "SATURATIONS", "REGISTERED",
     "FORMAT_NAMES", "FORMAT_ALIASES", "NOT_ALIASES", "format_by_name",
@@ -87,10 +87,15 @@ def fmt_pack(f: FormatFields) -> int:
             | ((f.w - 1) & 31))
 
 
+def fmt_width(word: int) -> int:
+    """w, the stored width in bits (§2.1: wm1 + 1).  The one place it is read."""
+    return (word & 31) + 1
+
+
 def fmt_unpack(word: int) -> FormatFields:
     word &= 0xFFFF
     return FormatFields(
-        w=(word & 31) + 1, p=(word >> 5) & 31, has_inf=(word >> 10) & 1,
+        w=fmt_width(word), p=(word >> 5) & 31, has_inf=(word >> 10) & 1,
         nan_enc=(word >> 11) & 3, szero=(word >> 13) & 1,
         unsigned=(word >> 14) & 1, bias_ovr=(word >> 15) & 1)
 
@@ -190,7 +195,7 @@ class Format:
 
     @property
     def width(self) -> int:
-        return (self.word & 31) + 1
+        return fmt_width(self.word)
 
     @property
     def p(self) -> int:

@@ -26,6 +26,7 @@ from typing import Any, Callable, Iterable, Mapping
 import numpy as np
 
 from . import descriptor as D
+from .facts import ROLE_FIELD, PlaneRole
 from .array import GritArray
 from .errors import GritGradeError, GritLayoutError, GritUsageError
 from .formats import CANONICAL_NAN
@@ -42,10 +43,10 @@ __all__ = [
     "get_kernel", "matmul", "ROLES",
 ]
 
-ROLES = ("data", "scale", "meta")
+ROLES = tuple(r.value for r in PlaneRole)
 _ROW_MAJOR = REGISTERED["ROW_MAJOR"][0]
 _LINEAR_META = REGISTERED["LINEAR_META"][0]
-_FIELD = {"data": "placement_data", "scale": "placement_scale", "meta": "placement_meta"}
+_FIELD = ROLE_FIELD
 _ORDER_NAMES = {D.SPORDER_UNORDERED: "SPORDER_UNORDERED", D.SPORDER_ASC_LSB: "SPORDER_ASC_LSB"}
 _AO_WORDS = {"seq": "deterministic", "tree": "a tree order", "unspec": "nondeterministic"}
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import descriptor as D
-from .formats import Format, fmt_classify
+from .formats import Format, fmt_classify, fmt_width
+from .vformats import decode_codes
 
 __all__ = ["probe", "SAMPLE_GROUPS"]
 
@@ -16,8 +17,7 @@ SAMPLE_GROUPS = 64
 def _values(buf, word: int, count: int) -> np.ndarray | None:
     """Decode the first ``count`` values of a scale-like plane (PAD8 for
     ≤ 8 bits, little-endian 16/32-bit words); None where the width is odd."""
-    from .vformats import decode_codes
-    w = (word & 31) + 1
+    w = fmt_width(word)
     raw = np.frombuffer(buf, dtype=np.uint8)
     if w <= 8:
         codes = raw[:count]

@@ -28,6 +28,7 @@ import numpy as np
 
 from .. import descriptor as D
 from ..check import plane_sizes
+from ..facts import fmt_width, meta_bits
 from ..errors import GritUsageError
 from ..formats import BINARY32, CANONICAL_NAN, format_by_name
 from ..vformats import decode_codes, encode_values
@@ -108,10 +109,6 @@ def _native_decode(kind: str, planes, numel: int) -> np.ndarray:
     return out
 
 
-def _width(word: int) -> int:
-    return (word & 31) + 1
-
-
 def _per_group0(v1: np.ndarray, n_groups0: int, k1: int) -> np.ndarray:
     """Expand a per-level-1-group array to level-0 groups: g1 = g0 / k1, or
     the single per-tensor value when k1 == 0 (§3.7)."""
@@ -149,7 +146,7 @@ def decode(array) -> np.ndarray:
         _warn_no_kernels(numel)
 
     # -- element codes, in lin order ---------------------------------------
-    codes = unpack_elements(planes[0], nnz, _width(d.elem),
+    codes = unpack_elements(planes[0], nnz, fmt_width(d.elem),
                             pad8=d.container == D.CT_PAD8,
                             msb=bool(d.flags & D.F_MSB_FIRST))
     kept = None
@@ -159,12 +156,12 @@ def decode(array) -> np.ndarray:
 
     with np.errstate(invalid="ignore", over="ignore", under="ignore"):
         # -- the scale chain, outermost first (§8.1 step 2) ------------------
-        s0 = decode_codes(d.scale0, read_group_plane(planes[1], n_groups0, _width(d.scale0)))
+        s0 = decode_codes(d.scale0, read_group_plane(planes[1], n_groups0, fmt_width(d.scale0)))
         zl1 = bool(d.flags & D.F_ZP_L1SCALED)
         if d.n_levels == 2:
             per = 2 if zl1 else 1
             v1 = decode_codes(d.scale1, read_scale1(planes[2], n_groups1 * per,
-                                                    _width(d.scale1)))
+                                                    fmt_width(d.scale1)))
             s1 = v1[0::per]
             S = np.multiply(_per_group0(s1, n_groups0, k1), s0)     # f32(S1 · s0)
         else:
@@ -175,7 +172,7 @@ def decode(array) -> np.ndarray:
             out = E * S[:, None]                                    # f32(S · e)
         else:
             zpv = decode_codes(d.zp_fmt, read_group_plane(planes[3], n_groups0,
-                                                          _width(d.zp_fmt)))
+                                                          fmt_width(d.zp_fmt)))
             if zl1:
                 # §8.1 step 5 as written: sval(zp_fmt, zp) — ZP_MINUS1 adds 1
                 # only in the zps=shared branch.
@@ -232,7 +229,7 @@ def _scatter_sparse(array, stored: np.ndarray, numel: int):
     Unnamed positions are structurally masked."""
     d = array.descriptor
     n, m = d.sp_n, d.sp_m
-    bits = {D.SPMETA_U2: 2, D.SPMETA_U4: 4}[d.sp_meta_fmt]
+    bits = meta_bits(d.sp_meta_fmt)
     nquads = numel // m
     idx = read_meta(array.planes[3], n, bits, nquads).astype(np.int64)
     full = np.zeros(numel, dtype=stored.dtype)

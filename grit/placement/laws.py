@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import descriptor as D
+from ..facts import meta_bits
 from ..errors import GritDigestError, GritGradeError, GritLayoutError, GritUsageError
 from .planes import Units, from_units, geometry, to_units
 
@@ -121,7 +122,7 @@ def _regular_sparse(a) -> None:
     if not d.flags & D.F_SPARSE or a.size == 0:
         return
     from .._sparse import meta_indices
-    bits = {D.SPMETA_U2: 2, D.SPMETA_U4: 4}[d.sp_meta_fmt]
+    bits = meta_bits(d.sp_meta_fmt)
     idx = np.sort(meta_indices(a.planes[3], d.sp_n, bits, a.size // d.sp_m), axis=1)
     ok = (idx < d.sp_m).all(axis=1)
     if d.sp_n > 1:

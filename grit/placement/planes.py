@@ -32,12 +32,10 @@ import numpy as np
 
 from .. import descriptor as D
 from ..codec.packing import pack_stream, unpack_stream
+from ..errors import Detail, GritUsageError
+from ..facts import canonical_sizes
 
 __all__ = ["Units", "Geometry", "geometry", "to_units", "from_units", "native_permute"]
-
-
-def _width(word: int) -> int:
-    return (word & 31) + 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,53 +69,38 @@ class Geometry:
 
 
 def geometry(d: D.Descriptor, shape: tuple[int, ...]) -> Geometry:
-    """Unit layout of every plane of (d, shape) in canonical sizes (§7.3,
-    before any PACK_K4_12B or INTERLEAVED size rule)."""
-    numel = 1
-    for x in shape:
-        numel *= x
+    """Unit layout of every plane of (d, shape) in canonical sizes: the §7.3
+    derivation of grit.facts (before any PACK_K4_12B or INTERLEAVED size
+    rule) with each plane's units placed on its grid.  (d, shape) must have
+    passed check steps 1–4."""
+    ps = canonical_sizes(d, shape)
+    if isinstance(ps, Detail):
+        raise GritUsageError(f"geometry() of an unchecked array: {ps.message}")
+    (nd, bd), (n0, b0), (n1, b1), (na, ba) = ps.units
+    numel = ps.numel
     C = shape[d.group_axis]
     R = numel // C if C else 0
     k0 = d.k0
-    sparse = bool(d.flags & D.F_SPARSE)
-    pad8 = d.container == D.CT_PAD8
-    ew = _width(d.elem)
-    ecw = 8 if pad8 and ew <= 8 else ew
     msb = bool(d.flags & D.F_MSB_FIRST)
-    if sparse:
-        m, n = d.sp_m, d.sp_n
-        data = Units(numel // m * n, ecw, R, C // m * n, msb)
+    data = Units(nd, bd, R, C // d.sp_m * d.sp_n if d.flags & D.F_SPARSE else C, msb)
+    s0 = Units(n0, b0, R, C // k0)
+    if d.n_levels != 2:
+        s1 = Units(0, b1, R, 0)
+    elif d.k1 == 0:
+        s1 = Units(n1, b1, 1, 1)
+    elif (C // k0) % d.k1 == 0:
+        s1 = Units(n1, b1, R, C // k0 // d.k1)
     else:
-        data = Units(numel, ecw, R, C, msb)
-    g0 = numel // k0
-    s0w = _width(d.scale0)
-    s0 = Units(g0, 8 if s0w <= 8 else s0w, R, C // k0)
-    if d.n_levels == 2:
-        per = 2 if d.flags & D.F_ZP_L1SCALED else 1
-        if d.k1 == 0:
-            g1 = 1
-            s1 = Units(1, per * _width(d.scale1), 1, 1)
-        else:
-            g1 = g0 // d.k1
-            cs = C // k0
-            if cs % d.k1 == 0:
-                s1 = Units(g1, per * _width(d.scale1), R, cs // d.k1)
-            else:
-                s1 = Units(g1, per * _width(d.scale1), None, None, why_no_grid=(
-                    f"level-1 groups of k1 = {d.k1} level-0 groups straddle rows of "
-                    f"{cs} level-0 groups"))
-    else:
-        g1 = 0
-        s1 = Units(0, 8, R, 0)
-    if sparse:
-        mb = {D.SPMETA_U2: 2, D.SPMETA_U4: 4}.get(d.sp_meta_fmt, 2)
-        aux = Units(numel // d.sp_m, d.sp_n * mb, R, C // d.sp_m)
+        s1 = Units(n1, b1, None, None, why_no_grid=(
+            f"level-1 groups of k1 = {d.k1} level-0 groups straddle rows of "
+            f"{C // k0} level-0 groups"))
+    if d.flags & D.F_SPARSE:
+        aux = Units(na, ba, R, C // d.sp_m)
     elif d.flags & D.F_HAS_ZP:
-        zw = _width(d.zp_fmt)
-        aux = Units(g0, 8 if zw <= 8 else zw, R, C // k0)
+        aux = Units(na, ba, R, C // k0)
     else:
-        aux = Units(0, 8, R, 0)
-    return Geometry(numel, R, C, g0, g1, data, s0, s1, aux)
+        aux = Units(0, ba, R, 0)
+    return Geometry(numel, R, C, ps.n_groups0, ps.n_groups1, data, s0, s1, aux)
 
 
 def to_units(buf, u: Units) -> np.ndarray:

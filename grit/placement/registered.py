@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import descriptor as D
+from ..facts import PlaneRole
 from ..errors import GritLayoutError
 from .expr import ColMajor, Expr, Interleave, Perm, RowMajor, Tile
 from .words import REGISTERED
@@ -23,7 +24,7 @@ __all__ = ["MEANING", "Meaning", "ROLES", "swizzle_128x4_perm", "meta_m16n8k32_p
            "pack_k4_12b", "unpack_k4_12b", "pack_k4_applies", "block_aos_unit",
            "PACK_BYTES"]
 
-ROLES = ("data", "scale", "meta")
+ROLES = tuple(r.value for r in PlaneRole)
 
 # ---------------------------------------------------------------------------
 # the two permutations that registered tiles carry

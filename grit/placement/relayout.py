@@ -19,6 +19,8 @@ import numpy as np
 
 from .. import descriptor as D
 from ..errors import GritLayoutError, GritUsageError
+from ..facts import ROLE_FIELD, PlaneRole, canonical_words, fmt_width, is_canonical
+from ..facts import has_aux as _has_aux
 from .expr import (Expr, Interleave, RowMajor, apply, as_expr, layout_word, register_layout,
                    resolve_layout, same_layout, validate)
 from .planes import (Geometry, Units, from_units, geometry, native_kernels, native_permute,
@@ -32,7 +34,7 @@ from .words import (CLASS_HASHED, CLASS_OPAQUE, CLASS_REGISTERED, UNSPECIFIED,
 __all__ = ["relayout", "canonical", "decode", "is_canonical", "canonical_words",
            "applies", "Spec"]
 
-_ROLE_FIELD = {"data": "placement_data", "scale": "placement_scale", "meta": "placement_meta"}
+_ROLE_FIELD = ROLE_FIELD
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,30 +48,6 @@ class Spec:
 
 # ---------------------------------------------------------------------------
 # words -> specs
-
-def _has_aux(d: D.Descriptor) -> bool:
-    return bool(d.flags & (D.F_SPARSE | D.F_HAS_ZP))
-
-
-def canonical_words(d: D.Descriptor) -> tuple[int, int, int]:
-    meta = (LINEAR_META if d.flags & D.F_SPARSE else ROW_MAJOR) if _has_aux(d) else UNSPECIFIED
-    return ROW_MAJOR, ROW_MAJOR, meta
-
-
-def _canonical_set(role: str) -> frozenset:
-    if role == "meta":
-        return frozenset({UNSPECIFIED, ROW_MAJOR, LINEAR_META})
-    return frozenset({UNSPECIFIED, ROW_MAJOR})
-
-
-def is_canonical(d: D.Descriptor) -> bool:
-    """Whether the planes are in the order the codec reads (UNSPECIFIED
-    counts: it asserts no layout and is read canonically)."""
-    return (not d.flags & D.F_INTERLEAVED
-            and d.placement_data in _canonical_set("data")
-            and d.placement_scale in _canonical_set("scale")
-            and d.placement_meta in _canonical_set("meta"))
-
 
 def _not_applicable(name: str, role: str, why: str) -> GritLayoutError:
     return GritLayoutError(f"placement {name} does not apply to the {role} plane(s) here: {why}")
@@ -133,14 +111,14 @@ def _spec(d: D.Descriptor, role: str, p, *, target: bool) -> Spec:
             raise _not_applicable(m.name, role, why)
         return Spec(word, "pack")
     if word == SWIZZLE_128X4B:
-        if (d.scale0 & 31) + 1 != 8:
+        if fmt_width(d.scale0) != 8:
             raise _not_applicable(m.name, role, "its tiles hold 8-bit scale values")
         if d.n_levels == 2 and d.k1 != 0:
             raise _not_applicable(m.name, role, "scale1 must be absent or one per-tensor value "
                                                 "(k1 = 0); the 128x4 tiles order level-0 scales")
     if word == META_M16N8K32:
         if not (d.flags & D.F_SPARSE and d.sp_n == 2 and d.sp_m == 4
-                and d.sp_meta_fmt == D.SPMETA_U2 and (d.elem & 31) + 1 == 8):
+                and d.sp_meta_fmt == D.SPMETA_U2 and fmt_width(d.elem) == 8):
             raise _not_applicable(m.name, role, "it is the metadata of mma.sp m16n8k32: 2:4 "
                                                 "sparsity, u2 indices, 8-bit elements")
     return Spec(word, "expr", m.expr)
@@ -464,7 +442,7 @@ def relayout(array, placement=None, *, data=None, scale=None, meta=None):
     when nothing changes (L2: relayout(p←p) = id)."""
     array = _as_array(array, "relayout")
     d = array.descriptor
-    roles = ("data", "scale", "meta")
+    roles = tuple(r.value for r in PlaneRole)
     given = {"data": data, "scale": scale, "meta": meta}
     cur_words = {r: getattr(d, _ROLE_FIELD[r]) for r in roles}
     specs_src = _specs_of(d)     # first: an unresolvable source is refused (§5.3, L3)
