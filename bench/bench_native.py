@@ -9,7 +9,7 @@ Rows (medians of --repeat calls; slow rows of fewer):
   * reference scalar C loop (ggml block layout) for MXFP4 and Q4_K, compiled from
     bench/ref_dequant.c by this run (cc -O2) and checked against gguf-py;
   * grit decode / encode of every registered grade: native with 1 and 2 threads,
-    and the numpy path (grit.codec.decode.NATIVE = False).
+    and the numpy path (grit.native.NATIVE = False).
 
 Every decode row returns a new float32 array, as grit.decode does.  Ratios are
 peer seconds / row seconds; "% memcpy" is the row's binary32 bandwidth over
@@ -53,7 +53,7 @@ TARGETS = [
     ("grit encode GRADE_MXFP4 native 1t", "gguf-py quantize MXFP4", 11.0),
 ]
 
-dm = importlib.import_module("grit.codec.decode")
+dm = importlib.import_module("grit.native")
 
 
 def _quiet(fn):

@@ -13,7 +13,7 @@ are printed too and are lower for the transposing placements.
 
 Each row relayouts a canonical array to one placement ("to") and from it back
 to canonical ("back") and reports GB/s of payload moved (all four planes):
-native, numpy (``grit.codec.decode.NATIVE = False``), and two memcpy rows of
+native, numpy (``grit.native.NATIVE = False``), and two memcpy rows of
 the same number of bytes out of a numpy allocation (as relayout reads):
 ``np.copyto`` into a preallocated buffer, and ``np.copy``, which allocates its
 output as a relayout does.  The native and memcpy timings are taken in
@@ -25,8 +25,8 @@ temporaries leave a VM slower to fault fresh pages for a while); the native
 bytes are checked against the numpy path's by SHA-256.  The 50%
 target is judged against ``np.copy`` (allocating: the like-for-like
 comparison); the ratio to ``np.copyto`` is printed beside it.  Native threads
-follow grit.codec.decode's rule (one per MiB, at most the CPUs the process may use);
-``--threads`` sets grit.codec.decode.THREADS.
+follow grit.native's rule (one per MiB, at most the CPUs the process may use);
+``--threads`` sets grit.native.THREADS.
 """
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ import numpy as np
 import grit
 from grit import layouts as L
 
-dm = importlib.import_module("grit.codec.decode")
+dm = importlib.import_module("grit.native")
 
 
 def _rounds(fns: dict, repeat: int) -> dict:

@@ -33,7 +33,7 @@ else:
 
 pytestmark = pytest.mark.skipif(_kernels is None, reason=_REASON or "built")
 
-dm = importlib.import_module("grit.codec.decode")
+dm = importlib.import_module("grit.native")
 
 SETTINGS = settings(max_examples=int(os.environ.get("GRIT_HYPOTHESIS_EXAMPLES", 150)),
                     deadline=None,
@@ -307,12 +307,12 @@ def test_threads_give_the_one_thread_result(name, threads):
 
 
 def test_default_thread_policy():
-    assert dm._native_threads(10) == 1
-    assert dm._native_threads(1 << 20) == 1
-    assert dm._native_threads(64 << 20) == min(os.cpu_count() or 1, 64)
+    assert dm.threads(10) == 1
+    assert dm.threads(1 << 20) == 1
+    assert dm.threads(64 << 20) == min(os.cpu_count() or 1, 64)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(dm, "THREADS", 3)
-        assert dm._native_threads(10) == 3
+        assert dm.threads(10) == 3
 
 
 # ---------------------------------------------------------------------------
@@ -346,9 +346,9 @@ def test_registered_grades_take_the_kernels(name):
     g = REGISTERED_GRADES[name]
     x = np.linspace(-3, 3, 512, dtype=np.float32)
     arr, calls = _spied(lambda: grit.encode(x, g))
-    assert calls == [f"encode_{dm._NATIVE_DECODE[dm._frame_key(arr.descriptor)]}"]
+    assert calls == [f"encode_{dm.DECODE_KIND[dm.frame_key(arr.descriptor)]}"]
     _, calls = _spied(lambda: grit.decode(arr))
-    assert calls == [f"decode_{dm._NATIVE_DECODE[dm._frame_key(arr.descriptor)]}"]
+    assert calls == [f"decode_{dm.DECODE_KIND[dm.frame_key(arr.descriptor)]}"]
     _, calls = _spied(lambda: grit.decode(arr), native=False)
     assert calls == []
 
@@ -418,7 +418,7 @@ def test_missing_extension_warns_once_and_gives_the_same_bytes():
 
 
 def test_environment_switch():
-    code = "import importlib; print(importlib.import_module('grit.codec.decode').NATIVE)"
+    code = "import importlib; print(importlib.import_module('grit.native').NATIVE)"
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, GRIT_NATIVE="0",
                PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))

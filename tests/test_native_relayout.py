@@ -2,7 +2,7 @@
 
 Every fast path is the numpy relayout's index map executed as byte moves, so
 for every registered placement, grade and shape it must give the same plane
-bytes as the numpy path (grit.codec.decode.NATIVE = False), in both
+bytes as the numpy path (grit.native.NATIVE = False), in both
 directions, and round trips must give back the source bytes.  The kernels are
 also compared one by one with the numpy functions they replace, on shapes the
 registered grades never produce (odd grids, MSB-first nibbles, wide units),
@@ -35,7 +35,7 @@ else:
 
 pytestmark = pytest.mark.skipif(_kernels is None or bool(_REASON), reason=_REASON or "built")
 
-dm = importlib.import_module("grit.codec.decode")
+dm = importlib.import_module("grit.native")
 
 PLACEMENTS = {
     "COL_MAJOR": {"placement": L.COL_MAJOR},

@@ -13,20 +13,18 @@ law wins).  Every NaN leaves as 0x7FC00000 (§1.2).
 
 Fast path: arrays whose frame is that of a registered grade (MXFP4,
 MXFP4_RNE, NVF4, NVF4_RTZ, Q4KS, I8S24) with dt = binary32 decode in the
-private C extension ``grit._kernels`` when it is built, which gives the same
-bits (tests/test_native_codec.py) and allocates nothing but the output.
-``NATIVE = False`` (or ``GRIT_NATIVE=0`` in the environment at import)
-keeps everything on the numpy path; without the extension the numpy path is
-used and a warning is issued once.
+private C extension (through :mod:`grit.native`) when it is built, which
+gives the same bits (tests/test_native_codec.py) and allocates nothing but
+the output.  ``grit.native.NATIVE = False`` (or ``GRIT_NATIVE=0`` in the
+environment at import) keeps everything on the numpy path; without the
+extension the numpy path is used and a warning is issued once.
 """
 from __future__ import annotations
-
-import os
-import warnings
 
 import numpy as np
 
 from .. import descriptor as D
+from .. import native
 from ..check import plane_sizes
 from ..facts import fmt_width, meta_bits
 from ..errors import GritUsageError
@@ -38,75 +36,6 @@ from .packing import read_group_plane, read_meta, read_scale1, unpack_elements
 __all__ = ["decode"]
 
 _NAN_BITS = np.uint32(CANONICAL_NAN)
-
-try:
-    from .. import _kernels
-except ImportError:  # pragma: no cover - exercised where no compiler exists
-    _kernels = None
-
-#: Dispatch flag for the native kernels, read on every call (encode reads it too).
-NATIVE = _kernels is not None and os.environ.get("GRIT_NATIVE", "1") != "0"
-#: Threads for the native kernels; None: min(CPUs this process may use, numel / 2^20).
-THREADS: int | None = None
-# counted once: os.cpu_count() reads sysfs on every call (several microseconds,
-# three times per relayout of a small array)
-_CPUS = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-         else os.cpu_count()) or 1
-_THREAD_WORK = 1 << 20      # elements per thread below which a thread costs more than it saves
-_WARN_NUMEL = 1 << 16       # the missing extension is worth a warning from this size up
-_warned = False
-
-
-def _native_threads(numel: int) -> int:
-    if THREADS is not None:
-        return max(1, int(THREADS))
-    return max(1, min(_CPUS, numel // _THREAD_WORK))
-
-
-def _warn_no_kernels(numel: int) -> None:
-    """Warn once that a registered grade ran on the numpy path because the
-    extension is not built (not when it was switched off on purpose)."""
-    global _warned
-    if _kernels is None and not _warned and numel >= _WARN_NUMEL:
-        _warned = True
-        warnings.warn("grit: native codec kernels (grit._kernels) not built; encoding and "
-                      "decoding with the numpy path (same bytes, slower)", RuntimeWarning,
-                      stacklevel=3)
-
-
-def _frame_key(d) -> tuple:
-    """The descriptor fields decode() depends on, besides the grade's dt."""
-    return (d.n_levels, d.flags, d.elem, d.scale0, d.scale1, d.zp_fmt, d.k0, d.k1,
-            d.sp_n, d.sp_m, d.sp_meta_fmt, d.container)
-
-
-def _native_table() -> dict:
-    from ..grade import REGISTERED_GRADES
-    kinds = {"GRADE_MXFP4": "mxfp4", "GRADE_MXFP4_RNE": "mxfp4", "GRADE_NVF4": "nvf4",
-             "GRADE_NVF4_RTZ": "nvf4", "GRADE_Q4KS": "q4ks", "GRADE_I8S24": "i8s24"}
-    return {_frame_key(REGISTERED_GRADES[name].descriptor()): kind
-            for name, kind in kinds.items()}
-
-
-# Frames the kernels decode: those of the registered grades.  A grade that
-# differs from one of them only in encode fields or the sparsity order
-# decodes the same way (§8.1 reads neither), so it takes the same kernel.
-_NATIVE_DECODE = _native_table()
-
-
-def _native_decode(kind: str, planes, numel: int) -> np.ndarray:
-    out = np.empty(numel, dtype=np.float32)
-    nt = _native_threads(numel)
-    data, scale0, scale1, aux = planes
-    if kind == "mxfp4":
-        _kernels.decode_mxfp4(data, scale0, out, nt)
-    elif kind == "nvf4":
-        _kernels.decode_nvf4(data, scale0, scale1, out, nt)
-    elif kind == "q4ks":
-        _kernels.decode_q4ks(data, scale0, scale1, aux, out, nt)
-    else:
-        _kernels.decode_i8s24(data, scale0, aux, out, nt)
-    return out
 
 
 def _per_group0(v1: np.ndarray, n_groups0: int, k1: int) -> np.ndarray:
@@ -139,11 +68,11 @@ def decode(array) -> np.ndarray:
     numel, nnz, n_groups0, n_groups1 = ps.numel, ps.nnz, ps.n_groups0, ps.n_groups1
     k0, k1 = d.k0, d.k1
 
-    kind = _NATIVE_DECODE.get(_frame_key(d))
+    kind = native.DECODE_KIND.get(native.frame_key(d))
     if kind is not None and _dt_word(grade) == BINARY32.word:
-        if NATIVE:
-            return from_lin(_native_decode(kind, planes, numel), shape, d.group_axis)
-        _warn_no_kernels(numel)
+        if native.kernels() is not None:
+            return from_lin(native.decode(kind, planes, numel), shape, d.group_axis)
+        native.warn_missing(numel)
 
     # -- element codes, in lin order ---------------------------------------
     codes = unpack_elements(planes[0], nnz, fmt_width(d.elem),

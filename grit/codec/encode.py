@@ -22,19 +22,19 @@ frexp (exact).  Element projection is fmt_encode with rne and es (§9.1
 rule 5); er governs only the projection of a computed scale.
 
 Fast path: the six registered grades encode in the private C extension
-``grit._kernels`` when it is built and ``grit.codec.decode.NATIVE`` is set;
+``grit._kernels`` when it is built and ``grit.native.NATIVE`` is set;
 the kernels are these same rules written per group and give the same bytes
 (tests/test_native_codec.py).
 """
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .. import native
 from ..check import plane_sizes
 from ..errors import Detail, GritEncodeError, GritUsageError, error_for
 from ..formats import Format
@@ -434,43 +434,6 @@ def _flush_subnormals(xl: np.ndarray) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------
-# native fast path (grit._kernels): the registered grades, canonical planes
-
-# The package attribute grit.codec.decode is the function; the flag lives in
-# the module.
-_decode_mod = importlib.import_module(".decode", __package__)
-
-
-def _native_encode_table() -> dict:
-    from ..grade import REGISTERED_GRADES as R
-    return {R["GRADE_MXFP4"].canonical: ("mxfp4", False),
-            R["GRADE_MXFP4_RNE"].canonical: ("mxfp4", True),
-            R["GRADE_NVF4"].canonical: ("nvf4", False),
-            R["GRADE_NVF4_RTZ"].canonical: ("nvf4", True),
-            R["GRADE_Q4KS"].canonical: ("q4ks", None),
-            R["GRADE_I8S24"].canonical: ("i8s24", None)}
-
-
-_NATIVE_ENCODE = _native_encode_table()
-
-
-def _native_encode(kind: str, flag, xl: np.ndarray) -> tuple:
-    """The four planes (data, scale0, scale1, aux) of a registered grade."""
-    K = _decode_mod._kernels
-    x = np.require(xl, dtype=_F32, requirements=["C_CONTIGUOUS", "ALIGNED"])
-    nt = _decode_mod._native_threads(x.size)
-    if kind == "mxfp4":
-        data, s0 = K.encode_mxfp4(x, flag, nt)
-        return data, s0, b"", b""
-    if kind == "nvf4":
-        return K.encode_nvf4(x, flag, nt) + (b"",)
-    if kind == "q4ks":
-        return K.encode_q4ks(x, nt)
-    data, s0, aux = K.encode_i8s24(x, nt)
-    return data, s0, b"", aux
-
-
-# ---------------------------------------------------------------------------
 # public API
 
 def _as_values(values) -> np.ndarray:
@@ -542,11 +505,11 @@ def encode(values, grade, *, group_axis: int | None = None,
         raise error_for(ps)
     c = _ctx(g)
     xl = to_lin(x, ga)
-    native = _NATIVE_ENCODE.get(g.canonical)
-    if native is not None:
-        if _decode_mod.NATIVE:
-            return GritArray(desc, x.shape, _native_encode(native[0], native[1], xl))
-        _decode_mod._warn_no_kernels(xl.size)
+    kind = native.ENCODE_KIND.get(g.canonical)
+    if kind is not None:
+        if native.kernels() is not None:
+            return GritArray(desc, x.shape, native.encode(kind[0], kind[1], xl))
+        native.warn_missing(xl.size)
     if g["esn"] == "ftz":
         xl = _flush_subnormals(xl)
     idx = None

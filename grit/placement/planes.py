@@ -24,13 +24,12 @@ the element plane follows F_MSB_FIRST), permuted, and packed again.
 from __future__ import annotations
 
 import functools
-import importlib
-import sys
 from dataclasses import dataclass
 
 import numpy as np
 
 from .. import descriptor as D
+from .. import native
 from ..codec.packing import pack_stream, unpack_stream
 from ..errors import Detail, GritUsageError
 from ..facts import canonical_sizes
@@ -129,24 +128,14 @@ def from_units(x: np.ndarray, u: Units) -> bytes:
 # to_units/from_units, executed as byte moves; None when a case is not covered
 
 
-def _decode_mod():
-    # the module, not the function grit.codec re-exports under the same name
-    # (sys.modules first: import_module costs microseconds on every call)
-    return sys.modules.get("grit.codec.decode") or importlib.import_module("grit.codec.decode")
-
-
 def native_kernels():
     """grit._kernels when it is built, has the relayout entry points, and
-    grit.codec.decode.NATIVE is set (GRIT_NATIVE=0 clears it); else None."""
-    _dec = _decode_mod()
-    k = _dec._kernels
-    if k is None or not _dec.NATIVE or not hasattr(k, "transpose"):
-        return None
-    return k
+    grit.native.NATIVE is set (GRIT_NATIVE=0 clears it); else None."""
+    return native.relayout_kernels()
 
 
 def native_threads(nbytes: int) -> int:
-    return _decode_mod()._native_threads(nbytes)
+    return native.threads(nbytes)
 
 
 @functools.lru_cache(maxsize=64)
