@@ -6,7 +6,8 @@ descriptor.  This package encodes and decodes bit-exactly to the spec, checks
 any descriptor in O(1) with a precise diagnosis, and scans real checkpoints.
 """
 from . import layouts
-from .check import CheckReport, check, diagnose, plane_sizes
+from .check import CheckReport, plane_sizes
+from .boundary import check, diagnose
 from .descriptor import Descriptor
 from .errors import (
     Detail, GritDigestError, GritEncodeError, GritError, GritFormatError, GritGradeError,
@@ -18,10 +19,9 @@ from .grade import (
     GRADE_I8S24, GRADE_MXFP4, GRADE_MXFP4_RNE, GRADE_NVF4, GRADE_NVF4_RTZ, GRADE_Q4KS,
     Grade, known_grades, lookup_grade, register_grade,
 )
-from .array import GritArray, concat, require_metadata_order
-from .codec import Requantized, encode, requantize
 # the public decode canonicalises any non-opaque placement, then runs the codec
-from .placement.relayout import canonical, decode, relayout
+from .array import GritArray, canonical, concat, decode, relayout, require_metadata_order
+from .codec.encode import Requantized, encode, requantize
 from .placement.expr import layout_word, parse_layout, register_layout
 from . import audit, kernels
 from .audit import assume_placement, verify_placement

@@ -11,16 +11,23 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
+
+from . import crossings
 from . import descriptor as D
-from .check import _as_shape, check, diagnose, plane_sizes
+from .check import as_shape, check, diagnose, plane_sizes
+from .codec.decode import decode_canonical
 from .errors import Detail, GritSizeError, GritUsageError, Status, error_for
 from .facts import PLANE_NAMES
 from .fingerprint import base32_encode, display_prefix
 from .fingerprint import digest as _digest
 from .fingerprint import gid as _gid
 from .grade import Grade
+from .placement import laws
+from .placement import relayout as _relayout
 
-__all__ = ["GritArray", "PLANE_NAMES", "concat", "require_metadata_order"]
+__all__ = ["GritArray", "PLANE_NAMES", "concat", "require_metadata_order", "decode",
+           "canonical", "relayout"]
 
 
 
@@ -59,7 +66,7 @@ class GritArray:
 
     def __init__(self, desc, shape: Sequence[int], planes: Sequence):
         d = _as_descriptor(desc)
-        shp = _as_shape(shape)
+        shp = as_shape(shape)
         if isinstance(planes, (bytes, bytearray, memoryview)):
             raise GritUsageError("planes must be four bytes-like objects, not one buffer "
                                  "(use GritArray.from_payload for a concatenated payload)")
@@ -72,6 +79,7 @@ class GritArray:
                                  f"(data, scale0, scale1, aux), got {len(items)}")
         pl = tuple(_as_plane(i, p) for i, p in enumerate(items))
         report = check(d, shp, pl, level=1)
+        crossings.count()                  # §12.4: a construction is a boundary crossing
         sset = object.__setattr__
         sset(self, "_desc", d)
         sset(self, "_shape", shp)
@@ -91,7 +99,7 @@ class GritArray:
         """Split ``data ‖ scale0 ‖ scale1 ‖ aux`` by the §7.3 size equations
         (zero-copy slices of ``payload``) and construct the array."""
         d = _as_descriptor(desc)
-        shp = _as_shape(shape)
+        shp = as_shape(shape)
         try:
             mv = memoryview(payload)
         except TypeError:
@@ -190,19 +198,16 @@ class GritArray:
     def decode(self):
         """§8 decode(): a float32 ndarray of this array's shape (any
         non-opaque placement: the planes are relayouted to canonical first)."""
-        from .placement.relayout import decode
         return decode(self)
 
     # -- placements (§5)
     def canonical(self) -> "GritArray":
         """This array with its planes in the canonical order (itself when
         they already are)."""
-        from .placement.relayout import canonical
         return canonical(self)
 
     def relayout(self, placement=None, *, data=None, scale=None, meta=None) -> "GritArray":
         """``grit.relayout(self, ...)``."""
-        from .placement.relayout import relayout
         return relayout(self, placement, data=data, scale=scale, meta=meta)
 
     # -- the array laws (L4, L5): slicing, transpose
@@ -214,18 +219,16 @@ class GritArray:
         GritLayoutError; never a silent view.  A selection that is contiguous
         in lin order is a zero-copy view (memoryview slices of the planes);
         any other aligned selection is a copy.  Canonical placements only."""
-        from .placement.laws import getitem
-        return getitem(self, key)
+        return laws.getitem(self, key)
 
     def transpose(self, *axes) -> "GritArray":
         """Permute axes.  The group axis must stay where it is (L4: a
         transpose that moves it does not exist — requantize); permuting the
         other axes moves whole rows of every plane into the canonical order of
         the new shape (a copy; itself for the identity)."""
-        from .placement.laws import transpose
         if len(axes) == 1 and not isinstance(axes[0], int):
             axes = tuple(axes[0]) if axes[0] is not None else ()
-        return transpose(self, axes or None)
+        return laws.transpose(self, axes or None)
 
     @property
     def T(self) -> "GritArray":
@@ -272,8 +275,13 @@ def concat(arrays, axis: int = 0) -> GritArray:
     """Concatenate GritArrays along ``axis`` without decoding: same grade,
     descriptor frame (group axis, placements) and rank; NOTE_ASSUMED is set on
     the result if any input carries it (§12: sticky)."""
-    from .placement.laws import concat as _concat
-    return _concat(arrays, axis)
+    try:
+        arrs = list(arrays)
+    except TypeError:
+        raise GritUsageError("concat() takes a sequence of GritArrays") from None
+    if not arrs or not all(isinstance(x, GritArray) for x in arrs):
+        raise GritUsageError("concat() takes a non-empty sequence of GritArrays")
+    return laws.concat(arrs, axis)
 
 
 def require_metadata_order(array: GritArray, *, verify: bool = False) -> GritArray:
@@ -282,5 +290,38 @@ def require_metadata_order(array: GritArray, *, verify: bool = False) -> GritArr
     (GritLayoutError, as grit.matmul's L6 refusal); with ``verify=True`` the ASC_LSB promise is also checked
     against the bytes (§7.4, GritDigestError).  Dense arrays pass.  Returns
     the array."""
-    from .placement.laws import require_metadata_order as _req
-    return _req(array, verify=verify)
+    _require_array(array, "require_metadata_order")
+    return laws.require_metadata_order(array, verify=verify)
+
+
+def _require_array(x, what: str) -> GritArray:
+    if not isinstance(x, GritArray):
+        raise GritUsageError(f"{what}() takes a GritArray, got {type(x).__name__}")
+    return x
+
+
+# ---------------------------------------------------------------------------
+# placements and decode on arrays (§5.5, §8)
+
+def canonical(array: GritArray) -> GritArray:
+    """``array`` with its planes in the canonical order (itself when they
+    already are; UNSPECIFIED counts as canonical)."""
+    return _relayout.canonical(_require_array(array, "canonical"))
+
+
+def relayout(array: GritArray, placement=None, *, data=None, scale=None,
+             meta=None) -> GritArray:
+    """Move the planes of ``array`` into another placement (§5.5 way 2); see
+    :func:`grit.placement.relayout.relayout` for how the roles are chosen."""
+    return _relayout.relayout(_require_array(array, "relayout"), placement, data=data,
+                              scale=scale, meta=meta)
+
+
+relayout.__doc__ = _relayout.relayout.__doc__
+
+
+def decode(array: GritArray) -> np.ndarray:
+    """§8 decode(): a new C-contiguous float32 array of ``array.shape``, for
+    an array in any non-opaque placement (the planes are relayouted to the
+    canonical order first; L1: placement never changes the values)."""
+    return decode_canonical(canonical(_require_array(array, "decode")))

@@ -17,31 +17,31 @@ a valid TILE_16X16 plane), so the other checks — the relayout round trip, the
 level-2 content invariants, an expected digest — are necessary conditions
 only: they can refute a claim, never prove one.
 
-Boundary crossings are counted per process: every ``grit.check`` at level
-≥ 1 (through the hook this module installs in ``grit.check``), every
+Boundary crossings are counted per process (grit.crossings): every passed
+``grit.check`` at level ≥ 1 and every GritArray construction, every
 assume_placement (an assumed crossing), every verify_placement, and every
 :func:`crossing` a caller reports.  Checks the package runs inside these
 three functions are not counted again.
 """
 from __future__ import annotations
 
-import contextlib
-import importlib
 import json
 import math
 import operator
 import os
 import sys
-import threading
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Iterator, Mapping
+from typing import Any, Mapping
 
 import numpy as np
 
+from . import crossings
 from ._files import atomic_write
 from . import descriptor as D
-from .array import GritArray
+from .array import GritArray, decode, relayout
+from .boundary import diagnose
+from .placement.relayout import applies
 from .errors import Detail, GritError, GritLayoutError, GritUsageError, Status
 from .facts import ROLE_FIELD, PlaneRole, canonical_words, is_canonical
 from .facts import has_aux as _has_aux
@@ -118,32 +118,10 @@ class AuditRecord:
 # ---------------------------------------------------------------------------
 # process state: one lock over the ledger, the counters and the ceiling
 
-_lock = threading.RLock()
+_lock = crossings.LOCK
 _records: list[AuditRecord] = []
-_assumed = 0
-_total = 0
 _max_rate: float | None = None
-_local = threading.local()
-
-
-@contextlib.contextmanager
-def _quiet() -> Iterator[None]:
-    """Checks run inside this block are part of one audited call, not
-    crossings of their own."""
-    _local.quiet = getattr(_local, "quiet", 0) + 1
-    try:
-        yield
-    finally:
-        _local.quiet -= 1
-
-
-def _on_check(level: int) -> None:
-    """Installed as grit.check's hook: a passed check at level ≥ 1 is one
-    boundary crossing."""
-    if level >= 1 and not getattr(_local, "quiet", 0):
-        global _total
-        with _lock:
-            _total += 1
+_quiet = crossings.quiet
 
 
 def crossing(n: int = 1) -> None:
@@ -152,21 +130,18 @@ def crossing(n: int = 1) -> None:
     n = operator.index(n)
     if n < 0:
         raise GritUsageError(f"crossing() counts forward only, got {n}")
-    global _total
-    with _lock:
-        _total += n
+    crossings.count(n)
 
 
 def counts() -> tuple[int, int]:
     """(assumed crossings, total crossings) for this process."""
-    with _lock:
-        return _assumed, _total
+    return crossings.counts()
 
 
 def rate() -> float:
     """§12.4: assumed crossings / total boundary crossings (0.0 when none)."""
-    with _lock:
-        return _assumed / _total if _total else 0.0
+    assumed, total = crossings.counts()
+    return assumed / total if total else 0.0
 
 
 def _parse_rate(x: Any, what: str) -> float:
@@ -236,20 +211,18 @@ def read_jsonl(path: "str | os.PathLike[str]") -> tuple[AuditRecord, ...]:
 
 
 def _append(rec: AuditRecord, assumed: bool) -> None:
-    global _assumed, _total
     with _lock:
         _records.append(rec)
-        _total += 1
-        _assumed += assumed
+        crossings.record(assumed)
 
 
 def _reset_for_tests() -> None:
     """Empty the ledger, zero the counters, drop the set_max_rate ceiling.
     For test isolation only: the ledger is otherwise append-only."""
-    global _assumed, _total, _max_rate
+    global _max_rate
     with _lock:
         _records.clear()
-        _assumed = _total = 0
+        crossings.reset()
         _max_rate = None
 
 
@@ -302,8 +275,7 @@ def _roles(a: GritArray, placement, data, scale, meta, what: str) -> dict[str, i
         elif w == _ROW_MAJOR:
             roles.update(_canonical_roles(a))
         else:
-            applies = _placement_fn("applies")
-            if applies is None or placement_class(w) in (CLASS_HASHED, CLASS_OPAQUE):
+            if placement_class(w) in (CLASS_HASHED, CLASS_OPAQUE):
                 roles["data"] = roles["scale"] = w
             else:
                 roles.update({r: w for r in (ROLES if aux else ROLES[:2]) if applies(a, w, r)})
@@ -431,6 +403,7 @@ def assume_placement(array: GritArray, placement: "int | str | None" = None,
         producer=out.descriptor.producer)
     with _lock:
         ceiling = max_rate()
+        _assumed, _total = crossings.counts()
         if ceiling is not None and (_assumed + 1) / (_total + 1) > ceiling:
             would = (_assumed + 1) / (_total + 1)
             raise GritLayoutError(detail=Detail(
@@ -449,21 +422,6 @@ def assume_placement(array: GritArray, placement: "int | str | None" = None,
 # ---------------------------------------------------------------------------
 # verify_placement (§12.2)
 
-def _placement_fn(name: str):
-    """grit.<name>, else grit.placement.relayout.<name>, else None."""
-    fn = getattr(importlib.import_module("grit"), name, None)
-    if not callable(fn):
-        try:
-            fn = getattr(importlib.import_module("grit.placement.relayout"), name, None)
-        except ImportError:
-            fn = None
-    return fn if callable(fn) else None
-
-
-def _relayout_fn():
-    return _placement_fn("relayout")
-
-
 def _canonical_roles(a: GritArray) -> dict[str, int]:
     words = dict(zip(ROLES, canonical_words(a.descriptor)))
     return words if _has_aux(a.descriptor) else {r: words[r] for r in ROLES[:2]}
@@ -481,9 +439,6 @@ def _to_canonical(a: GritArray) -> tuple[GritArray | None, str]:
         if placement_class(w) == CLASS_OPAQUE:
             return None, (f"{r} placement {placement_name(w)} is opaque: it can be consumed "
                           "but never relayouted out of (L3)")
-    relayout = _relayout_fn()
-    if relayout is None:
-        return None, "grit.relayout is not available, so the bytes cannot be read in this order"
     try:
         return relayout(a, _ROW_MAJOR), "relayout"
     except GritError as e:
@@ -499,7 +454,6 @@ def _bits_equal(got: np.ndarray, want: np.ndarray) -> np.ndarray:
 
 
 def _reference_values(reference: Any, shape: tuple[int, ...]) -> np.ndarray:
-    from .codec import decode
     if isinstance(reference, GritArray):
         if not _is_canonical(reference):
             raise GritUsageError(
@@ -524,7 +478,6 @@ def _reference_values(reference: Any, shape: tuple[int, ...]) -> np.ndarray:
 def _likelier(a: GritArray, roles: Mapping[str, int], want: np.ndarray) -> str | None:
     """The name of another registered placement under which the bytes do
     decode to the reference, if a cheap search finds one."""
-    from .codec import decode
     if a.size > _CANDIDATE_LIMIT:
         return None
     meta_words = ("LINEAR_META", "META_M16N8K32")
@@ -572,7 +525,6 @@ def verify_placement(array: GritArray, placement: "int | str | None" = None, *,
 
     Only ``reference`` proves; the others can only refute.  Any failed
     check, or no reference, raises GritLayoutError naming what ran."""
-    from .codec import decode
     a = _require_array(array, "verify_placement")
     roles = _roles(a, placement, data, scale, meta, "verify_placement()")
     cur = _current(a)
@@ -629,7 +581,7 @@ def verify_placement(array: GritArray, placement: "int | str | None" = None, *,
         else:
             try:
                 canon_words = _canonical_roles(a)
-                back = _relayout_fn()(canon, **{r: cur[r] for r in canon_words
+                back = relayout(canon, **{r: cur[r] for r in canon_words
                                                 if cur[r] not in (canon_words[r], UNSPECIFIED)})
                 same = all(memoryview(x) == memoryview(y) for x, y in zip(back.planes, a.planes))
             except GritError as e:
@@ -649,7 +601,6 @@ def verify_placement(array: GritArray, placement: "int | str | None" = None, *,
         elif canon is None:
             checks.append(("content", f"not run: {how}"))
         else:
-            from .check import diagnose
             det = diagnose(canon.descriptor, canon.shape, canon.planes, level=2)
             if det.status == Status.OK:
                 checks.append(("content", "passed: metadata ascending under the claim"))
@@ -715,10 +666,3 @@ def verify_placement(array: GritArray, placement: "int | str | None" = None, *,
         producer=out.descriptor.producer, checks=tuple(checks))
     _append(rec, assumed=False)
     return out
-
-
-def _install_hook() -> None:
-    importlib.import_module("grit.check")._audit_hook = _on_check
-
-
-_install_hook()

@@ -20,19 +20,21 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 from . import descriptor as D
-from .errors import Detail, GritUsageError, Status, error_for
+from .errors import Detail, GritLayoutError, GritUsageError, Status, error_for
 from .facts import (MAXRANK, PLANE_NAMES, PlaneSizes, canonical_sizes, container_width,
                     fmt_width, has_aux, meta_bits, numel_of)
 from .fingerprint import digest as _digest
 from .formats import FORMAT_NAMES, fmt_classify, format_token
 from .grade import Grade, lookup_grade
-from .placement.words import UNSPECIFIED, is_well_formed, placement_name
+from ._sparse import first_disordered_quad
+from .placement.registered import BLOCK_AOS, PACK_K4_12B, pack_k4_applies
+from .placement.words import (CLASS_OPAQUE, UNSPECIFIED, is_well_formed, placement_class,
+                              placement_name)
 
 __all__ = ["check", "diagnose", "CheckReport", "plane_sizes", "PlaneSizes", "MAXRANK",
-           "LEVELS"]
+           "LEVELS", "as_shape"]
 
 LEVELS = (0, 1, 2, 3)
-_audit_hook = None          # set by grit.audit: a passed check is a boundary crossing (§12.4)
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,7 +172,6 @@ def _step3_placement(d: D.Descriptor) -> Detail | None:
                      field="placement_meta", actual=f"0x{d.placement_meta:016x}",
                      expected="non-zero" if aux else "0x0000000000000000")
     interleaved = bool(d.flags & D.F_INTERLEAVED)
-    from .layouts import BLOCK_AOS, PACK_K4_12B
     # BLOCK_AOS always interleaves; a hashed (Interleave(P, n)) or opaque data
     # placement may, and then says so with the flag (docs/placements.md).
     may_interleave = d.placement_data == BLOCK_AOS or (d.placement_data >> 60) in (0x8, 0xF)
@@ -183,7 +184,6 @@ def _step3_placement(d: D.Descriptor) -> Detail | None:
                               "placement that interleaves; never with another word")
     sp, mp = d.placement_scale == PACK_K4_12B, d.placement_meta == PACK_K4_12B
     if sp or mp:
-        from .placement.registered import pack_k4_applies
         why = pack_k4_applies(d)
         if why or sp != mp:
             why = why or ("placement_scale and placement_meta must both be PACK_K4_12B "
@@ -207,7 +207,6 @@ def plane_sizes(d: D.Descriptor, shape: Sequence[int]) -> PlaneSizes | Detail:
     # placement size rules (docs/placements.md): PACK_K4_12B holds 8 scales and
     # 8 mins of each super-block in 12 scale0 bytes and empties the aux plane;
     # INTERLEAVED carries all four planes inside the data plane.
-    from .layouts import PACK_K4_12B
     if d.placement_scale == PACK_K4_12B and d.placement_meta == PACK_K4_12B \
             and d.n_levels == 2 and d.k1 == 8 and d.flags & D.F_HAS_ZP:
         scale0, aux = n_groups1 * 12, 0
@@ -278,25 +277,28 @@ def _step4_sizes(d: D.Descriptor, shape, nbytes: Sequence[int]) -> Detail | None
     return None
 
 
-def _meta_for_content_check(d: D.Descriptor, shape, planes):
+def _meta_for_content_check(d: D.Descriptor, shape, planes, canonical):
     """The sparse-metadata bytes §7.4 reads.  Every non-interleaving placement
     permutes whole quads, and the order check is per quad, so the aux plane
-    is read as it is; an interleaved data plane is relayouted to reach it.
+    is read as it is; an interleaved data plane carries the aux plane inside
+    its blocks, which only the placement stages can take apart: ``canonical``
+    (passed by the caller, grit.boundary) returns the canonical planes.
     Opaque (or unresolvable) placements are the vendor's bytes: not checked."""
-    from .placement.words import CLASS_OPAQUE, placement_class
     if placement_class(d.placement_meta) == CLASS_OPAQUE:
         return None
     if not d.flags & D.F_INTERLEAVED:
         return planes[3]
-    from .array import GritArray
-    from .errors import GritLayoutError
+    if canonical is None:
+        raise GritUsageError("the level-2 content check of an interleaved data plane needs "
+                             "canonical= (grit.check passes the placement stages)")
     try:
-        return GritArray(d, shape, planes).canonical().planes[3]
+        return canonical(d, shape, planes)[3]
     except GritLayoutError:
         return None
 
 
-def _step5_content(d: D.Descriptor, shape, planes, expected_digest) -> Detail | None:
+def _step5_content(d: D.Descriptor, shape, planes, expected_digest,
+                   canonical=None) -> Detail | None:
     if expected_digest is not None:
         got = _digest(planes)
         if got != bytes(expected_digest):
@@ -307,10 +309,9 @@ def _step5_content(d: D.Descriptor, shape, planes, expected_digest) -> Detail | 
                          lines=("The bytes changed after the digest was taken (corruption, "
                                 "a partial write, or a different tensor).",))
     if d.flags & D.F_SPARSE and d.sp_order == D.SPORDER_ASC_LSB:
-        from ._sparse import first_disordered_quad
         bits = meta_bits(d.sp_meta_fmt)
         numel = numel_of(shape)
-        meta = _meta_for_content_check(d, shape, planes)
+        meta = _meta_for_content_check(d, shape, planes, canonical)
         bad = None if meta is None else first_disordered_quad(meta, d.sp_n, d.sp_m, bits,
                                                               numel // d.sp_m)
         if bad is not None:
@@ -333,7 +334,7 @@ def _step5_content(d: D.Descriptor, shape, planes, expected_digest) -> Detail | 
 _as_desc = D.Descriptor.coerce
 
 
-def _as_shape(shape) -> tuple[int, ...]:
+def as_shape(shape) -> tuple[int, ...]:
     if isinstance(shape, (str, bytes)):
         raise GritUsageError(f"shape must be a sequence of integers, got {shape!r:.60}")
     try:
@@ -378,13 +379,18 @@ def _as_planes(planes, need_bytes: bool) -> tuple[list[int], list[Any] | None]:
     return sizes, bufs
 
 
-def diagnose(desc, shape, planes, level: int = 1, expected_digest=None) -> Detail:
+def diagnose(desc, shape, planes, level: int = 1, expected_digest=None, *,
+             canonical=None) -> Detail:
     """Run grit_check and return its Detail (status OK on success).  Raises
-    only GritUsageError for arguments of the wrong type."""
+    only GritUsageError for arguments of the wrong type.
+
+    ``canonical(d, shape, planes) -> planes`` reads planes in the canonical
+    order; the level-2 content check needs it for an interleaved data plane
+    only (grit.diagnose passes the placement stages' reader)."""
     if level not in LEVELS:
         raise GritUsageError(f"check level must be 0..3, got {level!r}")
     d = _as_desc(desc)
-    shp = _as_shape(shape)
+    shp = as_shape(shape)
     sizes, bufs = _as_planes(planes, need_bytes=level >= 2)
     if expected_digest is not None:
         try:
@@ -408,37 +414,30 @@ def diagnose(desc, shape, planes, level: int = 1, expected_digest=None) -> Detai
         return f
     if level >= 2:
         planes_b = [b if b is not None else b"" for b in bufs]
-        f = _step5_content(d, shp, planes_b, expected_digest)
+        f = _step5_content(d, shp, planes_b, expected_digest, canonical)
         if f:
             return f
     return ok
 
 
-def check(desc, shape, planes, level: int = 1, expected_digest=None) -> CheckReport:
-    """grit_check (§7).  Returns a :class:`CheckReport`; raises the
-    GritError subclass of the first failing status (§7.3 order)."""
-    det = diagnose(desc, shape, planes, level, expected_digest)
+def check(desc, shape, planes, level: int = 1, expected_digest=None, *,
+          canonical=None, probe=None) -> CheckReport:
+    """grit_check (§7), pure: returns a :class:`CheckReport`; raises the
+    GritError subclass of the first failing status (§7.3 order).
+
+    Levels 0–2 read only their arguments.  Level 3 adds the advisory probes
+    of §7.6 through ``probe(d, shape, planes) -> warnings``, which the caller
+    passes (grit.check passes grit.probes, reading the canonical order);
+    ``canonical`` is as for :func:`diagnose`.  Counting the crossing (§12.4)
+    is the caller's business too."""
+    det = diagnose(desc, shape, planes, level, expected_digest, canonical=canonical)
     if det.status != Status.OK:
         raise error_for(det)
     d = _as_desc(desc)
     g = lookup_grade(d.grade_id) if level >= 1 else None
     warnings: tuple[str, ...] = ()
     if level >= 3:
-        from .probes import probe
-        pd, pplanes = d, _as_planes(planes, True)[1]
-        from .placement.relayout import is_canonical
-        if not is_canonical(d):
-            # the probes read canonical planes: relayout first (L1), or skip
-            from .array import GritArray
-            from .errors import GritLayoutError
-            try:
-                c = GritArray(d, _as_shape(shape), pplanes).canonical()
-                pd, pplanes = c.descriptor, list(c.planes)
-            except GritLayoutError as e:
-                pd = None
-                warnings = (f"probe: skipped — the planes cannot be read in canonical order "
-                            f"({str(e).splitlines()[0]})",)
-        if pd is not None:
-            warnings = tuple(probe(pd, _as_shape(shape), pplanes))
-    if _audit_hook is not None: _audit_hook(level)  # noqa: E701
+        if probe is None:
+            raise GritUsageError("check level 3 needs probe= (grit.check passes grit.probes)")
+        warnings = tuple(probe(d, as_shape(shape), _as_planes(planes, True)[1]))
     return CheckReport(level=level, grade=g, warnings=warnings)

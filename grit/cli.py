@@ -9,7 +9,7 @@ import sys
 import click
 
 from . import __version__
-from .check import diagnose
+from .boundary import diagnose
 from .errors import GritError, Status
 from .grade import grade_from, register_grade
 

@@ -9,7 +9,7 @@ import struct
 import warnings
 from typing import Sequence
 
-from .errors import GritUsageError
+from .errors import GritGradeError, GritUsageError
 
 __all__ = [
     "fnv1a64", "fnv1a128", "gid", "digest", "base32_encode", "base32_decode",
@@ -130,7 +130,6 @@ def base32_encode(value: "bytes | int") -> str:
 
 def base32_decode(text: str) -> bytes:
     """Parse a 26-symbol gid: case-insensitive, I/L→1, O→0, U rejected."""
-    from .errors import GritGradeError
     if not isinstance(text, str):
         raise GritUsageError("base32 text must be a str")
     t = text.strip().upper()

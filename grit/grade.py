@@ -13,6 +13,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 from . import descriptor as D
+from .placement.words import REGISTERED as P
 from .errors import GritGradeError, GritUsageError
 from .fingerprint import fnv1a64
 from .formats import Format, format_by_name, format_token
@@ -416,7 +417,6 @@ class Grade:
         """The descriptor of this grade with canonical placements: ROW_MAJOR
         data and scales; aux ROW_MAJOR for zero points, LINEAR_META for
         sparsity metadata, UNSPECIFIED when there is no aux plane (App. A.4)."""
-        from .placement.words import REGISTERED as P
         row = P["ROW_MAJOR"][0]
         if placement_meta is None:
             placement_meta = (P["LINEAR_META"][0] if self["sp"] else

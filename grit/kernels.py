@@ -27,7 +27,7 @@ import numpy as np
 
 from . import descriptor as D
 from .facts import ROLE_FIELD, PlaneRole
-from .array import GritArray
+from .array import GritArray, decode
 from .errors import GritGradeError, GritLayoutError, GritUsageError
 from .formats import CANONICAL_NAN
 from .grade import (
@@ -336,7 +336,6 @@ def _check_b(w: Any) -> GritArray:
 
 
 def _values(op: Any) -> np.ndarray:
-    from .codec import decode
     return decode(op) if isinstance(op, GritArray) else op
 
 

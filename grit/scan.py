@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
 from . import descriptor as D
-from .check import check, diagnose, plane_sizes
+from .boundary import check, diagnose
+from .check import plane_sizes
 from .errors import Detail, GritError, Status
 from .fingerprint import base32_decode, base32_encode, gid as _gid
 from .grade import lookup_grade, register_grade

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+from .codec.encode import encode
 from .errors import GritGradeError, GritUsageError
 from .grade import GRADE_MXFP4, GRADE_MXFP4_RNE, GRADE_NVF4, GRADE_NVF4_RTZ, Grade, grade_from
 
@@ -55,7 +56,6 @@ def register_edge(from_, to, scope: str, reason: str, *,
     if scope == "full":
         if suite is None:
             raise GritGradeError("a full-scope edge needs a suite on which encode agrees")
-        from .codec import encode
         for i, vals in enumerate(suite):
             pa, pb = encode(vals, a).payload(), encode(vals, b).payload()
             if pa != pb:

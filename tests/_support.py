@@ -10,3 +10,15 @@ def assert_same_array(a, b):
     assert a.shape == b.shape
     assert [bytes(p) for p in a.planes] == [bytes(p) for p in b.planes]
     assert a.gid == b.gid and a.digest == b.digest
+
+
+def assert_same_bits(a, b):
+    """Two float32 arrays of one shape with identical bit patterns (NaNs and
+    signed zeros included); the message names the first differing elements."""
+    import numpy as np
+    a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
+    assert a.dtype == b.dtype == np.float32 and a.shape == b.shape
+    ua, ub = a.view(np.uint32).reshape(-1), b.view(np.uint32).reshape(-1)
+    bad = np.flatnonzero(ua != ub)
+    assert bad.size == 0, (f"{bad.size} elements differ, first at {bad[:8].tolist()}: "
+                           f"{[hex(v) for v in ua[bad[:8]]]} vs {[hex(v) for v in ub[bad[:8]]]}")

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import grit
 from grit import Status
 from grit import descriptor as D
-from grit.check import diagnose, plane_sizes
+from grit import diagnose, plane_sizes
 
 MX = grit.GRADE_MXFP4.descriptor()
 Q4 = grit.GRADE_Q4KS.descriptor()

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 import grit
 from grit import descriptor as D
-from grit.check import plane_sizes
+from grit import plane_sizes
 from grit.codec.packing import pack_stream, unpack_stream
 from grit.formats import (
     BINARY16, BINARY32, E2M1, E4M3, E8M0, REGISTERED, Format, fmt_decode, fmt_encode,

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import grit
-from grit.check import diagnose
+from grit import diagnose
 from grit.supersedes import edges
 
 ROOT = Path(__file__).resolve().parents[1]

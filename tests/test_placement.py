@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 import grit
 from grit import descriptor as D
 from grit import layouts as L
-from grit.check import diagnose, plane_sizes
+from grit import diagnose, plane_sizes
 from grit.errors import Status
 from grit.placement import parse_layout
 from grit.placement.registered import pack_k4_12b, unpack_k4_12b

@@ -25,15 +25,14 @@ import numpy as np
 
 from .. import descriptor as D
 from .. import native
-from ..check import plane_sizes
-from ..facts import fmt_width, meta_bits
+from ..facts import canonical_sizes, fmt_width, meta_bits
 from ..errors import GritUsageError
 from ..formats import BINARY32, CANONICAL_NAN, format_by_name
 from ..vformats import decode_codes, encode_values
 from .layout import from_lin, require_canonical_placement
 from .packing import read_group_plane, read_meta, read_scale1, unpack_elements
 
-__all__ = ["decode"]
+__all__ = ["decode_canonical"]
 
 _NAN_BITS = np.uint32(CANONICAL_NAN)
 
@@ -46,15 +45,15 @@ def _per_group0(v1: np.ndarray, n_groups0: int, k1: int) -> np.ndarray:
     return np.repeat(v1, k1)
 
 
-def decode(array) -> np.ndarray:
-    """decode() of a :class:`~grit.array.GritArray` (§8.1): a new
-    C-contiguous float32 array of ``array.shape``.
+def decode_canonical(array) -> np.ndarray:
+    """§8.1 decode() of a checked array whose planes are in the canonical
+    placement (ROW_MAJOR data and scales, ROW_MAJOR or LINEAR_META aux, or
+    UNSPECIFIED): a new C-contiguous float32 array of ``array.shape``.  Any
+    other placement raises GritLayoutError; ``grit.decode`` is the public
+    decode, which reads every non-opaque placement (it canonicalises first).
 
-    The planes must be in the canonical placement (ROW_MAJOR data and
-    scales, ROW_MAJOR or LINEAR_META aux, or UNSPECIFIED); other placements
-    raise GritLayoutError."""
-    from ..array import GritArray
-    if not isinstance(array, GritArray):
+    ``array`` is read through (descriptor, grade, shape, planes)."""
+    if not all(hasattr(array, a) for a in ("descriptor", "grade", "shape", "planes")):
         raise GritUsageError(f"decode() takes a GritArray, got {type(array).__name__}")
     d = array.descriptor
     grade = array.grade
@@ -64,7 +63,7 @@ def decode(array) -> np.ndarray:
     has_zp = bool(d.flags & D.F_HAS_ZP)
     require_canonical_placement(d.placement_data, d.placement_scale, d.placement_meta,
                                 sparse or has_zp, "decode")
-    ps = plane_sizes(d, shape)          # the array passed check: never a Detail
+    ps = canonical_sizes(d, shape)      # the array passed check: never a Detail
     numel, nnz, n_groups0, n_groups1 = ps.numel, ps.nnz, ps.n_groups0, ps.n_groups1
     k0, k1 = d.k0, d.k1
 

@@ -30,11 +30,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from .. import native
+from ..array import GritArray, decode
 from ..check import plane_sizes
 from ..errors import Detail, GritEncodeError, GritUsageError, error_for
 from ..formats import Format
@@ -42,9 +41,6 @@ from ..grade import Grade, grade_from, lookup_grade, register_grade
 from ..vformats import code_dtype, decode_codes, decode_table, encode_values
 from .layout import require_canonical_placement, to_lin
 from .packing import pack_elements, write_group_plane, write_meta, write_scale1
-
-if TYPE_CHECKING:
-    from ..array import GritArray
 
 __all__ = ["encode", "requantize", "Requantized", "SCALE_RULES"]
 
@@ -437,7 +433,6 @@ def _flush_subnormals(xl: np.ndarray) -> np.ndarray:
 # public API
 
 def _as_values(values) -> np.ndarray:
-    from ..array import GritArray
     if isinstance(values, GritArray):
         raise GritUsageError("encode() takes binary32 values, not a GritArray: re-rounding "
                              "an array into another grade is grit.requantize(array, grade)")
@@ -480,7 +475,6 @@ def encode(values, grade, *, group_axis: int | None = None,
     end).  The planes are written in the canonical placement; the placement
     words default to those of Appendix A.4, so a 1-D input of a registered
     grade carries exactly its A.4 descriptor."""
-    from ..array import GritArray
     g = _as_grade(grade)
     plan = _plan(g)
     x = _as_values(values)
@@ -560,7 +554,6 @@ def requantize(values_or_array, grade, *, reason: str | None = None, **layout) -
     """Re-round ``values_or_array`` into ``grade`` (a GritArray is decoded
     first).  ``layout`` takes encode()'s keywords (group_axis, placement_*,
     note).  Returns a :class:`Requantized`, never a bare array."""
-    from ..array import GritArray
     unknown = set(layout) - _LAYOUT_KEYS
     if unknown:
         raise GritUsageError(f"requantize() got unknown keyword(s) {sorted(unknown)}; "
@@ -569,8 +562,7 @@ def requantize(values_or_array, grade, *, reason: str | None = None, **layout) -
     vals = values_or_array
     if isinstance(values_or_array, GritArray):
         src = values_or_array.grade
-        from .decode import decode
-        vals = decode(values_or_array)
+        vals = decode(values_or_array)      # the public decode: any placement
     g = _as_grade(grade)
     arr = encode(vals, g, **layout)
     if reason is None:

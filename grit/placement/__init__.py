@@ -1,7 +1,7 @@
 """§5: placements — the 64-bit words (``words``), the layout expression
 language and its registry (``expr``), the meaning of every registered word
-(``registered``), and relayout (``relayout``, imported on first use: it
-needs the codec's bit packing)."""
+(``registered``), the unit grids of each plane (``planes``), and relayout
+(``relayout``: ``grit.relayout`` / ``grit.canonical`` are its public form)."""
 from .words import *  # noqa: F401,F403
 from .words import __all__ as _words_all
 from .expr import (ColMajor, Compose, Expr, Interleave, Opaque, Pad, Perm, RowMajor,  # noqa: F401
@@ -11,12 +11,5 @@ from .expr import (ColMajor, Compose, Expr, Interleave, Opaque, Pad, Perm, RowMa
 __all__ = list(_words_all) + [
     "Expr", "RowMajor", "ColMajor", "Tile", "Interleave", "Swizzle", "Perm", "Pad", "Compose",
     "Opaque", "parse_layout", "layout_word", "register_layout", "resolve_layout", "same_layout",
-    "apply", "index_map", "relayout", "canonical",
+    "apply", "index_map",
 ]
-
-
-def __getattr__(name):
-    if name in ("relayout", "canonical"):
-        from . import relayout as _r
-        return getattr(_r, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -21,9 +21,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import descriptor as D
-from ..facts import meta_bits
+from .._sparse import meta_indices
+from ..check import check
+from ..facts import is_canonical, meta_bits
 from ..errors import GritDigestError, GritGradeError, GritLayoutError, GritUsageError
 from .planes import Units, from_units, geometry, to_units
+from .registered import ROW_MAJOR as _ROW
+from .relayout import canonical_planes, relayout
+from .words import placement_name
 
 __all__ = ["getitem", "transpose", "concat", "require_metadata_order", "quantum"]
 
@@ -104,9 +109,7 @@ def _ungrid(x: np.ndarray, r: _Role, count: int) -> bytes:
 
 
 def _require_canonical(a, what: str) -> None:
-    from .relayout import is_canonical
     if not is_canonical(a.descriptor):
-        from .words import placement_name
         d = a.descriptor
         raise GritLayoutError(
             f"{what} needs the canonical placement; this array is placed "
@@ -121,7 +124,6 @@ def _regular_sparse(a) -> None:
     d = a.descriptor
     if not d.flags & D.F_SPARSE or a.size == 0:
         return
-    from .._sparse import meta_indices
     bits = meta_bits(d.sp_meta_fmt)
     idx = np.sort(meta_indices(a.planes[3], d.sp_n, bits, a.size // d.sp_m), axis=1)
     ok = (idx < d.sp_m).all(axis=1)
@@ -167,11 +169,12 @@ def _g0_map(a) -> np.ndarray:
 
 
 def _build(a, shape, group_axis: int, planes, note: int | None = None):
-    from ..array import GritArray
+    """A result array of ``a``'s own type (the laws read arrays through their
+    descriptor, shape and planes, and never import the array module above)."""
     d = a.descriptor.replace(group_axis=group_axis)
     if note is not None:
         d = d.replace(note=note)
-    return GritArray(d, shape, planes)
+    return type(a)(d, shape, planes)
 
 
 # ---------------------------------------------------------------------------
@@ -368,14 +371,8 @@ def transpose(a, axes):
 # concat
 
 
-def concat(arrays, axis: int = 0):
-    from ..array import GritArray
-    try:
-        arrs = list(arrays)
-    except TypeError:
-        raise GritUsageError("concat() takes a sequence of GritArrays") from None
-    if not arrs or not all(isinstance(x, GritArray) for x in arrs):
-        raise GritUsageError("concat() takes a non-empty sequence of GritArrays")
+def concat(arrs, axis: int = 0):
+    """Concatenate a non-empty list of arrays (grit.array checks the types)."""
     a0 = arrs[0]
     nd = a0.ndim
     try:
@@ -402,7 +399,6 @@ def concat(arrays, axis: int = 0):
     note |= a0.descriptor.note
     if len(arrs) == 1:
         return a0
-    from .relayout import is_canonical, relayout
     d0 = a0.descriptor
     if not is_canonical(d0):
         canon = [relayout(x, _ROW) for x in arrs]
@@ -454,18 +450,12 @@ def concat(arrays, axis: int = 0):
     return _build(a0, new_shape, ga, out, note=note)
 
 
-from .registered import ROW_MAJOR as _ROW  # noqa: E402
-
 
 # ---------------------------------------------------------------------------
 # L6
 
 
 def require_metadata_order(a, *, verify: bool = False):
-    from ..array import GritArray
-    if not isinstance(a, GritArray):
-        raise GritUsageError(f"require_metadata_order() takes a GritArray, got "
-                             f"{type(a).__name__}")
     d = a.descriptor
     if not d.flags & D.F_SPARSE:
         return a
@@ -476,9 +466,8 @@ def require_metadata_order(a, *, verify: bool = False):
             "  Fix:  re-encode into the asclsb grade: grit.requantize(x, "
             "x.grade.replace(sp=...:asclsb))")
     if verify:
-        from ..check import check
         try:
-            check(d, a.shape, a.planes, level=2)
+            check(d, a.shape, a.planes, level=2, canonical=canonical_planes)
         except GritDigestError:
             raise
     return a

@@ -33,6 +33,7 @@ from .. import native
 from ..codec.packing import pack_stream, unpack_stream
 from ..errors import Detail, GritUsageError
 from ..facts import canonical_sizes
+from .expr import ColMajor, Tile, apply
 
 __all__ = ["Units", "Geometry", "geometry", "to_units", "from_units", "native_permute"]
 
@@ -144,7 +145,6 @@ def _tile_chunks(inner, tr: int, tc: int, bits: int):
     byte chunks inside each tile: (chunk bytes, int64 table of the logical
     chunk stored at each chunk slot), or None when the inner map splits
     every byte-aligned run of units."""
-    from .expr import apply
     idx = apply(inner, np.arange(tr * tc, dtype=np.int64).reshape(1, -1), tr, tc)
     idx = np.asarray(idx).reshape(-1)
     for q in range(tc, 0, -1):
@@ -161,7 +161,6 @@ def native_permute(buf, u: Units, e, inverse: bool):
     grit._kernels for ColMajor and Tile(P,[tr,tc]) whose P moves byte-aligned
     runs of units (TILE_16X16, SWIZZLE_128X4B, META_M16N8K32), on units of 4
     bits or whole bytes; None when not covered (the caller goes to numpy)."""
-    from .expr import ColMajor, Tile
     k = native_kernels()
     if k is None or u.R is None or u.count <= 1 or u.R * u.C != u.count:
         return None

@@ -7,9 +7,10 @@ each step is a permutation of units (or PACK_K4_12B's bijective bit packing,
 or BLOCK_AOS's interleaving of whole fields), decode ∘ relayout = decode (L1)
 and relayouts compose (L2); opaque placements are refused both ways (L3).
 
-``decode`` here is the package's public ``grit.decode``: it canonicalises
-(a no-op for canonical arrays) and hands the planes to the codec, which reads
-the canonical order only.
+Arrays are read through (descriptor, shape, planes) and results built with
+the array's own type; ``grit.array`` wraps these functions with its type
+checks and composes the public ``grit.decode`` from :func:`canonical` and the
+codec's canonical-order reader.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from .. import descriptor as D
 from ..errors import GritLayoutError, GritUsageError
 from ..facts import ROLE_FIELD, PlaneRole, canonical_words, fmt_width, is_canonical
 from ..facts import has_aux as _has_aux
-from .expr import (Expr, Interleave, RowMajor, apply, as_expr, layout_word, register_layout,
+from .expr import (Compose, Expr, Interleave, Perm, RowMajor, Swizzle, apply, as_expr, layout_word, register_layout,
                    resolve_layout, same_layout, validate)
 from .planes import (Geometry, Units, from_units, geometry, native_kernels, native_permute,
                      native_threads, to_units)
@@ -31,7 +32,7 @@ from .registered import (LINEAR_META, MEANING, META_M16N8K32, PACK_BYTES,
 from .words import (CLASS_HASHED, CLASS_OPAQUE, CLASS_REGISTERED, UNSPECIFIED,
                     placement_class, placement_name)
 
-__all__ = ["relayout", "canonical", "decode", "is_canonical", "canonical_words",
+__all__ = ["relayout", "canonical", "canonical_form", "canonical_planes", "is_canonical", "canonical_words",
            "applies", "Spec"]
 
 _ROLE_FIELD = ROLE_FIELD
@@ -184,7 +185,6 @@ def _permute(buf, u: Units, e: Expr | None, inverse: bool) -> bytes:
 
 
 def _flat(e: Expr) -> bool:
-    from .expr import Compose, Perm, Swizzle
     if isinstance(e, Compose):
         return _flat(e.first) and _flat(e.second)
     return isinstance(e, (Perm, Swizzle, RowMajor))
@@ -399,10 +399,29 @@ def _from_canonical(d: D.Descriptor, shape, planes, specs: dict[str, Spec]):
 
 
 def _as_array(x, what: str):
-    from ..array import GritArray
-    if not isinstance(x, GritArray):
+    """Relayout reads an array through (descriptor, shape, planes) and builds
+    its result with the array's own type, so it never depends on the array
+    module (which sits above it); grit.array checks the type at the API."""
+    if not all(hasattr(x, a) for a in ("descriptor", "shape", "planes")):
         raise GritUsageError(f"{what}() takes a GritArray, got {type(x).__name__}")
     return x
+
+
+def canonical_form(d: D.Descriptor, shape, planes) -> tuple[D.Descriptor, tuple]:
+    """(descriptor, planes) of a checked (d, shape, planes) in the canonical
+    order (the order the codec reads); themselves when they already are.
+    Raises GritLayoutError for an opaque or unresolvable placement (L3, §5.3)."""
+    if is_canonical(d):
+        return d, tuple(planes)
+    out = tuple(_to_canonical(d, shape, planes, _specs_of(d)))
+    data, scale, meta = canonical_words(d)
+    return d.replace(placement_data=data, placement_scale=scale, placement_meta=meta,
+                     flags=d.flags & ~D.F_INTERLEAVED), out
+
+
+def canonical_planes(d: D.Descriptor, shape, planes) -> tuple:
+    """The four planes of :func:`canonical_form`."""
+    return canonical_form(d, shape, planes)[1]
 
 
 def canonical(array):
@@ -518,16 +537,4 @@ def relayout(array, placement=None, *, data=None, scale=None, meta=None):
     nd = d.replace(placement_data=specs_tgt["data"].word,
                    placement_scale=specs_tgt["scale"].word,
                    placement_meta=specs_tgt["meta"].word, flags=flags)
-    from ..array import GritArray
-    return GritArray(nd, array.shape, planes)
-
-
-def decode(array):
-    """§8 decode() of a GritArray in any non-opaque placement: the planes are
-    relayouted to the canonical order first (L1: placement never changes the
-    values), then decoded by the codec."""
-    from ..codec import decode as _codec_decode
-    from ..array import GritArray
-    if not isinstance(array, GritArray):
-        return _codec_decode(array)          # the codec's own usage error
-    return _codec_decode(canonical(array))
+    return type(array)(nd, array.shape, planes)

@@ -2,6 +2,8 @@
 placements of Appendix A.1 (one table; names, words and meanings)."""
 from __future__ import annotations
 
+from ..errors import GritLayoutError
+
 __all__ = [
     "UNSPECIFIED", "CLASS_UNSPECIFIED", "CLASS_REGISTERED", "CLASS_HASHED",
     "CLASS_OPAQUE", "REGISTERED", "PLACEMENT_NAMES", "placement_class",
@@ -60,5 +62,4 @@ def placement_by_name(name: str) -> int:
         return UNSPECIFIED
     if key in REGISTERED:
         return REGISTERED[key][0]
-    from ..errors import GritLayoutError
     raise GritLayoutError(f"unknown placement name {name!r}; registered: {', '.join(REGISTERED)}")
