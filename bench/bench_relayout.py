@@ -122,7 +122,7 @@ def _one_size(nrows: int, ncols: int, repeat: int, native_ok: bool) -> list:
         dst = np.empty_like(src)
         gb = lambda t: nbytes / t / 1e9          # noqa: E731
         r = {"grade": gname, "bytes": nbytes, "shape": [nrows, ncols],
-             "placement": ",".join(f"{k}={grit.placement.placement_name(v)}"
+             "placement": ",".join(f"{k}={grit.placement.words.placement_name(v)}"
                                    for k, v in kw.items())}
         timed = {"memcpy": lambda: np.copyto(dst, src), "memcpy_alloc": lambda: np.copy(src)}
         if native_ok:

@@ -105,7 +105,7 @@ def test_zero_copy_types_are_placements_of_the_file_bytes(gguf_file):
     q4k = loaded["r.Q4_K.4x512"]
     assert q4k.grade == grit.GRADE_Q4KS
     assert q4k.placements[1:] == (L.PACK_K4_12B, L.PACK_K4_12B)
-    assert str(grit.placement.resolve_layout(q4k.placements[0])).startswith(
+    assert str(grit.placement.expr.resolve_layout(q4k.placements[0])).startswith(
         "Interleave(Perm([0,32,1,33,")
     assert loaded["r.Q8_0.4x512"].placements == (L.BLOCK_AOS, L.ROW_MAJOR, 0)
     for name in ("r.Q4_K.4x512", "r.Q8_0.4x512", "q.MXFP4.4x512", "r.NVFP4.4x512"):

@@ -12,7 +12,7 @@ from grit import descriptor as D
 from grit import layouts as L
 from grit import diagnose, plane_sizes
 from grit.errors import Status
-from grit.placement import parse_layout
+from grit import parse_layout
 from grit.placement.registered import pack_k4_12b, unpack_k4_12b
 
 Q8 = grit.register_grade("grit1(e=s8,k0=32,s0=binary16,esr=ratiomaxabs)")
@@ -72,7 +72,7 @@ def test_applicability_table_and_L1(name):
         y = try_relayout(x, w)
         if y is None:
             continue
-        got.add(grit.placement.placement_name(w))
+        got.add(grit.placement.words.placement_name(w))
         assert (bits(y) == ref).all()                                      # L1
         assert grit.relayout(y, grit.layouts.ROW_MAJOR) == grit.relayout(x, L.ROW_MAJOR)
     assert got == APPLIES[name]

@@ -1,15 +1,11 @@
 """§5: placements — the 64-bit words (``words``), the layout expression
 language and its registry (``expr``), the meaning of every registered word
-(``registered``), the unit grids of each plane (``planes``), and relayout
-(``relayout``: ``grit.relayout`` / ``grit.canonical`` are its public form)."""
-from .words import *  # noqa: F401,F403
-from .words import __all__ as _words_all
-from .expr import (ColMajor, Compose, Expr, Interleave, Opaque, Pad, Perm, RowMajor,  # noqa: F401
-                   Swizzle, Tile, apply, index_map, layout_word, parse_layout,
-                   register_layout, resolve_layout, same_layout)
+(``registered``), the unit grids of each plane (``planes``), the placements as
+typed stages (``stages``), relayout as their composition (``relayout``), and
+the array laws (``laws``).
 
-__all__ = list(_words_all) + [
-    "Expr", "RowMajor", "ColMajor", "Tile", "Interleave", "Swizzle", "Perm", "Pad", "Compose",
-    "Opaque", "parse_layout", "layout_word", "register_layout", "resolve_layout", "same_layout",
-    "apply", "index_map",
-]
+The package imports none of its modules (importing any of them runs this file
+first, and the modules sit in different layers, docs/layers.md); the public
+names are re-exported by ``grit`` itself (``grit.relayout``,
+``grit.parse_layout``, ``grit.register_layout``, ``grit.layouts``).
+"""

@@ -387,7 +387,7 @@ def same_layout(a: "int | Expr | str", b: "int | Expr | str") -> bool:
         raise GritLayoutError(
             f"cannot compare placements: {missing} resolves to no layout expression in this "
             "process; equal hashed words never suffice (§5.3).\n"
-            "  Fix:  grit.placement.register_layout('<the producer's expression>')")
+            "  Fix:  grit.register_layout('<the producer's expression>')")
     return str(ea) == str(eb)
 
 

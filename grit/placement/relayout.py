@@ -87,7 +87,7 @@ def _spec(d: D.Descriptor, role: str, p, *, target: bool) -> Spec:
             raise GritLayoutError(
                 f"{role} placement {name} resolves to no layout expression in this process; "
                 "a hashed word alone never licenses a relayout (§5.3).\n"
-                "  Fix:  grit.placement.register_layout('<the producer's expression>')")
+                "  Fix:  grit.register_layout('<the producer's expression>')")
         return _spec_expr(d, role, word, e)
     if cls != CLASS_REGISTERED or word not in MEANING:
         raise GritLayoutError(f"{role} placement 0x{word:016x} is not a v1 placement "
