@@ -27,7 +27,7 @@ from .fingerprint import digest as _digest
 from .formats import FORMAT_NAMES, fmt_classify, format_token
 from .grade import Grade, lookup_grade
 from ._sparse import first_disordered_quad
-from .placement.registered import BLOCK_AOS, PACK_K4_12B, pack_k4_applies
+from .placement import stages
 from .placement.words import (CLASS_OPAQUE, UNSPECIFIED, is_well_formed, placement_class,
                               placement_name)
 
@@ -171,27 +171,11 @@ def _step3_placement(d: D.Descriptor) -> Detail | None:
         return _fail(Status.PLACEMENT_UNKNOWN, 3, f"PlacementUnknown: {msg}.",
                      field="placement_meta", actual=f"0x{d.placement_meta:016x}",
                      expected="non-zero" if aux else "0x0000000000000000")
-    interleaved = bool(d.flags & D.F_INTERLEAVED)
-    # BLOCK_AOS always interleaves; a hashed (Interleave(P, n)) or opaque data
-    # placement may, and then says so with the flag (docs/placements.md).
-    may_interleave = d.placement_data == BLOCK_AOS or (d.placement_data >> 60) in (0x8, 0xF)
-    if (d.placement_data == BLOCK_AOS and not interleaved) or (interleaved and not may_interleave):
-        return _fail(Status.PLACEMENT_UNKNOWN, 3,
-                     "PlacementUnknown: the INTERLEAVED flag and the data placement disagree "
-                     f"(flags 0x{d.flags:02x}, placement_data {placement_name(d.placement_data)}).",
-                     field="flags", actual=f"0x{d.flags:02x}",
-                     expected="INTERLEAVED with BLOCK_AOS, or with a hashed/opaque data "
-                              "placement that interleaves; never with another word")
-    sp, mp = d.placement_scale == PACK_K4_12B, d.placement_meta == PACK_K4_12B
-    if sp or mp:
-        why = pack_k4_applies(d)
-        if why or sp != mp:
-            why = why or ("placement_scale and placement_meta must both be PACK_K4_12B "
-                          "(the 12 bytes carry scales and mins together)")
-            return _fail(Status.PLACEMENT_UNKNOWN, 3,
-                         f"PlacementUnknown: PACK_K4_12B does not apply: {why}.",
-                         field="placement_scale" if sp else "placement_meta",
-                         actual=f"0x{(d.placement_scale if sp else d.placement_meta):016x}")
+    problem = stages.word_problem(d)
+    if problem is not None:
+        field_, actual, expected, why = problem
+        return _fail(Status.PLACEMENT_UNKNOWN, 3, f"PlacementUnknown: {why}.",
+                     field=field_, actual=actual, expected=expected)
     return None
 
 
@@ -202,17 +186,7 @@ def plane_sizes(d: D.Descriptor, shape: Sequence[int]) -> PlaneSizes | Detail:
     ps = canonical_sizes(d, shape)
     if isinstance(ps, Detail):
         return ps
-    n_groups1 = ps.n_groups1
-    data, scale0, scale1, aux = ps.sizes
-    # placement size rules (docs/placements.md): PACK_K4_12B holds 8 scales and
-    # 8 mins of each super-block in 12 scale0 bytes and empties the aux plane;
-    # INTERLEAVED carries all four planes inside the data plane.
-    if d.placement_scale == PACK_K4_12B and d.placement_meta == PACK_K4_12B \
-            and d.n_levels == 2 and d.k1 == 8 and d.flags & D.F_HAS_ZP:
-        scale0, aux = n_groups1 * 12, 0
-    if d.flags & D.F_INTERLEAVED:
-        data, scale0, scale1, aux = data + scale0 + scale1 + aux, 0, 0, 0
-    return replace(ps, sizes=(data, scale0, scale1, aux))
+    return replace(ps, sizes=stages.plane_sizes(d, ps))
 
 
 def _size_explain(d: D.Descriptor, ps: PlaneSizes, i: int, got: int) -> tuple[str, ...]:

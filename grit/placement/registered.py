@@ -17,6 +17,7 @@ import numpy as np
 from .. import descriptor as D
 from ..facts import PlaneRole
 from ..errors import GritLayoutError
+from ..formats import U6
 from .expr import ColMajor, Expr, Interleave, Perm, RowMajor, Tile
 from .words import REGISTERED
 
@@ -66,7 +67,7 @@ PACK_BYTES = 12
 
 def pack_k4_applies(d: D.Descriptor) -> str | None:
     """None when PACK_K4_12B applies to this descriptor's grade, else why not."""
-    u6 = 0x43E5
+    u6 = U6.word
     if not (d.n_levels == 2 and d.k1 == 8):
         return "it packs exactly 8 sub-block values per super-block (two levels, k1 = 8)"
     if not (d.flags & D.F_HAS_ZP and d.flags & D.F_ZP_L1SCALED):
