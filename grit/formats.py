@@ -11,6 +11,7 @@ p = 0 exponent-only, p = 31 integer, otherwise p = mantissa bits + 1.
 """
 from __future__ import annotations
 
+import enum
 import math
 import struct
 from dataclasses import dataclass
@@ -21,7 +22,8 @@ from .errors import GritEncodeError, GritFormatError, GritUsageError
 __all__ = [
     "ABSENT", "Format", "FormatFields", "fmt_pack", "fmt_width", "fmt_unpack", "fmt_classify",
     "fmt_decode", "fmt_encode", "fmt_encode_rne", "ladder", "f32", "f32_bits",
-    "bits_f32", "CANONICAL_NAN", "ROUNDINGS", "SATURATIONS", "REGISTERED",
+    "bits_f32", "CANONICAL_NAN", "ROUNDINGS", "SATURATIONS", "Rounding", "Saturation",
+    "FormatKind", "as_modes", "REGISTERED",
     "FORMAT_NAMES", "FORMAT_ALIASES", "NOT_ALIASES", "format_by_name",
     "format_token", "E2M1", "E4M3", "E5M2", "E8M0", "BINARY16", "BINARY32",
     "U2", "U4", "U6", "U8", "S4", "S8",
@@ -37,8 +39,56 @@ NAN_NONE = 0   # no NaN code
 NAN_ONES = 1   # the all-ones code at the top exponent (E4M3, E8M0)
 NAN_IEEE = 2   # top exponent with a non-zero mantissa (IEEE 754)
 
-ROUNDINGS = ("rne", "rna", "rtz", "rtp", "rtn")
-SATURATIONS = ("satfinite", "satmax", "ovfinf")
+class Rounding(str, enum.Enum):
+    """The five roundings of a projection (§1.4, docs/spec-decisions.md)."""
+
+    RNE = "rne"     # nearest, ties to even
+    RNA = "rna"     # nearest, ties away from zero
+    RTZ = "rtz"     # toward zero
+    RTP = "rtp"     # toward +inf
+    RTN = "rtn"     # toward -inf
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Saturation(str, enum.Enum):
+    """What a projection does past the largest finite value (§1.5)."""
+
+    SATFINITE = "satfinite"
+    SATMAX = "satmax"
+    OVFINF = "ovfinf"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class FormatKind(str, enum.Enum):
+    """The three element classes the precision code p admits (§2.2)."""
+
+    INT = "int"      # p = 31
+    EXP = "exp"      # p = 0, exponent-only
+    FLOAT = "float"  # 1 <= p <= 30
+
+    def __str__(self) -> str:
+        return self.value
+
+
+ROUNDINGS = tuple(r.value for r in Rounding)
+SATURATIONS = tuple(s.value for s in Saturation)
+
+
+def as_modes(rounding, sat) -> tuple[Rounding, Saturation]:
+    """(rounding, saturation) as their enums; GritUsageError for anything else."""
+    try:
+        r = Rounding(rounding)
+    except ValueError:
+        raise GritUsageError(f"unknown rounding {rounding!r}; one of {ROUNDINGS}") from None
+    try:
+        s = Saturation(sat)
+    except ValueError:
+        raise GritUsageError(f"unknown saturation {sat!r}; one of {SATURATIONS}") from None
+    return r, s
 
 _F32 = struct.Struct("<f")
 _U32 = struct.Struct("<I")
@@ -222,22 +272,23 @@ class Format:
         return self.nan_enc != NAN_NONE or self.has_inf
 
     @property
-    def kind(self) -> str:
-        return {P_INTEGER: "int", P_EXPONENT_ONLY: "exp"}.get(self.p, "float")
+    def kind(self) -> FormatKind:
+        return {P_INTEGER: FormatKind.INT, P_EXPONENT_ONLY: FormatKind.EXP}.get(
+            self.p, FormatKind.FLOAT)
 
     @property
     def m_bits(self) -> int:
-        return self.p - 1 if self.kind == "float" else 0
+        return self.p - 1 if self.kind is FormatKind.FLOAT else 0
 
     @property
     def e_bits(self) -> int:
-        if self.kind == "float":
+        if self.kind is FormatKind.FLOAT:
             return self.width - (0 if self.unsigned else 1) - self.m_bits
-        return self.width if self.kind == "exp" else 0
+        return self.width if self.kind is FormatKind.EXP else 0
 
     @property
     def bias(self) -> int:
-        return (1 << (self.e_bits - 1)) - 1 if self.kind != "int" else 0
+        return (1 << (self.e_bits - 1)) - 1 if self.kind is not FormatKind.INT else 0
 
     @property
     def name(self) -> str:
@@ -250,9 +301,9 @@ class Format:
     @property
     def nan_code(self) -> int:
         """The canonical NaN code this format's encoder emits (§2.5 step 1)."""
-        if self.kind == "exp" and self.nan_enc == NAN_ONES:
+        if self.kind is FormatKind.EXP and self.nan_enc == NAN_ONES:
             return self.ncodes - 1
-        if self.kind == "float":
+        if self.kind is FormatKind.FLOAT:
             top = ((1 << self.e_bits) - 1) << self.m_bits
             if self.nan_enc == NAN_ONES:
                 return top | ((1 << self.m_bits) - 1)
@@ -281,7 +332,7 @@ class Format:
 
 
 def _max_finite(f: Format) -> float:
-    if f.kind == "int":
+    if f.kind is FormatKind.INT:
         return float((1 << f.width) - 1 if f.unsigned else (1 << (f.width - 1)) - 1)
     # wide floats: search from the top code downwards for the first finite
     # one, skipping the Inf/NaN codes of an IEEE top exponent (2^m_bits codes)
@@ -342,13 +393,13 @@ def ladder(word: int) -> tuple[tuple[float, int], ...]:
     f = Format(word)
     if f.width > 16:
         raise GritUsageError("the magnitude ladder is defined for widths <= 16")
-    sign_bit = 0 if (f.unsigned or f.kind == "int") else 1 << (f.width - 1)
+    sign_bit = 0 if (f.unsigned or f.kind is FormatKind.INT) else 1 << (f.width - 1)
     out = []
     for code in range(f.ncodes):
         if code & sign_bit:
             continue
         v = fmt_decode(word, code)
-        if math.isfinite(v) and not (f.kind == "int" and v < 0):
+        if math.isfinite(v) and not (f.kind is FormatKind.INT and v < 0):
             out.append((v, code))
     out.sort()
     return tuple(out)
@@ -364,17 +415,17 @@ def _round_int(q: float, rounding: str, neg: bool) -> int:
     frac = q - lo  # exact: q has far fewer than 53 significant bits
     if frac == 0:
         return lo
-    if rounding == "rne":
+    if rounding == Rounding.RNE:
         if frac > 0.5 or (frac == 0.5 and lo % 2 == 1):
             return lo + 1
         return lo
-    if rounding == "rna":
+    if rounding == Rounding.RNA:
         return lo + 1 if frac >= 0.5 else lo
-    if rounding == "rtz":
+    if rounding == Rounding.RTZ:
         return lo
-    if rounding == "rtp":
+    if rounding == Rounding.RTP:
         return lo if neg else lo + 1
-    if rounding == "rtn":
+    if rounding == Rounding.RTN:
         return lo + 1 if neg else lo
     raise GritUsageError(f"unknown rounding {rounding!r}; one of {ROUNDINGS}")
 
@@ -386,19 +437,16 @@ def fmt_encode(word: int, x: float, rounding: str = "rne", sat: str = "satfinite
     rne/satfinite this is exactly §2.5's ladder algorithm (tests prove the two
     agree on every code boundary); other modes follow docs/spec-decisions.md.
     """
-    if rounding not in ROUNDINGS:
-        raise GritUsageError(f"unknown rounding {rounding!r}; one of {ROUNDINGS}")
-    if sat not in SATURATIONS:
-        raise GritUsageError(f"unknown saturation {sat!r}; one of {SATURATIONS}")
+    rounding, sat = as_modes(rounding, sat)
     f = Format(word)
     x = f32(float(x))
     if x != x:
         return f.nan_code
     neg = math.copysign(1.0, x) < 0
     a = abs(x)
-    if f.kind == "int":
+    if f.kind is FormatKind.INT:
         return _encode_int(f, x, rounding)
-    if f.kind == "exp":
+    if f.kind is FormatKind.EXP:
         return _encode_exp(f, a, neg, rounding, sat)
     return _encode_float(f, a, neg, rounding, sat)
 
@@ -429,7 +477,7 @@ def _encode_exp(f: Format, a: float, neg: bool, rounding: str, sat: str) -> int:
         # no negative values: the least value is the closest (spec-decisions)
         return lad[0][1]
     if math.isinf(a):
-        return lad[-1][1] if sat != "ovfinf" or not f.has_nan else f.nan_code
+        return lad[-1][1] if sat != Saturation.OVFINF or not f.has_nan else f.nan_code
     return _ladder_pick(lad, a, neg=False, rounding=rounding, sat=sat, f=f)
 
 
@@ -437,7 +485,7 @@ def _ladder_pick(lad, a: float, *, neg: bool, rounding: str, sat: str, f: Format
     """Pick a code off a ladder for magnitude a (finite, ≥ 0)."""
     top_mag, top_code = lad[-1]
     if a >= top_mag:
-        if a == top_mag or sat != "ovfinf":
+        if a == top_mag or sat != Saturation.OVFINF:
             return top_code
         return _overflow_code(f, a, neg, rounding, lad)
     if a <= lad[0][0]:
@@ -460,13 +508,13 @@ def _ladder_pick(lad, a: float, *, neg: bool, rounding: str, sat: str, f: Format
 def _round_up(d_lo: float, d_hi: float, c_lo: int, rounding: str, neg: bool) -> bool:
     """Whether to take the larger-magnitude neighbour.  d_lo, d_hi are exact
     distances (float64 differences of binary32 values are exact)."""
-    if rounding == "rne":
+    if rounding == Rounding.RNE:
         return d_hi < d_lo or (d_hi == d_lo and c_lo % 2 == 1)
-    if rounding == "rna":
+    if rounding == Rounding.RNA:
         return d_hi <= d_lo
-    if rounding == "rtz":
+    if rounding == Rounding.RTZ:
         return False
-    if rounding == "rtp":
+    if rounding == Rounding.RTP:
         return not neg
     return neg  # rtn
 
@@ -476,11 +524,11 @@ def _overflow_to_inf(rounding: str, neg: bool) -> bool:
     value whose rounding lies past the largest finite one) is carried to ∞
     (True) or to the largest finite value of its sign (False).  rtz never
     goes to ∞; rtp only for positive values; rtn only for negative ones."""
-    if rounding == "rtz":
+    if rounding == Rounding.RTZ:
         return False
-    if rounding == "rtp":
+    if rounding == Rounding.RTP:
         return not neg
-    if rounding == "rtn":
+    if rounding == Rounding.RTN:
         return neg
     return True  # rne, rna
 
@@ -500,10 +548,10 @@ def _overflow_code(f: Format, a: float, neg: bool, rounding: str, lad) -> int:
     to ∞ once a passes the rounding boundary an IEEE format would use; the
     directed roundings follow IEEE 754 §7.4 (see _overflow_to_inf)."""
     top_mag, top_code = lad[-1]
-    if rounding in ("rtz", "rtp", "rtn"):
+    if rounding in (Rounding.RTZ, Rounding.RTP, Rounding.RTN):
         over = _overflow_to_inf(rounding, neg)
     else:
-        if f.kind == "float":
+        if f.kind is FormatKind.FLOAT:
             # next (virtual) ladder step above the top: one ulp of the top
             # binade (the subnormal quantum when the top value is subnormal)
             e_top = max(math.frexp(top_mag)[1] - 1, 1 - f.bias)
@@ -521,8 +569,8 @@ def _encode_float(f: Format, a: float, neg: bool, rounding: str, sat: str) -> in
     if neg and f.unsigned:
         return 0  # unsigned float: negatives clamp to +0 (spec-decisions)
     if math.isinf(a):
-        if sat == "satfinite" or not f.has_inf:
-            if sat == "ovfinf" and f.has_nan and not f.has_inf:
+        if sat == Saturation.SATFINITE or not f.has_inf:
+            if sat == Saturation.OVFINF and f.has_nan and not f.has_inf:
                 return f.nan_code | sign
             return _top_finite_code(f) | sign
         return (((1 << f.e_bits) - 1) << f.m_bits) | sign
@@ -537,7 +585,7 @@ def _encode_float(f: Format, a: float, neg: bool, rounding: str, sat: str) -> in
 def _top_finite_code(f: Format) -> int:
     if f.width <= 16:
         return ladder(f.word)[-1][1]
-    return _encode_wide_float(f, f.max_finite, False, "rtz", "satfinite")
+    return _encode_wide_float(f, f.max_finite, False, Rounding.RTZ, Saturation.SATFINITE)
 
 
 def _encode_wide_float(f: Format, a: float, neg: bool, rounding: str, sat: str) -> int:
@@ -558,8 +606,8 @@ def _encode_wide_float(f: Format, a: float, neg: bool, rounding: str, sat: str) 
     v = fmt_decode(f.word, code)
     # a code past the magnitude field would wrap under fmt_decode's mask
     if code >> (f.e_bits + m_bits) or not math.isfinite(v) or v > maxf:
-        top_code = _encode_wide_float(f, maxf, False, "rtz", "satfinite")
-        if sat == "ovfinf" and _overflow_to_inf(rounding, neg):  # as _overflow_code
+        top_code = _encode_wide_float(f, maxf, False, Rounding.RTZ, Saturation.SATFINITE)
+        if sat == Saturation.OVFINF and _overflow_to_inf(rounding, neg):  # as _overflow_code
             return _ovf_result(f, top_code)
         return top_code
     return code

@@ -27,6 +27,7 @@ Every NaN these functions produce is the canonical quiet NaN (§1.2).
 """
 from __future__ import annotations
 
+import enum
 import math
 from functools import lru_cache
 
@@ -34,7 +35,8 @@ import numpy as np
 
 from .errors import GritEncodeError, GritUsageError
 from .formats import (
-    BINARY16, BINARY32, CANONICAL_NAN, ROUNDINGS, SATURATIONS, Format, ladder,
+    BINARY16, BINARY32, CANONICAL_NAN, Format, FormatKind, Rounding, Saturation, as_modes,
+    ladder,
 )
 
 __all__ = ["decode_table", "decode_codes", "encode_values", "code_dtype"]
@@ -67,11 +69,11 @@ def _canonical_nan(v: np.ndarray) -> np.ndarray:
 def _decode_compute(f: Format, c: np.ndarray) -> np.ndarray:
     """Decode int64 codes ``c`` (already masked to w bits), §2.4."""
     w = f.width
-    if f.kind == "int":
+    if f.kind is FormatKind.INT:
         if not f.unsigned:
             c = c - ((c >> (w - 1)) << w)   # two's complement
         return c.astype(np.float32)          # |value| < 2^24: exact
-    if f.kind == "exp":
+    if f.kind is FormatKind.EXP:
         with np.errstate(over="ignore"):   # the NaN code of an 8-bit word: 2^128
             v = np.ldexp(1.0, (c - ((1 << (w - 1)) - 1)).astype(np.int32)).astype(np.float32)
         if f.nan_enc:
@@ -145,11 +147,17 @@ def decode_codes(word: int, codes) -> np.ndarray:
 # ---------------------------------------------------------------------------
 # encode: shared pieces
 
-def _check_modes(rounding: str, sat: str) -> None:
-    if rounding not in ROUNDINGS:
-        raise GritUsageError(f"unknown rounding {rounding!r}; one of {ROUNDINGS}")
-    if sat not in SATURATIONS:
-        raise GritUsageError(f"unknown saturation {sat!r}; one of {SATURATIONS}")
+class _Pick(enum.Enum):
+    """How a magnitude between two ladder entries picks one: the nearest (ties
+    to the even code or away from zero), or the entry of smaller or larger
+    magnitude.  A directed rounding (rtz, rtp, rtn) is SMALLER or LARGER by
+    the sign of the input (:func:`_directed`); the words are not the
+    roundings' (rtp is "up" toward +inf, which is SMALLER for a negative)."""
+
+    RNE = "rne"
+    RNA = "rna"
+    SMALLER = "smaller magnitude"
+    LARGER = "larger magnitude"
 
 
 def _inf_code(f: Format) -> int:
@@ -178,22 +186,21 @@ def _f32_threshold(t: float, strict: bool) -> np.float32:
 
 
 @lru_cache(maxsize=1024)
-def _ladder_tables(word: int, mode: str, ovf: bool):
+def _ladder_tables(word: int, mode: _Pick, ovf: bool):
     """Thresholds T (float32, ascending) and codes C (len(T) + 1) such that
     C[searchsorted(T, a, 'right')] is the ladder pick for magnitude a under
-    ``mode`` ∈ rne | rna | down | up (down/up: toward smaller/larger
-    magnitude); with ``ovf`` a last entry for magnitudes that round past the
-    largest finite value (ovfinf).  Rounding down in magnitude carries an
-    overflow to the largest finite value (IEEE 754 §7.4), so "down" gets no
-    such entry whatever ``ovf`` says; under "up" every a > largest finite
-    takes it."""
+    ``mode`` (a :class:`_Pick`); with ``ovf`` a last entry for magnitudes that
+    round past the largest finite value (ovfinf).  Rounding to the smaller
+    magnitude carries an overflow to the largest finite value (IEEE 754 §7.4),
+    so SMALLER gets no such entry whatever ``ovf`` says; under LARGER every
+    a > largest finite takes it."""
     f = _format(word)
     lad = ladder(word)
     mags = [m for m, _ in lad]
     codes = [c for _, c in lad]
-    if ovf and mode != "down":
+    if ovf and mode is not _Pick.SMALLER:
         top = mags[-1]
-        if f.kind == "float":   # one ulp of the top binade (subnormal quantum at least)
+        if f.kind is FormatKind.FLOAT:   # one ulp of the top binade (subnormal quantum at least)
             e_top = max(math.frexp(top)[1] - 1, 1 - f.bias)
             nxt = top + math.ldexp(1.0, e_top - f.m_bits)
         else:
@@ -203,13 +210,13 @@ def _ladder_tables(word: int, mode: str, ovf: bool):
     thr = []
     for i in range(len(mags) - 1):
         lo, hi, c_lo = mags[i], mags[i + 1], codes[i]
-        if mode == "rne":
+        if mode is _Pick.RNE:
             thr.append(_f32_threshold((lo + hi) / 2, strict=(c_lo % 2 == 0)))
-        elif mode == "rna":
+        elif mode is _Pick.RNA:
             thr.append(_f32_threshold((lo + hi) / 2, strict=False))
-        elif mode == "down":
+        elif mode is _Pick.SMALLER:
             thr.append(_f32_threshold(hi, strict=False))
-        else:  # up
+        else:  # LARGER
             thr.append(_f32_threshold(lo, strict=True))
     T = np.array(thr, dtype=np.float32)
     C = np.array(codes, dtype=np.int64)
@@ -218,18 +225,18 @@ def _ladder_tables(word: int, mode: str, ovf: bool):
     return T, C
 
 
-def _ladder_lookup(word: int, mode: str, ovf: bool, a: np.ndarray) -> np.ndarray:
+def _ladder_lookup(word: int, mode: _Pick, ovf: bool, a: np.ndarray) -> np.ndarray:
     T, C = _ladder_tables(word, mode, ovf)
     return C[np.searchsorted(T, a, side="right")]
 
 
-def _directed(rounding: str, neg_input: bool) -> str:
+def _directed(rounding: Rounding, neg_input: bool) -> _Pick:
     """rtz/rtp/rtn as a magnitude direction for one sign."""
-    if rounding == "rtz":
-        return "down"
-    if rounding == "rtp":
-        return "down" if neg_input else "up"
-    return "up" if neg_input else "down"  # rtn
+    if rounding == Rounding.RTZ:
+        return _Pick.SMALLER
+    if rounding == Rounding.RTP:
+        return _Pick.SMALLER if neg_input else _Pick.LARGER
+    return _Pick.LARGER if neg_input else _Pick.SMALLER  # rtn
 
 
 def _ladder_magnitude(f: Format, a: np.ndarray, neg: np.ndarray | None,
@@ -238,14 +245,14 @@ def _ladder_magnitude(f: Format, a: np.ndarray, neg: np.ndarray | None,
     NaN lanes are overwritten by the caller).  ``neg`` (or None: all
     positive) selects the direction of rtp/rtn.  Under ovfinf an infinite
     input is exact: it takes the overflow code in every mode."""
-    ovf = sat == "ovfinf"
-    if rounding in ("rne", "rna"):
-        return _ladder_lookup(f.word, rounding, ovf, a)
+    ovf = sat == Saturation.OVFINF
+    if rounding in (Rounding.RNE, Rounding.RNA):
+        return _ladder_lookup(f.word, _Pick(Rounding(rounding).value), ovf, a)
     pos_mode, neg_mode = _directed(rounding, False), _directed(rounding, True)
     out = _ladder_lookup(f.word, pos_mode, ovf, a)
     if neg is not None and neg_mode != pos_mode and neg.any():
         out = np.where(neg, _ladder_lookup(f.word, neg_mode, ovf, a), out)
-    if ovf:   # the "down" tables stop at the largest finite value
+    if ovf:   # the SMALLER tables stop at the largest finite value
         out = np.where(np.isinf(a), _overflow_code(f, ladder(f.word)[-1][1]), out)
     return out
 
@@ -254,13 +261,13 @@ def _ladder_magnitude(f: Format, a: np.ndarray, neg: np.ndarray | None,
 # encode: by kind
 
 def _encode_int(f: Format, x: np.ndarray, rounding: str) -> np.ndarray:
-    if rounding == "rne":
+    if rounding == Rounding.RNE:
         r = np.rint(x)
-    elif rounding == "rtz":
+    elif rounding == Rounding.RTZ:
         r = np.trunc(x)
-    elif rounding == "rtp":
+    elif rounding == Rounding.RTP:
         r = np.ceil(x)
-    elif rounding == "rtn":
+    elif rounding == Rounding.RTN:
         r = np.floor(x)
     else:  # rna: floor of the magnitude, up when the fraction is >= 1/2
         a = np.abs(x)
@@ -289,7 +296,7 @@ def _float_sign_fixup(f: Format, x: np.ndarray, mag_code: np.ndarray,
                       sat: str) -> np.ndarray:
     """Shared tail of the float encoders: ±inf under satmax, sign handling."""
     neg = np.signbit(x)
-    if sat == "satmax" and f.has_inf:
+    if sat == Saturation.SATMAX and f.has_inf:
         mag_code = np.where(np.isinf(x), _inf_code(f), mag_code)
     if f.unsigned:
         return np.where(neg, 0, mag_code)   # negatives (and -0.0) clamp to +0
@@ -336,16 +343,16 @@ def _encode_float_bits(f: Format, x: np.ndarray, rounding: str, sat: str) -> np.
     one_sh = i32(1) << shift
     r = sig & (one_sh - 1)
     half = one_sh >> 1                   # 0 when the shift is 0 (then r == 0)
-    if rounding == "rne":
+    if rounding == Rounding.RNE:
         # ties to the even code (§2.5); with m_bits >= 1 that is the even n, with
         # m_bits = 0 (n = 1 on every normal) the even exponent field
         odd = n if m_bits else n + (e_t + i32(bias - 1))
         up = (r > half) | ((r == half) & (r != 0) & ((odd & 1) == 1))
-    elif rounding == "rna":
+    elif rounding == Rounding.RNA:
         up = (r >= half) & (r != 0)
-    elif rounding == "rtz":
+    elif rounding == Rounding.RTZ:
         up = None
-    elif rounding == "rtp":
+    elif rounding == Rounding.RTP:
         up = (r != 0) & ~np.signbit(x)
     else:  # rtn
         up = (r != 0) & np.signbit(x)
@@ -357,16 +364,16 @@ def _encode_float_bits(f: Format, x: np.ndarray, rounding: str, sat: str) -> np.
     # normal: ((e_t + bias) << m) | (n - 2^m); subnormal (e_t = 1 - bias): n
     code = n + ((e_t + i32(bias - 1)) << m_bits)
     top_code = _top_finite_code(f)
-    ovf_code = _overflow_code(f, top_code) if sat == "ovfinf" else top_code
+    ovf_code = _overflow_code(f, top_code) if sat == Saturation.OVFINF else top_code
     over = code > top_code
-    if sat == "ovfinf" and rounding in ("rtz", "rtp", "rtn"):
+    if sat == Saturation.OVFINF and rounding in (Rounding.RTZ, Rounding.RTP, Rounding.RTN):
         # IEEE 754 §7.4: where the rounding points toward zero (rtz; rtp for
         # negatives; rtn for positives) a finite overflow takes the largest
         # finite value of its sign
         to_top = over & finite
-        if rounding == "rtp":
+        if rounding == Rounding.RTP:
             to_top &= np.signbit(x)
-        elif rounding == "rtn":
+        elif rounding == Rounding.RTN:
             to_top &= ~np.signbit(x)
         code[to_top] = top_code
         over &= ~to_top
@@ -379,9 +386,9 @@ def _encode_binary16_rne(x: np.ndarray, sat: str) -> np.ndarray:
     overflow to ∞), then the saturation rule."""
     with np.errstate(over="ignore"):
         h = x.astype(np.float16).view(np.uint16)
-    if sat != "ovfinf":
+    if sat != Saturation.OVFINF:
         over = (h & np.uint16(0x7FFF)) == 0x7C00
-        if sat == "satmax":
+        if sat == Saturation.SATMAX:
             over &= np.isfinite(x)
         if over.any():
             h = np.where(over, (h & np.uint16(0x8000)) | np.uint16(0x7BFF), h)
@@ -390,7 +397,7 @@ def _encode_binary16_rne(x: np.ndarray, sat: str) -> np.ndarray:
 
 def _encode_binary32(x: np.ndarray, sat: str) -> np.ndarray:
     b = x.view(np.uint32).copy()
-    if sat == "satfinite":
+    if sat == Saturation.SATFINITE:
         inf = np.isinf(x)
         if inf.any():
             b[inf] = (b[inf] & np.uint32(0x80000000)) | np.uint32(0x7F7FFFFF)
@@ -399,7 +406,7 @@ def _encode_binary32(x: np.ndarray, sat: str) -> np.ndarray:
 
 def _encode_small(f: Format, x: np.ndarray, rounding: str, sat: str) -> np.ndarray:
     """Exponent-only and float words of width ≤ 8, straight off the ladder."""
-    if f.kind == "exp":
+    if f.kind is FormatKind.EXP:
         return _encode_exp(f, x, rounding, sat)
     return _encode_float_ladder(f, x, rounding, sat)
 
@@ -414,9 +421,10 @@ def _small_lut(word: int, rounding: str, sat: str) -> np.ndarray | None:
     bits, the index resolves 8); None when it does not.  NaN inputs map to
     nan_code (formats with a NaN)."""
     f = _format(word)
-    modes = (rounding,) if rounding in ("rne", "rna") else ("down", "up")
+    modes = ((_Pick(Rounding(rounding).value),) if rounding in (Rounding.RNE, Rounding.RNA)
+             else (_Pick.SMALLER, _Pick.LARGER))
     for mode in modes:
-        T, _ = _ladder_tables(word, mode, sat == "ovfinf")
+        T, _ = _ladder_tables(word, mode, sat == Saturation.OVFINF)
         if np.any((T.view(np.uint32) & np.uint32(0xFFFF)) > 1):
             return None
     k = np.arange(1 << 16, dtype=np.uint32) << 16
@@ -446,7 +454,7 @@ def encode_values(word: int, x, rounding: str = "rne", sat: str = "satfinite") -
     to float32 first, as fmt_encode rounds its input to binary32).  Returns
     codes as uint8 (w ≤ 8), uint16 (w ≤ 16) or uint32, in ``x``'s shape.
     Raises GritEncodeError when ``x`` holds a NaN and the format has none."""
-    _check_modes(rounding, sat)
+    rounding, sat = as_modes(rounding, sat)
     f = _format(word)
     with np.errstate(over="ignore"):
         x = np.asarray(x, dtype=np.float32)
@@ -459,18 +467,18 @@ def encode_values(word: int, x, rounding: str = "rne", sat: str = "satfinite") -
             raise GritEncodeError(
                 f"format {f.name} has no NaN encoding; the input holds "
                 f"{int(np.count_nonzero(nan))} NaN(s)")
-    if f.kind != "int" and f.width <= 8:
+    if f.kind is not FormatKind.INT and f.width <= 8:
         lut = _small_lut(f.word, rounding, sat)
         if lut is not None:
             return _lut_gather(lut, x).reshape(shape)
     with np.errstate(invalid="ignore", over="ignore"):
-        if f.kind == "int":
+        if f.kind is FormatKind.INT:
             code = _encode_int(f, x, rounding)
         elif f.width <= 8:
             code = _encode_small(f, x, rounding, sat)
         elif f.word == BINARY32.word:
             code = _encode_binary32(x, sat)
-        elif f.word == BINARY16.word and rounding == "rne":
+        elif f.word == BINARY16.word and rounding == Rounding.RNE:
             code = _encode_binary16_rne(x, sat)
         else:
             code = _encode_float_bits(f, x, rounding, sat)

@@ -694,7 +694,7 @@ def test_which_small_ladders_fit_the_code_table():
     for word in LADDER_8:
         f = F.Format(word)
         fits = True
-        for mode in ("rne", "rna", "down", "up"):
+        for mode in V._Pick:
             for ovf in (False, True):
                 T, C = V._ladder_tables(word, mode, ovf)
                 assert np.all(np.diff(T.astype(np.float64)) >= 0) and C.size == T.size + 1
@@ -944,11 +944,11 @@ def test_ovfinf_directed_examples():
 def test_ovfinf_ladder_tables_by_direction():
     # rounding down in magnitude never overflows: no overflow entry; up does
     for word in (E4M3, F.REGISTERED["e5m2"], E8M0, E2M1):
-        down_t, down_c = V._ladder_tables(word, "down", True)
-        plain_t, plain_c = V._ladder_tables(word, "down", False)
+        down_t, down_c = V._ladder_tables(word, V._Pick.SMALLER, True)
+        plain_t, plain_c = V._ladder_tables(word, V._Pick.SMALLER, False)
         assert np.array_equal(down_t, plain_t) and np.array_equal(down_c, plain_c)
-        up_t, up_c = V._ladder_tables(word, "up", True)
-        assert up_c.size == V._ladder_tables(word, "up", False)[1].size + 1
+        up_t, up_c = V._ladder_tables(word, V._Pick.LARGER, True)
+        assert up_c.size == V._ladder_tables(word, V._Pick.LARGER, False)[1].size + 1
         top = np.float32(F.ladder(word)[-1][0])
         assert up_t[-1] == np.nextafter(top, np.float32(np.inf))   # anything above the top
         assert up_c[-1] == V._overflow_code(F.Format(word), int(up_c[-2]))

@@ -36,7 +36,7 @@ from .. import native
 from ..array import GritArray, decode
 from ..check import plane_sizes
 from ..errors import Detail, GritEncodeError, GritUsageError, error_for
-from ..formats import Format
+from ..formats import Format, FormatKind
 from ..grade import Grade, grade_from, lookup_grade, register_grade
 from ..vformats import code_dtype, decode_codes, decode_table, encode_values
 from .layout import require_canonical_placement, to_lin
@@ -77,9 +77,9 @@ def _min_positive_code(word: int) -> int:
 
 def _pow2_range(f: Format) -> tuple[int, int]:
     """[lo, hi] such that 2^X is a value of f for every integer X in it."""
-    if f.kind == "float":
+    if f.kind is FormatKind.FLOAT:
         return 1 - f.bias - f.m_bits, f.emax
-    if f.kind == "exp":
+    if f.kind is FormatKind.EXP:
         return -f.bias, f.emax
     return 0, f.emax
 
@@ -163,20 +163,20 @@ def _plan(g: Grade):
         if c.zp is None:
             raise _unsupported(g, "affineminmax without a zero point (zp)")
         e = _fmt(c.elem)
-        if not (e.kind == "int" and e.unsigned):
+        if not (e.kind is FormatKind.INT and e.unsigned):
             raise _unsupported(g, f"affineminmax needs an unsigned integer element format, "
                                   f"not {e.name}")
         z = _fmt(c.zp)
         if g["zps"] == "shared":
             if c.n_levels != 1:
                 raise _unsupported(g, "affineminmax with zps=shared and two scale levels")
-            if z.kind != "int":
+            if z.kind is not FormatKind.INT:
                 raise _unsupported(g, f"affineminmax needs an integer zero-point format, "
                                       f"not {z.name}")
             return _rule_affine1
         s0 = _fmt(c.s0)
         for name, f in (("scale0", s0), ("zero-point", z)):
-            if not (f.kind == "int" and f.unsigned):
+            if not (f.kind is FormatKind.INT and f.unsigned):
                 raise _unsupported(g, f"affineminmax with zps=l1 needs an unsigned integer "
                                       f"{name} format, not {f.name}")
         return _rule_affine2
