@@ -9,7 +9,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, fields, replace
 
-from .errors import GritGradeError, GritUsageError
+from .errors import GritGradeError, GritUsageError, pin
 
 __all__ = [
     "Descriptor", "DESC_STRUCT", "MAGIC", "HDR_BYTES", "VERSION",
@@ -44,7 +44,7 @@ NOTE_PRODUCER_MASK = 0x0000FF00
 
 # grit_desc_t, §3.1: sizeof == 64, no padding, no bitfields.
 DESC_STRUCT = struct.Struct("<IBBBB HHHH hHH BBBBBB I QQQQ")
-assert DESC_STRUCT.size == HDR_BYTES, "grit_desc_t must be exactly 64 bytes"
+pin(DESC_STRUCT.size == HDR_BYTES, "grit_desc_t must be exactly 64 bytes (§3.1)")
 
 FRAME_SPANS = ((0, 28), (32, 64))  # §3.1: hashed
 NOTE_SPAN = (28, 32)               # §11.1: informational only
@@ -147,4 +147,5 @@ class Descriptor:
 
 
 _NAMES = tuple(f.name for f in fields(Descriptor))
-assert len(_NAMES) == len(DESC_STRUCT.unpack(bytes(HDR_BYTES)))
+pin(len(_NAMES) == len(DESC_STRUCT.unpack(bytes(HDR_BYTES))),
+    "one Descriptor field per grit_desc_t member (§3.1)")

@@ -134,6 +134,18 @@ class GritUsageError(GritError):
     """An argument to a public function has the wrong type or shape."""
 
 
+class GritPinError(GritError):
+    """The package's own tables disagree with a constant the spec pins
+    (Appendix A): an edit or build error, found when the module loads."""
+
+
+def pin(ok: bool, what: str) -> None:
+    """An import-time pin: raise GritPinError unless ``ok``.  Unlike
+    ``assert``, it runs under ``python -O`` too."""
+    if not ok:
+        raise GritPinError(f"pinned constant violated: {what}")
+
+
 _BY_STATUS = {
     Status.SIZE_MISMATCH: GritSizeError,
     Status.GRADE_UNKNOWN: GritGradeError,

@@ -17,7 +17,7 @@ import struct
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .errors import GritEncodeError, GritFormatError, GritUsageError
+from .errors import GritEncodeError, GritFormatError, GritUsageError, pin
 
 __all__ = [
     "ABSENT", "Format", "FormatFields", "fmt_pack", "fmt_width", "fmt_unpack", "fmt_classify",
@@ -715,7 +715,7 @@ U2, U4, U6, U8 = (Format(REGISTERED[n]) for n in ("u2", "u4", "u6", "u8"))
 S4, S8 = Format(REGISTERED["s4"]), Format(REGISTERED["s8"])
 
 # Appendix A.1 pins these words; a wrong table row must fail at import.
-assert (E2M1.word, E4M3.word, E8M0.word, BINARY16.word, BINARY32.word) == (
-    0x2043, 0x2887, 0x4807, 0x356F, 0x371F)
-assert (U2.word, U4.word, U6.word, U8.word, S4.word, S8.word) == (
-    0x43E1, 0x43E3, 0x43E5, 0x43E7, 0x03E3, 0x03E7)
+pin((E2M1.word, E4M3.word, E8M0.word, BINARY16.word, BINARY32.word) == (
+    0x2043, 0x2887, 0x4807, 0x356F, 0x371F), "the float format words of Appendix A.1")
+pin((U2.word, U4.word, U6.word, U8.word, S4.word, S8.word) == (
+    0x43E1, 0x43E3, 0x43E5, 0x43E7, 0x03E3, 0x03E7), "the integer format words of Appendix A.1")

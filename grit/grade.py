@@ -14,7 +14,7 @@ from typing import Mapping
 
 from . import descriptor as D
 from .placement.words import REGISTERED as P
-from .errors import GritGradeError, GritUsageError
+from .errors import GritGradeError, GritUsageError, pin
 from .fingerprint import fnv1a64
 from .formats import Format, format_by_name, format_token
 
@@ -56,7 +56,8 @@ DECODE_KEYS = ("e", "k0", "s0", "k1", "s1", "zp", "zpc", "zps", "sp", "ct", "po"
                "dr", "ds", "dt")
 ENCODE_KEYS = ("er", "es", "esr", "esn")
 ACCUM_KEYS = ("ao", "ap", "ab", "ai", "an")
-assert len(KEYS) == 23 and set(DECODE_KEYS) <= set(KEYS)
+pin(len(KEYS) == 23 and set(DECODE_KEYS) <= set(KEYS),
+    "the 23 grade keys of §4.2, the decode projection among them (§4.5)")
 
 # Accepted spellings of enumerated values (§4.4 rule 4); the right-hand sides
 # are the canonical tokens, i.e. each domain's value set.
@@ -612,7 +613,9 @@ def grade_from(x: "Grade | str") -> Grade:
 def _register_v1(name: str, text: str, pinned_id: int) -> Grade:
     g = register_grade(text, name)
     # Appendix A.1 pins these ids: a wrong key table must fail at import.
-    assert g.canonical == text and g.id == pinned_id, (name, g.canonical, hex(g.id))
+    pin(g.canonical == text and g.id == pinned_id,
+        f"{name}: canonical {g.canonical!r}, id 0x{g.id:016X}, Appendix A.1 pins "
+        f"0x{pinned_id:016X}")
     REGISTERED_GRADES[name] = g
     return g
 
