@@ -216,7 +216,7 @@ def main() -> None:
             row(f"grit encode {gname} {label}",
                 _median_s(lambda: grit.encode(x, g), rep if native else slow), **peer_e)
         dm.NATIVE, dm.THREADS = True, None
-        del arr
+        arr = None                       # free it before the next grade
 
     for r in rows.values():
         if "seconds" not in r:

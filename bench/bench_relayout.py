@@ -143,7 +143,7 @@ def _one_size(nrows: int, ncols: int, repeat: int, native_ok: bool) -> list:
         if not native_ok:
             r["native_to_GB_per_s"] = r["native_back_GB_per_s"] = float("nan")
         rows.append(r)
-        del c, src, dst, timed
+        c = src = dst = timed = None     # free them before the next case
     # Pass 2: the numpy path, whose bytes the native ones must equal.
     hdr = (f"{'grade':11s} {'placement':30s} {'MB':>6s} | {'nat to':>7s} {'nat back':>8s} "
            f"{'np to':>6s} {'np back':>7s} | {'copyto':>6s} {'np.copy':>7s} | "

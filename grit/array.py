@@ -287,9 +287,9 @@ def concat(arrays, axis: int = 0) -> GritArray:
 def require_metadata_order(array: GritArray, *, verify: bool = False) -> GritArray:
     """L6, the check a kernel declaring ``requires SPORDER_ASC_LSB`` runs on
     an operand: a sparse array whose metadata order is UNORDERED is refused
-    (GritLayoutError, as grit.matmul's L6 refusal); with ``verify=True`` the ASC_LSB promise is also checked
-    against the bytes (§7.4, GritDigestError).  Dense arrays pass.  Returns
-    the array."""
+    (GritLayoutError, as grit.matmul's L6 refusal); with ``verify=True`` the
+    ASC_LSB promise is also checked against the bytes (§7.4, GritDigestError).
+    Dense arrays pass.  Returns the array."""
     _require_array(array, "require_metadata_order")
     return laws.require_metadata_order(array, verify=verify)
 

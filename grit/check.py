@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass, field, replace
-from typing import Any, Sequence
+from typing import Sequence
 
 from . import descriptor as D
 from .errors import Detail, GritLayoutError, GritUsageError, Status, error_for
-from .facts import (MAXRANK, PLANE_NAMES, PlaneSizes, canonical_sizes, container_width,
-                    fmt_width, has_aux, meta_bits, numel_of)
+from .facts import (META_BITS, MAXRANK, PLANE_NAMES, PlaneSizes, canonical_sizes, container_width,
+                    fmt_width, has_aux, numel_of)
 from .fingerprint import digest as _digest
 from .formats import FORMAT_NAMES, fmt_classify, format_token
 from .grade import Grade, lookup_grade
@@ -283,7 +283,7 @@ def _step5_content(d: D.Descriptor, shape, planes, expected_digest,
                          lines=("The bytes changed after the digest was taken (corruption, "
                                 "a partial write, or a different tensor).",))
     if d.flags & D.F_SPARSE and d.sp_order == D.SPORDER_ASC_LSB:
-        bits = meta_bits(d.sp_meta_fmt)
+        bits = META_BITS[d.sp_meta_fmt]        # step 4 refused any other sp_meta_fmt
         numel = numel_of(shape)
         meta = _meta_for_content_check(d, shape, planes, canonical)
         bad = None if meta is None else first_disordered_quad(meta, d.sp_n, d.sp_m, bits,
@@ -317,14 +317,15 @@ def as_shape(shape) -> tuple[int, ...]:
         raise GritUsageError(f"shape must be a sequence of integers, got {shape!r:.60}") from None
 
 
-def _as_planes(planes, need_bytes: bool) -> tuple[list[int], list[Any] | None]:
+def _as_planes(planes, need_bytes: bool) -> tuple[list[int], list[memoryview | None]]:
     try:
         items = list(planes)
     except TypeError:
         raise GritUsageError("planes must be four items (bytes-like or int byte counts)") from None
     if len(items) != 4:
         raise GritUsageError(f"planes must be exactly four items, got {len(items)}")
-    sizes, bufs = [], []
+    sizes: list[int] = []
+    bufs: list[memoryview | None] = []
     for i, p in enumerate(items):
         if p is None:
             p = b""

@@ -25,7 +25,7 @@ _M64 = (1 << 64) - 1
 _M128 = (1 << 128) - 1
 
 try:
-    from . import _ext as _native  # type: ignore[attr-defined]
+    from . import _ext as _native
     NATIVE = True
 except ImportError:  # pragma: no cover - exercised where no compiler exists
     _native = None

@@ -240,6 +240,11 @@ class Grade:
     """A parsed, canonical grade.  Immutable; equal iff canonical strings are."""
 
     __slots__ = ("_v", "canonical", "id", "_hash", "_frame")
+    _v: Mapping[str, str]
+    canonical: str                  # §4.4 canonical form
+    id: int                         # §6.2 grade_id
+    _hash: int
+    _frame: "Mapping[str, int] | None"
 
     def __init__(self, values: Mapping[str, str]):
         # values: key -> canonical token for every present key (structural keys
@@ -292,9 +297,16 @@ class Grade:
             raise KeyError(key)
         return self._v.get(key, DEFAULTS.get(key) if _has_slot(key, self._v) else None)
 
+    def _required(self, key: str) -> str:
+        """The token of a key every grade carries (e, k0, s0, esr, ...)."""
+        v = self[key]
+        if v is None:  # pragma: no cover - _validate refuses a grade without it
+            raise GritGradeError(f"grade {self.canonical} has no {key}")
+        return v
+
     def fields(self) -> dict[str, str]:
         """Every field with a value, defaults explicit, in canonical order."""
-        return {k: self[k] for k in KEYS if self[k] is not None}
+        return {k: v for k in KEYS if (v := self[k]) is not None}
 
     def __eq__(self, other) -> bool:
         return isinstance(other, Grade) and other.canonical == self.canonical
@@ -326,11 +338,11 @@ class Grade:
     # -- typed accessors
     @property
     def elem(self) -> Format:
-        return Format(format_by_name(self["e"]))
+        return Format(format_by_name(self._required("e")))
 
     @property
     def k0(self) -> int:
-        return int(self["k0"])
+        return int(self._required("k0"))
 
     @property
     def k1(self) -> int | None:
@@ -338,7 +350,7 @@ class Grade:
 
     @property
     def s0(self) -> Format:
-        return Format(format_by_name(self["s0"]))
+        return Format(format_by_name(self._required("s0")))
 
     @property
     def s1(self) -> Format | None:
@@ -363,9 +375,14 @@ class Grade:
     # -- §4 ↔ §3: the frame fields this grade fixes
     def frame_fields(self) -> dict[str, int]:
         """The descriptor fields grit_check step 2 compares with this grade."""
-        if self._frame is None:
-            object.__setattr__(self, "_frame", MappingProxyType(self._frame_fields()))
-        return dict(self._frame)
+        return dict(self._frame_map())
+
+    def _frame_map(self) -> Mapping[str, int]:
+        frame = self._frame
+        if frame is None:
+            frame = MappingProxyType(self._frame_fields())
+            object.__setattr__(self, "_frame", frame)
+        return frame
 
     def _frame_fields(self) -> dict[str, int]:
         flags = 0
@@ -401,10 +418,8 @@ class Grade:
     def frame_mismatches(self, desc: D.Descriptor) -> list[tuple[str, int, int]]:
         """(field, grade's value, descriptor's value) for each disagreement.
         F_INTERLEAVED is a placement flag and is not the grade's business."""
-        if self._frame is None:
-            self.frame_fields()
         out = []
-        for name, want in self._frame.items():
+        for name, want in self._frame_map().items():
             got = getattr(desc, name)
             if name == "flags":
                 got &= ~D.F_INTERLEAVED

@@ -541,7 +541,8 @@ def _scan_safetensors(ctx: _Ctx, rec: _File) -> None:
             ctx.add("structural", STRUCTURAL, path, None, "Unreadable",
                     f"the __grit__ metadata is not JSON ({e})"[:300])
     claimed: set[str] = set()
-    grit_names: list[tuple[str, Any, Any, list[tuple[int, Any]] | None, tuple[int, Any] | None]] = []
+    grit_names: list[tuple[str, Any, Any, list[tuple[int, Any]] | None,
+                           tuple[int, Any] | None]] = []
     if isinstance(doc, dict) and doc.get("schema") == "grit-safetensors":
         _register_carried(ctx, path, doc)
         tensors = doc.get("tensors") if isinstance(doc.get("tensors"), dict) else {}

@@ -58,7 +58,7 @@ def test_every_registered_placement_applies_somewhere():
 @pytest.mark.parametrize("name,placement", CASES)
 def test_requantize_reads_any_placement(name, placement):
     a, b = _placed(name, placement)
-    assert not grit.canonical(b) is b          # a genuinely non-canonical operand
+    assert grit.canonical(b) is not b          # a genuinely non-canonical operand
     target = grit.GRADE_NVF4 if name != "GRADE_NVF4" else grit.GRADE_MXFP4
     got = grit.requantize(b, target)
     want = grit.requantize(a, target)

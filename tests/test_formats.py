@@ -679,7 +679,7 @@ def test_code_table_path_equals_ladder_path(word):
 
 
 def _significant_bits(v: Fraction) -> int:
-    n, d = v.numerator, v.denominator
+    n = v.numerator                   # a dyadic rational: the denominator is a power of two
     while n and n % 2 == 0:
         n //= 2
     return n.bit_length()

@@ -169,7 +169,10 @@ def test_nvfp4_matches_for_ue4m3_scales_except_documented_differences(tmp_path):
     path = str(tmp_path / "nv.gguf")
     w = gguf.GGUFWriter(path, "grit-test")
     w.add_tensor("nv", b, raw_dtype=T.NVFP4)
-    w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
     a = grit.load(path)["nv"]
     ref = gguf.quants.dequantize(b, T.NVFP4).reshape(-1)
     got = grit.decode(a).reshape(-1)

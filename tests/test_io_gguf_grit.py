@@ -78,13 +78,19 @@ def test_gguf_desc_only_annotation(tmp_path):
     p0 = tmp_path / "plain.gguf"
     w = gguf.GGUFWriter(str(p0), "t")
     w.add_tensor("q", blocks, raw_dtype=gguf.GGMLQuantizationType.Q8_0)
-    w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
     inferred = grit.load(p0)["q"]
     p = tmp_path / "ann.gguf"
     w = gguf.GGUFWriter(str(p), "t")
     w.add_string("grit.desc.q", inferred.descriptor.hex())
     w.add_tensor("q", blocks, raw_dtype=gguf.GGMLQuantizationType.Q8_0)
-    w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
     same(inferred, grit.load(p)["q"])
 
 
@@ -100,7 +106,9 @@ def test_gguf_bad_annotations(tmp_path):
         w.add_string(key, val)
         w.add_array("grit.shape.q", [4, 64])
         w.add_tensor("q", np.frombuffer(a.payload(), np.int8))
-        w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file()
+        w.write_header_to_file()
+        w.write_kv_data_to_file()
+        w.write_tensors_to_file()
         w.close()
         with pytest.raises(grit.GritError):
             grit.load(p)

@@ -85,7 +85,8 @@ def test_official_library_loads_our_file(tmp_path):
     assert doc["tensors"]["q"]["desc"] == a.descriptor.hex()
     got = grit.load(p)
     assert got.metadata == {"format": "np", "note": "hi"}
-    same(a, got["q"]); same(s, got["s"])
+    same(a, got["q"])
+    same(s, got["s"])
 
 
 def test_zero_copy_views(tmp_path):
@@ -174,7 +175,8 @@ def test_save_is_atomic_and_leaves_inputs_alone(tmp_path):
     grit.save(p, {"a": b, "old": loaded["a"]})    # overwrite while the old file is mapped
     same(a, loaded["a"])                           # the old mapping still reads the old bytes
     got = grit.load(p)
-    same(b, got["a"]); same(a, got["old"])
+    same(b, got["a"])
+    same(a, got["old"])
     q = tmp_path / "copy.safetensors"
     grit.save(q, dict(got))
     assert grit.load(q)["a"] == b
@@ -230,7 +232,8 @@ def test_reads_descriptor_map_convention(tmp_path):
     got = grit.load(p)
     assert got.convention == "descriptor-map"
     assert got.metadata == {"other": "kept"}
-    same(a, got["a"]); same(q, got["q"])
+    same(a, got["a"])
+    same(q, got["q"])
     assert np.array_equal(got["x"], x)
 
 

@@ -404,7 +404,8 @@ def _compressed_tensors(pre: str, t: dict, h: Header, q: dict,
                 (("file", wp), ("file", ws), ("global_recip", gs_name), None),
                 lines=(f"weight_packed U8 {list(pshape)} -> shape [{out_f}, {in_f}], e2m1 "
                        "LSB-first (element 2j low nibble), ROW_MAJOR",
-                       f"k0={k0} ({'config group_size' if w.get('group_size') else 'nvfp4 default'})"),
+                       f"k0={k0} "
+                       f"({'config group_size' if w.get('group_size') else 'nvfp4 default'})"),
                 notes=tuple(notes))]
         conv = "compressed-tensors/mxfp4-pack-quantized"
         if sdt not in ("U8", "F8_E8M0"):

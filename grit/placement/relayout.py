@@ -29,8 +29,8 @@ from .registered import MEANING, PACK_BYTES, PACK_K4_12B, ROW_MAJOR
 from .stages import (Fields, Interleaved, PackK4, Permutation, Stage, resolve, stages_of)
 from .words import CLASS_HASHED, CLASS_OPAQUE, placement_class, placement_name
 
-__all__ = ["relayout", "canonical", "canonical_form", "canonical_planes", "is_canonical", "canonical_words",
-           "applies"]
+__all__ = ["relayout", "canonical", "canonical_form", "canonical_planes", "is_canonical",
+           "canonical_words", "applies"]
 
 _ROLE_FIELD = ROLE_FIELD
 
