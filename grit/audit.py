@@ -41,6 +41,7 @@ from ._files import atomic_write
 from . import descriptor as D
 from .array import GritArray, decode, relayout
 from .boundary import diagnose
+from .check import as_digest
 from .placement.relayout import applies
 from .errors import Detail, GritError, GritLayoutError, GritUsageError, Status
 from .facts import ROLE_FIELD, PlaneRole, canonical_words, is_canonical
@@ -549,13 +550,7 @@ def verify_placement(array: GritArray, placement: "int | str | None" = None, *,
                 lines=(f"Fix:  x = grit.relayout(x, {_call_args({r: w})})  # move the bytes",
                        f"Or:   x = grit.assume_placement(x, {_call_args({r: w})}, "
                        "reason='<why>')  # then verify that")))
-    if expected_digest is not None:
-        try:
-            expected_digest = bytes(expected_digest)
-        except TypeError:
-            raise GritUsageError("expected_digest must be 16 bytes") from None
-        if len(expected_digest) != 16:
-            raise GritUsageError(f"expected_digest must be 16 bytes, got {len(expected_digest)}")
+    expected_digest = as_digest(expected_digest)
     want = None if reference is None else _reference_values(reference, a.shape)
 
     checks: list[tuple[str, str]] = []

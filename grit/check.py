@@ -32,7 +32,7 @@ from .placement.words import (CLASS_OPAQUE, UNSPECIFIED, is_well_formed, placeme
                               placement_name)
 
 __all__ = ["check", "diagnose", "CheckReport", "plane_sizes", "PlaneSizes", "MAXRANK",
-           "LEVELS", "as_shape"]
+           "LEVELS", "as_shape", "as_digest"]
 
 LEVELS = (0, 1, 2, 3)
 
@@ -354,6 +354,19 @@ def _as_planes(planes, need_bytes: bool) -> tuple[list[int], list[memoryview | N
     return sizes, bufs
 
 
+def as_digest(x) -> bytes | None:
+    """An expected §6.5 digest argument as 16 bytes (None stays None)."""
+    if x is None:
+        return None
+    try:
+        b = bytes(x)
+    except TypeError:
+        raise GritUsageError("expected_digest must be 16 bytes") from None
+    if len(b) != 16:
+        raise GritUsageError(f"expected_digest must be 16 bytes, got {len(b)}")
+    return b
+
+
 def diagnose(desc, shape, planes, level: int = 1, expected_digest=None, *,
              canonical=None) -> Detail:
     """Run grit_check and return its Detail (status OK on success).  Raises
@@ -367,14 +380,7 @@ def diagnose(desc, shape, planes, level: int = 1, expected_digest=None, *,
     d = _as_desc(desc)
     shp = as_shape(shape)
     sizes, bufs = _as_planes(planes, need_bytes=level >= 2)
-    if expected_digest is not None:
-        try:
-            ed = bytes(expected_digest)
-        except TypeError:
-            raise GritUsageError("expected_digest must be 16 bytes") from None
-        if len(ed) != 16:
-            raise GritUsageError(f"expected_digest must be 16 bytes, got {len(ed)}")
-        expected_digest = ed
+    expected_digest = as_digest(expected_digest)
     ok = Detail(status=Status.OK, message="Ok")
     if level == 0:
         return ok
