@@ -409,11 +409,14 @@ class GritEntry:
 class GritDoc:
     """What ``__grit__`` says.  ``convention`` is "grit-safetensors/1",
     "descriptor-map" or None (no document, or one that is not JSON: then
-    ``present`` tells them apart); ``claimed`` maps each file tensor the
-    document uses to the GRIT tensor it belongs to."""
+    ``present`` tells them apart); ``declared`` names every GRIT tensor it
+    declares, ``tensors`` those whose descriptor and shape can be read;
+    ``claimed`` maps each file tensor the document uses to the GRIT tensor it
+    belongs to."""
 
     convention: str | None = None
     present: bool = False
+    declared: list[str] = field(default_factory=list)   # every GRIT tensor named
     tensors: dict[str, GritEntry] = field(default_factory=dict)
     claimed: dict[str, str] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
@@ -465,6 +468,7 @@ def _read_doc(hdr: SafetensorsFile) -> GritDoc:
                                   "the file lacks"[:300], name)
             continue
         doc.claimed[name] = name
+        doc.declared.append(name)
         d = _desc_of(text)
         shape = list(e.shape) if e.shape is not None else None
         if d is None or not _shape_ok(shape):
@@ -535,6 +539,7 @@ def _tensor_v1(hdr: SafetensorsFile, name: str, t, doc: GritDoc, add) -> None:
         add(K.BAD_ANNOTATION, f"{GRIT_KEY}: tensor {name!r} needs desc, shape, planes "
                               "(and optionally grade, gid)", name)
         return
+    doc.declared.append(name)
     unknown = set(t) - {"desc", "shape", "planes", "grade", "gid"}
     if unknown:
         add(K.BAD_ANNOTATION, f"{GRIT_KEY}: tensor {name!r} has unknown keys "
