@@ -136,6 +136,18 @@ class _Cursor:
         n = self.count(f"{what} count", _MIN_ITEM[it])
         if it in _SCALAR:
             self.take(n * _MIN_ITEM[it], what)
+        elif it == ValueType.STRING:          # a tokenizer's vocabulary: the hot loop
+            pos, end, fmt = self.pos, self.end, self.order + "Q"
+            for i in range(n):
+                if end - pos < 8:
+                    raise _Stop(f"{what}: item {i} length runs past the end of the file")
+                (ln,) = struct.unpack_from(fmt, self.buf, pos)
+                pos += 8
+                if ln > end - pos:
+                    raise _Stop(f"{what}: item {i} length = {ln}: the file has {end - pos} "
+                                "bytes left")
+                pos += ln
+            self.pos = pos
         else:
             for _ in range(n):
                 self.skip_value(it, what, depth + 1)

@@ -5,9 +5,8 @@ Every finding carries a code (``S101`` …).  A code fixes the finding's
 category, its severity (the graded exit code it raises a report to) and its
 status, and has one explanation — what it means, why it matters, how to fix
 it.  ``grit explain CODE``, the ``finding_code`` of each finding in the JSON
-report and the findings section of docs/scan.md all come from
-:data:`REGISTRY`; ``python -m grit.scan.findings docs/scan.md`` regenerates
-that section.
+report and the findings section of docs/scan.md (:mod:`grit.scan.docs`) all
+come from :data:`REGISTRY`.
 
 Statuses are of two kinds that are never confused: the five §7.1 statuses
 (:class:`grit.errors.Status`) for descriptor-vs-bytes results, and
@@ -17,14 +16,14 @@ the JSON report as their names (``SizeMismatch``, ``RoleDrift``).
 from __future__ import annotations
 
 import enum
-import sys
+import textwrap
 from dataclasses import dataclass, field
 
 from ..errors import Status
 
-__all__ = ["Category", "Severity", "ScanKind", "CATEGORIES", "SEVERITY", "FindingSpec",
-           "REGISTRY", "Finding", "status_name", "explain", "render_docs", "DOCS_BEGIN",
-           "DOCS_END", "STRUCTURAL", "DISAGREEMENT", "WARNING", "UNPARSED"]
+__all__ = ["Category", "Severity", "ScanKind", "CATEGORIES", "SECTIONS", "SEVERITY",
+           "FindingSpec", "REGISTRY", "CHECK_CODES", "Finding", "status_name", "explain",
+           "STRUCTURAL", "DISAGREEMENT", "WARNING", "UNPARSED"]
 
 
 class _StrEnum(str, enum.Enum):
@@ -106,7 +105,8 @@ CATEGORIES: dict[Category, str] = {
     Category.UNREADABLE: "Inputs that could not be read",
 }
 
-_SECTION = {Category.STRUCTURAL: "§13.1", Category.CROSS_FILE: "§13.2",
+#: the spec sections a category implements
+SECTIONS: dict[Category, str] = {Category.STRUCTURAL: "§13.1", Category.CROSS_FILE: "§13.2",
             Category.DRIFT: "§13.3", Category.ESCAPE_HATCH: "§13.4, §12.5",
             Category.DEEP: "§13.5", Category.INFERRED: "§13",
             Category.INEXPRESSIBLE: "§13", Category.UNREADABLE: "§13"}
@@ -163,8 +163,8 @@ REGISTRY: dict[str, FindingSpec] = _specs(
      "convention it was inferred from.",
      "A descriptor whose grade is unknown cannot say what its bytes mean; every later "
      "check would be guesswork.",
-     "Carry the canonical grade string in the file (grit.save does), register it with "
-     "grit.register_grade, or fix the descriptor field the message names."),
+     "Carry the canonical grade string in the file (`grit.save` does), register it with "
+     "`grit.register_grade`, or fix the descriptor field the message names."),
     ("S103", C.STRUCTURAL, V.STRUCTURAL, S.PLACEMENT_UNKNOWN,
      "placement word not registered, or aux placement without an aux plane",
      "§7.3 step 3 fails: a placement word is not UNSPECIFIED, a registered class-0x1 "
@@ -172,7 +172,7 @@ REGISTRY: dict[str, FindingSpec] = _specs(
      "disagree.",
      "The bytes' order is unknown, so no kernel can be matched to them and relayout "
      "cannot run.",
-     "Carry the layout expression of a hashed word in the file (grit.save writes it), "
+     "Carry the layout expression of a hashed word in the file (`grit.save` writes it), "
      "relayout to a registered placement, or fix placement_meta."),
     ("S104", C.STRUCTURAL, V.STRUCTURAL, K.UNREADABLE,
      "the level-1 check of an annotated tensor could not run",
@@ -183,46 +183,46 @@ REGISTRY: dict[str, FindingSpec] = _specs(
     ("S111", C.STRUCTURAL, V.STRUCTURAL, S.GRADE_UNKNOWN,
      "recorded descriptor or shape cannot be read",
      "The GRIT annotation records a descriptor that is not 128 hex digits, or a shape "
-     "that is not a list of at most 64 extents in [0, 2^63) (safetensors __grit__; GGUF "
-     "grit.desc./grit.shape. entries).",
+     "that is not a list of at most 64 extents in [0, 2^63) (safetensors `__grit__`; GGUF "
+     "`grit.desc.`/`grit.shape.` entries).",
      "Without a readable descriptor the tensor has no contract to check; a reader "
      "either refuses the file or guesses.",
-     "Re-export the file with grit.save / grit.save_gguf, which write both."),
+     "Re-export the file with `grit.save` / `grit.save_gguf`, which write both."),
     ("S112", C.STRUCTURAL, V.STRUCTURAL, S.GRADE_UNKNOWN,
      "a grade string the file carries does not parse",
-     "A canonical grade string in the annotation (the __grit__ grades list, a tensor's "
-     "grade, a GGUF grit.grade. entry) is not a valid grit1(...) string.",
+     "A canonical grade string in the annotation (the `__grit__` grades list, a tensor's "
+     "grade, a GGUF `grit.grade.` entry) is not a valid `grit1(...)` string.",
      "The grade cannot be registered, so descriptors naming its id stay unknown.",
-     "Fix the string (grit grade TEXT canonicalises and reports what is wrong)."),
+     "Fix the string (`grit grade TEXT` canonicalises it and says what is wrong)."),
     ("S113", C.STRUCTURAL, V.STRUCTURAL, S.SIZE_MISMATCH,
      "descriptor map names a tensor the file lacks",
-     "A __grit__ descriptor map gives a descriptor for a tensor name the header has no "
+     "A `__grit__` descriptor map gives a descriptor for a tensor name the header has no "
      "entry for: zero bytes are present where the descriptor requires a payload.",
      "The GRIT tensor is missing from the file (a renamed or dropped tensor).",
      "Rename the map entry to the tensor that holds the payload, or restore the tensor."),
     ("S114", C.STRUCTURAL, V.STRUCTURAL, S.DIGEST_MISMATCH,
      "recorded digest is not a 16-byte digest",
-     "A grit.digest.<tensor> entry (safetensors __metadata__, GGUF KV) is neither 26 "
+     "A `grit.digest.<tensor>` entry (safetensors `__metadata__`, GGUF KV) is neither 26 "
      "Crockford base32 digits nor 32 hex digits.",
      "--deep cannot verify the tensor's bytes against it.",
-     "Record grit.base32_encode(array.digest)."),
+     "Record `grit.base32_encode(array.digest)`."),
     ("S115", C.STRUCTURAL, V.STRUCTURAL, K.UNREADABLE,
-     "the __grit__ metadata is not JSON",
-     "The __grit__ __metadata__ value of a safetensors file is not a JSON document (or has "
+     "the `__grit__` metadata is not JSON",
+     "The `__grit__` value in a safetensors file's `__metadata__` is not a JSON document (or has "
      "duplicate keys). scan then treats the file as one without GRIT metadata.",
      "The file claims GRIT tensors but no reader can find them.",
-     "Re-export with grit.save."),
+     "Re-export with `grit.save`."),
     ("S116", C.STRUCTURAL, V.STRUCTURAL, K.BAD_ANNOTATION,
      "GRIT annotation malformed or contradicting the file",
-     "The __grit__ document or the GGUF grit.* entries are well-formed JSON / KV but "
+     "The `__grit__` document or the GGUF `grit.*` entries are well-formed JSON / KV but "
      "break the file format (docs/file-format.md): an unknown schema, version or key; a "
      "layout expression that does not hash to its word; a grade string whose id is not "
      "the descriptor's; a plane naming no tensor, a tensor claimed by two GRIT tensors, "
      "a plane that is not U8 [n]; a GRIT tensor name colliding with a file tensor; an "
      "annotation naming no tensor.",
-     "grit.load refuses the file; other readers may pair the wrong bytes with a "
+     "`grit.load` refuses the file; other readers may pair the wrong bytes with a "
      "descriptor.",
-     "Re-export with grit.save / grit.save_gguf, or fix the entry the message names."),
+     "Re-export with `grit.save` / `grit.save_gguf`, or fix the entry the message names."),
     ("S121", C.STRUCTURAL, V.STRUCTURAL, K.BAD_HEADER,
      "header entry is not an object of dtype, shape and data_offsets",
      "A safetensors header entry is not a JSON object, or has keys besides dtype, shape "
@@ -268,8 +268,8 @@ REGISTRY: dict[str, FindingSpec] = _specs(
      "A truncated download or a lying header: the missing bytes read as garbage or fail.",
      "Re-fetch the file."),
     ("S128", C.STRUCTURAL, V.STRUCTURAL, K.BAD_HEADER,
-     "__metadata__ value is not a string",
-     "A safetensors __metadata__ entry holds a JSON value other than a string.",
+     "`__metadata__` value is not a string",
+     "A safetensors `__metadata__` entry holds a JSON value other than a string.",
      "The format allows string values only; the official library rejects the file.",
      "Store the value as a string (JSON-encode it)."),
     ("S131", C.STRUCTURAL, V.WARNING, K.SUFFIX_MISMATCH,
@@ -286,7 +286,7 @@ REGISTRY: dict[str, FindingSpec] = _specs(
      "decode, different encode).",
      "Two artifacts that ought to be the same operand are not: a tool that loads one "
      "and produces garbage with the other is reading a different contract.",
-     "grit explain FILE_A:TENSOR FILE_B:TENSOR shows the fields; re-export one side with "
+     "`grit explain FILE_A:TENSOR FILE_B:TENSOR` shows the fields; re-export one side with "
      "the other's grade, or record a supersedes edge if the decodes are equal."),
     # -- 3. drift
     ("S301", C.DRIFT, V.DISAGREEMENT, K.ROLE_DRIFT,
@@ -296,10 +296,10 @@ REGISTRY: dict[str, FindingSpec] = _specs(
      "The shape of a half-converted checkpoint: some layers were re-quantised and "
      "others not.",
      "Finish or undo the conversion; if the mix is intended, record it (llama.cpp's "
-     "general.file_type does for its recipes, S302)."),
+     "`general.file_type` does for its recipes, S302)."),
     ("S302", C.DRIFT, V.WARNING, K.ROLE_DRIFT,
      "one role carries several grades, mixed by design",
-     "As S301, but the GGUF file declares a llama.cpp mixed recipe (general.file_type) "
+     "As S301, but the GGUF file declares a llama.cpp mixed recipe (`general.file_type`) "
      "and every ggml type seen is one that recipe assigns (its K-quant types and their "
      "row-size fallbacks).",
      "Expected of the recipe; reported so that the mix stays visible.",
@@ -312,12 +312,12 @@ REGISTRY: dict[str, FindingSpec] = _specs(
      "Nothing to fix if intended."),
     # -- 4. escape hatch
     ("S401", C.ESCAPE_HATCH, V.WARNING, K.ASSUMED,
-     "tensors carry NOTE_ASSUMED",
-     "Tensors whose descriptor has NOTE_ASSUMED set — a placement asserted with "
-     "assume_placement, never verified — one finding per producer tag and file.",
+     "tensors carry `NOTE_ASSUMED`",
+     "Tensors whose descriptor has `NOTE_ASSUMED` set — a placement asserted with "
+     "`assume_placement`, never verified — one finding per producer tag and file.",
      "An assumption made once in a conversion script stays invisible downstream unless "
      "it is reported (§12.5).",
-     "grit.verify_placement(x, p) reads the bytes, proves the claim and clears the flag."),
+     "`grit.verify_placement(x, p)` reads the bytes, proves the claim and clears the flag."),
     # -- 5. deep
     ("S501", C.DEEP, V.STRUCTURAL, None,
      "plane contents disagree with the descriptor (--deep)",
@@ -350,13 +350,13 @@ REGISTRY: dict[str, FindingSpec] = _specs(
      "one finding per convention and grade per file (docs/scan.md, \"Recognising "
      "checkpoints without GRIT metadata\").",
      "The contract is scan's reading of the file, not a claim the file makes.",
-     "Re-export with grit.save to make the contract explicit."),
+     "Re-export with `grit.save` to make the contract explicit."),
     ("S602", C.INFERRED, V.WARNING, K.INFERRED,
      "descriptor inferred from the ggml block type",
      "A GGUF tensor without a GRIT annotation: its descriptor was inferred from its ggml "
      "block type, one finding per type per file.",
      "As S601.",
-     "Re-export with grit.save_gguf to make the contract explicit."),
+     "Re-export with `grit.save_gguf` to make the contract explicit."),
     ("S701", C.INEXPRESSIBLE, V.WARNING, K.INEXPRESSIBLE,
      "safetensors weights GRIT v1 cannot express",
      "Recognised weights whose layout v1 cannot express (codebooks, act-order, dense "
@@ -406,14 +406,14 @@ REGISTRY: dict[str, FindingSpec] = _specs(
      "A GGUF tensor info names an unknown ggml type, declares more than 64 dimensions, "
      "repeats a name, has rows that are not whole blocks of its type, or its bytes could "
      "not be converted. The file's other tensors are read and checked.",
-     "The tensor's bytes cannot be interpreted; grit.load refuses the file.",
+     "The tensor's bytes cannot be interpreted; `grit.load` refuses the file.",
      "Re-export the tensor with a conforming writer."),
     ("S807", C.UNREADABLE, V.STRUCTURAL, K.UNREADABLE,
      "GGUF tensor bytes run past the end of the file",
      "A GGUF tensor's offset and size (fixed by its ggml type and dims) end beyond the "
      "file: a truncated file or lying offsets. The file's other tensors are read and "
      "checked.",
-     "The tensor cannot be read at all; grit.load refuses the file.",
+     "The tensor cannot be read at all; `grit.load` refuses the file.",
      "Re-fetch the file."),
 )
 
@@ -480,73 +480,11 @@ class Finding:
 # explanations and the docs section
 
 
-def explain(code: str) -> str:
+def explain(code: str, width: int = 88) -> str:
     """The explanation ``grit explain CODE`` prints."""
     s = REGISTRY[code.upper()]
     status = status_name(s.status) if s.status is not None else "the check's §7.1 status"
-    return (f"{s.code} {status} ({s.category.value}, severity {int(s.severity)} "
-            f"{s.severity.label}): {s.title}\n\n"
-            f"What it means: {s.what}\n\nWhy it matters: {s.why}\n\nFix: {s.fix}")
-
-
-DOCS_BEGIN = ("<!-- BEGIN finding codes: generated from grit/scan/findings.py by "
-              "`python -m grit.scan.findings docs/scan.md`; do not edit by hand -->")
-DOCS_END = "<!-- END finding codes -->"
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|")
-
-
-def render_docs() -> str:
-    """The findings section of docs/scan.md (between the markers)."""
-    out = ["| category | § | severity | codes |", "|---|---|---|---|"]
-    for cat in Category:
-        specs = [s for s in REGISTRY.values() if s.category is cat]
-        sev = sorted({int(s.severity) for s in specs})
-        sev_text = " or ".join(f"{v} {Severity(v).label}" for v in sev)
-        if cat is Category.UNREADABLE:
-            sev_text += " (4 unparsed when no input at all could be parsed)"
-        out.append(f"| `{cat.value}` | {_SECTION[cat]} | {sev_text} | "
-                   f"{', '.join(s.code for s in specs)} |")
-    out += ["", "| code | status | severity | finding |", "|---|---|---|---|"]
-    for s in REGISTRY.values():
-        status = f"`{status_name(s.status)}`" if s.status is not None else "the check's"
-        out.append(f"| [`{s.code}`](#{s.code.lower()}) | {status} | {int(s.severity)} | "
-                   f"{_cell(s.title)} |")
-    for cat in Category:
-        out += ["", f"### `{cat.value}` — {CATEGORIES[cat]}"]
-        for s in REGISTRY.values():
-            if s.category is not cat:
-                continue
-            status = status_name(s.status) if s.status is not None else "(the check's status)"
-            out += ["", f"#### {s.code}", "",
-                    f"**{s.code} {status}** (severity {int(s.severity)} {s.severity.label}): "
-                    f"{s.title}.", "",
-                    f"- *What it means:* {s.what}", f"- *Why it matters:* {s.why}",
-                    f"- *Fix:* {s.fix}"]
-    return "\n".join(out)
-
-
-def docs_section(text: str) -> str:
-    """The generated part of a docs/scan.md text (between the markers)."""
-    a, b = text.index(DOCS_BEGIN) + len(DOCS_BEGIN), text.index(DOCS_END)
-    return text[a:b].strip("\n")
-
-
-def write_docs(path: str) -> bool:
-    """Regenerate the findings section of ``path`` in place; whether it changed."""
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    a, b = text.index(DOCS_BEGIN) + len(DOCS_BEGIN), text.index(DOCS_END)
-    new = text[:a] + "\n" + render_docs() + "\n" + text[b:]
-    if new == text:
-        return False
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(new)
-    return True
-
-
-if __name__ == "__main__":  # pragma: no cover - python -m grit.scan.findings docs/scan.md
-    for p in sys.argv[1:] or ["docs/scan.md"]:
-        print(f"{p}: {'regenerated' if write_docs(p) else 'up to date'}")
+    paras = [f"What it means: {s.what}", f"Why it matters: {s.why}", f"Fix: {s.fix}"]
+    return (f"{s.code} {status} — {s.category.value}, severity {int(s.severity)} "
+            f"({s.severity.label})\n{s.title}\n\n"
+            + "\n\n".join(textwrap.fill(p, width) for p in paras))
