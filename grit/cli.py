@@ -197,6 +197,8 @@ def scan_cmd(paths, deep: bool, as_json: bool, exit_policy: str) -> None:
     warning), (4) NOTE_ASSUMED tensors by producer tag, (5) with --deep,
     digest / metadata-order failures and level-3 probe warnings; plus
     inferred descriptors, tensors v1 cannot express, and unreadable inputs.
+    Every finding has a code (S101 …): grit explain CODE says what it means
+    and how to fix it.
 
     \b
     Exit status, --exit-policy graded (default):

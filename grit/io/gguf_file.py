@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import math
 import mmap
 import os
 import struct
@@ -204,10 +205,7 @@ class TensorInfo:
 
     @property
     def numel(self) -> int:
-        n = 1
-        for x in self.dims:
-            n *= x
-        return n
+        return math.prod(self.dims)
 
     @property
     def nbytes(self) -> int:

@@ -290,20 +290,23 @@ def _entry(n: str, e, add) -> StEntry:
         add(K.BAD_ENTRY, f"tensor {n!r}: an entry is an object with exactly dtype, shape "
                          f"and data_offsets, got {type(e).__name__}", n)
         return StEntry(n, None, None, None)
-    extra = sorted(str(k) for k in set(e) - ENTRY_KEYS)
+    extra = e.keys() - ENTRY_KEYS
     if extra:
         add(K.BAD_ENTRY, f"tensor {n!r}: an entry is an object with exactly dtype, shape "
-                         f"and data_offsets, got also {extra}"[:300], n)
+                         f"and data_offsets, got also {sorted(map(str, extra))}"[:300], n)
     offs = e.get("data_offsets")
-    span = ((offs[0], offs[1]) if isinstance(offs, list) and len(offs) == 2
-            and all(_int(x) for x in offs) and 0 <= offs[0] <= offs[1] else None)
+    # type(x) is int: JSON integers, never bools
+    span = ((offs[0], offs[1]) if type(offs) is list and len(offs) == 2
+            and type(offs[0]) is int and type(offs[1]) is int and 0 <= offs[0] <= offs[1]
+            else None)
     st, shape = e.get("dtype"), e.get("shape")
     dt = ST_DTYPES.get(st) if isinstance(st, str) else None
     if dt is None:
         add(K.BAD_DTYPE, f"tensor {n!r}: unknown dtype {str(st)[:40]!r}", n,
             lines=(f"safetensors dtypes: {', '.join(ST_DTYPES)}.",), field="dtype",
             actual=str(st)[:80])
-    if not isinstance(shape, list) or len(shape) > MAX_RANK or not all(_int(x) for x in shape):
+    if type(shape) is not list or len(shape) > MAX_RANK or not all(type(x) is int
+                                                                  for x in shape):
         add(K.BAD_SHAPE, f"tensor {n!r}: shape must be a list of at most {MAX_RANK} integers, "
                          f"got {str(shape)[:60]}", n, field="shape")
         shape = None
@@ -513,26 +516,70 @@ def _doc_v1(hdr: SafetensorsFile, raw: dict, doc: GritDoc, add) -> None:
             add(K.BAD_ANNOTATION, f"{GRIT_KEY}: layout {v!r} hashes to 0x{w:016x}, not {k}"[:300])
             continue
         register_layout(v)
+    seen: dict = {}
     for g in grades:
-        _grade(g, None, add)
+        _grade(g, None, add, seen)
     for name, t in tensors.items():
-        _tensor_v1(hdr, name, t, doc, add)
+        _tensor_v1(hdr, name, t, doc, add, seen)
 
 
-def _grade(g, tensor: str | None, add):
-    """Register one carried grade string; None (with a problem) when it does not parse."""
+_TENSOR_KEYS = frozenset({"desc", "shape", "planes", "grade", "gid"})
+_ROLE_SET = frozenset(ROLES)
+
+
+def _parse_grade(g) -> tuple[Any, str | None]:
     try:
         if not isinstance(g, str):
             raise GritUsageError("a grade is a canonical grade string")
-        return register_grade(g)
+        return register_grade(g), None
     except GritError as e:
+        return None, (str(e).splitlines()[0] if str(e) else type(e).__name__)
+
+
+def _grade(g, tensor: str | None, add, seen: dict):
+    """Register one carried grade string; None (with a problem) when it does
+    not parse.  ``seen`` caches each string's outcome for the document (a
+    checkpoint repeats a handful of grades over thousands of tensors)."""
+    got = seen.get(g) if isinstance(g, str) else None
+    if got is None:
+        got = _parse_grade(g)
+        if isinstance(g, str):
+            seen[g] = got
+    grade, why = got
+    if grade is None:
         where = f"tensor {tensor!r} records" if tensor is not None else "the file carries"
         add(K.BAD_GRADE, f"{where} a grade string that does not parse: {g!r:.80}", tensor,
-            lines=(str(e).splitlines()[0] if str(e) else type(e).__name__,))
-        return None
+            lines=(why,))
+    return grade
 
 
-def _tensor_v1(hdr: SafetensorsFile, name: str, t, doc: GritDoc, add) -> None:
+def _grade(g, tensor: str | None, add, seen: dict):
+    """Register one carried grade string; None (with a problem) when it does
+    not parse.  ``seen`` caches each string's outcome for the document (a
+    checkpoint repeats a handful of grades over thousands of tensors)."""
+    key = g if isinstance(g, str) else None
+    if key is None or key not in seen:
+        try:
+            if key is None:
+                raise GritUsageError("a grade is a canonical grade string")
+            got = (register_grade(g), None)
+        except GritError as e:
+            got = (None, str(e).splitlines()[0] if str(e) else type(e).__name__)
+        if key is None:
+            seen_g = got
+        else:
+            seen[key] = seen_g = got
+    else:
+        seen_g = seen[key]
+    grade, why = seen_g
+    if grade is None:
+        where = f"tensor {tensor!r} records" if tensor is not None else "the file carries"
+        add(K.BAD_GRADE, f"{where} a grade string that does not parse: {g!r:.80}", tensor,
+            lines=(why,))
+    return grade
+
+
+def _tensor_v1(hdr: SafetensorsFile, name: str, t, doc: GritDoc, add, seen: dict) -> None:
     if name in hdr.entries or name == META_KEY:
         add(K.BAD_ANNOTATION, f"GRIT tensor {name!r} collides with a tensor of the file", name)
     if not isinstance(t, dict):
@@ -540,22 +587,23 @@ def _tensor_v1(hdr: SafetensorsFile, name: str, t, doc: GritDoc, add) -> None:
                               "(and optionally grade, gid)", name)
         return
     doc.declared.append(name)
-    unknown = set(t) - {"desc", "shape", "planes", "grade", "gid"}
+    unknown = t.keys() - _TENSOR_KEYS
     if unknown:
         add(K.BAD_ANNOTATION, f"{GRIT_KEY}: tensor {name!r} has unknown keys "
                               f"{sorted(map(str, unknown))}"[:300], name)
     text, shape = t.get("desc"), t.get("shape")
     d = _desc_of(text)
-    if d is None or not _shape_ok(shape):
+    readable = d is not None and _shape_ok(shape)
+    if not readable:
         _bad_descriptor(name, text, shape, add)
     planes = t.get("planes", {})
-    if not isinstance(planes, dict) or not set(planes) <= set(ROLES):
+    if not isinstance(planes, dict) or not planes.keys() <= _ROLE_SET:
         add(K.BAD_ANNOTATION, f"{GRIT_KEY}: tensor {name!r}: planes maps roles {ROLES} to "
                               "tensor names", name)
         planes = planes if isinstance(planes, dict) else {}
     g = t.get("grade")
     if g is not None:
-        gr = _grade(g, name, add)
+        gr = _grade(g, name, add, seen)
         if gr is not None and d is not None and gr.id != d.grade_id:
             add(K.BAD_ANNOTATION, f"{GRIT_KEY}: tensor {name!r}: grade {g!r} has id "
                                   f"0x{gr.id:016x}, the descriptor says 0x{d.grade_id:016x}"[:300],
@@ -579,7 +627,7 @@ def _tensor_v1(hdr: SafetensorsFile, name: str, t, doc: GritDoc, add) -> None:
                 e.dtype != "U8" or e.shape != (e.span[1] - e.span[0],)):
             add(K.BAD_ANNOTATION, f"plane tensor {tn!r} must be U8 with shape "
                                   f"[{e.span[1] - e.span[0]}], got {e.dtype}{list(e.shape)}", name)
-    if d is not None and _shape_ok(shape):
+    if readable:
         doc.tensors[name] = GritEntry(name, d, tuple(shape), tuple(names),  # type: ignore[arg-type]
                                       desc_text=text, gid=t.get("gid"))
 
