@@ -360,4 +360,5 @@ def _tensor_infos(out: GGUFFile, infos) -> None:
             out.problems.append(_problem(
                 out.path, K.PAST_END,
                 f"tensor {t.name!r} ({t.ggml_type}): {t.nbytes} bytes at data offset "
-                f"{t.offset} run past the {avail}-byte data section"[:300], t.name, lines=line, field="offset", expected=e, actual=avail))
+                f"{t.offset} run past the {avail}-byte data section"[:300], t.name, lines=line,
+                field="offset", expected=e, actual=avail))

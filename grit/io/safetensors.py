@@ -161,7 +161,7 @@ class SafetensorsFile:
         b, end = (min(x, self.avail) for x in e.span)
         return self.buffer[b:end] if end > b else b""
 
-    def values(self, name: str, max_bytes: int):
+    def tensor_values(self, name: str, max_bytes: int):
         """A small tensor's values (a copy), or None: unknown entry, a dtype
         without a numpy type, bytes missing, or more than ``max_bytes``."""
         e = self.entries.get(name)
@@ -553,32 +553,6 @@ def _grade(g, tensor: str | None, add, seen: dict):
     return grade
 
 
-def _grade(g, tensor: str | None, add, seen: dict):
-    """Register one carried grade string; None (with a problem) when it does
-    not parse.  ``seen`` caches each string's outcome for the document (a
-    checkpoint repeats a handful of grades over thousands of tensors)."""
-    key = g if isinstance(g, str) else None
-    if key is None or key not in seen:
-        try:
-            if key is None:
-                raise GritUsageError("a grade is a canonical grade string")
-            got = (register_grade(g), None)
-        except GritError as e:
-            got = (None, str(e).splitlines()[0] if str(e) else type(e).__name__)
-        if key is None:
-            seen_g = got
-        else:
-            seen[key] = seen_g = got
-    else:
-        seen_g = seen[key]
-    grade, why = seen_g
-    if grade is None:
-        where = f"tensor {tensor!r} records" if tensor is not None else "the file carries"
-        add(K.BAD_GRADE, f"{where} a grade string that does not parse: {g!r:.80}", tensor,
-            lines=(why,))
-    return grade
-
-
 def _tensor_v1(hdr: SafetensorsFile, name: str, t, doc: GritDoc, add, seen: dict) -> None:
     if name in hdr.entries or name == META_KEY:
         add(K.BAD_ANNOTATION, f"GRIT tensor {name!r} collides with a tensor of the file", name)
@@ -714,10 +688,11 @@ def load(path, *, strict: bool = True) -> SafetensorsTensors:
 
     Every view is zero-copy over a read-only memory map of the file.  A
     malformed container (header, offsets, dtypes, the ``__grit__`` document)
-    raises :class:`GritFileError`: the first problem :func:`read` reports.  A GRIT tensor whose level-1 check fails
-    raises that check's GritError with the tensor's name in the message
-    (``.tensor`` holds it); with ``strict=False`` a :class:`CheckFailed`
-    record stands in its place instead."""
+    raises :class:`GritFileError`: the first problem :func:`read` reports.
+    A GRIT tensor whose level-1 check fails raises that check's GritError
+    with the tensor's name in the message (``.tensor`` holds it); with
+    ``strict=False`` a :class:`CheckFailed` record stands in its place
+    instead."""
     path = os.fspath(path)
     try:
         hdr = read(path)

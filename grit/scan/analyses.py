@@ -14,8 +14,6 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-import numpy as np
-
 from .. import descriptor as D
 from ..array import GritArray
 from ..check import check, diagnose
@@ -210,10 +208,10 @@ def _recognise(f: SafetensorsFile, config) -> list[Recognised]:
               if e.dtype is not None and e.shape is not None and e.span is not None
               and all(x < 2**63 for x in e.shape)}
     try:
-        return recognise(header, f.metadata, config, lambda tn: f.values(tn, SMALL_MAX))
+        return recognise(header, f.metadata, config, lambda tn: f.tensor_values(tn, SMALL_MAX))
     except (GritError, ValueError, KeyError, IndexError, TypeError, OverflowError) as e:
-        return [Recognised(os.path.basename(f.path), "unrecognised", "inexpressible", section="§13",
-                           reason=f"the recogniser failed: {why(e)}")]
+        return [Recognised(os.path.basename(f.path), "unrecognised", "inexpressible",
+                           section="§13", reason=f"the recogniser failed: {why(e)}")]
 
 
 def _recognised(ctx: Context, inp: Input, recognised: list[Recognised], trunc) -> None:
