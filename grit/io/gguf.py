@@ -42,7 +42,7 @@ from ..placement.expr import (Interleave, Perm, layout_word, parse_layout, regis
                               resolve_layout)
 from ..placement.registered import unpack_k4_12b
 from ..placement.words import CLASS_HASHED, CLASS_OPAQUE, REGISTERED, placement_class
-from .gguf_file import GGUF_MAGIC, GGUFFile, TensorInfo, read_gguf
+from .gguf_file import GGUF_MAGIC, GGUFFile, TensorInfo, problem, read_gguf
 from .problems import Problem, ProblemKind as K, raise_first
 from .safetensors import CheckFailed, renamed_error
 
@@ -356,7 +356,8 @@ def read(path) -> GGUFContents:
             v = _annotated(f, t, notes) if t.name in notes["desc"] else _tensor(f, t)
         except GritError as e:
             # a converted tensor whose planes fail the check: the check's own error
-            problems.append(Problem(K.CHECK_FAILED if e.detail is not None else K.BAD_TENSOR,
+            problems.append(problem(path, K.CHECK_FAILED if e.detail is not None
+                                    else K.BAD_TENSOR,
                                     str(e).splitlines()[0] if str(e) else type(e).__name__,
                                     t.name, error=e))
             continue
@@ -364,16 +365,14 @@ def read(path) -> GGUFContents:
                 MemoryError) as e:   # bytes that do not fit their ggml type
             msg = f"tensor {t.name!r} ({t.ggml_type}) cannot be read: {type(e).__name__}: " \
                   f"{str(e)[:200]}"
-            problems.append(Problem(K.BAD_TENSOR, msg, t.name,
-                                    error=GritUsageError(f"{path}: {msg}")))
+            problems.append(problem(path, K.BAD_TENSOR, msg, t.name))
             continue
         out[t.name] = v
         out.ggml_types[t.name] = t.ggml_type
     known = {t.name for t in f.tensors} | {p.tensor for p in f.problems if p.tensor}
     for name in sorted(set(notes["desc"]) - known):
         msg = f"GRIT annotation {KV_DESC}{name} names no tensor of the file"
-        problems.append(Problem(K.BAD_ANNOTATION, msg, name,
-                                error=GritUsageError(f"{path}: {msg}")))
+        problems.append(problem(path, K.BAD_ANNOTATION, msg, name))
     return GGUFContents(f, out, problems, frozenset(notes["desc"]))
 
 
@@ -429,11 +428,8 @@ def _annotations(f: GGUFFile, problems: list[Problem]) -> dict:
     """The valid ``grit.desc.``/``grit.shape.`` annotations by tensor, the
     carried grades and layouts registered; every defect appended to
     ``problems`` (a tensor with a bad annotation is read as its own type)."""
-    path = f.path
-
     def bad(kind: K, msg: str, tensor=None, error=None) -> None:
-        problems.append(Problem(kind, msg, tensor,
-                                error=error or GritUsageError(f"{path}: {msg}")))
+        problems.append(problem(f.path, kind, msg, tensor, error=error))
 
     notes: dict[str, dict] = {"desc": {}, "shape": {}, "grade": {}}
     layouts: dict[int, str] = {}

@@ -31,7 +31,7 @@ from ..errors import GritUsageError
 from .problems import Problem, ProblemKind as K
 
 __all__ = ["read_gguf", "GGUFFile", "GGUFField", "TensorInfo", "ValueType", "GGUF_MAGIC",
-           "ggml_types"]
+           "ggml_types", "problem"]
 
 GGUF_MAGIC = b"GGUF"
 VERSIONS = (2, 3)
@@ -249,10 +249,12 @@ class GGUFFile:
                              offset=self.data_start + t.offset)
 
 
-def _problem(path: str, kind: K, message: str, tensor: str | None = None, *,
-             prefix: str = "", **facts) -> Problem:
+def problem(path: str, kind: K, message: str, tensor: str | None = None, *,
+            prefix: str = "", error=None, **facts) -> Problem:
+    """A problem of the GGUF file at ``path``: grit.load raises ``error``,
+    by default a GritUsageError naming the file."""
     return Problem(kind, message, tensor,
-                   error=GritUsageError(f"{path}: {prefix}{message}"), **facts)
+                   error=error or GritUsageError(f"{path}: {prefix}{message}"), **facts)
 
 
 def read_gguf(path) -> GGUFFile:
@@ -263,7 +265,7 @@ def read_gguf(path) -> GGUFFile:
         size = os.fstat(f.fileno()).st_size
         out = GGUFFile(path, size)
         if size < 24:
-            out.problems.append(_problem(path, K.UNREADABLE, f"the file is {size} bytes; a "
+            out.problems.append(problem(path, K.UNREADABLE, f"the file is {size} bytes; a "
                                          "GGUF header needs at least 24",
                                          prefix="not a readable GGUF file: "))
             return out
@@ -271,7 +273,7 @@ def read_gguf(path) -> GGUFFile:
     try:
         infos = _walk(out)
     except _Stop as e:
-        out.problems.append(_problem(path, K.UNREADABLE, str(e)[:300],
+        out.problems.append(problem(path, K.UNREADABLE, str(e)[:300],
                                      prefix="not a readable GGUF file: "))
         return out
     _tensor_infos(out, infos)
@@ -344,7 +346,7 @@ def _tensor_infos(out: GGUFFile, infos) -> None:
                    f"number of {known[1]}-element blocks")
         seen.add(name)
         if why is not None:
-            out.problems.append(_problem(out.path, K.BAD_TENSOR, why[:300], name))
+            out.problems.append(problem(out.path, K.BAD_TENSOR, why[:300], name))
             continue
         t = TensorInfo(name, tuple(dims), ggml, off, tname, known[1], known[2])
         if off + t.nbytes > avail:
@@ -357,7 +359,7 @@ def _tensor_infos(out: GGUFFile, infos) -> None:
                 f"byte {end}: the file is truncated or the offsets lie "
                 f"({end - avail} bytes missing).",)
         for t, e in past:
-            out.problems.append(_problem(
+            out.problems.append(problem(
                 out.path, K.PAST_END,
                 f"tensor {t.name!r} ({t.ggml_type}): {t.nbytes} bytes at data offset "
                 f"{t.offset} run past the {avail}-byte data section"[:300], t.name, lines=line,

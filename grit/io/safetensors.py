@@ -144,22 +144,23 @@ class SafetensorsFile:
         """Bytes in the data buffer."""
         return max(0, self.size - self.start)
 
-    def on_disk(self, name) -> int:
-        """The bytes of ``name``'s span that the file holds (0 for no entry)."""
+    def _held(self, name) -> tuple[int, int]:
+        """The part of ``name``'s span the file holds ((0, 0) for no entry)."""
         e = self.entries.get(name) if isinstance(name, str) else None
         if e is None or e.span is None:
-            return 0
-        b, end = (min(x, self.avail) for x in e.span)
+            return 0, 0
+        return min(e.span[0], self.avail), min(e.span[1], self.avail)
+
+    def on_disk(self, name) -> int:
+        """The bytes of ``name``'s span that the file holds (0 for no entry)."""
+        b, end = self._held(name)
         return end - b
 
     def view(self, name):
         """A read-only view of the bytes of ``name``'s span that the file
         holds (cut short at the end of the file; b"" for no entry)."""
-        e = self.entries.get(name) if isinstance(name, str) else None
-        if e is None or e.span is None or self.buffer is None:
-            return b""
-        b, end = (min(x, self.avail) for x in e.span)
-        return self.buffer[b:end] if end > b else b""
+        b, end = self._held(name)
+        return self.buffer[b:end] if end > b and self.buffer is not None else b""
 
     def tensor_values(self, name: str, max_bytes: int):
         """A small tensor's values (a copy), or None: unknown entry, a dtype
