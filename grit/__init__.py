@@ -11,7 +11,7 @@ from .boundary import check, diagnose
 from .descriptor import Descriptor
 from .errors import (
     Detail, GritDigestError, GritEncodeError, GritError, GritFormatError, GritGradeError,
-    GritLayoutError, GritSizeError, GritUsageError, Status,
+    GritLayoutError, GritPinError, GritSizeError, GritUsageError, Status,
 )
 from .fingerprint import base32_decode, base32_encode, digest, fnv1a64, fnv1a128, gid
 from .formats import Format
@@ -26,6 +26,7 @@ from .placement.expr import layout_word, parse_layout, register_layout
 from . import audit, kernels
 from .audit import assume_placement, verify_placement
 from .kernels import MatmulResult, matmul, register_kernel
+from .io import load, save, save_gguf
 
 __version__ = "0.1.0"
 
@@ -41,18 +42,4 @@ __all__ = [
     "relayout", "require_metadata_order", "requantize", "verify_placement",
 ]
 
-
-def __getattr__(name):
-    if name == "load":
-        from .io import load
-        return load
-    if name == "save":
-        from .io import save
-        return save
-    if name == "save_gguf":
-        from .io import save_gguf
-        return save_gguf
-    raise AttributeError(f"module 'grit' has no attribute {name!r}")
-
-
-__all__ += ["save", "save_gguf"]
+__all__ += ["save", "save_gguf", "GritPinError"]

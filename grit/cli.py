@@ -11,7 +11,11 @@ import click
 from . import __version__
 from .boundary import diagnose
 from .errors import GritError, Status
+from .explain import ExplainInputError, diff, render, resolve, to_dict
 from .grade import grade_from, register_grade
+from .scan import exit_code, scan
+from .scan import report as scan_report
+from .scan.findings import REGISTRY, explain as explain_code, status_name
 
 _STATUS_HELP = {
     Status.OK: ("The descriptor, shape and planes agree.", "Nothing to do."),
@@ -117,13 +121,16 @@ def check_cmd(target, shape, planes, level, grades, as_json) -> None:
 
 
 @main.command("explain")
-@click.argument("refs", nargs=-1, required=True, metavar="STATUS | A B")
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable diff (with A B).")
+@click.argument("refs", nargs=-1, required=True, metavar="CODE | STATUS | A B")
+@click.option("--json", "as_json", is_flag=True,
+              help="Machine-readable output (a finding code, or the diff of A B).")
 @click.option("--all", "show_all", is_flag=True, help="Also print the fields that are equal.")
 def explain_cmd(refs, as_json: bool, show_all: bool) -> None:
-    """Explain a check status, or diff two descriptors field by field.
+    """Explain a scan finding code or a check status, or diff two descriptors.
 
     \b
+    grit explain CODE     what a grit scan finding code (S101 …, shown in the
+                          report) means, why it matters and how to fix it.
     grit explain STATUS   what Ok, SizeMismatch, GradeUnknown, PlacementUnknown,
                           DigestMismatch (or its number) means and how to fix it.
     grit explain A B      field-by-field descriptor diff (§7.5): every frame field,
@@ -141,11 +148,13 @@ def explain_cmd(refs, as_json: bool, show_all: bool) -> None:
     Exit status (A B): 0 same contract, 1 they differ, 4 an argument cannot be resolved.
     """
     if len(refs) == 1:
-        _explain_status(refs[0])
+        if refs[0].upper() in REGISTRY:
+            _explain_code(refs[0].upper(), as_json)
+        else:
+            _explain_status(refs[0])
         return
     if len(refs) != 2:
-        raise click.UsageError("give one STATUS, or two descriptors A B")
-    from .explain import ExplainInputError, diff, render, resolve, to_dict
+        raise click.UsageError("give one CODE or STATUS, or two descriptors A B")
     sides = []
     for which, ref in zip("AB", refs):
         try:
@@ -188,6 +197,8 @@ def scan_cmd(paths, deep: bool, as_json: bool, exit_policy: str) -> None:
     warning), (4) NOTE_ASSUMED tensors by producer tag, (5) with --deep,
     digest / metadata-order failures and level-3 probe warnings; plus
     inferred descriptors, tensors v1 cannot express, and unreadable inputs.
+    Every finding has a code (S101 …): grit explain CODE says what it means
+    and how to fix it.
 
     \b
     Exit status, --exit-policy graded (default):
@@ -198,13 +209,12 @@ def scan_cmd(paths, deep: bool, as_json: bool, exit_policy: str) -> None:
     \b
     Example:  grit scan examples/
     """
-    from .scan import exit_code, scan
     with _scan_progress(enabled=not as_json) as progress:
         report = scan(paths, deep=deep, progress=progress)
     if as_json:
         click.echo(json.dumps(report.to_dict(exit_policy), indent=2, default=str))
     else:
-        _render_scan(report, exit_policy)
+        scan_report.render(report, exit_policy)
     sys.exit(exit_code(report, exit_policy))
 
 
@@ -219,8 +229,9 @@ def _scan_progress(enabled: bool):
     if not enabled or not sys.stderr.isatty():
         yield None
         return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+    # rich is heavy to import and only a terminal's progress bar needs it
+    from rich.console import Console  # noqa: PLC0415
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn  # noqa: PLC0415
     state: dict = {}
     bar = Progress(TextColumn("scanning"), BarColumn(), MofNCompleteColumn(),
                    TextColumn("{task.description}"), console=Console(stderr=True),
@@ -241,65 +252,17 @@ def _scan_progress(enabled: bool):
             bar.stop()
 
 
-_SEVERITY_STYLE = {1: "bold red", 2: "bold yellow", 3: "cyan", 4: "bold red"}
-
-
-def _render_scan(report, policy: str) -> None:
-    """One rich table per category, §7.5-style message lines, a summary line."""
-    from rich import box
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
-    from .scan import CATEGORIES, SEVERITY
-    out = sys.stdout
-    tty = out.isatty()
-    con = Console(file=out, width=None if tty else 132, no_color=not tty,
-                  highlight=False, soft_wrap=False)
-    cwd = os.getcwd()
-
-    def rel(p):
-        if not p:
-            return "-"
-        try:
-            r = os.path.relpath(p, cwd)
-        except ValueError:
-            return p
-        return p if r.startswith("..") else r
-
-    for cat, title in CATEGORIES.items():
-        fs = [f for f in report.findings if f.category == cat]
-        if not fs:
-            continue
-        sev = min(f.severity for f in fs)  # the most severe of the category
-        t = Table(title=Text(f"{title} — {len(fs)} finding{'s' * (len(fs) != 1)}, exit {sev}",
-                             style="bold"),
-                  title_justify="left", show_lines=True, expand=False, box=box.SIMPLE_HEAD)
-        t.add_column("sev", no_wrap=True)
-        t.add_column("file / tensor", overflow="fold", max_width=38)
-        t.add_column("status", no_wrap=True)
-        t.add_column("message", overflow="fold")
-        for f in fs:
-            msg = Text(f.message)
-            for ln in f.lines:
-                msg.append("\n  " + ln, style="dim" if tty else None)
-            where = Text(rel(f.file))
-            if f.tensor:
-                where.append("\n" + f.tensor, style="bold" if tty else None)
-            t.add_row(Text(f"{f.severity} {SEVERITY[f.severity]}",
-                           style=_SEVERITY_STYLE.get(f.severity, "")), where, f.status, msg)
-        con.print(t)
-        con.print()
-    s = report.summary()
-    code = report.exit_code_graded if policy == "graded" else report.exit_code_simple
-    parts = [f"{s['parsed']}/{s['files']} files parsed", f"{s['tensors']} tensors "
-             f"({s['grit_tensors']} GRIT)", f"{s['findings']} findings"]
-    if s["by_severity"]:
-        parts.append(", ".join(f"{n} {k}" for k, n in sorted(s["by_severity"].items())))
-    verdict = {0: "clean", 1: "structural violations", 2: "disagreements",
-               3: "warnings only", 4: "no input could be parsed"}
-    tail = (f"exit {code} ({verdict.get(report.exit_code_graded)}; graded "
-            f"{report.exit_code_graded}, simple {report.exit_code_simple})")
-    con.print("; ".join(parts) + " — " + tail, soft_wrap=True)
+def _explain_code(code: str, as_json: bool) -> None:
+    if as_json:
+        spec = REGISTRY[code]
+        click.echo(json.dumps({
+            "code": spec.code, "category": spec.category.value,
+            "severity": int(spec.severity),
+            "status": None if spec.status is None else status_name(spec.status),
+            "title": spec.title, "what": spec.what, "why": spec.why, "fix": spec.fix},
+            indent=2))
+    else:
+        click.echo(explain_code(code))
 
 
 def _explain_status(status: str) -> None:
@@ -307,8 +270,8 @@ def _explain_status(status: str) -> None:
         s = Status(int(status)) if status.isdigit() else Status.from_spec_name(status)
     except (ValueError, GritError):
         raise click.BadParameter(
-            f"{status!r}: expected one of {', '.join(s.spec_name for s in Status)} "
-            "(or give two descriptors A B to diff them)")
+            f"{status!r}: expected a finding code (S101 …; grit scan shows them), one of "
+            f"{', '.join(s.spec_name for s in Status)}, or two descriptors A B to diff them")
     what, fix = _STATUS_HELP[s]
     click.echo(f"{s.spec_name} ({int(s)})\n\nWhat it means: {what}\n\nFix: {fix}")
 

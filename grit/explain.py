@@ -17,13 +17,20 @@ import os
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+import numpy as np
+
 from . import descriptor as D
+from .array import GritArray
 from .descriptor import Descriptor
 from .errors import GritError, GritUsageError
 from .fingerprint import base32_encode, gid as _gid
 from .formats import FORMAT_NAMES, fmt_classify, fmt_unpack, format_token
 from .grade import ACCUM_KEYS, ENCODE_KEYS, KEYS, Grade, grade_from, lookup_grade
+from .io import load
+from .io.gguf import Inexpressible
+from .io.safetensors import CheckFailed
 from .placement.words import placement_name
+from .supersedes import equivalent
 
 __all__ = [
     "ExplainInputError", "FieldDiff", "Explanation", "resolve", "diff", "render",
@@ -70,16 +77,17 @@ def _split_file_ref(ref: str):
 
 
 def _from_loaded(value, path: str, tensor: str):
-    from .array import GritArray
     if isinstance(value, GritArray):
         return value.descriptor, value.grade, tuple(value.shape), f"{path}:{tensor}"
-    reason = getattr(value, "reason", None)
-    if reason is not None:
-        ggml = getattr(value, "ggml_type", "?")
+    if isinstance(value, Inexpressible):
         raise ExplainInputError(
-            f"tensor {tensor!r} in {path} ({ggml}) is not expressible in GRIT v1: {reason}")
-    dtype = getattr(value, "dtype", None)
-    what = f"a plain {dtype} array" if dtype is not None else type(value).__name__
+            f"tensor {tensor!r} in {path} ({value.ggml_type}) is not expressible in GRIT v1: "
+            f"{value.reason}")
+    if isinstance(value, CheckFailed):      # the descriptor stands; its bytes do not fit it
+        d = Descriptor.from_hex(value.desc)
+        return d, lookup_grade(d.grade_id), tuple(value.shape), f"{path}:{tensor}"
+    what = (f"a plain {value.dtype} array" if isinstance(value, np.ndarray)
+            else type(value).__name__)
     raise ExplainInputError(
         f"tensor {tensor!r} in {path} is {what}, not a GRIT array: it has no descriptor")
 
@@ -92,7 +100,6 @@ def resolve(ref) -> tuple[Descriptor, Grade | None, tuple[int, ...] | None, str]
     registered name (``GRADE_MXFP4`` / ``mxfp4``), or ``FILE:TENSOR`` (read
     through :func:`grit.load`).  A grade resolves to its canonical descriptor
     (``grade.descriptor()``).  Raises :class:`ExplainInputError`."""
-    from .array import GritArray
     if isinstance(ref, Descriptor):
         return ref, lookup_grade(ref.grade_id), None, "descriptor"
     if isinstance(ref, Grade):
@@ -128,7 +135,6 @@ def resolve(ref) -> tuple[Descriptor, Grade | None, tuple[int, ...] | None, str]
     fr = _split_file_ref(text)
     if fr is not None:
         path, tensor = fr
-        from .io import load
         try:
             tensors = load(path)
         except GritError as e:
@@ -396,7 +402,6 @@ def _verdict(out: Explanation, da, db, ga, gb) -> None:
             out.verdict = VERDICT_DIFFERENT
         return
     if out.decode_equivalent:
-        from .supersedes import equivalent
         scope = ("full" if equivalent(ga, gb, "full")
                  else "decode" if equivalent(ga, gb, "decode") else None)
         out.supersedes = scope

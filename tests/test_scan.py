@@ -417,7 +417,7 @@ def _mixed_gguf(path, file_type=None, types=("Q4_K", "Q6_K")):
 
 def test_llama_cpp_recipe_numbers():
     gguf = pytest.importorskip("gguf")
-    from grit.scan import _RECIPES
+    from grit.scan.analyses import RECIPES as _RECIPES
     L = gguf.LlamaFileType
     for ft, (name, _, _) in _RECIPES.items():
         assert int(getattr(L, f"MOSTLY_{name}")) == ft

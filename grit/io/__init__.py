@@ -1,28 +1,47 @@
 """Reading and writing checkpoints of GRIT arrays.
 
 ``load(path)`` recognises the container by its first bytes: GGUF (magic
-``GGUF``) is read by ``grit.io.gguf`` (gguf-py, imported on first use), and
-safetensors (an 8-byte little-endian header length, then a JSON object) by
-``grit.io.safetensors``.  ``save(path, tensors)`` writes safetensors, or
-GRIT-annotated GGUF when the path ends in ``.gguf`` (or ``format="gguf"``).
-The file formats are specified in docs/file-format.md.
+``GGUF``) is read by ``grit.io.gguf``, and safetensors (an 8-byte
+little-endian header length, then a JSON object) by ``grit.io.safetensors``.
+``save(path, tensors)`` writes safetensors, or GRIT-annotated GGUF when the
+path ends in ``.gguf`` (or ``format="gguf"``).  The file formats are
+specified in docs/file-format.md.
+
+Each container has one reader that returns what it parsed together with a
+list of :class:`~grit.io.problems.Problem` values (``grit.io.safetensors.read``,
+``grit.io.gguf.read``);
+``load`` raises the first problem, ``grit scan`` reports them all.
 """
 from __future__ import annotations
 
 import os
 
 from ..errors import GritUsageError
+from . import gguf as _gguf
+from . import safetensors as _st
+from .gguf import GGUF_MAGIC
+from .safetensors import GritFileError
 
-__all__ = ["load", "save", "save_gguf", "GritFileError"]
-
-_GGUF_MAGIC = b"GGUF"
+__all__ = ["load", "save", "save_gguf", "sniff", "GritFileError"]
 
 
-def __getattr__(name):
-    if name == "GritFileError":
-        from .safetensors import GritFileError
-        return GritFileError
-    raise AttributeError(f"module 'grit.io' has no attribute {name!r}")
+def _head(path) -> tuple[bytes, int]:
+    with open(os.fspath(path), "rb") as f:
+        return f.read(9), os.fstat(f.fileno()).st_size
+
+
+def _kind(head: bytes, size: int) -> str | None:
+    if head[:4] == GGUF_MAGIC:
+        return "gguf"
+    if _st.is_safetensors(head, size):
+        return "safetensors"
+    return None
+
+
+def sniff(path) -> str | None:
+    """"gguf", "safetensors" or None, from the first bytes of the file at
+    ``path`` (an OSError propagates)."""
+    return _kind(*_head(path))
 
 
 def load(path, **options):
@@ -34,19 +53,14 @@ def load(path, **options):
     default: a GRIT tensor failing its level-1 check raises; ``strict=False``
     returns a ``CheckFailed`` record in its place)."""
     try:
-        with open(os.fspath(path), "rb") as f:
-            head = f.read(9)
-            size = os.fstat(f.fileno()).st_size
+        head, size = _head(path)
     except (OSError, TypeError) as e:
         raise GritUsageError(f"cannot read {path!r}: {e}") from None
-    if head[:4] == _GGUF_MAGIC:
-        from .gguf import load as load_gguf
-        return load_gguf(path, **options)
-    from .safetensors import is_safetensors
-    from .safetensors import load as load_st
-    if is_safetensors(head, size):
-        return load_st(path, **options)
-    from .safetensors import GritFileError
+    kind = _kind(head, size)
+    if kind == "gguf":
+        return _gguf.load(path, **options)
+    if kind == "safetensors":
+        return _st.load(path, **options)
     raise GritFileError(f"{path}: not a GGUF file (magic {head[:4]!r}) and not a safetensors "
                         "file (an 8-byte header length within the file, then '{')")
 
@@ -61,17 +75,14 @@ def save(path, tensors, metadata=None, *, format: str | None = None, **options) 
     if fmt is None:
         fmt = "gguf" if os.fspath(path).lower().endswith(".gguf") else "safetensors"
     if fmt == "gguf":
-        from .gguf import save_gguf as _save
-        return _save(path, tensors, metadata, **options)
+        return _gguf.save_gguf(path, tensors, metadata, **options)
     if fmt == "safetensors":
-        from .safetensors import save as _save_st
         if options:
             raise GritUsageError(f"save(): unknown options {sorted(options)} for safetensors")
-        return _save_st(path, tensors, metadata)
+        return _st.save(path, tensors, metadata)
     raise GritUsageError(f"save(): format must be 'safetensors' or 'gguf', got {format!r}")
 
 
 def save_gguf(path, tensors, metadata=None, **options) -> None:
     """:func:`grit.io.gguf.save_gguf`."""
-    from .gguf import save_gguf as _save
-    return _save(path, tensors, metadata, **options)
+    return _gguf.save_gguf(path, tensors, metadata, **options)

@@ -1,7 +1,9 @@
 """GGUF files: ggml block types as GRIT arrays, by relayout.
 
-``load(path)`` reads a GGUF file with gguf-py's ``GGUFReader`` (a read-only
-memmap) and returns one entry per tensor:
+``read(path)`` walks the file once (``grit.io.gguf_file``: one read-only
+map, every count and length bounds-checked) and returns, with the KV entries
+and every problem found, one record per readable tensor; ``load(path)``
+raises the first problem and returns the records:
 
 * a :class:`~grit.array.GritArray` for every ggml block type GRIT v1 can
   express.  Q8_0, Q4_K, MXFP4 and NVFP4 blocks *are* a GRIT placement — the
@@ -24,28 +26,36 @@ every difference from ggml's own dequantisation is in docs/placements.md
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
 
 from .. import descriptor as D
+from .._files import atomic_write
+from ..array import GritArray
 from ..codec.packing import pack_stream
-from ..errors import GritGradeError, GritUsageError
+from ..errors import GritError, GritGradeError, GritUsageError
 from ..grade import Grade, lookup_grade, register_grade
-from ..placement.expr import Interleave, Perm, register_layout
+from ..placement.expr import (Interleave, Perm, layout_word, parse_layout, register_layout,
+                              resolve_layout)
 from ..placement.registered import unpack_k4_12b
-from ..placement.words import REGISTERED
+from ..placement.words import CLASS_HASHED, CLASS_OPAQUE, REGISTERED, placement_class
+from .gguf_file import GGUF_MAGIC, GGUFFile, TensorInfo, problem, read_gguf
+from .problems import Problem, ProblemKind as K, raise_first
+from .safetensors import CheckFailed, renamed_error
 
-__all__ = ["load", "save_gguf", "Inexpressible", "GGUFTensors", "GGML_GRADES", "INEXPRESSIBLE",
-           "ggml_placement", "KV_DESC", "KV_SHAPE", "KV_GRADE", "KV_LAYOUT", "KV_SCHEMA"]
+__all__ = ["load", "read", "save_gguf", "Inexpressible", "GGUFTensors", "GGUFContents",
+           "GGML_GRADES", "INEXPRESSIBLE", "ggml_placement", "KV_DESC", "KV_SHAPE", "KV_GRADE",
+           "KV_LAYOUT", "KV_SCHEMA", "KV_DIGEST", "GGUF_MAGIC"]
 
 _W = {n: w for n, (w, _) in REGISTERED.items()}
 
 
 def _gguf():
     try:
-        import gguf  # noqa: PLC0415
+        import gguf  # noqa: PLC0415 - gguf-py is heavy to import; only writing GGUF needs it
     except ImportError:  # pragma: no cover - exercised only without the package
         raise GritUsageError("reading GGUF files needs the gguf package (gguf-py): "
                              "pip install gguf") from None
@@ -145,7 +155,6 @@ _ZERO_COPY: dict[str, tuple[tuple[int, int, int]]] = {
 
 
 def _zero_copy(name: str, raw: np.ndarray, shape: tuple[int, ...]):
-    from ..array import GritArray
     g = _grade(name)
     pd, ps, pm = _ZERO_COPY[name][0]
     d = g.descriptor(group_axis=len(shape) - 1, placement_data=pd, placement_scale=ps,
@@ -159,7 +168,6 @@ def _zero_copy(name: str, raw: np.ndarray, shape: tuple[int, ...]):
 
 
 def _canonical(name: str, shape, data, s0, s1=b"", aux=b""):
-    from ..array import GritArray
     g = _grade(name)
     return GritArray(g.descriptor(group_axis=len(shape) - 1), shape, (data, s0, s1, aux))
 
@@ -285,9 +293,9 @@ class Inexpressible:
 
 
 class GGUFTensors(dict):
-    """``{name: GritArray | ndarray | Inexpressible}`` in file order, with
-    ``.inexpressible`` listing the records and ``.ggml_types`` the type of
-    every tensor."""
+    """``{name: GritArray | ndarray | Inexpressible | CheckFailed}`` in file
+    order, with ``.inexpressible`` listing the records and ``.ggml_types``
+    the type of every tensor."""
 
     ggml_types: dict[str, str]
 
@@ -296,75 +304,99 @@ class GGUFTensors(dict):
         return [v for v in self.values() if isinstance(v, Inexpressible)]
 
 
-def _tensor(gguf, t):
-    name = t.tensor_type.name
-    shape = tuple(int(x) for x in reversed([int(v) for v in t.shape]))
-    data = t.data
+@dataclass
+class GGUFContents:
+    """What :func:`read` found: the container (``file``: KV entries, tensor
+    infos), one record per readable tensor (``tensors``) and every problem,
+    in file order (``problems``).  ``annotated`` names the tensors whose
+    bytes are a GRIT payload (``grit.desc.<tensor>``)."""
+
+    file: GGUFFile
+    tensors: GGUFTensors
+    problems: list[Problem]
+    annotated: frozenset = frozenset()
+
+    @property
+    def parsed(self) -> bool:
+        return self.file.parsed
+
+
+def _tensor(f: GGUFFile, t: TensorInfo):
+    name = t.ggml_type
+    shape = t.shape
     if name in _PLAIN:
-        arr = np.asarray(data).reshape(shape)
-        if arr.flags.writeable:
-            arr = arr.view()
-            arr.flags.writeable = False
-        return arr
+        return f.data(t, _PLAIN[name]).reshape(shape)
     if name == "BF16":
-        u = np.asarray(data).reshape(-1).view("<u2").astype(np.uint32) << np.uint32(16)
+        u = f.data(t, np.uint16).astype(np.uint32) << np.uint32(16)
         out = u.view(np.float32).reshape(shape)
         out.flags.writeable = False
         return out
-    block, tsize = gguf.GGML_QUANT_SIZES[t.tensor_type]
-    raw = np.asarray(data).reshape(-1)
+    raw = f.data(t)
     if name in _ZERO_COPY:
         return _zero_copy(name, raw, shape)
     if name in _CONVERT:
-        return _CONVERT[name](raw.reshape(-1, tsize), shape)
+        return _CONVERT[name](raw.reshape(-1, t.type_size), shape)
     reason = INEXPRESSIBLE.get(name, f"ggml type {name} has no GRIT v1 mapping in this version")
     return Inexpressible(t.name, name, shape, reason, raw)
+
+
+def read(path) -> GGUFContents:
+    """Read a GGUF file without stopping at its first defect (see the
+    module docstring).  An OSError opening the file propagates."""
+    path = os.fspath(path)
+    f = read_gguf(path)
+    problems = list(f.problems)
+    out = GGUFTensors()
+    out.ggml_types = {}
+    if not f.parsed:
+        return GGUFContents(f, out, problems)
+    notes = _annotations(f, problems)
+    for t in f.tensors:
+        try:
+            v = _annotated(f, t, notes) if t.name in notes["desc"] else _tensor(f, t)
+        except GritError as e:
+            # a converted tensor whose planes fail the check: the check's own error
+            problems.append(problem(path, K.CHECK_FAILED if e.detail is not None
+                                    else K.BAD_TENSOR,
+                                    str(e).splitlines()[0] if str(e) else type(e).__name__,
+                                    t.name, error=e))
+            continue
+        except (ValueError, TypeError, IndexError, KeyError, ArithmeticError,
+                MemoryError) as e:   # bytes that do not fit their ggml type
+            msg = f"tensor {t.name!r} ({t.ggml_type}) cannot be read: {type(e).__name__}: " \
+                  f"{str(e)[:200]}"
+            problems.append(problem(path, K.BAD_TENSOR, msg, t.name))
+            continue
+        out[t.name] = v
+        out.ggml_types[t.name] = t.ggml_type
+    known = {t.name for t in f.tensors} | {p.tensor for p in f.problems if p.tensor}
+    for name in sorted(set(notes["desc"]) - known):
+        msg = f"GRIT annotation {KV_DESC}{name} names no tensor of the file"
+        problems.append(problem(path, K.BAD_ANNOTATION, msg, name))
+    return GGUFContents(f, out, problems, frozenset(notes["desc"]))
 
 
 def load(path, *, strict: bool = False) -> GGUFTensors:
     """Read a GGUF file: ``{name: GritArray | ndarray | Inexpressible | CheckFailed}``.
 
-    With ``strict=False`` (the default) a tensor GRIT v1 cannot express is an
-    :class:`Inexpressible` record, and a GRIT-annotated tensor whose bytes fail
-    the level-1 check against its descriptor is a
-    :class:`~grit.io.safetensors.CheckFailed` record (``.error`` the GritError,
-    ``.status`` its §7.1 status) — the file's other tensors are still loaded.
-    With ``strict=True`` either raises: GritGradeError naming the tensor and
-    the reason, or the level-1 check's own GritError."""
-    from ..errors import GritError
-    gguf = _gguf()
-    try:
-        reader = gguf.GGUFReader(path, "r")
-    except MemoryError:
-        raise GritUsageError(f"{path}: not a readable GGUF file: its header asks for more "
-                             "memory than is available") from None
-    except Exception as e:  # noqa: BLE001 - gguf-py raises whatever numpy raises on a
-        # malformed file (IndexError, ValueError, OverflowError, KeyError, struct.error, ...)
-        raise GritUsageError(f"{path}: not a readable GGUF file: {type(e).__name__}: "
-                             f"{str(e)[:200]}") from None
-    notes = _annotations(path, reader)
-    out = GGUFTensors()
-    out.ggml_types = {}
-    for t in reader.tensors:
-        try:
-            if t.name in notes["desc"]:
-                v = _annotated(path, t, notes, strict)
-            else:
-                v = _tensor(gguf, t)
-        except GritError:
-            raise
-        except Exception as e:  # noqa: BLE001 - a tensor whose bytes do not fit its type
-            raise GritUsageError(f"{path}: tensor {t.name!r} ({t.tensor_type.name}) cannot be "
-                                 f"read: {type(e).__name__}: {str(e)[:200]}") from None
-        if strict and isinstance(v, Inexpressible):
-            v.decode()
-        out[t.name] = v
-        out.ggml_types[t.name] = t.tensor_type.name
-    missing = sorted(set(notes["desc"]) - set(out))
-    if missing:
-        raise GritUsageError(f"{path}: GRIT annotation {KV_DESC}{missing[0]} names no tensor "
-                             "of the file")
-    return out
+    A container that cannot be read — a header that cannot be walked, a
+    tensor that cannot be read as its ggml type, a malformed ``grit.*``
+    annotation — raises the first problem :func:`read` reports (a
+    GritUsageError naming the file, or the grade or check error it stands
+    for).  With ``strict=False`` (the default) a tensor GRIT v1 cannot
+    express is an :class:`Inexpressible` record, and a GRIT-annotated tensor
+    whose bytes fail the level-1 check against its descriptor is a
+    :class:`~grit.io.safetensors.CheckFailed` record (``.error`` the
+    GritError, ``.status`` its §7.1 status) — the file's other tensors are
+    still loaded.  With ``strict=True`` either raises: GritGradeError naming
+    the tensor and the reason, or the level-1 check's own GritError."""
+    got = read(path)
+    raise_first(got.problems)
+    if strict:
+        for v in got.tensors.values():
+            if isinstance(v, (Inexpressible, CheckFailed)):
+                v.decode()
+    return got.tensors
 
 
 # ---------------------------------------------------------------------------
@@ -376,6 +408,7 @@ def load(path, *, strict: bool = False) -> GGUFTensors:
 #                                  the tensor's own shape)
 #   grit.grade.<tensor>    string  the canonical grade string
 #   grit.layout.0x<word>   string  the layout expression of a class-0x8/0xF word
+#   grit.digest.<tensor>   string  the §6.5 digest (read by grit scan --deep)
 #
 # The annotated tensor's bytes are the payload data ‖ scale0 ‖ scale1 ‖ aux
 # (§3.6); save_gguf stores it as a one-dimensional I8 tensor.
@@ -385,98 +418,94 @@ KV_DESC = "grit.desc."
 KV_SHAPE = "grit.shape."
 KV_GRADE = "grit.grade."
 KV_LAYOUT = "grit.layout."
+KV_DIGEST = "grit.digest."
 GGUF_SCHEMA = "grit-gguf/1"
+#: the longest recorded shape read (a descriptor's rank is far smaller)
+_MAX_SHAPE = 64
 
 
-def _field_value(f):
-    try:
-        return f.contents()
-    except Exception:  # noqa: BLE001 - a malformed field is reported by the caller
-        return None
+def _annotations(f: GGUFFile, problems: list[Problem]) -> dict:
+    """The valid ``grit.desc.``/``grit.shape.`` annotations by tensor, the
+    carried grades and layouts registered; every defect appended to
+    ``problems`` (a tensor with a bad annotation is read as its own type)."""
+    def bad(kind: K, msg: str, tensor=None, error=None) -> None:
+        problems.append(problem(f.path, kind, msg, tensor, error=error))
 
-
-def _annotations(path, reader) -> dict:
-    from ..descriptor import Descriptor
-    from ..placement.expr import layout_word, parse_layout
     notes: dict[str, dict] = {"desc": {}, "shape": {}, "grade": {}}
     layouts: dict[int, str] = {}
-    for key, f in reader.fields.items():
+    for key, fld in f.fields.items():
         if not key.startswith("grit."):
             continue
-        v = _field_value(f)
         for kind, prefix in (("desc", KV_DESC), ("shape", KV_SHAPE), ("grade", KV_GRADE)):
             if key.startswith(prefix) and len(key) > len(prefix):
-                notes[kind][key[len(prefix):]] = v
+                if kind == "shape" and fld.count > _MAX_SHAPE:
+                    notes[kind][key[len(prefix):]] = None
+                else:
+                    notes[kind][key[len(prefix):]] = f.value(key)
                 break
         else:
             if key.startswith(KV_LAYOUT):
-                w = key[len(KV_LAYOUT):]
+                v, w = f.value(key), key[len(KV_LAYOUT):]
                 if not (isinstance(v, str) and len(w) == 18 and w.startswith("0x")):
-                    raise GritUsageError(f"{path}: {key}: expected {KV_LAYOUT}0x<16 hex digits>"
-                                         " holding a layout expression")
+                    bad(K.BAD_ANNOTATION, f"{key}: expected {KV_LAYOUT}0x<16 hex digits> "
+                                          "holding a layout expression")
+                    continue
                 try:
                     word = int(w, 16)
                     got = layout_word(parse_layout(v))
                 except (ValueError, GritGradeError, GritUsageError) as e:
-                    raise GritUsageError(f"{path}: {key}: {e}") from None
+                    bad(K.BAD_ANNOTATION, f"{key}: {e}"[:300])
+                    continue
                 if got != word:
-                    raise GritUsageError(f"{path}: {key}: expression {v!r} hashes to "
-                                         f"0x{got:016x}")
+                    bad(K.BAD_ANNOTATION, f"{key}: expression {v!r} hashes to 0x{got:016x}")
+                    continue
                 layouts[word] = v
+    descs: dict[str, D.Descriptor] = {}
     for name, v in notes["desc"].items():
         if not isinstance(v, str):
-            raise GritUsageError(f"{path}: {KV_DESC}{name} is not a string")
+            bad(K.BAD_DESCRIPTOR, f"{KV_DESC}{name} is not a string", name)
+            continue
         try:
-            notes["desc"][name] = Descriptor.from_hex(v)
+            descs[name] = D.Descriptor.from_hex(v)
         except GritGradeError as e:
-            raise GritUsageError(f"{path}: {KV_DESC}{name}: {e}") from None
+            bad(K.BAD_DESCRIPTOR, f"{KV_DESC}{name}: {e}"[:300], name)
     for name, v in notes["shape"].items():
-        if (not isinstance(v, list) or len(v) > 64
+        if (not isinstance(v, list) or len(v) > _MAX_SHAPE
                 or not all(isinstance(x, int) and x >= 0 for x in v)):
-            raise GritUsageError(f"{path}: {KV_SHAPE}{name} is not a list of extents")
+            bad(K.BAD_DESCRIPTOR, f"{KV_SHAPE}{name} is not a list of extents", name)
+            descs.pop(name, None)
     for name, v in notes["grade"].items():
         if not isinstance(v, str):
-            raise GritUsageError(f"{path}: {KV_GRADE}{name} is not a string")
-        g = register_grade(v)
-        d = notes["desc"].get(name)
+            bad(K.BAD_ANNOTATION, f"{KV_GRADE}{name} is not a string", name)
+            continue
+        try:
+            g = register_grade(v)
+        except GritError as e:
+            bad(K.BAD_GRADE, f"{KV_GRADE}{name}: a grade string that does not parse: {v!r:.80}",
+                name, error=e)
+            continue
+        d = descs.get(name)
         if d is not None and d.grade_id != g.id:
-            raise GritUsageError(f"{path}: {KV_GRADE}{name} {v!r} has id 0x{g.id:016x}; the "
-                                 f"descriptor says 0x{d.grade_id:016x}")
+            bad(K.BAD_ANNOTATION, f"{KV_GRADE}{name} {v!r} has id 0x{g.id:016x}; the "
+                                  f"descriptor says 0x{d.grade_id:016x}"[:300], name)
     for v in layouts.values():
         register_layout(v)
-    return notes
+    return {"desc": descs, "shape": notes["shape"]}
 
 
-def _annotated(path, t, notes, strict: bool = True):
+def _annotated(f: GGUFFile, t: TensorInfo, notes):
     """An annotated tensor: its bytes are the payload of the descriptor.  A
-    payload failing its level-1 check raises under ``strict``; otherwise a
-    CheckFailed record stands in its place."""
-    from ..array import GritArray
-    from ..errors import GritError
-    from .safetensors import CheckFailed
+    payload failing its level-1 check is a CheckFailed record."""
     d = notes["desc"][t.name]
     shape = notes["shape"].get(t.name)
     if shape is None:
-        shape = [int(x) for x in reversed([int(v) for v in t.shape])]
-    raw = np.asarray(t.data).reshape(-1).view(np.uint8)
+        shape = list(t.shape)
+    raw = f.data(t)
     try:
         return GritArray.from_payload(d, shape, raw)
     except GritError as e:
-        err = _renamed(e, f"tensor {t.name!r}: {e}")
-        if strict:
-            raise err from None
-        return CheckFailed(t.name, err, d.hex(), tuple(int(x) for x in shape), {"payload": raw})
-
-
-def _renamed(e, message: str):
-    """``e`` with ``message``, keeping its class and its structured detail."""
-    import copy
-    try:
-        out = copy.copy(e)
-        out.args = (message,)
-    except Exception:  # noqa: BLE001 - fall back to the class alone
-        return type(e)(message)
-    return out
+        return CheckFailed(t.name, renamed_error(t.name, e), d.hex(),
+                           tuple(int(x) for x in shape), {"payload": raw})
 
 
 def save_gguf(path, tensors, metadata=None, *, arch: str = "grit") -> None:
@@ -487,11 +516,6 @@ def save_gguf(path, tensors, metadata=None, *, arch: str = "grit") -> None:
     words); an ndarray of a dtype GGUF holds (F16, F32, F64, I8..I64) is
     stored as itself.  ``metadata`` adds string KV entries (keys under
     ``grit.`` are refused).  The file appears atomically."""
-    import os
-    from ..array import GritArray
-    from ..placement.expr import resolve_layout
-    from ..placement.words import CLASS_HASHED, CLASS_OPAQUE, placement_class
-    from .._files import atomic_write
     gguf = _gguf()
     path = os.fspath(path)
     if metadata is not None and not isinstance(metadata, dict):

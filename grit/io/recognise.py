@@ -52,25 +52,27 @@ metadata", has the table and every choice):
 """
 from __future__ import annotations
 
+import json
 import math
 import re
-import struct
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from .. import descriptor as D
+from ..array import GritArray
+from ..errors import GritUsageError
 from ..formats import FormatFields, fmt_decode, fmt_pack, format_token, REGISTERED
 from ..grade import Grade, lookup_grade, register_grade
+from . import safetensors as _st
+from .dtypes import ST_DTYPES
 
 __all__ = ["recognise", "Recognised", "nvfp4_global_exact", "SCALE_FORMATS",
            "ST_DTYPE_BYTES"]
 
-#: safetensors dtype -> bytes per element
-ST_DTYPE_BYTES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1,
-                  "F8_E4M3FNUZ": 1, "F8_E5M2FNUZ": 1, "I16": 2, "U16": 2, "F16": 2,
-                  "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8}
+#: safetensors dtype -> bytes per element (the whole-byte types of grit.io.dtypes)
+ST_DTYPE_BYTES = {n: d.itemsize for n, d in ST_DTYPES.items() if d.itemsize is not None}
 
 #: bfloat16 as a parameterised §2 word (8-bit significand, IEEE inf/NaN); it has
 #: no registered token, so grade strings spell it x350f
@@ -135,17 +137,19 @@ class Recognised:
         GritError when the file's bytes disagree with the descriptor).
 
         File-backed planes are zero-copy views of a read-only memory map of
-        the file (nothing is read into memory as a whole); ``view(tensor)``,
-        when given, supplies those views instead (e.g. slices of a map the
-        caller already holds).  Converted and synthesised planes are built
-        (4 bytes for f32(1/g); n_groups0 bytes for a constant plane)."""
-        from ..array import GritArray
-        from ..errors import GritUsageError
+        the file (nothing is read into memory as a whole; a range past the
+        end of the file is cut short, so that the size check reports it);
+        ``view(tensor)``, when given, supplies those views instead (e.g.
+        slices of a map the caller already holds).  Converted and
+        synthesised planes are built (4 bytes for f32(1/g); n_groups0 bytes
+        for a constant plane)."""
         if self.kind != "inferred" or self.descriptor is None:
             raise GritUsageError(f"{self.name}: {self.convention} is not a GRIT v1 array "
                                  f"({self.section}: {self.reason})")
         names = [p[1] for p in self.planes if p is not None and p[0] != "const"]
-        raw = {n: view(n) for n in names} if view is not None else _map_tensors(path, names)
+        if view is None:
+            view = _st.read(path).view
+        raw = {n: view(n) for n in names}
         planes = []
         for p in self.planes:
             if p is None:
@@ -172,25 +176,6 @@ def _n_groups0(r: Recognised) -> int:
     if g is None or not r.shape:
         return 0
     return math.prod(r.shape) // int(g["k0"])
-
-
-def _map_tensors(path: str, names: Sequence[str]) -> dict[str, memoryview]:
-    """Read-only views of the named tensors' bytes in a memory map of the
-    safetensors file (only the header is read; a range past the end of the
-    file is cut short, so that the size check reports it)."""
-    import json
-    import mmap
-    out: dict[str, memoryview] = {}
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        h = json.loads(f.read(n))
-        size = f.seek(0, 2)
-        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
-    buf = memoryview(mm)[min(8 + n, size):]
-    for name in names:
-        b, e = h[name]["data_offsets"]
-        out[name] = buf[b:e]
-    return out
 
 
 def nvfp4_global_exact(g: float) -> tuple[bool, int]:
@@ -663,7 +648,6 @@ _TA_KNOWN = ("NVFP4Tensor", "MXTensor", "Float8Tensor", "Int8Tensor", "Int4Tenso
 
 
 def _ta_json(v):
-    import json
     if isinstance(v, (bytes, str)):
         try:
             return json.loads(v)

@@ -10,8 +10,11 @@ expressions of class-0x8/0xF placement words — is one JSON document under
 the ``__metadata__`` key ``__grit__`` (schema ``grit-safetensors``,
 version 1).  The format is specified in docs/file-format.md.
 
-``load(path)`` parses the header itself (it trusts nothing in it), maps the
-file read-only and returns zero-copy views: a GritArray for every GRIT
+:func:`read` parses the file once — the header, its entries, a read-only
+map of the data, and the ``__grit__`` document (which entries are the planes
+of which GRIT tensor) — and returns what it parsed plus a list of
+:class:`~grit.io.problems.Problem` values instead of raising at the first.
+``load(path)`` raises the first problem and returns zero-copy views: a GritArray for every GRIT
 tensor, a read-only ndarray for every other tensor.  It reads both this
 schema and the *descriptor map* convention, in which ``__grit__`` is a JSON
 object ``{tensor name: 128-hex descriptor}`` and the named tensor's bytes are
@@ -20,21 +23,29 @@ logical shape.
 """
 from __future__ import annotations
 
+import copy
 import json
 import mmap
 import os
 import re
 import struct
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 import numpy as np
 
-from .._files import atomic_write
 from .. import descriptor as D
+from .._files import atomic_write
+from ..array import GritArray
 from ..errors import GritError, GritUsageError
+from ..grade import register_grade
+from ..placement.expr import layout_word, parse_layout, register_layout, resolve_layout
+from ..placement.words import CLASS_HASHED, CLASS_OPAQUE, placement_class
+from .dtypes import LOADABLE, ST_DTYPES, st_dtype_of
+from .problems import Problem, ProblemKind as K, raise_first
 
-__all__ = ["save", "load", "SafetensorsTensors", "CheckFailed", "GritFileError",
+__all__ = ["save", "load", "read", "SafetensorsFile", "StEntry",
+           "GritDoc", "GritEntry", "SafetensorsTensors", "CheckFailed", "GritFileError",
            "SCHEMA", "VERSION", "GRIT_KEY", "ROLES", "plane_tensor_name", "is_safetensors"]
 
 SCHEMA = "grit-safetensors"
@@ -42,11 +53,16 @@ VERSION = 1
 GRIT_KEY = "__grit__"
 META_KEY = "__metadata__"
 ROLES = ("data", "scale0", "scale1", "aux")
+ENTRY_KEYS = frozenset({"dtype", "shape", "data_offsets"})
 
 #: the largest header this reader parses (the official library's own limit)
 MAX_HEADER = 100_000_000
 #: the deepest rank a header entry may declare
 MAX_RANK = 64
+#: the most overlapping entries reported one by one per file
+MAX_OVERLAPS = 50
+#: an element count past this is reported without forming the exact product
+NUMEL_CAP = 1 << 64
 
 _HEX_DESC = re.compile(r"[0-9a-fA-F]{128}\Z")
 _WORD_KEY = re.compile(r"0x[0-9a-f]{16}\Z")
@@ -62,53 +78,671 @@ def plane_tensor_name(name: str, role: str) -> str:
     return f"{name}.grit.{role}"
 
 
+def is_safetensors(head: bytes, size: int) -> bool:
+    """Whether the first 9 bytes of a ``size``-byte file look like safetensors."""
+    if len(head) < 9 or head[8:9] != b"{":
+        return False
+    n = struct.unpack("<Q", head[:8])[0]
+    return 2 <= n <= size - 8
+
+
+def _int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def numel_of(shape) -> int | None:
+    """The element count of a shape of non-negative ints, computed with
+    Python ints and bounded: None once the product passes 2^64 (a zero
+    dimension anywhere still gives 0)."""
+    if any(x == 0 for x in shape):
+        return 0
+    n = 1
+    for x in shape:
+        n *= x
+        if n > NUMEL_CAP:
+            return None
+    return n
+
+
 # ---------------------------------------------------------------------------
-# dtypes
-
-_ST_DTYPES: dict[str, Any] = {
-    "F64": np.dtype("<f8"), "F32": np.dtype("<f4"), "F16": np.dtype("<f2"),
-    "I64": np.dtype("<i8"), "I32": np.dtype("<i4"), "I16": np.dtype("<i2"),
-    "I8": np.dtype("i1"), "U64": np.dtype("<u8"), "U32": np.dtype("<u4"),
-    "U16": np.dtype("<u2"), "U8": np.dtype("u1"), "BOOL": np.dtype("?"),
-}
-# names whose numpy type comes from ml_dtypes (itemsize known without it)
-_ML_DTYPES = {"BF16": ("bfloat16", 2), "F8_E4M3": ("float8_e4m3fn", 1),
-              "F8_E5M2": ("float8_e5m2", 1)}
+# the container
 
 
-def _itemsize(st: str) -> int:
-    if st in _ST_DTYPES:
-        return _ST_DTYPES[st].itemsize
-    return _ML_DTYPES[st][1]
+@dataclass(frozen=True)
+class StEntry:
+    """One tensor entry of the header; ``dtype``/``shape``/``span`` are None
+    where the entry's field is malformed (a problem says why).  ``span`` is
+    [begin, end) in the data buffer as declared (it may run past its end)."""
+
+    name: str
+    dtype: str | None
+    shape: tuple[int, ...] | None
+    span: tuple[int, int] | None
 
 
-def _ml(name: str):
+@dataclass
+class SafetensorsFile:
+    """A parsed safetensors file: header entries, ``__metadata__``, the
+    ``__grit__`` document, a read-only map of the data and the problems."""
+
+    path: str
+    size: int
+    start: int = 0                       # 8 + header length: where the data buffer begins
+    metadata: dict = field(default_factory=dict)
+    entries: dict[str, StEntry] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+    doc: "GritDoc" = field(default_factory=lambda: GritDoc())
+    buffer: Any = field(default=None, repr=False)   # the data buffer (a memoryview)
+
+    @property
+    def parsed(self) -> bool:
+        """Whether the header could be parsed (no UNREADABLE problem)."""
+        return not any(p.kind is K.UNREADABLE for p in self.problems)
+
+    @property
+    def avail(self) -> int:
+        """Bytes in the data buffer."""
+        return max(0, self.size - self.start)
+
+    def _held(self, name) -> tuple[int, int]:
+        """The part of ``name``'s span the file holds ((0, 0) for no entry)."""
+        e = self.entries.get(name) if isinstance(name, str) else None
+        if e is None or e.span is None:
+            return 0, 0
+        return min(e.span[0], self.avail), min(e.span[1], self.avail)
+
+    def on_disk(self, name) -> int:
+        """The bytes of ``name``'s span that the file holds (0 for no entry)."""
+        b, end = self._held(name)
+        return end - b
+
+    def view(self, name):
+        """A read-only view of the bytes of ``name``'s span that the file
+        holds (cut short at the end of the file; b"" for no entry)."""
+        b, end = self._held(name)
+        return self.buffer[b:end] if end > b and self.buffer is not None else b""
+
+    def tensor_values(self, name: str, max_bytes: int):
+        """A small tensor's values (a copy), or None: unknown entry, a dtype
+        without a numpy type, bytes missing, or more than ``max_bytes``."""
+        e = self.entries.get(name)
+        d = ST_DTYPES.get(e.dtype) if e is not None and e.dtype is not None else None
+        if e is None or e.span is None or d is None or d.numpy is None:
+            return None
+        b, end = e.span
+        if end > self.avail or end - b > max_bytes or (end - b) % d.itemsize:
+            return None
+        return np.frombuffer(bytes(self.view(name)), d.numpy)
+
+    def truncation(self) -> tuple[str, ...]:
+        """The derivation line for a header placing tensors past the end of
+        the file (empty when none does)."""
+        ends = [e.span[1] for e in self.entries.values()
+                if e.span is not None and e.span[1] > self.avail]
+        if not ends:
+            return ()
+        end = max(ends)
+        return (f"The file holds {self.avail} data bytes; its header places tensors up to "
+                f"byte {end}: the shard is truncated ({end - self.avail} bytes missing).",)
+
+
+def _no_dupes(pairs):
+    out = {}
+    for k, v in pairs:
+        if k in out:
+            raise ValueError(f"duplicate key {k!r}")
+        out[k] = v
+    return out
+
+
+def _json(text):
+    """Parse JSON rejecting duplicate keys; (value, None) or (None, why)."""
     try:
-        import ml_dtypes  # noqa: PLC0415
-    except ImportError:
+        return json.loads(text, object_pairs_hook=_no_dupes), None
+    except (TypeError, ValueError, RecursionError) as e:
+        return None, str(e)
+
+
+class _Collector:
+    """Problems of one file, each with the GritFileError grit.load raises."""
+
+    def __init__(self, path: str, problems: list[Problem]):
+        self.path = path
+        self.problems = problems
+
+    def __call__(self, kind: K, message: str, tensor: str | None = None, **facts) -> None:
+        lines = facts.pop("lines", ())
+        err = GritFileError(f"{self.path}: not a valid safetensors file: {message}"
+                            + "".join("\n  " + ln for ln in lines))
+        err.tensor = tensor  # type: ignore[attr-defined]
+        self.problems.append(Problem(kind, message, tensor, lines=tuple(lines), error=err,
+                                     **facts))
+
+
+def read(path) -> SafetensorsFile:
+    """Parse the safetensors file at ``path`` and map it read-only.  Never
+    raises for the file's content (an OSError opening it propagates): every
+    defect is a problem — UNREADABLE (and nothing else) when the header
+    cannot be parsed; otherwise, in this order, BAD_METADATA, one per
+    malformed entry (BAD_ENTRY, BAD_DTYPE, BAD_SHAPE), the ``__grit__``
+    document's, then SIZE (entries that are not GRIT planes or payloads),
+    OVERLAP, BAD_OFFSETS and PAST_END."""
+    path = os.fspath(path)
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        out = SafetensorsFile(path, size)
+        add = _Collector(path, out.problems)
+        n, h = _parse(f, size, add)
+        if h is None:
+            return out
+        out.start = 8 + n
+        meta = h.get(META_KEY, {})
+        if not isinstance(meta, dict):
+            add(K.UNREADABLE, f"{META_KEY} must be an object of strings")
+            return out
+        out.metadata = meta
+        if size > out.start:
+            out.buffer = memoryview(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))[out.start:]
+    bad = [k for k, v in meta.items() if not isinstance(v, str)]
+    if bad:
+        add(K.BAD_METADATA, f"{META_KEY} must be an object of strings: key {bad[0][:80]!r} "
+                            f"holds {type(meta[bad[0]]).__name__}", field=META_KEY)
+    raw = {k: v for k, v in h.items() if k != META_KEY}
+    for name, e in raw.items():
+        out.entries[name] = _entry(name, e, add)
+    out.doc = _read_doc(out)
+    out.problems.extend(out.doc.problems)
+    _spans(out, raw, add)
+    return out
+
+
+def _parse(f, size: int, add) -> tuple[int, dict | None]:
+    """(header length, header object), or (0, None) with an UNREADABLE problem."""
+    if size < 10:
+        add(K.UNREADABLE, f"the file is {size} bytes; a header needs at least 10")
+        return 0, None
+    n = struct.unpack("<Q", f.read(8))[0]
+    if n < 2 or n > MAX_HEADER or n > size - 8:
+        add(K.UNREADABLE, f"header length {n} is outside [2, min({MAX_HEADER}, "
+                          f"file size − 8 = {size - 8})]")
+        return 0, None
+    hb = f.read(n)
+    if len(hb) != n:
+        add(K.UNREADABLE, "the file ended inside the header")
+        return 0, None
+    try:
+        text = hb.decode("utf-8")
+    except UnicodeDecodeError as e:
+        add(K.UNREADABLE, f"the header is not UTF-8 ({e})"[:300])
+        return 0, None
+    h, why = _json(text)
+    if why is not None:
+        add(K.UNREADABLE, f"the header is not valid JSON ({why})"[:300])
+        return 0, None
+    if not isinstance(h, dict):
+        add(K.UNREADABLE, "the header is not a JSON object")
+        return 0, None
+    return n, h
+
+
+def _entry(n: str, e, add) -> StEntry:
+    """One entry's fields, each malformed one a problem."""
+    if not isinstance(e, dict):
+        add(K.BAD_ENTRY, f"tensor {n!r}: an entry is an object with exactly dtype, shape "
+                         f"and data_offsets, got {type(e).__name__}", n)
+        return StEntry(n, None, None, None)
+    extra = e.keys() - ENTRY_KEYS
+    if extra:
+        add(K.BAD_ENTRY, f"tensor {n!r}: an entry is an object with exactly dtype, shape "
+                         f"and data_offsets, got also {sorted(map(str, extra))}"[:300], n)
+    offs = e.get("data_offsets")
+    # type(x) is int: JSON integers, never bools
+    span = ((offs[0], offs[1]) if type(offs) is list and len(offs) == 2
+            and type(offs[0]) is int and type(offs[1]) is int and 0 <= offs[0] <= offs[1]
+            else None)
+    st, shape = e.get("dtype"), e.get("shape")
+    dt = ST_DTYPES.get(st) if isinstance(st, str) else None
+    if dt is None:
+        add(K.BAD_DTYPE, f"tensor {n!r}: unknown dtype {str(st)[:40]!r}", n,
+            lines=(f"safetensors dtypes: {', '.join(ST_DTYPES)}.",), field="dtype",
+            actual=str(st)[:80])
+    if type(shape) is not list or len(shape) > MAX_RANK or not all(type(x) is int
+                                                                  for x in shape):
+        add(K.BAD_SHAPE, f"tensor {n!r}: shape must be a list of at most {MAX_RANK} integers, "
+                         f"got {str(shape)[:60]}", n, field="shape")
+        shape = None
+    elif any(x < 0 for x in shape):
+        i = next(i for i, x in enumerate(shape) if x < 0)
+        add(K.BAD_SHAPE, f"tensor {n!r}: shape {str(shape)[:60]} has a negative dimension "
+                         f"(dim {i} = {shape[i]})", n,
+            lines=("A dimension is a count of elements: it cannot be negative.",),
+            field="shape", actual=str(shape)[:80])
+        shape = None
+    return StEntry(n, st if dt is not None else None,
+                   tuple(shape) if shape is not None else None, span)
+
+
+def _spans(f: SafetensorsFile, raw: dict, add) -> None:
+    """Byte counts of the entries that are not GRIT planes or payloads (those
+    the size equations measure), overlaps, offsets, the end of the file."""
+    spans: list[tuple[int, int, str]] = []
+    for n, e in f.entries.items():
+        if e.span is None:
+            continue
+        if e.span[1] > e.span[0]:
+            spans.append((e.span[0], e.span[1], n))
+        if e.dtype is not None and e.shape is not None and n not in f.doc.claimed:
+            _sized(n, ST_DTYPES[e.dtype], e.shape, e.span, add)
+    _overlaps(spans, add)
+    trunc = f.truncation()
+    for n, e in f.entries.items():
+        if e.span is None:
+            if isinstance(raw[n], dict):
+                add(K.BAD_OFFSETS, f"tensor {n!r}: the header entry has no valid data_offsets "
+                                   f"({str(raw[n])[:80]})", n)
+        elif e.span[1] > f.avail:
+            b, end = e.span
+            add(K.PAST_END, f"tensor {n!r}: data_offsets [{b}, {end}) run past the "
+                            f"{f.avail}-byte data buffer", n, lines=trunc,
+                field="data_offsets", expected=end, actual=f.avail)
+
+
+def _sized(n: str, dt, shape: tuple[int, ...], span: tuple[int, int], add) -> None:
+    numel = numel_of(shape)
+    have = span[1] - span[0]
+    dims = " × ".join(str(x) for x in shape[:8]) + (" × …" if len(shape) > 8 else "")
+    if numel is None:
+        add(K.SIZE, f"tensor {n!r}: {dt.name}{str(list(shape))[:60]} needs more than 2^64 "
+                    f"elements of {dt.bits} bits; data_offsets span {have} bytes", n,
+            lines=(f"numel = {dims or '1'} > 2^64: no file can hold it.",), field="shape",
+            actual=have)
+        return
+    want = dt.nbytes(numel)
+    if want != have:
+        per = (f"{dt.itemsize} bytes ({dt.name})" if dt.itemsize is not None
+               else f"{dt.bits} bits ({dt.name}), rounded up to whole bytes")
+        add(K.SIZE, f"tensor {n!r}: {dt.name}{str(list(shape))[:60]} needs {want} bytes; "
+                    f"data_offsets [{span[0]}, {span[1]}) span {have}", n,
+            lines=(f"numel = {dims or '1'}" + (f" = {numel}" if len(shape) > 1 else "")
+                   + f", × {per} = {want} bytes ≠ {have}.",),
+            field="data_offsets", expected=want, actual=have)
+
+
+def _overlaps(spans: list[tuple[int, int, str]], add) -> None:
+    spans.sort()
+    reported = 0
+    hold: tuple[int, int, str] | None = None   # the span reaching furthest so far
+    for b, e, n in spans:
+        if hold is not None and b < hold[1]:
+            reported += 1
+            if reported <= MAX_OVERLAPS:
+                hb, he, hn = hold
+                add(K.OVERLAP, f"tensors {hn!r} [{hb}, {he}) and {n!r} [{b}, {e}) overlap "
+                               f"({min(he, e) - b} shared bytes)", n,
+                    lines=("Every byte of the data buffer belongs to at most one tensor.",),
+                    field="data_offsets", extra=(("tensors", [hn, n]),))
+        if hold is None or e > hold[1]:
+            hold = (b, e, n)
+    if reported > MAX_OVERLAPS:
+        add(K.OVERLAP, f"{reported - MAX_OVERLAPS} more overlapping data_offsets not listed",
+            field="data_offsets", extra=(("count", reported),))
+
+
+# ---------------------------------------------------------------------------
+# the __grit__ document
+
+
+@dataclass(frozen=True)
+class GritEntry:
+    """One GRIT tensor the ``__grit__`` document declares.  ``desc``/``shape``
+    are None where the recorded value cannot be read (a BAD_DESCRIPTOR
+    problem says why); ``planes`` names the file tensor of each role (None:
+    absent); ``payload`` is the descriptor-map tensor holding data ‖ scale0 ‖
+    scale1 ‖ aux."""
+
+    name: str
+    desc: D.Descriptor | None
+    shape: tuple[int, ...] | None
+    planes: tuple[str | None, str | None, str | None, str | None] = (None, None, None, None)
+    payload: str | None = None
+    desc_text: str | None = None
+    gid: Any = None
+
+
+@dataclass
+class GritDoc:
+    """What ``__grit__`` says.  ``convention`` is "grit-safetensors/1",
+    "descriptor-map" or None (no document, or one that is not JSON: then
+    ``present`` tells them apart); ``declared`` names every GRIT tensor it
+    declares, ``tensors`` those whose descriptor and shape can be read;
+    ``claimed`` maps each file tensor the document uses to the GRIT tensor it
+    belongs to."""
+
+    convention: str | None = None
+    present: bool = False
+    declared: list[str] = field(default_factory=list)   # every GRIT tensor named
+    tensors: dict[str, GritEntry] = field(default_factory=dict)
+    claimed: dict[str, str] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+
+
+def _shape_ok(shape) -> bool:
+    return (isinstance(shape, list) and len(shape) <= MAX_RANK
+            and all(_int(x) and 0 <= x < 2**63 for x in shape))
+
+
+def _desc_of(text) -> D.Descriptor | None:
+    if not isinstance(text, str) or not _HEX_DESC.match(text):
         return None
-    return np.dtype(getattr(ml_dtypes, name))
+    try:
+        return D.Descriptor.from_hex(text)
+    except GritError:
+        return None
 
 
-def _st_dtype_of(arr: np.ndarray, name: str) -> str:
-    dt = arr.dtype
-    for st, want in _ST_DTYPES.items():
-        if dt.kind == want.kind and dt.itemsize == want.itemsize and dt.kind in "fiub":
-            return st
-    for st, (mlname, _) in _ML_DTYPES.items():
-        if dt.name == mlname:
-            return st
-    raise GritUsageError(f"tensor {name!r}: dtype {dt} has no safetensors dtype "
-                         f"(supported: {', '.join(list(_ST_DTYPES) + list(_ML_DTYPES))})")
+def _read_doc(hdr: SafetensorsFile) -> GritDoc:
+    """Read the ``__grit__`` document: register the grade strings and layout
+    expressions it carries (as grit.load always has), and return its GRIT
+    tensors with every defect as a problem."""
+    doc = GritDoc()
+    add = _Collector(hdr.path, doc.problems)
+    if GRIT_KEY not in hdr.metadata:
+        return doc
+    doc.present = True
+    raw, why = _json(hdr.metadata[GRIT_KEY])
+    if why is not None:
+        add(K.ANNOTATION_NOT_JSON, f"the {GRIT_KEY} metadata is not JSON ({why})"[:300])
+        doc.present = False
+        return doc
+    if not isinstance(raw, dict):
+        add(K.BAD_ANNOTATION, f"{GRIT_KEY} is not a JSON object")
+        return doc
+    if raw.get("schema") == SCHEMA:
+        doc.convention = f"{SCHEMA}/{VERSION}"
+        _doc_v1(hdr, raw, doc, add)
+        return doc
+    if "schema" in raw and not _HEX_DESC.match(str(raw.get("schema"))):
+        add(K.BAD_ANNOTATION, f"{GRIT_KEY}: unknown schema {raw.get('schema')!r}"[:300])
+        raw = {k: v for k, v in raw.items() if k != "schema"}
+    doc.convention = "descriptor-map"
+    for name, text in raw.items():
+        e = hdr.entries.get(name)
+        if e is None:
+            add(K.MISSING_TENSOR, f"{GRIT_KEY} gives a descriptor for tensor {name!r}, which "
+                                  "the file lacks"[:300], name)
+            continue
+        doc.claimed[name] = name
+        doc.declared.append(name)
+        d = _desc_of(text)
+        shape = list(e.shape) if e.shape is not None else None
+        if d is None or not _shape_ok(shape):
+            _bad_descriptor(name, text, shape, add)
+        else:
+            doc.tensors[name] = GritEntry(name, d, e.shape, payload=name, desc_text=text)
+    return doc
+
+
+def _bad_descriptor(name: str, text, shape, add) -> None:
+    add(K.BAD_DESCRIPTOR, f"tensor {name!r}: the recorded descriptor or shape cannot be read "
+                          f"(desc {str(text)[:24]!r}…, shape {str(shape)[:40]})", name)
+
+
+def _doc_v1(hdr: SafetensorsFile, raw: dict, doc: GritDoc, add) -> None:
+    if raw.get("version") != VERSION:
+        add(K.BAD_ANNOTATION, f"{GRIT_KEY} schema {SCHEMA} version {raw.get('version')!r}; "
+                              f"this reader knows version {VERSION}"[:300])
+    extra = set(raw) - {"schema", "version", "tensors", "grades", "layouts"}
+    if extra:
+        add(K.BAD_ANNOTATION, f"{GRIT_KEY}: unknown keys {sorted(extra)} in version "
+                              f"{VERSION}"[:300])
+    tensors, grades, layouts = (raw.get("tensors"), raw.get("grades", []),
+                                raw.get("layouts", {}))
+    if not isinstance(tensors, dict) or not isinstance(grades, list) \
+            or not isinstance(layouts, dict):
+        add(K.BAD_ANNOTATION, f"{GRIT_KEY}: tensors and layouts are objects, grades a list")
+        tensors = tensors if isinstance(tensors, dict) else {}
+        grades = grades if isinstance(grades, list) else []
+        layouts = layouts if isinstance(layouts, dict) else {}
+    for k, v in layouts.items():
+        if not _WORD_KEY.match(k) or not isinstance(v, str):
+            add(K.BAD_ANNOTATION, f"{GRIT_KEY}: layouts maps '0x' + 16 lowercase hex digits to "
+                                  f"an expression, got {k!r}"[:300])
+            continue
+        try:
+            w = layout_word(parse_layout(v))
+        except GritError as e:
+            add(K.BAD_ANNOTATION, f"{GRIT_KEY}: layout {k}: {e}"[:300])
+            continue
+        if w != int(k, 16):
+            add(K.BAD_ANNOTATION, f"{GRIT_KEY}: layout {v!r} hashes to 0x{w:016x}, not {k}"[:300])
+            continue
+        register_layout(v)
+    seen: dict = {}
+    for g in grades:
+        _grade(g, None, add, seen)
+    for name, t in tensors.items():
+        _tensor_v1(hdr, name, t, doc, add, seen)
+
+
+_TENSOR_KEYS = frozenset({"desc", "shape", "planes", "grade", "gid"})
+_ROLE_SET = frozenset(ROLES)
+
+
+def _parse_grade(g) -> tuple[Any, str | None]:
+    try:
+        if not isinstance(g, str):
+            raise GritUsageError("a grade is a canonical grade string")
+        return register_grade(g), None
+    except GritError as e:
+        return None, (str(e).splitlines()[0] if str(e) else type(e).__name__)
+
+
+def _grade(g, tensor: str | None, add, seen: dict):
+    """Register one carried grade string; None (with a problem) when it does
+    not parse.  ``seen`` caches each string's outcome for the document (a
+    checkpoint repeats a handful of grades over thousands of tensors)."""
+    got = seen.get(g) if isinstance(g, str) else None
+    if got is None:
+        got = _parse_grade(g)
+        if isinstance(g, str):
+            seen[g] = got
+    grade, why = got
+    if grade is None:
+        where = f"tensor {tensor!r} records" if tensor is not None else "the file carries"
+        add(K.BAD_GRADE, f"{where} a grade string that does not parse: {g!r:.80}", tensor,
+            lines=(why,))
+    return grade
+
+
+def _tensor_v1(hdr: SafetensorsFile, name: str, t, doc: GritDoc, add, seen: dict) -> None:
+    if name in hdr.entries or name == META_KEY:
+        add(K.BAD_ANNOTATION, f"GRIT tensor {name!r} collides with a tensor of the file", name)
+    if not isinstance(t, dict):
+        add(K.BAD_ANNOTATION, f"{GRIT_KEY}: tensor {name!r} needs desc, shape, planes "
+                              "(and optionally grade, gid)", name)
+        return
+    doc.declared.append(name)
+    unknown = t.keys() - _TENSOR_KEYS
+    if unknown:
+        add(K.BAD_ANNOTATION, f"{GRIT_KEY}: tensor {name!r} has unknown keys "
+                              f"{sorted(map(str, unknown))}"[:300], name)
+    text, shape = t.get("desc"), t.get("shape")
+    d = _desc_of(text)
+    readable = d is not None and _shape_ok(shape)
+    if not readable:
+        _bad_descriptor(name, text, shape, add)
+    planes = t.get("planes", {})
+    if not isinstance(planes, dict) or not planes.keys() <= _ROLE_SET:
+        add(K.BAD_ANNOTATION, f"{GRIT_KEY}: tensor {name!r}: planes maps roles {ROLES} to "
+                              "tensor names", name)
+        planes = planes if isinstance(planes, dict) else {}
+    g = t.get("grade")
+    if g is not None:
+        gr = _grade(g, name, add, seen)
+        if gr is not None and d is not None and gr.id != d.grade_id:
+            add(K.BAD_ANNOTATION, f"{GRIT_KEY}: tensor {name!r}: grade {g!r} has id "
+                                  f"0x{gr.id:016x}, the descriptor says 0x{d.grade_id:016x}"[:300],
+                name)
+    names: list[str | None] = []
+    for role in ROLES:
+        tn = planes.get(role)
+        names.append(tn if isinstance(tn, str) else None)
+        if tn is None:
+            continue
+        e = hdr.entries.get(tn) if isinstance(tn, str) else None
+        if e is None:
+            add(K.BAD_ANNOTATION, f"tensor {name!r}: plane {role} names no tensor "
+                                  f"({tn!r})"[:300], name)
+            continue
+        if tn in doc.claimed:
+            add(K.BAD_ANNOTATION, f"tensor {tn!r} is a plane of both {doc.claimed[tn]!r} and "
+                                  f"{name!r}", name)
+        doc.claimed[tn] = name
+        if e.span is not None and e.dtype is not None and e.shape is not None and (
+                e.dtype != "U8" or e.shape != (e.span[1] - e.span[0],)):
+            add(K.BAD_ANNOTATION, f"plane tensor {tn!r} must be U8 with shape "
+                                  f"[{e.span[1] - e.span[0]}], got {e.dtype}{list(e.shape)}", name)
+    if readable:
+        doc.tensors[name] = GritEntry(name, d, tuple(shape), tuple(names),  # type: ignore[arg-type]
+                                      desc_text=text, gid=t.get("gid"))
+
+
+# ---------------------------------------------------------------------------
+# load
+
+
+@dataclass(frozen=True)
+class CheckFailed:
+    """A GRIT tensor whose level-1 check failed, returned in its place by
+    ``load(..., strict=False)``.  ``error`` is the GritError the check raised
+    (its ``status`` the §7.1 status); ``raw`` maps each role present in the
+    file to a read-only view of its bytes (``payload`` for the descriptor-map
+    convention)."""
+
+    name: str
+    error: GritError
+    desc: str
+    shape: tuple
+    raw: dict = field(repr=False, default_factory=dict)
+
+    @property
+    def status(self):
+        return self.error.status
+
+    def decode(self):
+        raise self.error
+
+
+class SafetensorsTensors(dict):
+    """``{name: GritArray | ndarray | CheckFailed}`` in file order, with
+    ``.metadata`` (the user's ``__metadata__``, without ``__grit__``),
+    ``.convention`` ("grit-safetensors/1", "descriptor-map" or None) and
+    ``.failed`` (the CheckFailed records)."""
+
+    metadata: dict
+    convention: str | None
+
+    @property
+    def failed(self) -> list[CheckFailed]:
+        return [v for v in self.values() if isinstance(v, CheckFailed)]
+
+
+def renamed_error(name: str, err: GritError) -> GritError:
+    """``err`` (same class, same structured detail) with a message naming the
+    tensor, and ``.tensor`` set."""
+    new = copy.copy(err)
+    new.args = (f"tensor {name!r}: {err}",)
+    new.tensor = name  # type: ignore[attr-defined]
+    return new
+
+
+def grit_array(hdr: SafetensorsFile, t: GritEntry) -> GritArray:
+    """The GRIT tensor ``t`` over views of the file's bytes (a span past the
+    end of the file is cut short, so that the size check reports it).
+    Raises the level-1 check's GritError."""
+    if t.payload is not None:
+        return GritArray.from_payload(t.desc, t.shape, hdr.view(t.payload))
+    return GritArray(t.desc, t.shape, [hdr.view(tn) if tn is not None else b""
+                                       for tn in t.planes])
+
+
+def _plain(hdr: SafetensorsFile, e: StEntry):
+    d = ST_DTYPES[e.dtype]
+    if not d.loadable:
+        raise GritFileError(f"{hdr.path}: not a valid safetensors file: tensor {e.name!r}: "
+                            f"unsupported dtype {e.dtype!r} (grit.load reads "
+                            f"{', '.join(LOADABLE)})")
+    buf = hdr.view(e.name)
+    dt = d.np_dtype()
+    if dt is None:
+        if e.dtype == "BF16":      # widened exactly to float32 (a copy)
+            u = np.frombuffer(buf, "<u2").astype(np.uint32) << np.uint32(16)
+            out = u.view(np.float32).reshape(e.shape)
+            out.flags.writeable = False
+            return out
+        raise GritUsageError(f"reading {e.dtype} tensors needs ml_dtypes: pip install ml_dtypes")
+    return np.frombuffer(buf, dt).reshape(e.shape)
+
+
+def load(path, *, strict: bool = True) -> SafetensorsTensors:
+    """Read a safetensors file: ``{name: GritArray | ndarray}`` in file order.
+
+    Every view is zero-copy over a read-only memory map of the file.  A
+    malformed container (header, offsets, dtypes, the ``__grit__`` document)
+    raises :class:`GritFileError`: the first problem :func:`read` reports.
+    A GRIT tensor whose level-1 check fails raises that check's GritError
+    with the tensor's name in the message (``.tensor`` holds it); with
+    ``strict=False`` a :class:`CheckFailed` record stands in its place
+    instead."""
+    path = os.fspath(path)
+    try:
+        hdr = read(path)
+    except (OSError, TypeError) as e:
+        raise GritUsageError(f"cannot read {path!r}: {e}") from None
+    raise_first(hdr.problems)
+    doc = hdr.doc
+    out = SafetensorsTensors()
+    out.metadata = {k: v for k, v in hdr.metadata.items() if k != GRIT_KEY}
+    out.convention = doc.convention
+    grit_out: dict[str, Any] = {}
+    for name, t in doc.tensors.items():
+        raw = ({"payload": hdr.view(t.payload)} if t.payload is not None else
+               {role: hdr.view(tn) for role, tn in zip(ROLES, t.planes) if tn is not None})
+        try:
+            a = grit_array(hdr, t)
+            if t.gid is not None and t.gid != a.gid_base32:
+                raise GritFileError(f"{path}: not a valid safetensors file: tensor {name!r}: "
+                                    f"recorded gid {t.gid!r} is not the gid of its "
+                                    f"descriptor, grade and shape ({a.gid_base32})"[:300])
+        except GritFileError:
+            raise
+        except GritError as err:
+            e = renamed_error(name, err)
+            if strict:
+                raise e from None
+            a = CheckFailed(name, e, t.desc_text, tuple(t.shape), raw)
+        grit_out[name] = a
+    # file order: plain tensors and GRIT tensors by their first byte
+    first: dict[str, int] = {}
+    for name, e in hdr.entries.items():
+        b = e.span[0]
+        if name in doc.claimed:
+            owner = doc.claimed[name]
+            first[owner] = min(first.get(owner, b), b)
+        else:
+            first[name] = b
+    for name in grit_out:
+        first.setdefault(name, -1)
+    for name in sorted(first, key=lambda n: (first[n], n)):
+        out[name] = grit_out[name] if name in grit_out else _plain(hdr, hdr.entries[name])
+    return out
 
 
 # ---------------------------------------------------------------------------
 # save
 
 
-def _grit_doc(arrays: Mapping[str, Any]) -> dict:
-    from ..placement.expr import resolve_layout
-    from ..placement.words import CLASS_HASHED, CLASS_OPAQUE, placement_class
+def _grit_doc(arrays: Mapping[str, GritArray]) -> dict:
     tensors: dict[str, Any] = {}
     grades: list[str] = []
     layouts: dict[str, str] = {}
@@ -162,7 +796,6 @@ def save(path, tensors: Mapping[str, Any], metadata: Mapping[str, str] | None = 
     ``__metadata__`` entries (str → str; the key ``__grit__`` is refused).
     Plane bytes are written from their buffers as they are (no decode, no
     copy of memory-mapped planes); the file appears atomically."""
-    from ..array import GritArray
     path = os.fspath(path)
     if not isinstance(tensors, Mapping):
         raise GritUsageError(f"tensors must be a mapping name -> GritArray | ndarray, got "
@@ -190,7 +823,10 @@ def save(path, tensors: Mapping[str, Any], metadata: Mapping[str, str] | None = 
                                      f"GRIT tensor {name!r}")
             entries[tn] = ("U8", [n], memoryview(p).cast("B") if not isinstance(p, bytes) else p)
     for name, x in plain.items():
-        st = _st_dtype_of(x, name)
+        st = st_dtype_of(x.dtype)
+        if st is None:
+            raise GritUsageError(f"tensor {name!r}: dtype {x.dtype} has no safetensors dtype "
+                                 f"(supported: {', '.join(LOADABLE)})")
         if x.dtype.byteorder == ">":
             x = x.astype(x.dtype.newbyteorder("<"))
         x = np.ascontiguousarray(x)
@@ -199,7 +835,7 @@ def save(path, tensors: Mapping[str, Any], metadata: Mapping[str, str] | None = 
         meta[GRIT_KEY] = json.dumps(_grit_doc(arrays), separators=(",", ":"),
                                     ensure_ascii=True)
     # widest dtypes first: with an 8-aligned header every tensor starts aligned
-    order = sorted(entries, key=lambda n: (-_itemsize(entries[n][0]), n))
+    order = sorted(entries, key=lambda n: (-(ST_DTYPES[entries[n][0]].itemsize or 0), n))
     header: dict[str, Any] = {}
     if meta:
         header[META_KEY] = meta
@@ -227,343 +863,3 @@ def save(path, tensors: Mapping[str, Any], metadata: Mapping[str, str] | None = 
                 f.write(buf)
 
     atomic_write(path, write)
-
-
-# ---------------------------------------------------------------------------
-# load
-
-
-@dataclass(frozen=True)
-class CheckFailed:
-    """A GRIT tensor whose level-1 check failed, returned in its place by
-    ``load(..., strict=False)``.  ``error`` is the GritError the check raised
-    (its ``status`` the §7.1 status); ``raw`` maps each role present in the
-    file to a read-only view of its bytes (``payload`` for the descriptor-map
-    convention)."""
-
-    name: str
-    error: GritError
-    desc: str
-    shape: tuple
-    raw: dict = field(repr=False, default_factory=dict)
-
-    @property
-    def status(self):
-        return self.error.status
-
-    def decode(self):
-        raise self.error
-
-
-class SafetensorsTensors(dict):
-    """``{name: GritArray | ndarray | CheckFailed}`` in file order, with
-    ``.metadata`` (the user's ``__metadata__``, without ``__grit__``),
-    ``.convention`` ("grit-safetensors/1", "descriptor-map" or None) and
-    ``.failed`` (the CheckFailed records)."""
-
-    metadata: dict
-    convention: str | None
-
-    @property
-    def failed(self) -> list[CheckFailed]:
-        return [v for v in self.values() if isinstance(v, CheckFailed)]
-
-
-def _fail(path: str, why: str) -> GritFileError:
-    return GritFileError(f"{path}: not a valid safetensors file: {why}")
-
-
-def _no_dupes(pairs):
-    out = {}
-    for k, v in pairs:
-        if k in out:
-            raise ValueError(f"duplicate key {k!r}")
-        out[k] = v
-    return out
-
-
-def _json(text, what: str, path: str):
-    try:
-        return json.loads(text, object_pairs_hook=_no_dupes)
-    except (ValueError, RecursionError) as e:
-        raise _fail(path, f"{what} is not valid JSON ({e})") from None
-
-
-def _int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def is_safetensors(head: bytes, size: int) -> bool:
-    """Whether the first 9 bytes of a ``size``-byte file look like safetensors."""
-    if len(head) < 9 or head[8:9] != b"{":
-        return False
-    n = struct.unpack("<Q", head[:8])[0]
-    return 2 <= n <= size - 8
-
-
-def _read_header(path: str, f, size: int) -> tuple[int, dict]:
-    if size < 10:
-        raise _fail(path, f"the file is {size} bytes; a header needs at least 10")
-    n = struct.unpack("<Q", f.read(8))[0]
-    if n < 2 or n > MAX_HEADER or n > size - 8:
-        raise _fail(path, f"header length {n} is outside [2, min({MAX_HEADER}, "
-                          f"file size − 8 = {size - 8})]")
-    hb = f.read(n)
-    if len(hb) != n:
-        raise _fail(path, "the file ended inside the header")
-    try:
-        text = hb.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise _fail(path, f"the header is not UTF-8 ({e})") from None
-    h = _json(text, "the header", path)
-    if not isinstance(h, dict):
-        raise _fail(path, "the header is not a JSON object")
-    return 8 + n, h
-
-
-def _entries(path: str, h: dict, buflen: int):
-    """Validate every tensor entry: dtype, shape, offsets within the buffer,
-    no two tensors sharing a byte.  Returns {name: (dtype, shape, begin, end)}."""
-    out: dict[str, tuple[str, tuple[int, ...], int, int]] = {}
-    for name, e in h.items():
-        if name == META_KEY:
-            continue
-        if not isinstance(e, dict) or set(e) != {"dtype", "shape", "data_offsets"}:
-            raise _fail(path, f"tensor {name!r}: an entry is an object with exactly dtype, "
-                              "shape and data_offsets")
-        st, shape, offs = e["dtype"], e["shape"], e["data_offsets"]
-        if not isinstance(st, str) or (st not in _ST_DTYPES and st not in _ML_DTYPES):
-            raise _fail(path, f"tensor {name!r}: unsupported dtype {st!r}")
-        if (not isinstance(shape, list) or len(shape) > MAX_RANK
-                or not all(_int(x) and x >= 0 for x in shape)):
-            raise _fail(path, f"tensor {name!r}: shape must be a list of at most {MAX_RANK} "
-                              f"non-negative integers, got {shape!r}"[:300])
-        if (not isinstance(offs, list) or len(offs) != 2 or not all(_int(x) for x in offs)
-                or not 0 <= offs[0] <= offs[1] <= buflen):
-            raise _fail(path, f"tensor {name!r}: data_offsets {offs!r} do not lie within the "
-                              f"{buflen}-byte data buffer"[:300])
-        out[name] = (st, tuple(shape), offs[0], offs[1])
-    spans = sorted((b, e, n) for n, (_, _, b, e) in out.items() if e > b)
-    for (b0, e0, n0), (b1, e1, n1) in zip(spans, spans[1:]):
-        if b1 < e0:
-            raise _fail(path, f"tensors {n0!r} [{b0}, {e0}) and {n1!r} [{b1}, {e1}) overlap")
-    return out
-
-
-def _sized(path: str, name: str, st: str, shape, b: int, e: int) -> None:
-    n = 1
-    for x in shape:
-        n *= x
-    want = n * _itemsize(st)
-    if want != e - b:
-        raise _fail(path, f"tensor {name!r}: {st}{list(shape)} needs {want} bytes, "
-                          f"data_offsets span {e - b}"[:300])
-
-
-def _plain(buf: memoryview, st: str, shape, b: int, e: int):
-    if st in _ST_DTYPES:
-        dt = _ST_DTYPES[st]
-    else:
-        mlname = _ML_DTYPES[st][0]
-        dt = _ml(mlname)
-        if dt is None:
-            if st == "BF16":      # widened exactly to float32 (a copy)
-                u = np.frombuffer(buf[b:e], "<u2").astype(np.uint32) << np.uint32(16)
-                out = u.view(np.float32).reshape(shape)
-                out.flags.writeable = False
-                return out
-            raise GritUsageError(f"reading {st} tensors needs ml_dtypes: pip install ml_dtypes")
-    return np.frombuffer(buf[b:e], dt).reshape(shape)
-
-
-def _grit_error_for(name: str, err: GritError) -> GritError:
-    """The same GritError subclass, its message naming the tensor."""
-    if err.detail is not None:
-        d = replace(err.detail, message=f"tensor {name!r}: {err.detail.message}")
-        new = type(err)(detail=d)
-    else:
-        new = type(err)(f"tensor {name!r}: {err}")
-    new.tensor = name  # type: ignore[attr-defined]
-    return new
-
-
-def _build(name: str, strict: bool, make, desc: str, shape, raw: dict):
-    try:
-        return make()
-    except GritFileError:
-        raise
-    except GritError as err:
-        e = _grit_error_for(name, err)
-        if strict:
-            raise e from None
-        return CheckFailed(name, e, desc, tuple(shape), raw)
-
-
-def _doc_v1(path: str, doc: dict, entries: dict, buf: memoryview, strict: bool, out: dict):
-    from ..array import GritArray
-    from ..grade import register_grade
-    from ..placement.expr import layout_word, parse_layout, register_layout
-    if doc.get("version") != VERSION:
-        raise _fail(path, f"{GRIT_KEY} schema {SCHEMA} version {doc.get('version')!r}; this "
-                          f"reader knows version {VERSION}")
-    extra = set(doc) - {"schema", "version", "tensors", "grades", "layouts"}
-    if extra:
-        raise _fail(path, f"{GRIT_KEY}: unknown keys {sorted(extra)} in version {VERSION}")
-    tensors, grades, layouts = doc.get("tensors"), doc.get("grades", []), doc.get("layouts", {})
-    if not isinstance(tensors, dict) or not isinstance(grades, list) \
-            or not isinstance(layouts, dict):
-        raise _fail(path, f"{GRIT_KEY}: tensors and layouts are objects, grades a list")
-    for k, v in layouts.items():
-        if not _WORD_KEY.match(k) or not isinstance(v, str):
-            raise _fail(path, f"{GRIT_KEY}: layouts maps '0x' + 16 lowercase hex digits to an "
-                              f"expression, got {k!r}"[:300])
-        try:
-            w = layout_word(parse_layout(v))
-        except GritError as e:
-            raise _fail(path, f"{GRIT_KEY}: layout {k}: {e}") from None
-        if w != int(k, 16):
-            raise _fail(path, f"{GRIT_KEY}: layout {v!r} hashes to 0x{w:016x}, not {k}")
-        register_layout(v)
-    for g in grades:
-        if not isinstance(g, str):
-            raise _fail(path, f"{GRIT_KEY}: grades are canonical grade strings")
-        try:
-            register_grade(g)
-        except GritError as e:
-            raise _fail(path, f"{GRIT_KEY}: grade {g!r}: {e}") from None
-    claimed: dict[str, str] = {}
-    for name, t in tensors.items():
-        if name in entries or name == META_KEY:
-            raise _fail(path, f"GRIT tensor {name!r} collides with a tensor of the file")
-        if (not isinstance(t, dict) or not {"desc", "shape", "planes"} <= set(t)
-                or not set(t) <= {"desc", "shape", "planes", "grade", "gid"}):
-            raise _fail(path, f"{GRIT_KEY}: tensor {name!r} needs desc, shape, planes "
-                              "(and optionally grade, gid)")
-        desc, shape, planes = t["desc"], t["shape"], t["planes"]
-        if not isinstance(desc, str) or not _HEX_DESC.match(desc):
-            raise _fail(path, f"{GRIT_KEY}: tensor {name!r}: desc is 128 hex digits")
-        if (not isinstance(shape, list) or len(shape) > MAX_RANK
-                or not all(_int(x) and x >= 0 for x in shape)):
-            raise _fail(path, f"{GRIT_KEY}: tensor {name!r}: bad shape")
-        if not isinstance(planes, dict) or not set(planes) <= set(ROLES):
-            raise _fail(path, f"{GRIT_KEY}: tensor {name!r}: planes maps roles {ROLES} to "
-                              "tensor names")
-        d = D.Descriptor.from_hex(desc)
-        g = t.get("grade")
-        if g is not None:
-            if not isinstance(g, str):
-                raise _fail(path, f"{GRIT_KEY}: tensor {name!r}: grade is a string")
-            try:
-                gr = register_grade(g)
-            except GritError as e:
-                raise _fail(path, f"{GRIT_KEY}: tensor {name!r}: grade {g!r}: {e}") from None
-            if gr.id != d.grade_id:
-                raise _fail(path, f"{GRIT_KEY}: tensor {name!r}: grade {g!r} has id "
-                                  f"0x{gr.id:016x}, the descriptor says 0x{d.grade_id:016x}")
-        views: list[Any] = [b"", b"", b"", b""]
-        raw = {}
-        for role, tn in planes.items():
-            if not isinstance(tn, str) or tn not in entries:
-                raise _fail(path, f"tensor {name!r}: plane {role} names no tensor ({tn!r})"[:300])
-            if tn in claimed:
-                raise _fail(path, f"tensor {tn!r} is a plane of both {claimed[tn]!r} and "
-                                  f"{name!r}")
-            claimed[tn] = name
-            st, shp, b, e = entries[tn]
-            if st != "U8" or shp != (e - b,):
-                raise _fail(path, f"plane tensor {tn!r} must be U8 with shape [{e - b}], got "
-                                  f"{st}{list(shp)}")
-            views[ROLES.index(role)] = buf[b:e] if e > b else b""
-            raw[role] = views[ROLES.index(role)]
-        gid = t.get("gid")
-
-        def make(d=d, shape=shape, views=views, gid=gid):
-            a = GritArray(d, shape, views)
-            if gid is not None and gid != a.gid_base32:
-                raise _fail(path, f"tensor {name!r}: recorded gid {gid!r} is not the gid of "
-                                  f"its descriptor, grade and shape ({a.gid_base32})"[:300])
-            return a
-
-        out[name] = _build(name, strict, make, desc, shape, raw)
-    return claimed
-
-
-def _doc_descmap(path: str, doc: dict, entries: dict, buf: memoryview, strict: bool,
-                 out: dict):
-    from ..array import GritArray
-    for name, desc in doc.items():
-        if not isinstance(desc, str) or not _HEX_DESC.match(desc):
-            raise _fail(path, f"{GRIT_KEY}: tensor {name!r}: expected a 128-hex-digit "
-                              "descriptor")
-        if name not in entries:
-            raise _fail(path, f"{GRIT_KEY}: names tensor {name!r}, which the file lacks"[:300])
-    claimed = {}
-    for name, desc in doc.items():
-        st, shape, b, e = entries[name]
-        view = buf[b:e] if e > b else b""
-        claimed[name] = name
-        out[name] = _build(
-            name, strict, lambda d=desc, s=shape, v=view: GritArray.from_payload(d, s, v),
-            desc, shape, {"payload": view})
-    return claimed
-
-
-def load(path, *, strict: bool = True) -> SafetensorsTensors:
-    """Read a safetensors file: ``{name: GritArray | ndarray}`` in file order.
-
-    Every view is zero-copy over a read-only memory map of the file.  A
-    malformed container (header, offsets, dtypes, the ``__grit__`` document)
-    raises :class:`GritFileError`.  A GRIT tensor whose level-1 check fails
-    raises that check's GritError with the tensor's name in the message
-    (``.tensor`` holds it); with ``strict=False`` a :class:`CheckFailed`
-    record stands in its place instead."""
-    path = os.fspath(path)
-    try:
-        f = open(path, "rb")
-    except (OSError, TypeError) as e:
-        raise GritUsageError(f"cannot read {path!r}: {e}") from None
-    with f:
-        size = os.fstat(f.fileno()).st_size
-        start, h = _read_header(path, f, size)
-        meta = h.get(META_KEY, {})
-        if not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values()):
-            raise _fail(path, f"{META_KEY} must be an object of strings")
-        buflen = size - start
-        entries = _entries(path, h, buflen)
-        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    buf = memoryview(mm)[start:]
-    out = SafetensorsTensors()
-    out.metadata = {k: v for k, v in meta.items() if k != GRIT_KEY}
-    out.convention = None
-    claimed: dict = {}
-    grit_out: dict = {}
-    if GRIT_KEY in meta:
-        doc = _json(meta[GRIT_KEY], GRIT_KEY, path)
-        if not isinstance(doc, dict):
-            raise _fail(path, f"{GRIT_KEY} is not a JSON object")
-        if doc.get("schema") == SCHEMA:
-            out.convention = f"{SCHEMA}/{VERSION}"
-            claimed = _doc_v1(path, doc, entries, buf, strict, grit_out)
-        elif "schema" in doc and not _HEX_DESC.match(str(doc.get("schema"))):
-            raise _fail(path, f"{GRIT_KEY}: unknown schema {doc.get('schema')!r}"[:300])
-        else:
-            out.convention = "descriptor-map"
-            claimed = _doc_descmap(path, doc, entries, buf, strict, grit_out)
-    # file order: plain tensors and GRIT tensors by their first byte
-    first: dict[str, int] = {}
-    for name, (st, shape, b, e) in entries.items():
-        if name in claimed:
-            owner = claimed[name]
-            first[owner] = min(first.get(owner, b), b)
-            continue
-        _sized(path, name, st, shape, b, e)
-        first[name] = b
-    for name in grit_out:
-        first.setdefault(name, -1)
-    for name in sorted(first, key=lambda n: (first[n], n)):
-        if name in grit_out:
-            out[name] = grit_out[name]
-        else:
-            st, shape, b, e = entries[name]
-            out[name] = _plain(buf, st, shape, b, e)
-    return out

@@ -1,0 +1,87 @@
+"""The safetensors dtype names: one table, used by every reader and writer.
+
+Each name has its element width in bits and, where ``grit.load`` reads it
+and ``grit.save`` writes it, its numpy type (``numpy``) or the name of its
+``ml_dtypes`` type (``ml_dtypes``).  The other names — FNUZ eight-bit floats,
+E8M0, six- and four-bit floats, complex64 — are the ones the safetensors
+format and its writers use beyond those: a header naming them is well formed
+(the recogniser reports such tensors as inexpressible), but ``grit.load``
+cannot return them as arrays.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["StDtype", "ST_DTYPES", "LOADABLE", "st_dtype_of"]
+
+
+@dataclass(frozen=True)
+class StDtype:
+    name: str
+    bits: int                       # element width; sub-byte tensors round up to whole bytes
+    numpy: str | None = None        # numpy dtype string (no extra dependency)
+    ml_dtypes: str | None = None    # ml_dtypes attribute (bfloat16, float8_*)
+
+    @property
+    def itemsize(self) -> int | None:
+        """Bytes per element, or None for a sub-byte type."""
+        return self.bits // 8 if self.bits % 8 == 0 else None
+
+    @property
+    def loadable(self) -> bool:
+        return self.numpy is not None or self.ml_dtypes is not None
+
+    def nbytes(self, numel: int) -> int:
+        """The bytes ``numel`` elements occupy (sub-byte types rounded up)."""
+        return (numel * self.bits + 7) // 8
+
+    def np_dtype(self) -> np.dtype | None:
+        """The numpy dtype of an element, or None (not loadable, or ml_dtypes
+        missing)."""
+        if self.numpy is not None:
+            return np.dtype(self.numpy)
+        if self.ml_dtypes is None:
+            return None
+        try:
+            import ml_dtypes  # noqa: PLC0415 - optional: only bfloat16/float8 arrays need it
+        except ImportError:
+            return None
+        return np.dtype(getattr(ml_dtypes, self.ml_dtypes))
+
+
+def _table(*rows: StDtype) -> dict[str, StDtype]:
+    return {r.name: r for r in rows}
+
+
+#: every safetensors dtype name, in the order error messages list them
+ST_DTYPES: dict[str, StDtype] = _table(
+    StDtype("F64", 64, "<f8"), StDtype("F32", 32, "<f4"), StDtype("F16", 16, "<f2"),
+    StDtype("BF16", 16, ml_dtypes="bfloat16"),
+    StDtype("I64", 64, "<i8"), StDtype("I32", 32, "<i4"), StDtype("I16", 16, "<i2"),
+    StDtype("I8", 8, "i1"), StDtype("U64", 64, "<u8"), StDtype("U32", 32, "<u4"),
+    StDtype("U16", 16, "<u2"), StDtype("U8", 8, "u1"), StDtype("BOOL", 8, "?"),
+    StDtype("F8_E4M3", 8, ml_dtypes="float8_e4m3fn"),
+    StDtype("F8_E5M2", 8, ml_dtypes="float8_e5m2"),
+    StDtype("F8_E4M3FNUZ", 8), StDtype("F8_E5M2FNUZ", 8), StDtype("F8_E8M0", 8),
+    StDtype("F6_E2M3", 6), StDtype("F6_E3M2", 6), StDtype("F4", 4), StDtype("C64", 64),
+)
+
+#: the names grit.load reads and grit.save writes: numpy types first, then ml_dtypes ones
+LOADABLE: tuple[str, ...] = tuple(
+    [n for n, d in ST_DTYPES.items() if d.numpy is not None]
+    + [n for n, d in ST_DTYPES.items() if d.ml_dtypes is not None])
+
+
+def st_dtype_of(dt: np.dtype) -> str | None:
+    """The safetensors name of a numpy dtype (either byte order), or None."""
+    for name in LOADABLE:
+        d = ST_DTYPES[name]
+        if d.numpy is not None:
+            want = np.dtype(d.numpy)
+            if dt.kind == want.kind and dt.itemsize == want.itemsize and dt.kind in "fiub":
+                return name
+        elif dt.name == d.ml_dtypes:
+            return name
+    return None

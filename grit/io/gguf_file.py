@@ -1,0 +1,366 @@
+"""The GGUF container: header, KV entries and tensor infos, bounds-checked.
+
+:func:`read_gguf` maps the file read-only once and walks it with a cursor
+that checks every count and length against the bytes that remain before
+using it (a string length, an array count, ``n_kv``, ``n_tensors``,
+``n_dims``), so a lying header costs neither memory nor time.  It returns a
+:class:`GGUFFile`: the KV entries (decoded on demand), the tensor infos and
+the problems — UNREADABLE, and nothing else, when the header cannot be
+walked; otherwise one per tensor that cannot be read (BAD_TENSOR: unknown
+ggml type, a row that is not whole blocks, too many dimensions, a duplicate
+name; PAST_END: bytes past the end of the file).
+
+The ggml block sizes come from gguf-py's tables (``gguf.constants``), so
+that every type gguf-py knows is known here by the same name.  Versions 2
+and 3 are read, in either byte order, as gguf-py reads them.
+"""
+from __future__ import annotations
+
+import enum
+import functools
+import math
+import mmap
+import os
+import struct
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import GritUsageError
+from .problems import Problem, ProblemKind as K
+
+__all__ = ["read_gguf", "GGUFFile", "GGUFField", "TensorInfo", "ValueType", "GGUF_MAGIC",
+           "ggml_types", "problem"]
+
+GGUF_MAGIC = b"GGUF"
+VERSIONS = (2, 3)
+DEFAULT_ALIGNMENT = 32
+#: the most dimensions a tensor info may declare (ggml itself uses 4)
+MAX_RANK = 64
+#: arrays of arrays nest at most this deep
+MAX_DEPTH = 8
+#: the smallest KV entry (key length, value type, a one-byte value) and tensor
+#: info (name length, n_dims, type, offset): the bounds on n_kv and n_tensors
+MIN_KV, MIN_INFO = 8 + 4 + 1, 8 + 4 + 4 + 8
+
+
+class ValueType(enum.IntEnum):
+    UINT8 = 0
+    INT8 = 1
+    UINT16 = 2
+    INT16 = 3
+    UINT32 = 4
+    INT32 = 5
+    FLOAT32 = 6
+    BOOL = 7
+    STRING = 8
+    ARRAY = 9
+    UINT64 = 10
+    INT64 = 11
+    FLOAT64 = 12
+
+
+_SCALAR = {ValueType.UINT8: "B", ValueType.INT8: "b", ValueType.UINT16: "H",
+           ValueType.INT16: "h", ValueType.UINT32: "I", ValueType.INT32: "i",
+           ValueType.FLOAT32: "f", ValueType.BOOL: "?", ValueType.UINT64: "Q",
+           ValueType.INT64: "q", ValueType.FLOAT64: "d"}
+_MIN_ITEM = {**{t: struct.calcsize(c) for t, c in _SCALAR.items()},
+             ValueType.STRING: 8, ValueType.ARRAY: 12}
+
+
+@functools.lru_cache(maxsize=1)
+def ggml_types() -> dict[int, tuple[str, int, int]]:
+    """{ggml type number: (name, elements per block, bytes per block)}."""
+    import gguf  # noqa: PLC0415 - gguf-py is heavy to import; only GGUF files need its tables
+    return {int(t): (t.name, int(b), int(s)) for t, (b, s) in gguf.GGML_QUANT_SIZES.items()}
+
+
+class _Stop(Exception):
+    """The header cannot be walked further (the message says why)."""
+
+
+class _Cursor:
+    def __init__(self, buf, pos: int, order: str):
+        self.buf, self.pos, self.order, self.end = buf, pos, order, len(buf)
+
+    @property
+    def left(self) -> int:
+        return self.end - self.pos
+
+    def take(self, n: int, what: str) -> int:
+        """Advance past ``n`` bytes; the position they start at."""
+        if n > self.left:
+            raise _Stop(f"{what} needs {n} bytes at offset {self.pos}; the file has "
+                        f"{self.left} left")
+        p = self.pos
+        self.pos += n
+        return p
+
+    def scalar(self, code: str, what: str):
+        p = self.take(struct.calcsize(code), what)
+        return struct.unpack_from(self.order + code, self.buf, p)[0]
+
+    def count(self, what: str, item: int) -> int:
+        """A u64 count of items of at least ``item`` bytes each, checked
+        against the bytes that remain."""
+        n = self.scalar("Q", what)
+        if n * item > self.left:
+            raise _Stop(f"{what} = {n}: the {self.left} bytes left hold at most "
+                        f"{self.left // item}")
+        return n
+
+    def string(self, what: str) -> str:
+        n = self.count(f"{what} length", 1)
+        p = self.take(n, what)
+        try:
+            return bytes(self.buf[p:p + n]).decode("utf-8")
+        except UnicodeDecodeError:
+            raise _Stop(f"{what} at offset {p} is not UTF-8") from None
+
+    def skip_value(self, vt: int, what: str, depth: int = 0) -> tuple[int, int]:
+        """Step over one value of type ``vt``: (item type, count) for an array,
+        (-1, 1) otherwise."""
+        if vt in _SCALAR:
+            self.take(_MIN_ITEM[vt], what)
+            return -1, 1
+        if vt == ValueType.STRING:
+            self.take(self.count(f"{what} length", 1), what)
+            return -1, 1
+        if vt != ValueType.ARRAY:
+            raise _Stop(f"{what}: unknown value type {vt}")
+        if depth >= MAX_DEPTH:
+            raise _Stop(f"{what}: arrays nest more than {MAX_DEPTH} deep")
+        it = self.scalar("I", f"{what} item type")
+        if it not in _MIN_ITEM:
+            raise _Stop(f"{what}: unknown array item type {it}")
+        n = self.count(f"{what} count", _MIN_ITEM[it])
+        if it in _SCALAR:
+            self.take(n * _MIN_ITEM[it], what)
+        elif it == ValueType.STRING:          # a tokenizer's vocabulary: the hot loop
+            pos, end, fmt = self.pos, self.end, self.order + "Q"
+            for i in range(n):
+                if end - pos < 8:
+                    raise _Stop(f"{what}: item {i} length runs past the end of the file")
+                (ln,) = struct.unpack_from(fmt, self.buf, pos)
+                pos += 8
+                if ln > end - pos:
+                    raise _Stop(f"{what}: item {i} length = {ln}: the file has {end - pos} "
+                                "bytes left")
+                pos += ln
+            self.pos = pos
+        else:
+            for _ in range(n):
+                self.skip_value(it, what, depth + 1)
+        return it, n
+
+
+@dataclass(frozen=True)
+class GGUFField:
+    """One KV entry.  ``value()`` decodes it (str, int, float, bool, or a list
+    for an array); ``count`` is the array length (1 for a scalar)."""
+
+    key: str
+    type: int
+    item_type: int
+    count: int
+    offset: int
+    order: str = field(repr=False)
+    buf: Any = field(repr=False, compare=False)
+
+    def value(self):
+        """The decoded value; raises ValueError for a string that is not UTF-8."""
+        return _decode(_Cursor(self.buf, self.offset, self.order), self.type)
+
+
+def _decode(c: _Cursor, vt: int):
+    if vt in _SCALAR:
+        return c.scalar(_SCALAR[vt], "value")
+    if vt == ValueType.STRING:
+        try:
+            return c.string("string")
+        except _Stop as e:
+            raise ValueError(str(e)) from None
+    it = c.scalar("I", "item type")
+    n = c.scalar("Q", "count")
+    return [_decode(c, it) for _ in range(n)]
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """One tensor info.  ``dims`` is ggml's ne[] (innermost first); ``shape``
+    the numpy order; ``offset`` is relative to the data section."""
+
+    name: str
+    dims: tuple[int, ...]
+    type_id: int
+    offset: int
+    ggml_type: str | None            # None: a type number gguf-py does not know
+    block_size: int = 1
+    type_size: int = 0
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(reversed(self.dims))
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.dims)
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * self.type_size // self.block_size
+
+
+@dataclass
+class GGUFFile:
+    path: str
+    size: int
+    version: int = 0
+    order: str = "<"
+    alignment: int = DEFAULT_ALIGNMENT
+    data_start: int = 0
+    fields: dict[str, GGUFField] = field(default_factory=dict)
+    tensors: list[TensorInfo] = field(default_factory=list)   # the readable ones
+    problems: list[Problem] = field(default_factory=list)
+    buf: Any = field(default=None, repr=False)
+
+    @property
+    def parsed(self) -> bool:
+        return not any(p.kind is K.UNREADABLE for p in self.problems)
+
+    def value(self, key: str, default=None):
+        """The decoded value of KV entry ``key`` (``default`` when absent or
+        not decodable)."""
+        f = self.fields.get(key)
+        if f is None:
+            return default
+        try:
+            return f.value()
+        except ValueError:
+            return default
+
+    def data(self, t: TensorInfo, dtype=np.uint8) -> np.ndarray:
+        """A read-only, zero-copy 1-D view of ``t``'s bytes as ``dtype`` (in
+        the file's byte order)."""
+        dt = np.dtype(dtype).newbyteorder(self.order) if np.dtype(dtype).itemsize > 1 \
+            else np.dtype(dtype)
+        return np.frombuffer(self.buf, dt, count=t.nbytes // dt.itemsize,
+                             offset=self.data_start + t.offset)
+
+
+def problem(path: str, kind: K, message: str, tensor: str | None = None, *,
+            prefix: str = "", error=None, **facts) -> Problem:
+    """A problem of the GGUF file at ``path``: grit.load raises ``error``,
+    by default a GritUsageError naming the file."""
+    return Problem(kind, message, tensor,
+                   error=error or GritUsageError(f"{path}: {prefix}{message}"), **facts)
+
+
+def read_gguf(path) -> GGUFFile:
+    """Walk the GGUF file at ``path`` (see the module docstring).  Never
+    raises for the file's content; an OSError opening it propagates."""
+    path = os.fspath(path)
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        out = GGUFFile(path, size)
+        if size < 24:
+            out.problems.append(problem(path, K.UNREADABLE, f"the file is {size} bytes; a "
+                                         "GGUF header needs at least 24",
+                                         prefix="not a readable GGUF file: "))
+            return out
+        out.buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        infos = _walk(out)
+    except _Stop as e:
+        out.problems.append(problem(path, K.UNREADABLE, str(e)[:300],
+                                     prefix="not a readable GGUF file: "))
+        return out
+    _tensor_infos(out, infos)
+    return out
+
+
+def _walk(out: GGUFFile) -> list[tuple[str, tuple[int, ...], int, int]]:
+    buf = out.buf
+    if bytes(buf[:4]) != GGUF_MAGIC:
+        raise _Stop(f"bad magic {bytes(buf[:4])!r}")
+    (v,) = struct.unpack_from("<I", buf, 4)
+    if v & 0xFFFF == 0:                       # written on a big-endian host
+        out.order = ">"
+        (v,) = struct.unpack_from(">I", buf, 4)
+    out.version = v
+    if v not in VERSIONS:
+        raise _Stop(f"version {v}; this reader reads GGUF versions "
+                    f"{' and '.join(map(str, VERSIONS))}")
+    c = _Cursor(buf, 8, out.order)
+    n_tensors = c.scalar("Q", "n_tensors")
+    n_kv = c.count("n_kv", MIN_KV)
+    for i in range(n_kv):
+        key = c.string(f"KV entry {i} key")
+        vt = c.scalar("I", f"KV entry {key!r} type")
+        start = c.pos
+        it, n = c.skip_value(vt, f"KV entry {key!r}")
+        if key in out.fields:
+            raise _Stop(f"KV entry {key!r} appears twice")
+        out.fields[key] = GGUFField(key, vt, it, n, start, out.order, buf)
+    if n_tensors * MIN_INFO > c.left:
+        raise _Stop(f"n_tensors = {n_tensors}: the {c.left} bytes left hold at most "
+                    f"{c.left // MIN_INFO}")
+    infos = []
+    for i in range(n_tensors):
+        name = c.string(f"tensor info {i} name")
+        n_dims = c.scalar("I", f"tensor {name!r} n_dims")
+        p = c.take(8 * n_dims, f"tensor {name!r} dims")
+        dims = struct.unpack_from(f"{out.order}{n_dims}Q", buf, p)
+        ggml = c.scalar("I", f"tensor {name!r} type")
+        off = c.scalar("Q", f"tensor {name!r} offset")
+        infos.append((name, dims, ggml, off))
+    al = out.fields.get("general.alignment")
+    if al is not None:
+        if al.type != ValueType.UINT32:
+            raise _Stop("general.alignment is not a UINT32")
+        out.alignment = al.value()
+        if out.alignment == 0 or out.alignment & (out.alignment - 1):
+            raise _Stop(f"general.alignment = {out.alignment} is not a power of two")
+    out.data_start = c.pos + (-c.pos % out.alignment)
+    return infos
+
+
+def _tensor_infos(out: GGUFFile, infos) -> None:
+    types = ggml_types()
+    avail = max(0, out.size - out.data_start)
+    seen: set[str] = set()
+    past: list[tuple[TensorInfo, int]] = []
+    for name, dims, ggml, off in infos:
+        known = types.get(ggml)
+        tname = known[0] if known else None
+        why = None
+        if name in seen:
+            why = f"tensor {name!r} appears twice"
+        elif len(dims) > MAX_RANK:
+            why = f"tensor {name!r}: {len(dims)} dimensions; this reader reads at most {MAX_RANK}"
+        elif known is None:
+            why = f"tensor {name!r}: unknown ggml type {ggml}"
+        elif dims and dims[0] % known[1]:
+            why = (f"tensor {name!r} ({tname}): a row of {dims[0]} elements is not a whole "
+                   f"number of {known[1]}-element blocks")
+        seen.add(name)
+        if why is not None:
+            out.problems.append(problem(out.path, K.BAD_TENSOR, why[:300], name))
+            continue
+        t = TensorInfo(name, tuple(dims), ggml, off, tname, known[1], known[2])
+        if off + t.nbytes > avail:
+            past.append((t, off + t.nbytes))
+            continue
+        out.tensors.append(t)
+    if past:
+        end = max(e for _, e in past)
+        line = (f"The file holds {avail} data bytes; its tensor infos place tensors up to "
+                f"byte {end}: the file is truncated or the offsets lie "
+                f"({end - avail} bytes missing).",)
+        for t, e in past:
+            out.problems.append(problem(
+                out.path, K.PAST_END,
+                f"tensor {t.name!r} ({t.ggml_type}): {t.nbytes} bytes at data offset "
+                f"{t.offset} run past the {avail}-byte data section"[:300], t.name, lines=line,
+                field="offset", expected=e, actual=avail))

@@ -1,0 +1,91 @@
+"""What a container reader found wrong with a file, as values.
+
+A reader (``grit.io.safetensors.read``, ``grit.io.gguf.read``) does
+not stop at the first defect: it returns what it could parse together with
+a list of :class:`Problem` values.  ``grit.load`` raises the first one (its
+``error``, the GritError it stands for); ``grit scan`` reports every one.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from dataclasses import field as _field
+from typing import Any
+
+from ..errors import GritError
+
+__all__ = ["ProblemKind", "Problem", "raise_first"]
+
+
+class ProblemKind(str, enum.Enum):
+    """The closed set of container defects the readers report."""
+
+    #: the container cannot be parsed at all (header, magic, counts); nothing else is read
+    UNREADABLE = "unreadable"
+    #: a header entry is not an object of the expected keys
+    BAD_ENTRY = "bad-entry"
+    #: a header entry names a dtype the format does not have
+    BAD_DTYPE = "bad-dtype"
+    #: a header entry's shape is not a list of non-negative integers (or too deep)
+    BAD_SHAPE = "bad-shape"
+    #: a header entry's data_offsets are not two ordered non-negative integers
+    BAD_OFFSETS = "bad-offsets"
+    #: an entry's byte span differs from its element count times its item size
+    SIZE = "size"
+    #: two entries share bytes
+    OVERLAP = "overlap"
+    #: an entry's bytes run past the end of the file
+    PAST_END = "past-end"
+    #: ``__metadata__`` values are not all strings
+    BAD_METADATA = "bad-metadata"
+    #: a GGUF tensor info cannot be read as its ggml type (unknown type, odd row,
+    #: duplicate name) or its bytes cannot be converted
+    BAD_TENSOR = "bad-tensor"
+    #: the GRIT annotation (``__grit__`` document, ``grit.*`` KV entries) is not JSON
+    ANNOTATION_NOT_JSON = "annotation-not-json"
+    #: the GRIT annotation is malformed or contradicts the file
+    BAD_ANNOTATION = "bad-annotation"
+    #: a grade string the annotation carries does not parse
+    BAD_GRADE = "bad-grade"
+    #: a GRIT tensor's recorded descriptor or shape cannot be read
+    BAD_DESCRIPTOR = "bad-descriptor"
+    #: a descriptor-map entry names a tensor the file lacks
+    MISSING_TENSOR = "missing-tensor"
+    #: a tensor's planes, as converted from the file, fail the level-1 check
+    #: (``error.detail`` holds the §7.5 detail)
+    CHECK_FAILED = "check-failed"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One defect.  ``message`` names the tensor where there is one; ``lines``
+    are derivation lines; ``field``/``expected``/``actual`` the structured
+    facts; ``extra`` further (key, value) facts; ``error`` the GritError that
+    ``grit.load`` raises for it."""
+
+    kind: ProblemKind
+    message: str
+    tensor: str | None = None
+    field: str | None = None
+    expected: Any = None
+    actual: Any = None
+    lines: tuple[str, ...] = ()
+    extra: tuple[tuple[str, Any], ...] = ()
+    error: GritError | None = _field(default=None, compare=False, repr=False)
+
+    def facts(self) -> dict:
+        """The structured facts as a dict (absent ones left out)."""
+        out: dict[str, Any] = {}
+        for k in ("field", "expected", "actual"):
+            v = getattr(self, k)
+            if v is not None:
+                out[k] = v
+        out.update(self.extra)
+        return out
+
+
+def raise_first(problems, kinds=None) -> None:
+    """Raise the error of the first problem (of ``kinds``, when given)."""
+    for p in problems:
+        if kinds is None or p.kind in kinds:
+            raise p.error if p.error is not None else GritError(p.message)

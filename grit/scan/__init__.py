@@ -1,0 +1,85 @@
+"""§13 ``grit scan``: check the declared numeric contract of every tensor in
+safetensors and GGUF checkpoints against the bytes on disk.
+
+:func:`scan` runs three stages:
+
+* :mod:`~grit.scan.collect` walks its inputs (files, directory trees,
+  manifests) and opens each model file once through its container reader
+  (``grit.io.safetensors.read``, ``grit.io.gguf.read``), which returns the
+  parsed records and every problem it found instead of stopping at the first;
+* :mod:`~grit.scan.analyses` turns those into :class:`Finding` values: per
+  file the structural, inferred / inexpressible and (``--deep``) deep
+  findings, then across files cross-file gid disagreement, grade drift and
+  escape-hatch exposure;
+* :mod:`~grit.scan.report` is the :class:`ScanReport`: JSON, the human
+  table and the graded / simple exit codes.
+
+Every finding has a code from one registry (:mod:`~grit.scan.findings`,
+``grit explain CODE``); docs/scan.md is the reference.
+
+Input files are opened read-only and never written.  Plane bytes are never
+read for the structural checks (headers are parsed, planes measured on
+disk); ``--deep`` reads the planes through read-only maps and hashes them,
+one file at a time; nothing is copied into memory as a whole.
+"""
+from __future__ import annotations
+
+import struct
+from typing import Callable, Iterable
+
+from ..errors import GritError
+from . import analyses as _an
+from .analyses import role_of
+from .collect import MODEL_SUFFIXES, ScannedFile, expand, open_input, why
+from .findings import (CATEGORIES, REGISTRY, SEVERITY, Category, Finding, ScanKind,
+                       Severity)
+from .report import SCHEMA_VERSION, ScanReport, exit_code
+
+__all__ = ["scan", "ScanReport", "Finding", "CATEGORIES", "SEVERITY", "role_of",
+           "MODEL_SUFFIXES", "exit_code", "SCHEMA_VERSION", "Category", "Severity",
+           "ScanKind", "REGISTRY"]
+
+#: what a hostile file can make a reader or an analysis raise, reported as the
+#: file's unreadable finding rather than a traceback
+_BAD_INPUT = (GritError, OSError, ValueError, KeyError, IndexError, TypeError, struct.error,
+              ArithmeticError, MemoryError, RecursionError, AttributeError)
+
+
+def scan(paths: Iterable[str], *, deep: bool = False,
+         progress: Callable[[int, int, str], None] | None = None) -> ScanReport:
+    """Scan ``paths`` (files, directories, manifests); never raises for bad
+    input — every problem is a finding."""
+    ctx = _an.Context(deep)
+    files: list[ScannedFile] = []
+    model_files = expand(list(paths), ctx.findings, files)
+    for i, p in enumerate(model_files):
+        if progress is not None:
+            progress(i, len(model_files), p)
+        inp = open_input(p)
+        files.append(inp.file)
+        ctx.findings.extend(inp.findings)
+        if not inp.file.parsed:
+            continue
+        try:
+            tensors = _an.file_analyses(ctx, inp)
+            if deep:      # file by file, so that one file's planes are mapped at a time
+                _an.deep(ctx, tensors)
+        except _BAD_INPUT as e:
+            inp.file.error = why(e)
+            ctx.add("S805", p, None, f"could not read as {inp.file.format}: {inp.file.error}")
+        del inp
+    if progress is not None:
+        progress(len(model_files), len(model_files), "")
+    _an.cross_file(ctx)
+    _an.drift(ctx)
+    _an.escape_hatch(ctx)
+    findings = ctx.findings
+    if not any(f.parsed for f in files):
+        for f in findings:
+            if f.category is Category.UNREADABLE:
+                f.severity = Severity.UNPARSED
+    order = list(CATEGORIES)
+    findings.sort(key=lambda f: (order.index(f.category), f.severity, f.file or "",
+                                 f.tensor or ""))
+    files.sort(key=lambda f: f.path)
+    return ScanReport(files, findings, deep)

@@ -1,0 +1,540 @@
+"""The analyses of ``grit scan``, over the files :mod:`grit.scan.collect` read.
+
+Per file (one file's planes mapped at a time): the container's problems and
+the §7.3 level-1 check of every GRIT tensor against its on-disk plane
+lengths (``structural``), recognised and ggml-typed tensors (``inferred``,
+``inexpressible``), and with ``--deep`` the level-2/3 checks (``deep``).
+Across files: ``cross-file`` gid disagreement, grade ``drift`` per
+checkpoint and role, and ``escape-hatch`` exposure.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from .. import descriptor as D
+from ..array import GritArray
+from ..boundary import check, diagnose
+from ..errors import Detail, GritError, Status
+from ..explain import diff, render, to_dict
+from ..fingerprint import base32_decode, base32_encode, gid as _gid
+from ..grade import lookup_grade
+from ..io.gguf import KV_DIGEST, GGUFContents, Inexpressible
+from ..io.problems import Problem, ProblemKind as PK
+from ..io.recognise import Recognised, recognise
+from ..io.safetensors import CheckFailed, SafetensorsFile, grit_array
+from .collect import Input, why
+from .findings import CHECK_CODES, Finding
+
+__all__ = ["Tensor", "Context", "file_analyses", "deep", "cross_file", "drift",
+           "escape_hatch", "role_of", "RECIPES"]
+
+#: shown per finding in the human table; JSON carries every tensor
+SHOW_NAMES = 3
+#: the largest small tensor (g_idx, a global scale) the recogniser may read
+SMALL_MAX = 1 << 20
+
+
+@dataclass
+class Tensor:
+    """One GRIT tensor as scan sees it (descriptor, shape, where, how)."""
+
+    file: str
+    checkpoint: str
+    name: str
+    desc: D.Descriptor
+    shape: tuple[int, ...]
+    inferred: bool = False
+    ok: bool = False                       # level 1 passed on the on-disk lengths
+    planes: Any = None                     # four buffers, for --deep
+    expected_digest: bytes | None = None
+    gid: str | None = None
+    ggml_type: str | None = None           # GGUF: the tensor's ggml block type
+    file_type: int | None = None           # GGUF: the file's general.file_type
+
+
+class Context:
+    """Per-scan accumulators shared by the analyses."""
+
+    def __init__(self, deep: bool):
+        self.deep = deep
+        self.tensors: list[Tensor] = []
+        self.findings: list[Finding] = []
+
+    def add(self, *a, **kw) -> None:
+        self.findings.append(Finding(*a, **kw))
+
+    def detail(self, code: str, path: str, name: str | None, det: Detail,
+               extra: Sequence[str] = ()) -> None:
+        """A finding from a failed check's §7.5 detail."""
+        self.add(code, path, name, det.message, tuple(det.lines) + tuple(extra),
+                 {k: v for k, v in det.to_dict().items() if k not in ("message", "lines")},
+                 kind=det.status if code == "S501" else None)
+
+    def checked(self, path: str, name: str, det: Detail, extra: Sequence[str] = ()) -> None:
+        """A level-1 failure (S101–S103 by its status)."""
+        self.detail(CHECK_CODES[det.status], path, name, det, extra)
+
+    def finish(self, t: Tensor) -> None:
+        g = lookup_grade(t.desc.grade_id)
+        if g is not None:
+            try:
+                t.gid = base32_encode(_gid(g.canonical, t.desc.to_bytes(), t.shape))
+            except GritError:
+                t.gid = None
+        self.tensors.append(t)
+
+
+def _names(names: Sequence[str]) -> str:
+    if len(names) == 1:
+        return names[0]
+    shown = ", ".join(names[:SHOW_NAMES])
+    return f"{len(names)} tensors: {shown}" + (", …" if len(names) > SHOW_NAMES else "")
+
+
+def _parse_digest(text) -> bytes | None:
+    if not isinstance(text, str):
+        return None
+    t = text.strip()
+    if re.fullmatch(r"[0-9a-fA-F]{32}", t):
+        return bytes.fromhex(t)
+    try:
+        b = base32_decode(t)
+    except (GritError, ValueError):
+        return None
+    return b if len(b) == 16 else None
+
+
+def _digests(keys: Iterable[Any], value: Callable[[str], Any]) -> dict[str, Any]:
+    """The ``grit.digest.<tensor>`` entries of a metadata map / KV section
+    (only those values are read)."""
+    return {k[len(KV_DIGEST):]: value(k) for k in keys
+            if isinstance(k, str) and k.startswith(KV_DIGEST)}
+
+
+def _digest(ctx: Context, t: Tensor, recorded: Mapping[str, Any]) -> None:
+    if t.name in recorded:
+        t.expected_digest = _parse_digest(recorded[t.name])
+        if t.expected_digest is None:
+            ctx.add("S114", t.file, t.name,
+                    f"metadata grit.digest.{t.name} is not a 16-byte digest "
+                    "(26 base32 or 32 hex digits)")
+
+
+#: container problems -> finding codes (UNREADABLE is the file's own finding)
+_PROBLEM_CODES = {
+    PK.BAD_ENTRY: "S121", PK.BAD_DTYPE: "S122", PK.BAD_SHAPE: "S123",
+    PK.BAD_OFFSETS: "S124", PK.SIZE: "S125", PK.OVERLAP: "S126", PK.PAST_END: "S127",
+    PK.BAD_METADATA: "S128", PK.ANNOTATION_NOT_JSON: "S115", PK.BAD_ANNOTATION: "S116",
+    PK.BAD_GRADE: "S112", PK.BAD_DESCRIPTOR: "S111", PK.MISSING_TENSOR: "S113",
+}
+#: GGUF: a tensor's size is fixed by its ggml type, so one that cannot be read as
+#: that type, or whose bytes are cut off, is an input that could not be read
+_GGUF_CODES = {**_PROBLEM_CODES, PK.BAD_TENSOR: "S806", PK.PAST_END: "S807"}
+
+
+def _problem(ctx: Context, path: str, p: Problem, codes: Mapping[PK, str]) -> None:
+    if p.kind is PK.CHECK_FAILED:
+        ctx.checked(path, p.tensor, p.error.detail)
+        return
+    ctx.add(codes[p.kind], path, p.tensor, p.message, p.lines, p.facts())
+
+
+# ---------------------------------------------------------------------------
+# per file
+
+
+def file_analyses(ctx: Context, inp: Input) -> list[Tensor]:
+    """The structural, inferred and inexpressible findings of one parsed
+    file, and its GRIT tensors (appended to ``ctx.tensors`` and returned)."""
+    first = len(ctx.tensors)
+    if inp.safetensors is not None:
+        _safetensors(ctx, inp)
+    elif inp.gguf is not None:
+        _gguf(ctx, inp)
+    return ctx.tensors[first:]
+
+
+def _safetensors(ctx: Context, inp: Input) -> None:
+    f: SafetensorsFile = inp.safetensors  # type: ignore[assignment]
+    rec, path, doc = inp.file, inp.file.path, inp.safetensors.doc
+    claimed = set(doc.claimed)
+    recognised: list[Recognised] = []
+    if not doc.present:                # no GRIT metadata: recognise the wild
+        recognised = _recognise(f, inp.config)
+        for r in recognised:
+            if r.kind == "inferred":
+                claimed.update(p[1] for p in r.planes if p is not None and p[0] != "const")
+    for p in f.problems:
+        # GRIT planes are measured by the size equations, not as plain tensors
+        if p.kind in (PK.BAD_OFFSETS, PK.PAST_END) and p.tensor in claimed:
+            continue
+        _problem(ctx, path, p, _PROBLEM_CODES)
+    n_inf = sum(r.kind == "inferred" for r in recognised)
+    rec.tensors = len([n for n in f.entries if n not in claimed]) + len(doc.declared) + n_inf
+    rec.grit_tensors = len(doc.declared) + n_inf
+    trunc = f.truncation()
+    recorded = _digests(f.metadata, f.metadata.get)
+    for name, g in doc.tensors.items():
+        t = Tensor(path, rec.checkpoint, name, g.desc, g.shape)
+        if g.payload is not None:
+            try:
+                a = grit_array(f, g)
+            except GritError as e:
+                det = e.detail
+                planes = None
+            else:
+                det, planes = Detail(status=Status.OK, message="Ok"), list(a.planes)
+        else:
+            det = diagnose(g.desc, g.shape, [f.on_disk(tn) for tn in g.planes], level=1)
+            planes = [f.view(tn) for tn in g.planes] if ctx.deep else None
+        if det is None:
+            ctx.add("S104", path, name, "the level-1 check could not run")
+        elif det.status != Status.OK:
+            ctx.checked(path, name, det, trunc if det.status == Status.SIZE_MISMATCH else ())
+        else:
+            t.ok = True
+            t.planes = planes if ctx.deep else None
+        _digest(ctx, t, recorded)
+        ctx.finish(t)
+    _recognised(ctx, inp, recognised, trunc)
+
+
+def _recognise(f: SafetensorsFile, config) -> list[Recognised]:
+    """Run grit.io.recognise over a safetensors header without GRIT metadata."""
+    header = {n: (e.dtype, e.shape, f.on_disk(n)) for n, e in f.entries.items()
+              if e.dtype is not None and e.shape is not None and e.span is not None
+              and all(x < 2**63 for x in e.shape)}
+    try:
+        return recognise(header, f.metadata, config, lambda tn: f.tensor_values(tn, SMALL_MAX))
+    except (GritError, ValueError, KeyError, IndexError, TypeError, OverflowError) as e:
+        return [Recognised(os.path.basename(f.path), "unrecognised", "inexpressible",
+                           section="§13", reason=f"the recogniser failed: {why(e)}")]
+
+
+def _recognised(ctx: Context, inp: Input, recognised: list[Recognised], trunc) -> None:
+    f, path, ckpt = inp.safetensors, inp.file.path, inp.file.checkpoint
+    inferred: dict[tuple[str, str], list[Recognised]] = {}
+    inexpr: dict[tuple, list[Recognised]] = {}
+    for r in recognised:
+        if r.kind == "inferred":
+            sizes = r.plane_lengths(f.on_disk)
+            det = diagnose(r.descriptor, r.shape, sizes, level=1)
+            t = Tensor(path, ckpt, r.name, r.descriptor, tuple(r.shape), inferred=True)
+            if det.status != Status.OK:
+                ctx.checked(path, r.name, det,
+                            (f"descriptor inferred from {r.convention}: grade {r.grade}",)
+                            + (trunc if det.status == Status.SIZE_MISMATCH else ()))
+            else:
+                t.ok = True
+                if ctx.deep:
+                    t.planes = _inferred_planes(ctx, inp, r)
+            ctx.finish(t)
+            inferred.setdefault((r.convention, r.grade), []).append(r)
+        else:
+            inexpr.setdefault((r.convention, r.section, r.reason, r.lines), []).append(r)
+    for (conv, grade), rs in sorted(inferred.items()):
+        names = [r.name for r in rs]
+        notes: list[str] = []
+        for r in rs:
+            for n in r.notes:
+                if n not in notes:
+                    notes.append(n)
+        lines = (f"grade {grade}",) + rs[0].lines + tuple(notes[:4]) + (
+            (f"… {len(notes) - 4} more notes in detail.notes",) if len(notes) > 4 else ())
+        ctx.add("S601", path, _names(names),
+                f"{len(names)} {conv} tensor(s): descriptor inferred from the tensor layout "
+                "(no GRIT metadata in the file)", lines,
+                {"convention": conv, "grade": grade, "tensors": names,
+                 "planes": {r.name: [None if p is None else list(p) for p in r.planes]
+                            for r in rs},
+                 "notes": {r.name: list(r.notes) for r in rs if r.notes}})
+    for (conv, section, reason, lines), rs in sorted(inexpr.items(),
+                                                     key=lambda kv: (kv[0][0], kv[0][1] or "",
+                                                                     kv[0][2] or "")):
+        names = [r.name for r in rs]
+        ctx.add("S701", path, _names(names),
+                f"{len(names)} {conv} tensor(s) are not GRIT v1 arrays and were not checked",
+                (f"Reason ({section}): {reason}",) + tuple(lines),
+                {"convention": conv, "section": section, "reason": reason,
+                 "arithmetic": list(lines), "tensors": names,
+                 "files": sorted({t for r in rs for t in r.tensors})})
+
+
+def _inferred_planes(ctx: Context, inp: Input, r: Recognised) -> list | None:
+    """--deep: the planes of an inferred tensor, through ``r.array`` on views
+    of the file's read-only map (converted and synthesised planes are built,
+    file-backed ones are not copied); None, with a finding, where it fails."""
+    path = inp.file.path
+    try:
+        return list(r.array(path, inp.safetensors.view).planes)
+    except GritError as e:
+        det = e.detail
+        if det is None:
+            ctx.add("S503", path, r.name, str(e).splitlines()[0])
+        else:
+            ctx.detail("S501", path, r.name, det)
+    except (ValueError, TypeError, IndexError, KeyError, MemoryError, OverflowError) as e:
+        ctx.add("S503", path, r.name,
+                f"level-3 probes could not run: {type(e).__name__}: {e}"[:300])
+    return None
+
+
+def _gguf(ctx: Context, inp: Input) -> None:
+    got: GGUFContents = inp.gguf  # type: ignore[assignment]
+    rec, path = inp.file, inp.file.path
+    for p in got.problems:
+        _problem(ctx, path, p, _GGUF_CODES)
+    ft = got.file.value("general.file_type")
+    file_type = ft if isinstance(ft, int) and not isinstance(ft, bool) else None
+    recorded = _digests(got.file.fields, got.file.value)
+    failed = {p.tensor for p in got.problems
+              if p.kind in (PK.BAD_TENSOR, PK.PAST_END, PK.CHECK_FAILED) and p.tensor}
+    rec.tensors = len(got.tensors) + len(failed - set(got.tensors))
+    inferred: dict[str, list[str]] = {}
+    inexpr: dict[tuple[str, str], list[str]] = {}
+    for name, v in got.tensors.items():
+        gt = got.tensors.ggml_types.get(name)
+        if isinstance(v, GritArray):
+            rec.grit_tensors += 1
+            t = Tensor(path, rec.checkpoint, name, v.descriptor, tuple(v.shape),
+                       inferred=name not in got.annotated, ok=True,
+                       planes=v.planes if ctx.deep else None, ggml_type=gt,
+                       file_type=file_type)
+            if t.inferred:
+                inferred.setdefault(gt, []).append(name)
+            _digest(ctx, t, recorded)
+            ctx.finish(t)
+        elif isinstance(v, CheckFailed):
+            det = v.error.detail
+            if det is not None:
+                ctx.checked(path, name, det)
+            else:
+                ctx.add("S104", path, name, str(v.error).splitlines()[0])
+        elif isinstance(v, Inexpressible):
+            inexpr.setdefault((v.ggml_type, v.reason), []).append(name)
+    for gt, names in sorted(inferred.items()):
+        g = lookup_grade(got.tensors[names[0]].descriptor.grade_id)
+        ctx.add("S602", path, _names(names),
+                f"{len(names)} {gt} tensor(s): descriptor inferred from the ggml block type "
+                "(no GRIT annotation in the file)",
+                (f"grade {g.canonical if g else '?'}",),
+                {"ggml_type": gt, "tensors": names,
+                 "grade": g.canonical if g else None})
+    for (gt, reason), names in sorted(inexpr.items()):
+        ctx.add("S702", path, _names(names),
+                f"{len(names)} {gt} tensor(s) are not GRIT v1 arrays and were not checked",
+                (f"Reason: {reason}",), {"ggml_type": gt, "reason": reason, "tensors": names})
+
+
+def deep(ctx: Context, tensors: Sequence[Tensor]) -> None:
+    """--deep: level 2 (digest, metadata order) and level-3 probes on every
+    tensor that passed level 1; each tensor's planes are released after."""
+    for t in tensors:
+        planes, t.planes = t.planes, None      # release the file's map once checked
+        if not t.ok or planes is None:
+            continue
+        try:
+            rep = check(t.desc, t.shape, list(planes), level=3,
+                        expected_digest=t.expected_digest)
+        except GritError as e:
+            det = e.detail
+            if det is None:
+                ctx.add("S503", t.file, t.name, str(e).splitlines()[0])
+            else:
+                ctx.detail("S501", t.file, t.name, det)
+            continue
+        except (ValueError, TypeError, IndexError, MemoryError, OverflowError) as e:
+            ctx.add("S503", t.file, t.name,
+                    f"level-3 probes could not run: {type(e).__name__}: {e}"[:300])
+            continue
+        for w in rep.warnings:
+            ctx.add("S502", t.file, t.name, w)
+
+
+# ---------------------------------------------------------------------------
+# across files
+
+
+def cross_file(ctx: Context) -> None:
+    """The same tensor name with different gids in two files."""
+    by_name: dict[str, list[Tensor]] = {}
+    for t in ctx.tensors:
+        if t.gid is not None:
+            by_name.setdefault(t.name, []).append(t)
+    for name in sorted(by_name):
+        ts = by_name[name]
+        if len({t.file for t in ts}) < 2 or len({t.gid for t in ts}) < 2:
+            continue
+        ref = ts[0]
+        done: set[str] = {ref.gid}
+        for t in ts[1:]:
+            if t.gid in done:
+                continue
+            done.add(t.gid)
+            ga, gb = lookup_grade(ref.desc.grade_id), lookup_grade(t.desc.grade_id)
+            message = f"tensor {name!r} has gid {t.gid} here and {ref.gid} in {ref.file}"
+            sides = {"a": {"file": ref.file, "gid": ref.gid}, "b": {"file": t.file, "gid": t.gid}}
+            try:
+                ex = diff((ref.desc, ga, ref.shape, f"{ref.file}:{name}"),
+                          (t.desc, gb, t.shape, f"{t.file}:{name}"))
+            except GritError as e:
+                ctx.add("S201", t.file, name, message,
+                        (f"(no field diff: {str(e).splitlines()[0]})",), sides)
+                continue
+            lines = [f"A {ref.file}  gid {ref.gid}", f"B {t.file}  gid {t.gid}"]
+            # the gids are on the A/B lines; the canonical strings repeat the grade keys
+            lines += [fd.line() for fd in ex.differences if fd.field not in ("gid", "canonical")]
+            lines.append(f"verdict: {ex.verdict}")
+            ctx.add("S201", t.file, name, message, tuple(lines),
+                    {**sides, "explain": to_dict(ex), "explain_text": render(ex, color=False)})
+
+
+def _grade_label(gid_: int) -> str:
+    g = lookup_grade(gid_)
+    if g is None:
+        return f"0x{gid_:016X}"
+    return g.name or g.canonical
+
+
+_INDEX = re.compile(r"^\d+$")
+_SUFFIX = ("weight", "qweight", "bias")
+
+
+def role_of(name: str) -> str:
+    """The logical role of a tensor name: its layer indices removed.
+
+    ``blk.3.attn_q.weight`` → ``attn_q``; ``model.layers.3.self_attn.q_proj.weight``
+    → ``self_attn.q_proj``; ``blk.3.ffn_down_exps.7.weight`` → ``ffn_down_exps``.
+    A name without a numeric component is its own role (``lm_head.weight`` →
+    ``lm_head``)."""
+    parts = name.split(".")
+    idx = [i for i, p in enumerate(parts) if _INDEX.match(p)]
+    rest = [p for p in (parts[idx[0] + 1:] if idx else parts) if not _INDEX.match(p)]
+    if len(rest) > 1 and rest[-1] in _SUFFIX:
+        rest = rest[:-1]
+    return ".".join(rest) or name
+
+
+#: llama.cpp's mixed quantisation recipes (llama_ftype, the GGUF general.file_type;
+#: gguf.LlamaFileType): name, the ggml types the recipe assigns, and what it mixes.
+#: Every K-quant falls back to a legacy type of the same width when a row is not a
+#: multiple of 256 (Q2_K/Q3_K → IQ4_NL, Q4_K → Q5_0, Q5_K → Q5_1, Q6_K → Q8_0), so
+#: the fallbacks belong to the recipe too.
+_FALLBACK = {"Q2_K": "IQ4_NL", "Q3_K": "IQ4_NL", "Q4_K": "Q5_0", "Q5_K": "Q5_1",
+             "Q6_K": "Q8_0"}
+
+
+def _recipe(name: str, ktypes: Sequence[str], mix: str) -> tuple[str, frozenset, str]:
+    return name, frozenset(ktypes) | {_FALLBACK[k] for k in ktypes}, mix
+
+
+RECIPES: dict[int, tuple[str, frozenset, str]] = {
+    10: _recipe("Q2_K", ("Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"),
+                "Q2_K with Q3_K/Q4_K/Q5_K for attn_v/ffn_down/attn_output and Q6_K for output"),
+    11: _recipe("Q3_K_S", ("Q3_K", "Q4_K", "Q5_K", "Q6_K"),
+                "Q3_K with Q4_K/Q5_K for some layers and Q6_K for output"),
+    12: _recipe("Q3_K_M", ("Q3_K", "Q4_K", "Q5_K", "Q6_K"),
+                "Q3_K with Q4_K/Q5_K for attn_v/ffn_down/attn_output and Q6_K for output"),
+    13: _recipe("Q3_K_L", ("Q3_K", "Q4_K", "Q5_K", "Q6_K"),
+                "Q3_K with Q5_K for attn_v/ffn_down/attn_output and Q6_K for output"),
+    14: _recipe("Q4_K_S", ("Q4_K", "Q5_K", "Q6_K"),
+                "Q4_K with Q5_K for the first attn_v/ffn_down layers and Q6_K for output"),
+    15: _recipe("Q4_K_M", ("Q4_K", "Q5_K", "Q6_K"),
+                "Q4_K with Q6_K for half of the attn_v/ffn_down layers (Q5_0/Q8_0 where a row "
+                "is not a multiple of 256)"),
+    16: _recipe("Q5_K_S", ("Q5_K", "Q6_K"), "Q5_K with Q6_K for output"),
+    17: _recipe("Q5_K_M", ("Q5_K", "Q6_K"),
+                "Q5_K with Q6_K for half of the attn_v/ffn_down layers"),
+    18: _recipe("Q6_K", ("Q6_K",), "Q6_K (Q8_0 where a row is not a multiple of 256)"),
+}
+
+
+def _by_design(ts: Sequence[Tensor]) -> tuple[str, frozenset, str] | None:
+    """The llama.cpp recipe that explains a role's grade mix: every tensor comes
+    from a GGUF declaring the same known mixed file_type, and every ggml type
+    is one that recipe assigns.  None otherwise."""
+    fts = {t.file_type for t in ts}
+    if len(fts) != 1:
+        return None
+    r = RECIPES.get(next(iter(fts)))      # type: ignore[arg-type]
+    if r is None or not all(t.ggml_type in r[1] for t in ts):
+        return None
+    return r
+
+
+def drift(ctx: Context) -> None:
+    """Per checkpoint: a role carrying several grades (S301, or S302 when a
+    declared recipe explains it), and roles using different grades (S303)."""
+    by_ckpt: dict[str, list[Tensor]] = {}
+    for t in ctx.tensors:
+        by_ckpt.setdefault(t.checkpoint, []).append(t)
+    for ckpt in sorted(by_ckpt):
+        roles: dict[str, dict[int, list[Tensor]]] = {}
+        for t in by_ckpt[ckpt]:
+            roles.setdefault(role_of(t.name), {}).setdefault(t.desc.grade_id, []).append(t)
+        single: dict[int, list[str]] = {}
+        for role in sorted(roles):
+            grades = roles[role]
+            if len(grades) == 1:
+                single.setdefault(next(iter(grades)), []).append(role)
+                continue
+            _role_drift(ctx, ckpt, role, grades)
+        if len(single) > 1:
+            lines = tuple(f"{_grade_label(g)}: " + ", ".join(rs[:6]) + (", …" if len(rs) > 6
+                                                                        else "")
+                          for g, rs in sorted(single.items(), key=lambda kv: -len(kv[1])))
+            files = sorted({t.file for t in by_ckpt[ckpt]})
+            ctx.add("S303", files[0] if len(files) == 1 else ckpt, None,
+                    f"{len(single)} grades across roles in one checkpoint (mixed precision "
+                    "by role)", lines,
+                    {"scope": "artifact", "checkpoint": ckpt,
+                     "grades": {f"0x{g:016X}": {"grade": _grade_label(g), "roles": rs}
+                                for g, rs in single.items()}})
+
+
+def _role_drift(ctx: Context, ckpt: str, role: str, grades: dict[int, list[Tensor]]) -> None:
+    parts = sorted(grades.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    lines = tuple(f"{_grade_label(g)} (0x{g:016X}): {len(ts)} × "
+                  + _names([t.name for t in ts]).split(": ", 1)[-1]
+                  for g, ts in parts)
+    everyone = [t for ts in grades.values() for t in ts]
+    files = sorted({t.file for t in everyone})
+    where = files[0] if len(files) == 1 else ckpt
+    recipe = _by_design(everyone)
+    detail: dict[str, Any] = {"scope": "role", "checkpoint": ckpt, "role": role,
+                              "grades": {f"0x{g:016X}": {"grade": _grade_label(g),
+                                                          "tensors": [t.name for t in ts]}
+                                         for g, ts in parts}}
+    if recipe is None:
+        ctx.add("S301", where, role,
+                f"role {role!r} carries {len(grades)} grades in one checkpoint "
+                "(half-converted?)", lines, detail)
+        return
+    name, _, mix = recipe
+    used = sorted({t.ggml_type for t in everyone})
+    file_type = everyone[0].file_type
+    detail["recipe"] = {"file_type": file_type, "name": name, "ggml_types": used}
+    ctx.add("S302", where, role,
+            f"role {role!r} carries {len(grades)} grades ({'/'.join(used)}): mixed by "
+            f"design: llama.cpp {name} mixes {mix}",
+            lines + (f"general.file_type = {file_type} (MOSTLY_{name}); every ggml type here "
+                     "is one the recipe assigns.",), detail)
+
+
+def escape_hatch(ctx: Context) -> None:
+    """Tensors carrying NOTE_ASSUMED, by producer tag and file."""
+    groups: dict[tuple[int, str], list[Tensor]] = {}
+    for t in ctx.tensors:
+        if t.desc.note & D.NOTE_ASSUMED:
+            groups.setdefault((t.desc.producer, t.file), []).append(t)
+    for (prod, path), ts in sorted(groups.items()):
+        names = [t.name for t in ts]
+        ctx.add("S401", path, _names(names),
+                f"producer tag {prod} (0x{prod:02X}): {len(ts)} tensor(s) carry NOTE_ASSUMED — "
+                "a placement was asserted with assume_placement, not verified",
+                ("Fix: grit.verify_placement(x, p) reads the bytes, proves the claim and clears "
+                 "the flag.",),
+                {"producer": prod, "tensors": names})

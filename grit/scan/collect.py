@@ -1,0 +1,239 @@
+"""Inputs of ``grit scan``: walk paths, directory trees and manifests into a
+stable list of model files, and open each one through its container reader
+(``grit.io.safetensors.read``, ``grit.io.gguf.read``) — once per file."""
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from ..errors import GritError
+from ..io import gguf as _gguf
+from ..io import safetensors as _st
+from ..io import sniff as _sniff_file
+from ..io.gguf import GGUFContents
+from ..io.problems import ProblemKind
+from ..io.safetensors import SafetensorsFile
+from .findings import Finding
+
+__all__ = ["MODEL_SUFFIXES", "MANIFEST_SUFFIXES", "ScannedFile", "Input", "expand", "sniff",
+           "checkpoint_of", "open_input", "why"]
+
+MODEL_SUFFIXES = (".safetensors", ".gguf")
+#: manifests are recognised by suffix; any other non-model file named on the
+#: command line is tried as a manifest too (docs/scan.md, "Manifests")
+MANIFEST_SUFFIXES = (".json", ".txt", ".lst", ".manifest")
+#: the largest manifest (and config.json) read
+MAX_MANIFEST = 16 * 1024 * 1024
+
+_SHARD = re.compile(r"^(?P<stem>.+)-\d{3,6}-of-\d{3,6}(?P<ext>\.[A-Za-z]+)$")
+
+
+@dataclass
+class ScannedFile:
+    """One input of the report (a model file, or a path that failed)."""
+
+    path: str
+    format: str | None = None
+    checkpoint: str | None = None
+    parsed: bool = False
+    tensors: int = 0
+    grit_tensors: int = 0
+    error: str | None = None
+
+    def to_dict(self) -> dict:
+        return {"path": self.path, "format": self.format, "checkpoint": self.checkpoint,
+                "parsed": self.parsed, "tensors": self.tensors,
+                "grit_tensors": self.grit_tensors, "error": self.error}
+
+
+def why(e: BaseException) -> str:
+    """One line naming an exception."""
+    text = str(e).splitlines()[0] if str(e) else ""
+    return f"{type(e).__name__}: {text}"[:300]
+
+
+def checkpoint_of(path: str) -> str:
+    """Shards ``model-00001-of-00004.safetensors`` … form one checkpoint."""
+    folder, base = os.path.split(path)
+    m = _SHARD.match(base)
+    return os.path.join(folder, m["stem"] + m["ext"]) if m else path
+
+
+def sniff(path: str) -> str | None:
+    """The container a file's first bytes say it is ("gguf", "safetensors"),
+    or None (also when it cannot be opened)."""
+    try:
+        return _sniff_file(path)
+    except OSError:
+        return None
+
+
+# ---------------------------------------------------------------------------
+# paths, trees, manifests
+
+
+def expand(paths: Sequence[str], findings: list[Finding],
+           files: list[ScannedFile]) -> list[str]:
+    """Model files to scan, in a stable order: each PATH as given, directory
+    trees walked sorted, manifests expanded (one level).  A path that fails
+    is a ScannedFile with ``error`` and an ``unreadable`` finding."""
+    out: list[str] = []
+    seen: set[str] = set()
+
+    def add(p: str) -> None:
+        key = os.path.realpath(p)
+        if key not in seen:
+            seen.add(key)
+            out.append(p)
+
+    def bad(code: str, p: str, message: str) -> None:
+        files.append(ScannedFile(p, error=message))
+        findings.append(Finding(code, p, None, message))
+
+    def walk(root: str) -> None:
+        n0 = len(out)
+
+        def onerror(e: OSError) -> None:
+            bad("S802", e.filename or root,
+                f"cannot list directory: {e.strerror or e}")
+
+        for folder, dirs, names in os.walk(root, onerror=onerror):
+            dirs.sort()
+            for n in sorted(names):
+                if n.lower().endswith(MODEL_SUFFIXES):
+                    add(os.path.join(folder, n))
+        if len(out) == n0:
+            bad("S803", root, "no .safetensors or .gguf files under this directory")
+
+    def one(p: str, from_manifest: str | None) -> None:
+        if os.path.isdir(p):
+            walk(p)
+        elif not os.path.exists(p):
+            bad("S801", p, "no such file or directory" + (f" (listed in {from_manifest})"
+                                                         if from_manifest else ""))
+        elif p.lower().endswith(MODEL_SUFFIXES) or sniff(p) is not None:
+            add(p)
+        elif from_manifest is not None:
+            bad("S804", p, f"listed in {from_manifest} but neither a model file nor a "
+                           "directory (manifests do not nest)")
+        else:
+            try:
+                listed = read_manifest(p)
+            except (OSError, ValueError) as e:
+                bad("S804", p, f"not a model file, a directory or a manifest: {e}")
+                return
+            if not listed:
+                bad("S804", p, "manifest lists no paths")
+            for q in listed:
+                one(q, p)
+
+    for p in paths:
+        one(os.fspath(p), None)
+    return out
+
+
+def read_manifest(path: str) -> list[str]:
+    """A JSON list of paths, ``{"paths": [...]}``, or a text file with one path
+    per line (``#`` comments, blank lines ignored).  Relative paths are
+    relative to the manifest's folder."""
+    with open(path, "rb") as f:
+        raw = f.read(MAX_MANIFEST + 1)
+    if len(raw) > MAX_MANIFEST:
+        raise ValueError("manifest larger than 16 MiB")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError("not UTF-8 text") from None
+    if "\x00" in text:
+        raise ValueError("binary content")
+    stripped = text.lstrip()
+    if stripped.startswith(("[", "{")):
+        try:
+            doc = json.loads(text)
+        except (ValueError, RecursionError) as e:
+            raise ValueError(f"invalid JSON manifest ({e})") from None
+        items = doc.get("paths") if isinstance(doc, dict) else doc
+        if not isinstance(items, list) or not all(isinstance(x, str) for x in items):
+            raise ValueError('a JSON manifest is a list of path strings or {"paths": [...]}')
+    else:
+        items = [ln.strip() for ln in text.splitlines()]
+        items = [ln for ln in items if ln and not ln.startswith("#")]
+    base = os.path.dirname(path)
+    return [x if os.path.isabs(x) else os.path.join(base, x) for x in items]
+
+
+def read_config(path: str) -> dict | None:
+    """The ``config.json`` beside a model file (None: absent, too large or
+    not a JSON object)."""
+    cfg = os.path.join(os.path.dirname(path), "config.json")
+    try:
+        if not os.path.isfile(cfg) or os.path.getsize(cfg) > MAX_MANIFEST:
+            return None
+        with open(cfg, "rb") as f:
+            doc = json.loads(f.read().decode("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+# ---------------------------------------------------------------------------
+# one model file
+
+
+@dataclass
+class Input:
+    """One model file as read: its report record, the container it was read
+    as (``safetensors`` / ``gguf``; None when unreadable), the findings made
+    while opening it, and the config.json beside a safetensors file."""
+
+    file: ScannedFile
+    safetensors: SafetensorsFile | None = None
+    gguf: GGUFContents | None = None
+    config: dict | None = None
+    findings: list[Finding] = field(default_factory=list)
+
+
+def open_input(path: str) -> Input:
+    """Read one model file with the reader its content (else its suffix)
+    names.  Never raises for bad input: a file that cannot be opened or
+    parsed has ``file.error`` set and an ``unreadable`` finding."""
+    rec = ScannedFile(path, checkpoint=checkpoint_of(path))
+    inp = Input(rec)
+    sniffed = sniff(path)
+    low = path.lower()
+    by_suffix = "gguf" if low.endswith(".gguf") else (
+        "safetensors" if low.endswith(".safetensors") else None)
+    kind = sniffed or by_suffix or "safetensors"
+    rec.format = kind
+    if sniffed is not None and by_suffix is not None and sniffed != by_suffix:
+        inp.findings.append(Finding(
+            "S131", path, None,
+            f"the file is named .{by_suffix} but its content is {sniffed}; it was scanned as "
+            f"{sniffed}",
+            ("GGUF files begin with the magic 'GGUF'; safetensors files with an 8-byte header "
+             "length followed by '{'. A reader that trusts the suffix will reject this file.",),
+            {"suffix": by_suffix, "content": sniffed}))
+    try:
+        if kind == "gguf":
+            inp.gguf = _gguf.read(path)
+            problems = inp.gguf.problems
+        else:
+            inp.safetensors = _st.read(path)
+            inp.config = read_config(path)
+            problems = inp.safetensors.problems
+    except (OSError, GritError, ValueError) as e:
+        rec.error = why(e)
+    else:
+        fatal = [p for p in problems if p.kind is ProblemKind.UNREADABLE]
+        if fatal:
+            rec.error = f"{'GGUF' if kind == 'gguf' else 'safetensors'}: {fatal[0].message}"
+        else:
+            rec.parsed = True
+    if rec.error:
+        inp.safetensors = inp.gguf = None
+        inp.findings.append(Finding("S805", path, None,
+                                    f"could not read as {kind}: {rec.error}"))
+    return inp

@@ -1,0 +1,490 @@
+"""What ``grit scan`` reports: the closed sets (category, severity, scan's own
+statuses) and one registry of finding codes.
+
+Every finding carries a code (``S101`` …).  A code fixes the finding's
+category, its severity (the graded exit code it raises a report to) and its
+status, and has one explanation — what it means, why it matters, how to fix
+it.  ``grit explain CODE``, the ``finding_code`` of each finding in the JSON
+report and the findings section of docs/scan.md (:mod:`grit.scan.docs`) all
+come from :data:`REGISTRY`.
+
+Statuses are of two kinds that are never confused: the five §7.1 statuses
+(:class:`grit.errors.Status`) for descriptor-vs-bytes results, and
+:class:`ScanKind` for the rest of what scan reports.  Both are written into
+the JSON report as their names (``SizeMismatch``, ``RoleDrift``).
+"""
+from __future__ import annotations
+
+import enum
+import textwrap
+from dataclasses import dataclass, field
+
+from ..errors import Status, pin
+
+__all__ = ["Category", "Severity", "ScanKind", "CATEGORIES", "SECTIONS", "SEVERITY",
+           "FindingSpec", "REGISTRY", "CHECK_CODES", "Finding", "status_name", "explain",
+           "STRUCTURAL", "DISAGREEMENT", "WARNING", "UNPARSED"]
+
+
+class _StrEnum(str, enum.Enum):
+    """A str-valued enum that prints and formats as its value."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    __format__ = str.__format__
+
+
+class Category(_StrEnum):
+    """The §13 report sections, in report order."""
+
+    STRUCTURAL = "structural"
+    CROSS_FILE = "cross-file"
+    DRIFT = "drift"
+    ESCAPE_HATCH = "escape-hatch"
+    DEEP = "deep"
+    INFERRED = "inferred"
+    INEXPRESSIBLE = "inexpressible"
+    UNREADABLE = "unreadable"
+
+
+class Severity(enum.IntEnum):
+    """The graded exit code a finding raises the report to (§13); 1 is the
+    most severe."""
+
+    STRUCTURAL = 1
+    DISAGREEMENT = 2
+    WARNING = 3
+    UNPARSED = 4
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+
+STRUCTURAL, DISAGREEMENT, WARNING, UNPARSED = Severity
+
+#: severity -> its name in the report
+SEVERITY: dict[Severity, str] = {s: s.label for s in Severity}
+
+
+class ScanKind(_StrEnum):
+    """Scan's own statuses: what a finding reports when it is not one of the
+    five §7.1 statuses (those stay :class:`grit.errors.Status`)."""
+
+    BAD_HEADER = "BadHeader"
+    BAD_ANNOTATION = "BadAnnotation"
+    OVERLAP = "Overlap"
+    TRUNCATED = "Truncated"
+    SUFFIX_MISMATCH = "SuffixMismatch"
+    GID_MISMATCH = "GidMismatch"
+    ROLE_DRIFT = "RoleDrift"
+    ARTIFACT_DRIFT = "ArtifactDrift"
+    ASSUMED = "Assumed"
+    PROBE = "Probe"
+    PROBE_SKIPPED = "ProbeSkipped"
+    INFERRED = "Inferred"
+    INEXPRESSIBLE = "Inexpressible"
+    UNREADABLE = "Unreadable"
+
+
+def status_name(status: Status | ScanKind) -> str:
+    """The name a status has in the report."""
+    return status.spec_name if isinstance(status, Status) else status.value
+
+
+# category -> (title, the §13 item it implements)
+CATEGORIES: dict[Category, str] = {
+    Category.STRUCTURAL: "1. Descriptor-vs-bytes violations (§7.3, on-disk plane lengths)",
+    Category.CROSS_FILE: "2. Cross-file gid disagreement (same tensor name, different gid)",
+    Category.DRIFT: "3. Grade-drift clusters (one checkpoint, one role, several grades)",
+    Category.ESCAPE_HATCH: "4. Escape-hatch exposure (NOTE_ASSUMED, by producer tag)",
+    Category.DEEP: "5. Deep checks (level-2 digest / metadata order, level-3 probes)",
+    Category.INFERRED: "Inferred descriptors (ggml block types without GRIT annotations)",
+    Category.INEXPRESSIBLE: "Tensors GRIT v1 cannot express",
+    Category.UNREADABLE: "Inputs that could not be read",
+}
+
+#: the spec sections a category implements
+SECTIONS: dict[Category, str] = {Category.STRUCTURAL: "§13.1", Category.CROSS_FILE: "§13.2",
+            Category.DRIFT: "§13.3", Category.ESCAPE_HATCH: "§13.4, §12.5",
+            Category.DEEP: "§13.5", Category.INFERRED: "§13",
+            Category.INEXPRESSIBLE: "§13", Category.UNREADABLE: "§13"}
+
+
+# ---------------------------------------------------------------------------
+# the registry
+
+
+@dataclass(frozen=True)
+class FindingSpec:
+    """One finding code.  ``status`` is None where the status is the one the
+    §7.3 check returned (a ``deep`` content failure)."""
+
+    code: str
+    category: Category
+    severity: Severity
+    status: Status | ScanKind | None
+    title: str
+    what: str
+    why: str
+    fix: str
+
+
+def _specs(*rows: tuple) -> dict[str, FindingSpec]:
+    out: dict[str, FindingSpec] = {}
+    for row in rows:
+        spec = FindingSpec(*row)
+        pin(spec.code not in out, f"finding code {spec.code} registered twice")
+        out[spec.code] = spec
+    return out
+
+
+C, V, S, K = Category, Severity, Status, ScanKind
+
+REGISTRY: dict[str, FindingSpec] = _specs(
+    # -- 1. structural: the descriptor against the on-disk plane lengths
+    ("S101", C.STRUCTURAL, V.STRUCTURAL, S.SIZE_MISMATCH,
+     "plane lengths disagree with the §7.3 size equations",
+     "A GRIT tensor's plane (or concatenated payload) holds a different number of bytes "
+     "on disk than the size equations derive from its descriptor and shape — exactly, "
+     "too large is as wrong as too small. The lines give the derivation and, for a "
+     "truncated shard, how many bytes are missing.",
+     "A reader trusting the descriptor reads past the plane or misses bytes: wrong group "
+     "size, forgotten padding, dense/sparse confusion or a truncated download decode to "
+     "garbage without this check.",
+     "Re-fetch a truncated shard; otherwise re-export with the group size (k0), container "
+     "and sparsity the bytes were actually written with."),
+    ("S102", C.STRUCTURAL, V.STRUCTURAL, S.GRADE_UNKNOWN,
+     "descriptor does not denote a grade this process knows",
+     "§7.3 steps 1–2 fail: the frame is not a v1 frame (magic, version, reserved bits, "
+     "inconsistent flags), its grade_id is not registered, or its fields disagree with "
+     "the grade's canonical string. An inferred descriptor that fails here names the "
+     "convention it was inferred from.",
+     "A descriptor whose grade is unknown cannot say what its bytes mean; every later "
+     "check would be guesswork.",
+     "Carry the canonical grade string in the file (`grit.save` does), register it with "
+     "`grit.register_grade`, or fix the descriptor field the message names."),
+    ("S103", C.STRUCTURAL, V.STRUCTURAL, S.PLACEMENT_UNKNOWN,
+     "placement word not registered, or aux placement without an aux plane",
+     "§7.3 step 3 fails: a placement word is not UNSPECIFIED, a registered class-0x1 "
+     "word, class 0x8 or class 0xF; or placement_meta and the presence of an aux plane "
+     "disagree.",
+     "The bytes' order is unknown, so no kernel can be matched to them and relayout "
+     "cannot run.",
+     "Carry the layout expression of a hashed word in the file (`grit.save` writes it), "
+     "relayout to a registered placement, or fix placement_meta."),
+    ("S104", C.STRUCTURAL, V.STRUCTURAL, K.UNREADABLE,
+     "the level-1 check of an annotated tensor could not run",
+     "A GRIT-annotated tensor was read but its check raised an error without a §7.5 "
+     "detail (for example a shape the check refuses as an argument).",
+     "The tensor was not checked at all.",
+     "Look at the message: the annotation's shape or descriptor is usually malformed."),
+    ("S111", C.STRUCTURAL, V.STRUCTURAL, S.GRADE_UNKNOWN,
+     "recorded descriptor or shape cannot be read",
+     "The GRIT annotation records a descriptor that is not 128 hex digits, or a shape "
+     "that is not a list of at most 64 extents in [0, 2^63) (safetensors `__grit__`; GGUF "
+     "`grit.desc.`/`grit.shape.` entries).",
+     "Without a readable descriptor the tensor has no contract to check; a reader "
+     "either refuses the file or guesses.",
+     "Re-export the file with `grit.save` / `grit.save_gguf`, which write both."),
+    ("S112", C.STRUCTURAL, V.STRUCTURAL, S.GRADE_UNKNOWN,
+     "a grade string the file carries does not parse",
+     "A canonical grade string in the annotation (the `__grit__` grades list, a tensor's "
+     "grade, a GGUF `grit.grade.` entry) is not a valid `grit1(...)` string.",
+     "The grade cannot be registered, so descriptors naming its id stay unknown.",
+     "Fix the string (`grit grade TEXT` canonicalises it and says what is wrong)."),
+    ("S113", C.STRUCTURAL, V.STRUCTURAL, S.SIZE_MISMATCH,
+     "descriptor map names a tensor the file lacks",
+     "A `__grit__` descriptor map gives a descriptor for a tensor name the header has no "
+     "entry for: zero bytes are present where the descriptor requires a payload.",
+     "The GRIT tensor is missing from the file (a renamed or dropped tensor).",
+     "Rename the map entry to the tensor that holds the payload, or restore the tensor."),
+    ("S114", C.STRUCTURAL, V.STRUCTURAL, S.DIGEST_MISMATCH,
+     "recorded digest is not a 16-byte digest",
+     "A `grit.digest.<tensor>` entry (safetensors `__metadata__`, GGUF KV) is neither 26 "
+     "Crockford base32 digits nor 32 hex digits.",
+     "--deep cannot verify the tensor's bytes against it.",
+     "Record `grit.base32_encode(array.digest)`."),
+    ("S115", C.STRUCTURAL, V.STRUCTURAL, K.UNREADABLE,
+     "the `__grit__` metadata is not JSON",
+     "The `__grit__` value in a safetensors file's `__metadata__` is not a JSON document (or has "
+     "duplicate keys). scan then treats the file as one without GRIT metadata.",
+     "The file claims GRIT tensors but no reader can find them.",
+     "Re-export with `grit.save`."),
+    ("S116", C.STRUCTURAL, V.STRUCTURAL, K.BAD_ANNOTATION,
+     "GRIT annotation malformed or contradicting the file",
+     "The `__grit__` document or the GGUF `grit.*` entries are well-formed JSON / KV but "
+     "break the file format (docs/file-format.md): an unknown schema, version or key; a "
+     "layout expression that does not hash to its word; a grade string whose id is not "
+     "the descriptor's; a plane naming no tensor, a tensor claimed by two GRIT tensors, "
+     "a plane that is not U8 [n]; a GRIT tensor name colliding with a file tensor; an "
+     "annotation naming no tensor.",
+     "`grit.load` refuses the file; other readers may pair the wrong bytes with a "
+     "descriptor.",
+     "Re-export with `grit.save` / `grit.save_gguf`, or fix the entry the message names."),
+    ("S121", C.STRUCTURAL, V.STRUCTURAL, K.BAD_HEADER,
+     "header entry is not an object of dtype, shape and data_offsets",
+     "A safetensors header entry is not a JSON object, or has keys besides dtype, shape "
+     "and data_offsets.",
+     "Readers disagree on such an entry; the official library rejects it.",
+     "Rewrite the header with a conforming writer."),
+    ("S122", C.STRUCTURAL, V.STRUCTURAL, K.BAD_HEADER,
+     "unknown safetensors dtype",
+     "A header entry names a dtype that is not a safetensors dtype (the line lists the "
+     "names known).",
+     "No reader knows the element size, so the entry's byte count cannot be checked.",
+     "Use one of the listed names."),
+    ("S123", C.STRUCTURAL, V.STRUCTURAL, K.BAD_HEADER,
+     "header entry shape is not a list of non-negative integers",
+     "A header entry's shape is not a list of at most 64 integers, or has a negative "
+     "dimension.",
+     "The element count, hence the byte count, is undefined.",
+     "Rewrite the header with the tensor's real shape."),
+    ("S124", C.STRUCTURAL, V.STRUCTURAL, K.BAD_HEADER,
+     "header entry has no valid data_offsets",
+     "A header entry's data_offsets is not a list of two integers 0 ≤ begin ≤ end.",
+     "The tensor's bytes cannot be located.",
+     "Rewrite the header; offsets are relative to the byte after the header."),
+    ("S125", C.STRUCTURAL, V.STRUCTURAL, S.SIZE_MISMATCH,
+     "tensor byte span differs from numel × item size",
+     "A plain (non-GRIT) tensor's data_offsets span a different number of bytes than its "
+     "shape and dtype require (the line gives numel × item size; a product past 2^64 is "
+     "reported without being formed).",
+     "The header lies about the tensor: readers either refuse the file or read "
+     "neighbouring bytes.",
+     "Rewrite the header with the real shape or offsets."),
+    ("S126", C.STRUCTURAL, V.STRUCTURAL, K.OVERLAP,
+     "two tensors share bytes",
+     "The data_offsets of two header entries overlap (both names and the shared byte "
+     "count are given; past 50 pairs per file only a count).",
+     "Every byte belongs to at most one tensor; an overlap means one of the entries "
+     "points at the wrong bytes.",
+     "Rewrite the header with disjoint offsets."),
+    ("S127", C.STRUCTURAL, V.STRUCTURAL, K.TRUNCATED,
+     "plain tensor bytes run past the end of the file",
+     "A plain safetensors tensor's data_offsets end beyond the file (GRIT planes are "
+     "measured by the size equations instead, S101; GGUF tensors are S807).",
+     "A truncated download or a lying header: the missing bytes read as garbage or fail.",
+     "Re-fetch the file."),
+    ("S128", C.STRUCTURAL, V.STRUCTURAL, K.BAD_HEADER,
+     "`__metadata__` value is not a string",
+     "A safetensors `__metadata__` entry holds a JSON value other than a string.",
+     "The format allows string values only; the official library rejects the file.",
+     "Store the value as a string (JSON-encode it)."),
+    ("S131", C.STRUCTURAL, V.WARNING, K.SUFFIX_MISMATCH,
+     "file content is the other format from its suffix",
+     "A file named .gguf holds safetensors, or one named .safetensors holds GGUF; scan "
+     "reads it by its content.",
+     "A reader that trusts the suffix rejects the file.",
+     "Rename the file."),
+    # -- 2. cross-file
+    ("S201", C.CROSS_FILE, V.DISAGREEMENT, K.GID_MISMATCH,
+     "same tensor name, different gid across files",
+     "A tensor with the same name has different gids in two files (tools, revisions); "
+     "the detail carries the field-by-field grit explain diff and its verdict (e.g. same "
+     "decode, different encode).",
+     "Two artifacts that ought to be the same operand are not: a tool that loads one "
+     "and produces garbage with the other is reading a different contract.",
+     "`grit explain FILE_A:TENSOR FILE_B:TENSOR` shows the fields; re-export one side with "
+     "the other's grade, or record a supersedes edge if the decodes are equal."),
+    # -- 3. drift
+    ("S301", C.DRIFT, V.DISAGREEMENT, K.ROLE_DRIFT,
+     "one role carries several grades in one checkpoint",
+     "Within one checkpoint, tensors of the same role (the name without layer indices) "
+     "carry more than one grade_id, and no declared recipe explains the mix.",
+     "The shape of a half-converted checkpoint: some layers were re-quantised and "
+     "others not.",
+     "Finish or undo the conversion; if the mix is intended, record it (llama.cpp's "
+     "`general.file_type` does for its recipes, S302)."),
+    ("S302", C.DRIFT, V.WARNING, K.ROLE_DRIFT,
+     "one role carries several grades, mixed by design",
+     "As S301, but the GGUF file declares a llama.cpp mixed recipe (`general.file_type`) "
+     "and every ggml type seen is one that recipe assigns (its K-quant types and their "
+     "row-size fallbacks).",
+     "Expected of the recipe; reported so that the mix stays visible.",
+     "Nothing to fix."),
+    ("S303", C.DRIFT, V.WARNING, K.ARTIFACT_DRIFT,
+     "roles use different grades in one checkpoint",
+     "Within one checkpoint, roles that are each internally consistent use different "
+     "grades (mixed precision by role, e.g. lm_head at another grade).",
+     "Often intended; worth a look when it is not.",
+     "Nothing to fix if intended."),
+    # -- 4. escape hatch
+    ("S401", C.ESCAPE_HATCH, V.WARNING, K.ASSUMED,
+     "tensors carry `NOTE_ASSUMED`",
+     "Tensors whose descriptor has `NOTE_ASSUMED` set — a placement asserted with "
+     "`assume_placement`, never verified — one finding per producer tag and file.",
+     "An assumption made once in a conversion script stays invisible downstream unless "
+     "it is reported (§12.5).",
+     "`grit.verify_placement(x, p)` reads the bytes, proves the claim and clears the flag."),
+    # -- 5. deep
+    ("S501", C.DEEP, V.STRUCTURAL, None,
+     "plane contents disagree with the descriptor (--deep)",
+     "--deep only: §7.3 step 5 fails — the planes do not hash to the recorded digest, "
+     "or ASC_LSB sparse metadata is out of order. The status is the one the check "
+     "returned (DigestMismatch).",
+     "The bytes changed after the digest was taken (corruption, a partial write, a "
+     "different tensor), or a sparse kernel would read disordered metadata.",
+     "Re-fetch the bytes, or re-sort the metadata."),
+    ("S502", C.DEEP, V.WARNING, K.PROBE,
+     "level-3 decode-sanity probe warning (--deep)",
+     "--deep only: a §7.6 probe found a structurally valid tensor whose decoded values "
+     "look wrong: NaN scales, a scale plane with no dynamic range, int8 elements that "
+     "never approach ±127.",
+     "A descriptor that lies about its scale rule or plane order passes every size "
+     "check; the probes catch some of those lies. Advisory: a probe never fails a load.",
+     "Compare against the producer's dequantisation; a mislabelled plane is the usual "
+     "cause."),
+    ("S503", C.DEEP, V.WARNING, K.PROBE_SKIPPED,
+     "level-3 probes could not run (--deep)",
+     "--deep only: the tensor passed level 1 but its planes could not be read for the "
+     "probes (e.g. an opaque placement, an inferred tensor whose planes cannot be built).",
+     "The tensor's values were not sanity-checked.",
+     "None needed; the message says why."),
+    # -- inferred / inexpressible
+    ("S601", C.INFERRED, V.WARNING, K.INFERRED,
+     "descriptor inferred from a safetensors convention",
+     "A safetensors file without GRIT metadata holds weights of a recognised convention "
+     "(compressed-tensors, torchao, …); their descriptor was inferred from the layout, "
+     "one finding per convention and grade per file (docs/scan.md, \"Recognising "
+     "checkpoints without GRIT metadata\").",
+     "The contract is scan's reading of the file, not a claim the file makes.",
+     "Re-export with `grit.save` to make the contract explicit."),
+    ("S602", C.INFERRED, V.WARNING, K.INFERRED,
+     "descriptor inferred from the ggml block type",
+     "A GGUF tensor without a GRIT annotation: its descriptor was inferred from its ggml "
+     "block type, one finding per type per file.",
+     "As S601.",
+     "Re-export with `grit.save_gguf` to make the contract explicit."),
+    ("S701", C.INEXPRESSIBLE, V.WARNING, K.INEXPRESSIBLE,
+     "safetensors weights GRIT v1 cannot express",
+     "Recognised weights whose layout v1 cannot express (codebooks, act-order, dense "
+     "zero points, 2-D blocks, FNUZ floats, …), with the §0.3 item and the arithmetic; "
+     "never silently skipped.",
+     "These tensors were not checked.",
+     "None in v1; the reason names what a future version would need."),
+    ("S702", C.INEXPRESSIBLE, V.WARNING, K.INEXPRESSIBLE,
+     "GGUF tensors GRIT v1 cannot express",
+     "GGUF tensors of a ggml type v1 cannot express (IQ*, Q3_K, TQ1_0, …), with the "
+     "reason; never silently skipped.",
+     "These tensors were not checked.",
+     "None in v1."),
+    # -- unreadable
+    ("S801", C.UNREADABLE, V.STRUCTURAL, K.UNREADABLE,
+     "no such file or directory",
+     "A PATH on the command line, or listed in a manifest, does not exist.",
+     "Part of the input was not scanned.",
+     "Fix the path (manifest paths are relative to the manifest's folder)."),
+    ("S802", C.UNREADABLE, V.STRUCTURAL, K.UNREADABLE,
+     "directory cannot be listed",
+     "A directory under a PATH could not be listed (permissions, a vanished mount).",
+     "Part of the tree was not scanned.",
+     "Fix the permissions."),
+    ("S803", C.UNREADABLE, V.STRUCTURAL, K.UNREADABLE,
+     "directory holds no model file",
+     "A directory tree holds no file ending in .safetensors or .gguf.",
+     "Nothing under it was scanned.",
+     "Point scan at the checkpoint's folder."),
+    ("S804", C.UNREADABLE, V.STRUCTURAL, K.UNREADABLE,
+     "not a model file, a directory or a manifest",
+     "A PATH is neither a model file (by suffix or content), nor a directory, nor a "
+     "readable manifest (UTF-8 text or JSON, at most 16 MiB); or a manifest lists no "
+     "paths, or lists a file that is not a model file (manifests do not nest).",
+     "The input was not scanned.",
+     "Give model files, directories or a manifest of them."),
+    ("S805", C.UNREADABLE, V.STRUCTURAL, K.UNREADABLE,
+     "model file cannot be parsed",
+     "A model file's container cannot be read at all: empty, junk, a truncated or lying "
+     "header, a bad magic or version. Severity 1 while other inputs parse; when no input "
+     "at all could be parsed every unreadable finding is severity 4.",
+     "An artifact that claims to be a checkpoint and cannot be read is structurally "
+     "broken.",
+     "Re-fetch or re-export the file."),
+    ("S806", C.UNREADABLE, V.STRUCTURAL, K.UNREADABLE,
+     "GGUF tensor cannot be read as its ggml type",
+     "A GGUF tensor info names an unknown ggml type, declares more than 64 dimensions, "
+     "repeats a name, has rows that are not whole blocks of its type, or its bytes could "
+     "not be converted. The file's other tensors are read and checked.",
+     "The tensor's bytes cannot be interpreted; `grit.load` refuses the file.",
+     "Re-export the tensor with a conforming writer."),
+    ("S807", C.UNREADABLE, V.STRUCTURAL, K.UNREADABLE,
+     "GGUF tensor bytes run past the end of the file",
+     "A GGUF tensor's offset and size (fixed by its ggml type and dims) end beyond the "
+     "file: a truncated file or lying offsets. The file's other tensors are read and "
+     "checked.",
+     "The tensor cannot be read at all; `grit.load` refuses the file.",
+     "Re-fetch the file."),
+)
+
+#: §7.3 level-1 failures by status (the codes of the descriptor-vs-bytes check)
+CHECK_CODES: dict[Status, str] = {S.SIZE_MISMATCH: "S101", S.GRADE_UNKNOWN: "S102",
+                                  S.PLACEMENT_UNKNOWN: "S103"}
+
+del C, V, S, K
+
+
+# ---------------------------------------------------------------------------
+# one finding
+
+
+@dataclass
+class Finding:
+    """One reported finding.  ``code`` fixes the category, the status and the
+    default severity (:data:`REGISTRY`); ``status`` is given only for a code
+    whose status is the check's (S501)."""
+
+    code: str
+    file: str | None
+    tensor: str | None
+    message: str
+    lines: tuple[str, ...] = ()
+    detail: dict = field(default_factory=dict)
+    kind: Status | ScanKind | None = None
+    severity: Severity = field(init=False)
+
+    def __post_init__(self) -> None:
+        spec = REGISTRY[self.code]
+        if spec.status is not None:
+            if self.kind is not None and self.kind is not spec.status:
+                raise ValueError(f"{self.code} has status {status_name(spec.status)}")
+            self.kind = spec.status
+        elif self.kind is None:
+            raise ValueError(f"{self.code} needs the check's status")
+        self.severity = spec.severity
+
+    @property
+    def spec(self) -> FindingSpec:
+        return REGISTRY[self.code]
+
+    @property
+    def category(self) -> Category:
+        return REGISTRY[self.code].category
+
+    @property
+    def status(self) -> str:
+        """The status as the report names it (``SizeMismatch``, ``RoleDrift``)."""
+        return status_name(self.kind)  # type: ignore[arg-type]
+
+    def to_dict(self) -> dict:
+        d = dict(self.detail)
+        if self.lines:
+            d.setdefault("lines", list(self.lines))
+        d["finding_code"] = self.code
+        return {"category": self.category.value, "severity": int(self.severity),
+                "file": self.file, "tensor": self.tensor, "status": self.status,
+                "message": self.message, "detail": d}
+
+
+# ---------------------------------------------------------------------------
+# explanations and the docs section
+
+
+def explain(code: str, width: int = 88) -> str:
+    """The explanation ``grit explain CODE`` prints."""
+    s = REGISTRY[code.upper()]
+    status = status_name(s.status) if s.status is not None else "the check's §7.1 status"
+    paras = [f"What it means: {s.what}", f"Why it matters: {s.why}", f"Fix: {s.fix}"]
+    return (f"{s.code} {status} — {s.category.value}, severity {int(s.severity)} "
+            f"({s.severity.label})\n{s.title}\n\n"
+            + "\n\n".join(textwrap.fill(p, width) for p in paras))
