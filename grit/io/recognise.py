@@ -85,6 +85,17 @@ SCALE_FORMATS = {"F16": "binary16", "F32": "binary32", "BF16": format_token(BF16
 #: safetensors FP8 weight dtype -> its §2 element token (float-quantized)
 _FP8_ELEMS = {"F8_E4M3": "e4m3", "F8_E5M2": "e5m2"}
 
+
+def _product_notes(first: str, scale_name: str, sdt: str) -> list[str]:
+    """The notes of a recognised FP8/int8 tensor whose decode is the float32
+    product of the code and its scale: a scale stored narrower than F32 is
+    read exactly, but a runtime that multiplies in that dtype rounds again."""
+    notes = [first]
+    if sdt != "F32":
+        notes.append(f"{scale_name} is {sdt}: a runtime that multiplies in {sdt} rounds each "
+                     f"product once more to {sdt}; GRIT's value is the float32 product")
+    return notes
+
 #: the largest k0 a v1 descriptor holds (the field is a uint16)
 K0_MAX = 0xFFFF
 
@@ -546,11 +557,8 @@ def _ct_float8(pre: str, t: dict, h: Header, q: dict) -> list[Recognised]:
                       "(the descriptor field is a uint16)", (shape_line, how))]
     e = _FP8_ELEMS[wdt]
     g = _grade(f"grit1(e={e},k0={k0},s0={s0},esr=ratiomaxabs)")
-    notes = ["decode is f32(e·s) (§8.1), the float32 product of the FP8 code and its "
-             "scale, i.e. q.astype(float32) · scale"]
-    if sdt != "F32":
-        notes.append(f"weight_scale is {sdt}: a runtime that multiplies in {sdt} rounds "
-                     f"each product once more to {sdt}; GRIT's value is the float32 product")
+    notes = _product_notes("decode is f32(e·s) (§8.1), the float32 product of the FP8 code "
+                           "and its scale, i.e. q.astype(float32) · scale", "weight_scale", sdt)
     return [Recognised(
         name, conv, "inferred", files, (out_f, in_f), g.canonical,
         _desc(g, (out_f, in_f), False), (("file", wn), ("file", sn), None, None),
@@ -858,11 +866,8 @@ def _ta_float8(tn, conv, t, files, h, data, lines, kind) -> Recognised:
                      "(a uint16)", lines + (shape_line,))
     e = _FP8_ELEMS[qdt] if kind == "F8" else "s8"
     g = _grade(f"grit1(e={e},k0={k0},s0={SCALE_FORMATS[sdt]},esr=ratiomaxabs)")
-    notes = ["decode is f32(q·scale), as torchao's dequantize (qdata to float32 times the "
-             "block's scale)"]
-    if sdt != "F32":
-        notes.append(f"scale is {sdt}: a runtime multiplying in {sdt} rounds each product "
-                     f"once more; GRIT's value is the float32 product")
+    notes = _product_notes("decode is f32(q·scale), as torchao's dequantize (qdata to "
+                           "float32 times the block's scale)", "scale", sdt)
     return Recognised(tn, conv, "inferred", files, shape, g.canonical,
                       _desc(g, shape, False), (("file", q), ("file", s), None, None),
                       lines=lines + (shape_line, f"k0 = {k0}, {e} one code per byte, "
