@@ -750,12 +750,18 @@ def _ta_fp4_shape(q: str, h: Header) -> tuple[int, int]:
     return int(shape[0]), int(shape[1]) * 2
 
 
+def _swizzled(tn, conv, files, lines) -> Recognised:
+    """torchao's swizzled scales: not row-major, and v1 registers no placement
+    for the cuBLAS 128×4 tile order of a safetensors scale tensor."""
+    return _inex(tn, conv, files, "not inferred",
+                 "swizzled (blocked 128×4) scales: the scale order is the cuBLAS tile "
+                 "layout, not row-major; v1 has no placement for it", lines)
+
+
 def _ta_nvfp4(tn, conv, t, files, h, data, lines) -> Recognised:
     q, s = t["qdata"], t["_scale_e4m3"]
     if _ta_attr(data.get("_is_swizzled_scales")):
-        return _inex(tn, conv, files, "not inferred",
-                     "swizzled (blocked 128×4) scales: the scale order is the cuBLAS tile "
-                     "layout, not row-major; v1 has no placement for it", lines)
+        return _swizzled(tn, conv, files, lines)
     out_f, in_f = _ta_fp4_shape(q, h)
     k0 = int(_ta_attr(data.get("_block_size")) or 16)
     if h[s][0] != "F8_E4M3":
@@ -789,9 +795,7 @@ _TA_MX_ELEMS = {"float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2"}
 def _ta_mx(tn, conv, t, files, h, data, lines) -> Recognised:
     q, s = t["qdata"], t["scale"]
     if _ta_attr(data.get("_is_swizzled_scales")):
-        return _inex(tn, conv, files, "not inferred",
-                     "swizzled (blocked 128×4) scales: the scale order is the cuBLAS tile "
-                     "layout, not row-major; v1 has no placement for it", lines)
+        return _swizzled(tn, conv, files, lines)
     el = str(_ta_attr(data.get("_elem_dtype")))
     k0 = int(_ta_attr(data.get("block_size")) or 32)
     if h[s][0] not in ("U8", "F8_E8M0"):
