@@ -213,6 +213,45 @@ state128_to_py(fnv128_t st)
     return res;
 }
 
+/* One bytes-like argument hashed into a state by a step function, the GIL
+ * released for large buffers. */
+typedef void (*fnv_step)(void *state, const unsigned char *p, size_t n);
+
+static void
+step64(void *state, const unsigned char *p, size_t n)
+{
+    uint64_t *h = (uint64_t *)state;
+    *h = fnv64_update(*h, p, n);
+}
+
+static void
+step128(void *state, const unsigned char *p, size_t n)
+{
+    fnv128_t *st = (fnv128_t *)state;
+    *st = fnv128_update(*st, p, n);
+}
+
+static int
+hash_buffer(PyObject *obj, fnv_step step, void *state)
+{
+    Py_buffer view;
+    if (get_bytes(obj, &view) < 0) {
+        return -1;
+    }
+    const unsigned char *p = (const unsigned char *)view.buf;
+    size_t n = (size_t)view.len;
+    if (view.len > GRIT_NOGIL_BYTES) {
+        Py_BEGIN_ALLOW_THREADS
+        step(state, p, n);
+        Py_END_ALLOW_THREADS
+    }
+    else {
+        step(state, p, n);
+    }
+    PyBuffer_Release(&view);
+    return 0;
+}
+
 /* -------------------------------------------------------------------------
  * Module functions */
 
@@ -224,7 +263,6 @@ static PyObject *
 py_fnv1a64(PyObject *self, PyObject *args)
 {
     PyObject *obj, *h_obj = NULL;
-    Py_buffer view;
     uint64_t h = FNV64_OFFSET;
 
     (void)self;
@@ -234,20 +272,9 @@ py_fnv1a64(PyObject *self, PyObject *args)
     if (h_obj != NULL && state64_from_py(h_obj, &h) < 0) {
         return NULL;
     }
-    if (get_bytes(obj, &view) < 0) {
+    if (hash_buffer(obj, step64, &h) < 0) {
         return NULL;
     }
-    const unsigned char *p = (const unsigned char *)view.buf;
-    size_t n = (size_t)view.len;
-    if (view.len > GRIT_NOGIL_BYTES) {
-        Py_BEGIN_ALLOW_THREADS
-        h = fnv64_update(h, p, n);
-        Py_END_ALLOW_THREADS
-    }
-    else {
-        h = fnv64_update(h, p, n);
-    }
-    PyBuffer_Release(&view);
     return PyLong_FromUnsignedLongLong(h);
 }
 
@@ -260,7 +287,6 @@ static PyObject *
 py_fnv1a128(PyObject *self, PyObject *args)
 {
     PyObject *obj, *h_obj = NULL;
-    Py_buffer view;
     fnv128_t st = {FNV128_OFFSET_HI, FNV128_OFFSET_LO};
 
     (void)self;
@@ -270,20 +296,9 @@ py_fnv1a128(PyObject *self, PyObject *args)
     if (h_obj != NULL && state128_from_py(h_obj, &st) < 0) {
         return NULL;
     }
-    if (get_bytes(obj, &view) < 0) {
+    if (hash_buffer(obj, step128, &st) < 0) {
         return NULL;
     }
-    const unsigned char *p = (const unsigned char *)view.buf;
-    size_t n = (size_t)view.len;
-    if (view.len > GRIT_NOGIL_BYTES) {
-        Py_BEGIN_ALLOW_THREADS
-        st = fnv128_update(st, p, n);
-        Py_END_ALLOW_THREADS
-    }
-    else {
-        st = fnv128_update(st, p, n);
-    }
-    PyBuffer_Release(&view);
     return state128_to_py(st);
 }
 
