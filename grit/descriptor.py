@@ -17,7 +17,7 @@ __all__ = [
     "F_ZP_L1SCALED", "F_RESERVED", "CT_DENSE", "CT_PAD8", "SPMETA_NONE",
     "SPMETA_U2", "SPMETA_U4", "SPORDER_UNORDERED", "SPORDER_ASC_LSB",
     "NOTE_ASSUMED", "NOTE_PRODUCER_SHIFT", "NOTE_PRODUCER_MASK", "FRAME_SPANS",
-    "NOTE_SPAN",
+    "NOTE_SPAN", "is_descriptor_hex",
 ]
 
 # Appendix A.1
@@ -101,7 +101,15 @@ class Descriptor:
         return cls.from_bytes(desc)
 
     @classmethod
-    def from_hex(cls, text: str) -> "Descriptor":
+    def from_hex(cls, text: str, *, strict: bool = False) -> "Descriptor":
+        """From 128 hex digits.  Lenient by default (whitespace and a 0x
+        prefix are dropped, as typed on a command line); ``strict``: exactly
+        128 hex digits and nothing else, as a file stores them."""
+        if strict:
+            if not is_descriptor_hex(text):
+                raise GritGradeError(f"a stored descriptor is exactly {2 * HDR_BYTES} hex "
+                                     f"digits, got {str(text)[:40]!r}")
+            return cls.from_bytes(bytes.fromhex(text))
         t = "".join(str(text).split())
         if t.lower().startswith("0x"):
             t = t[2:]
@@ -146,6 +154,13 @@ class Descriptor:
         return (self.placement_data, self.placement_scale, self.placement_meta)
 
 
+def is_descriptor_hex(text) -> bool:
+    """Whether ``text`` is exactly 128 hex digits (a descriptor as files store it)."""
+    return (isinstance(text, str) and len(text) == 2 * HDR_BYTES
+            and all(c in _HEX_DIGITS for c in text))
+
+
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
 _NAMES = tuple(f.name for f in fields(Descriptor))
 pin(len(_NAMES) == len(DESC_STRUCT.unpack(bytes(HDR_BYTES))),
     "one Descriptor field per grit_desc_t member (§3.1)")

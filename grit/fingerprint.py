@@ -28,7 +28,7 @@ try:
     from . import _ext as _native
     NATIVE = True
 except ImportError:  # pragma: no cover - exercised where no compiler exists
-    _native = None
+    _native = None  # type: ignore[assignment]  # the pure-Python FNV-1a below serves
     NATIVE = False
 
 

@@ -64,7 +64,6 @@ MAX_OVERLAPS = 50
 #: an element count past this is reported without forming the exact product
 NUMEL_CAP = 1 << 64
 
-_HEX_DESC = re.compile(r"[0-9a-fA-F]{128}\Z")
 _WORD_KEY = re.compile(r"0x[0-9a-f]{16}\Z")
 
 
@@ -432,12 +431,9 @@ def _shape_ok(shape) -> bool:
 
 
 def _desc_of(text) -> D.Descriptor | None:
-    if not isinstance(text, str) or not _HEX_DESC.match(text):
+    if not D.is_descriptor_hex(text):
         return None
-    try:
-        return D.Descriptor.from_hex(text)
-    except GritError:
-        return None
+    return D.Descriptor.from_hex(text, strict=True)
 
 
 def _read_doc(hdr: SafetensorsFile) -> GritDoc:
@@ -461,7 +457,7 @@ def _read_doc(hdr: SafetensorsFile) -> GritDoc:
         doc.convention = f"{SCHEMA}/{VERSION}"
         _doc_v1(hdr, raw, doc, add)
         return doc
-    if "schema" in raw and not _HEX_DESC.match(str(raw.get("schema"))):
+    if "schema" in raw and not D.is_descriptor_hex(str(raw.get("schema"))):
         add(K.BAD_ANNOTATION, f"{GRIT_KEY}: unknown schema {raw.get('schema')!r}"[:300])
         raw = {k: v for k, v in raw.items() if k != "schema"}
     doc.convention = "descriptor-map"
