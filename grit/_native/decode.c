@@ -89,8 +89,8 @@ dec_q4ks_avx2(dec_ctx *c, size_t lo, size_t hi)
     for (size_t sb = lo; sb < hi; sb++) {
         float d = q4ks_d(c->scale1 + 4 * sb, 0), dmin = q4ks_d(c->scale1 + 4 * sb, 1);
         for (size_t g = 8 * sb; g < 8 * sb + 8; g++) {
-            __m256 S = _mm256_set1_ps(d * (float)(c->scale0[g] & 63));
-            __m256 Z = _mm256_set1_ps(dmin * (float)(c->aux[g] & 63));
+            __m256 S = _mm256_set1_ps(d * (float)(c->scale0[g] & U6_MAX));
+            __m256 Z = _mm256_set1_ps(dmin * (float)(c->aux[g] & U6_MAX));
             __m256 tlo = canon8(_mm256_sub_ps(_mm256_mul_ps(S, i0), Z));
             __m256 thi = canon8(_mm256_sub_ps(_mm256_mul_ps(S, i8), Z));
             nib_lookup_avx2(tlo, thi, c->data + 16 * g, c->out + 32 * g, 16);
@@ -161,8 +161,8 @@ dec_q4ks_range(void *vctx, int part, size_t lo, size_t hi)
     for (size_t sb = lo; sb < hi; sb++) {
         float d = q4ks_d(c->scale1 + 4 * sb, 0), dmin = q4ks_d(c->scale1 + 4 * sb, 1);
         for (size_t g = 8 * sb; g < 8 * sb + 8; g++) {
-            float S = d * (float)(c->scale0[g] & 63);
-            float Z = dmin * (float)(c->aux[g] & 63);
+            float S = d * (float)(c->scale0[g] & U6_MAX);
+            float Z = dmin * (float)(c->aux[g] & U6_MAX);
             for (int i = 0; i < 16; i++) {
                 t[i] = canon(S * (float)i - Z);
             }

@@ -20,8 +20,8 @@ typedef struct {
 static inline float
 nvf4_block_scale(const enc_ctx *c, uint32_t bamax, unsigned char *sc)
 {
-    unsigned code = bamax == 0 ? 0x38                /* e4m3(1.0) = 0 0111 000 */
-        : e4m3_encode_nonneg((u2f(bamax) / 6.0f) / c->sT, c->flag);
+    unsigned code = bamax == 0 ? E4M3_ONE_CODE       /* e4m3(1.0) = 0 0111 000 */
+        : e4m3_encode_nonneg((u2f(bamax) / E2M1_MAX) / c->sT, c->flag);
     *sc = (unsigned char)code;
     return c->sT * grit_e4m3[code];
 }
@@ -39,21 +39,21 @@ q4ks_scales(const float *mn, const float *mx, unsigned char *s1, unsigned char *
          * negative value (docs/spec-decisions.md, Q4KS signed zero). */
         float lo = mn[s] < 0.0f ? mn[s] : 0.0f;
         float hi = mx[s] > 0.0f ? mx[s] : 0.0f;
-        step[s] = (hi - lo) / 15.0f;
+        step[s] = (hi - lo) / (float)U4_MAX;
         off[s] = -lo;
         mstep = step[s] > mstep ? step[s] : mstep;
         moff = off[s] > moff ? off[s] : moff;
     }
-    unsigned dc = half_rne_satfinite(mstep / 63.0f);
-    unsigned mc = half_rne_satfinite(moff / 63.0f);
+    unsigned dc = half_rne_satfinite(mstep / (float)U6_MAX);
+    unsigned mc = half_rne_satfinite(moff / (float)U6_MAX);
     s1[0] = (unsigned char)(dc & 0xFF);
     s1[1] = (unsigned char)(dc >> 8);
     s1[2] = (unsigned char)(mc & 0xFF);
     s1[3] = (unsigned char)(mc >> 8);
     float d = half_value(dc), dmin = half_value(mc); /* re-read after the binary16 store */
     for (int s = 0; s < 8; s++) {
-        int scs = d == 0.0f ? 0 : rint_nonneg(clampf(step[s] / d, 0.0f, 63.0f));
-        int ms = dmin == 0.0f ? 0 : rint_nonneg(clampf(off[s] / dmin, 0.0f, 63.0f));
+        int scs = d == 0.0f ? 0 : rint_nonneg(clampf(step[s] / d, 0.0f, (float)U6_MAX));
+        int ms = dmin == 0.0f ? 0 : rint_nonneg(clampf(off[s] / dmin, 0.0f, (float)U6_MAX));
         sc[s] = (unsigned char)scs;
         mm[s] = (unsigned char)ms;
         S[s] = d * (float)scs;
@@ -64,8 +64,8 @@ q4ks_scales(const float *mn, const float *mx, unsigned char *s1, unsigned char *
 static void
 q4ks_poison(unsigned char *s1, unsigned char *sc, unsigned char *mm, unsigned char *q)
 {
-    s1[0] = 0x00;                                    /* d = 0x7E00 (binary16 NaN) */
-    s1[1] = 0x7E;
+    s1[0] = F16_NAN_CODE & 0xFF;                     /* d = 0x7E00 (binary16 NaN) */
+    s1[1] = F16_NAN_CODE >> 8;
     s1[2] = s1[3] = 0;                               /* dmin = +0 */
     memset(sc, 0, 8);
     memset(mm, 0, 8);
@@ -81,13 +81,13 @@ e2m1_encode8(__m256 y)
     __m256i c = _mm256_setzero_si256();
 #define GRIT_STEP(t, op) \
     c = _mm256_sub_epi32(c, _mm256_castps_si256(_mm256_cmp_ps(a, _mm256_set1_ps(t), op)))
-    GRIT_STEP(0.25f, _CMP_GT_OQ);
-    GRIT_STEP(0.75f, _CMP_GE_OQ);
-    GRIT_STEP(1.25f, _CMP_GT_OQ);
-    GRIT_STEP(1.75f, _CMP_GE_OQ);
-    GRIT_STEP(2.5f, _CMP_GT_OQ);
-    GRIT_STEP(3.5f, _CMP_GE_OQ);
-    GRIT_STEP(5.0f, _CMP_GT_OQ);
+    GRIT_STEP(E2M1_THRESHOLDS[0], _CMP_GT_OQ);       /* as e2m1_encode */
+    GRIT_STEP(E2M1_THRESHOLDS[1], _CMP_GE_OQ);
+    GRIT_STEP(E2M1_THRESHOLDS[2], _CMP_GT_OQ);
+    GRIT_STEP(E2M1_THRESHOLDS[3], _CMP_GE_OQ);
+    GRIT_STEP(E2M1_THRESHOLDS[4], _CMP_GT_OQ);
+    GRIT_STEP(E2M1_THRESHOLDS[5], _CMP_GE_OQ);
+    GRIT_STEP(E2M1_THRESHOLDS[6], _CMP_GT_OQ);
 #undef GRIT_STEP
     __m256i sign = _mm256_and_si256(_mm256_srli_epi32(_mm256_castps_si256(y), 28),
                                     _mm256_set1_epi32(8));
@@ -141,12 +141,12 @@ enc_mxfp4_avx2(enc_ctx *c, size_t lo, size_t hi)
         const float *x = c->x + 32 * g;
         uint32_t amax;
         if (!finite_amax_avx2(x, 32, &amax)) {
-            c->scale0[g] = 0xFF;
+            c->scale0[g] = E8M0_NAN_CODE;
             memset(c->data + 16 * g, 0, 16);
             continue;
         }
         int X = mx_exponent(amax, c->flag);
-        c->scale0[g] = (unsigned char)(X + 127);
+        c->scale0[g] = (unsigned char)(X + E8M0_BIAS);
         __m256 inv = _mm256_set1_ps(pow2f(-X));
         __m256i q0 = e2m1_encode8(_mm256_mul_ps(_mm256_loadu_ps(x), inv));
         __m256i q1 = e2m1_encode8(_mm256_mul_ps(_mm256_loadu_ps(x + 8), inv));
@@ -164,7 +164,7 @@ enc_nvf4_avx2(enc_ctx *c, size_t lo, size_t hi)
         const float *x = c->x + 16 * g;
         uint32_t amax;
         if (!finite_amax_avx2(x, 16, &amax)) {
-            c->scale0[g] = 0x7F;                     /* E4M3 NaN */
+            c->scale0[g] = E4M3_NAN_CODE;
             memset(c->data + 8 * g, 0, 8);
             continue;
         }
@@ -204,7 +204,7 @@ hmax8(__m256 v)
 TARGET_AVX2 static void
 enc_q4ks_avx2(enc_ctx *c, size_t lo, size_t hi)
 {
-    const __m256 zero = _mm256_setzero_ps(), fifteen = _mm256_set1_ps(15.0f);
+    const __m256 zero = _mm256_setzero_ps(), fifteen = _mm256_set1_ps((float)U4_MAX);
     for (size_t sb = lo; sb < hi; sb++) {
         const float *x = c->x + 256 * sb;
         unsigned char *q = c->data + 128 * sb;
@@ -266,12 +266,12 @@ enc_mxfp4_range(void *vctx, int part, size_t lo, size_t hi)
             amax = a > amax ? a : amax;
         }
         if (bad) {                                   /* §9.1 rule 2: poison */
-            c->scale0[g] = 0xFF;
+            c->scale0[g] = E8M0_NAN_CODE;
             memset(q, 0, 16);
             continue;
         }
         int X = mx_exponent(amax, c->flag);
-        c->scale0[g] = (unsigned char)(X + 127);
+        c->scale0[g] = (unsigned char)(X + E8M0_BIAS);
         /* f32(v / 2^X) == f32(v · 2^-X): the same real number, rounded once */
         float inv = pow2f(-X);
         for (int j = 0; j < 16; j++) {
@@ -340,7 +340,7 @@ enc_nvf4_range(void *vctx, int part, size_t lo, size_t hi)
             amax = a > amax ? a : amax;
         }
         if (bad) {
-            c->scale0[g] = 0x7F;
+            c->scale0[g] = E4M3_NAN_CODE;
             memset(q, 0, 8);
             continue;
         }
@@ -397,8 +397,8 @@ enc_q4ks_range(void *vctx, int part, size_t lo, size_t hi)
             for (int j = 0; j < 16; j++) {
                 int a = 0, b = 0;
                 if (S[s] != 0.0f) {
-                    a = rint_nonneg(clampf((xs[2 * j] + Z[s]) / S[s], 0.0f, 15.0f));
-                    b = rint_nonneg(clampf((xs[2 * j + 1] + Z[s]) / S[s], 0.0f, 15.0f));
+                    a = rint_nonneg(clampf((xs[2 * j] + Z[s]) / S[s], 0.0f, (float)U4_MAX));
+                    b = rint_nonneg(clampf((xs[2 * j + 1] + Z[s]) / S[s], 0.0f, (float)U4_MAX));
                 }
                 q[16 * s + j] = (unsigned char)(a | b << 4);
             }
@@ -455,14 +455,14 @@ enc_i8s24_range(void *vctx, int part, size_t lo, size_t hi)
         unsigned char *s0 = c->scale0 + 2 * g;
         signed char *q = (signed char *)c->data + 16 * g;
         if (bad) {                                   /* 0x7E00: binary16 NaN */
-            s0[0] = 0x00;
-            s0[1] = 0x7E;
+            s0[0] = F16_NAN_CODE & 0xFF;
+            s0[1] = F16_NAN_CODE >> 8;
             memset(q, 0, 16);
             continue;
         }
-        unsigned h = 0x3C00;                         /* all zero: binary16 1.0 */
+        unsigned h = F16_ONE_CODE;                   /* all zero: binary16 1.0 */
         if (amax) {
-            h = half_rne_satfinite(u2f(amax) / 127.0f);
+            h = half_rne_satfinite(u2f(amax) / (float)S8_MAX);
             if (h == 0) {
                 h = 0x0001;                          /* never a zero scale */
             }
@@ -471,7 +471,7 @@ enc_i8s24_range(void *vctx, int part, size_t lo, size_t hi)
         s0[1] = (unsigned char)(h >> 8);
         float S = half_value(h);
         for (int i = 0; i < 16; i++) {
-            q[i] = (signed char)rint_signed(clampf(kv[i] / S, -127.0f, 127.0f));
+            q[i] = (signed char)rint_signed(clampf(kv[i] / S, -(float)S8_MAX, (float)S8_MAX));
         }
     }
 }
@@ -553,7 +553,7 @@ encode_common(PyObject *args, const char *fmt, int kind)
          * tensor, 2^-149 when it underflows; stored as binary32 and re-read. */
         float sT = 1.0f;
         if (amax) {
-            sT = (u2f(amax) / 6.0f) / 448.0f;
+            sT = (u2f(amax) / E2M1_MAX) / E4M3_MAX;
             if (sT == 0.0f) {
                 sT = pow2f(-149);
             }

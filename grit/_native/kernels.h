@@ -111,12 +111,33 @@ pow2f(int k)
     return k >= -126 ? u2f((uint32_t)(k + 127) << 23) : u2f(UINT32_C(1) << (k + 149));
 }
 
+/* Format facts (§2.4) the kernels use, by name. */
+#define E2M1_MAX 6.0f                /* largest E2M1 magnitude, 1.5 · 2^2 */
+#define E2M1_EMAX 2                  /* ... and its exponent */
+#define E4M3_MAX 448.0f              /* largest E4M3 magnitude ... */
+#define E4M3_MAX_CODE 0x7Eu          /* ... and its code */
+#define E4M3_NAN_CODE 0x7Fu          /* 0.1111.111 */
+#define E4M3_ONE_CODE 0x38u          /* 1.0 = 0.0111.000 */
+#define E8M0_BIAS 127
+#define E8M0_NAN_CODE 0xFFu
+#define F16_MAX_CODE 0x7BFFu         /* 65504 */
+#define F16_NAN_CODE 0x7E00u         /* the quiet NaN the encoders store */
+#define F16_ONE_CODE 0x3C00u
+#define U4_MAX 15
+#define U6_MAX 63                    /* also the mask of a u6 code in its byte */
+#define S8_MAX 127                   /* s8 is symmetric, -127..127 (§1.5) */
+
 /* E2M1 (§2.4: bias 1, one mantissa bit, no Inf/NaN): codes 0..7 are
  * 0, 0.5, 1, 1.5, 2, 3, 4, 6 -- every one exact in binary32; 8..15 negate. */
 static const float E2M1[16] = {
     0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
     -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f,
 };
+
+/* §2.5's E2M1 ladder as its seven rounding thresholds, the midpoints of
+ * neighbouring magnitudes: |y| past threshold k takes code k + 1 or more;
+ * a tie goes to the even code (k + 1 when k is odd). */
+static const float E2M1_THRESHOLDS[7] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f};
 
 /* E4M3 (OCP "fn": bias 7, three mantissa bits, S.1111.111 = NaN), filled at
  * import from §2.4 (common.c). */
@@ -127,7 +148,7 @@ GRIT_HIDDEN void grit_init_e4m3(void);
 static inline float
 e8m0_value(unsigned c)
 {
-    return c == 0xFF ? u2f(CANON_NAN) : pow2f((int)c - 127);
+    return c == E8M0_NAN_CODE ? u2f(CANON_NAN) : pow2f((int)c - E8M0_BIAS);
 }
 
 /* binary16 -> binary32, exact. */
@@ -152,10 +173,10 @@ half_rne_satfinite(float f)
 {
     uint32_t u = f2u(f), s = (u >> 16) & 0x8000, a = u & 0x7FFFFFFFu;
     if (a > 0x7F800000u) {
-        return s | 0x7E00;                           /* NaN (never reached) */
+        return s | F16_NAN_CODE;                     /* NaN (never reached) */
     }
     if (a >= 0x477FF000u) {                          /* >= 65520 rounds past 65504 */
-        return s | 0x7BFF;
+        return s | F16_MAX_CODE;
     }
     uint32_t E = a >> 23;
     if (E >= 113) {                                  /* >= 2^-14: a binary16 normal */
@@ -179,10 +200,10 @@ e4m3_encode_nonneg(float v, int rtz)
 {
     uint32_t a = f2u(v) & 0x7FFFFFFFu;
     if (a > 0x7F800000u) {
-        return 0x7F;
+        return E4M3_NAN_CODE;
     }
     if (a >= 0x43E00000u) {                          /* >= 448 (and +inf): satfinite */
-        return 0x7E;
+        return E4M3_MAX_CODE;
     }
     int E = (int)(a >> 23);
     int et = E - 127 < -6 ? -6 : E - 127;            /* 1 - bias: the subnormal binade */
@@ -196,7 +217,7 @@ e4m3_encode_nonneg(float v, int rtz)
         n += (r > half) | ((r == half) & (r != 0) & (n & 1));
     }
     uint32_t code = n + ((uint32_t)(et + 6) << 3);   /* a carry to n = 16 is the next binade */
-    return code > 0x7E ? 0x7E : code;
+    return code > E4M3_MAX_CODE ? E4M3_MAX_CODE : code;
 }
 
 /* fmt_encode(e2m1, y, rne, satfinite): §2.5's ladder with ties to the even
@@ -206,8 +227,9 @@ e2m1_encode(float y)
 {
     uint32_t u = f2u(y);
     float a = u2f(u & 0x7FFFFFFFu);
-    unsigned c = (a > 0.25f) + (a >= 0.75f) + (a > 1.25f) + (a >= 1.75f)
-               + (a > 2.5f) + (a >= 3.5f) + (a > 5.0f);
+    const float *t = E2M1_THRESHOLDS;
+    unsigned c = (a > t[0]) + (a >= t[1]) + (a > t[2]) + (a >= t[3])
+               + (a > t[4]) + (a >= t[5]) + (a > t[6]);
     return c | ((u >> 28) & 8);
 }
 
@@ -278,7 +300,7 @@ mx_exponent(uint32_t amax, int rne)
     if (rne && (uint64_t)M * M > (UINT64_C(1) << 47)) {
         e++;
     }
-    int X = e - 2;                                   /* emax(E2M1) = 2: 6 = 1.5 · 2^2 */
+    int X = e - E2M1_EMAX;                           /* emax(E2M1) = 2: 6 = 1.5 · 2^2 */
     return X < -127 ? -127 : X > 127 ? 127 : X;
 }
 
@@ -353,10 +375,11 @@ whole(Py_ssize_t nbytes, Py_ssize_t unit, const char *what)
 }
 
 /* ------------------------------------------------------------------------
- * Tables filled at import (decode.c) */
-
-/* I8S24 metadata: per nibble, how many positions it keeps and the slot of
- * each position; per metadata byte, the positions kept by its two quads */
+ * I8S24 metadata tables: one nibble per quad, index i0 in bits 0..1 and i1
+ * in bits 2..3.  Filled at import (decode.c): per nibble, how many
+ * positions it keeps and the slot of each position (0 masked, 1 the first
+ * value handed out, 2 the second); per metadata byte, the positions its two
+ * quads keep; with AVX2, per metadata byte k of a group, its PSHUFB control. */
 GRIT_HIDDEN extern unsigned char grit_kept_per_meta_byte[256];
 GRIT_HIDDEN extern unsigned char grit_kept_per_nibble[16];
 GRIT_HIDDEN extern unsigned char grit_slot_of[16][4];
