@@ -26,7 +26,7 @@ grit_init_e4m3(void)
         } else {
             v = (float)(8 + m) * pow2f((int)e - 10); /* (1 + m/8) · 2^(e-7) */
         }
-        grit_e4m3[c] = (c & 0x80) ? -v : v;
+        grit_e4m3[c] = canon((c & 0x80) ? -v : v);  /* 0xFF: 0x7FC00000 too */
     }
 }
 
