@@ -408,7 +408,7 @@ enc_q4ks_range(void *vctx, int part, size_t lo, size_t hi)
 
 /* a 4-bit mask with exactly two bits set -> the metadata nibble i0 | i1 << 2,
  * i0 < i1 (the other entries are never used) */
-static const unsigned char PAIR_OF_MASK[16] = {
+const unsigned char grit_pair_of_mask[16] = {
     0, 0, 0, 0x4, 0, 0x8, 0x9, 0, 0, 0xC, 0xD, 0, 0xE, 0, 0, 0,
 };
 
@@ -438,8 +438,8 @@ enc_i8s24_range(void *vctx, int part, size_t lo, size_t hi)
             unsigned b2 = (k[0] >= k[2]) + (k[1] >= k[2]) + (k[3] > k[2]);
             unsigned b3 = (k[0] >= k[3]) + (k[1] >= k[3]) + (k[2] >= k[3]);
             unsigned mask = (b0 < 2) | (b1 < 2) << 1 | (b2 < 2) << 2 | (b3 < 2) << 3;
-            unsigned i0 = PAIR_OF_MASK[mask] & 3, i1 = PAIR_OF_MASK[mask] >> 2;
-            nib[q] = PAIR_OF_MASK[mask];
+            unsigned i0 = grit_pair_of_mask[mask] & 3, i1 = grit_pair_of_mask[mask] >> 2;
+            nib[q] = grit_pair_of_mask[mask];
             kv[2 * q] = x[4 * q + i0];
             kv[2 * q + 1] = x[4 * q + i1];
         }

@@ -30,8 +30,9 @@
  * before), the thread helpers' and the shared tables' declarations, and the
  * Python entry points module.c lists.  common.c: the thread pool, the E4M3
  * table and the plane allocator; decode.c, encode.c and relayout.c: the
- * kernels and their entry points; module.c: the method table, simd(), the
- * import-time self-check and PyInit.
+ * kernels and their entry points; module.c: the method table, simd(),
+ * tables() (the format tables and facts below, for comparison with
+ * grit.formats), the import-time self-check and PyInit.
  */
 #ifndef GRIT_KERNELS_H
 #define GRIT_KERNELS_H
@@ -111,7 +112,9 @@ pow2f(int k)
     return k >= -126 ? u2f((uint32_t)(k + 127) << 23) : u2f(UINT32_C(1) << (k + 149));
 }
 
-/* Format facts (§2.4) the kernels use, by name. */
+/* Format facts (§2.4) the kernels use, by name.  module.c's tables() returns
+ * each of them and every table below, for tests/test_native_tables.py to
+ * compare with what grit.formats derives. */
 #define E2M1_MAX 6.0f                /* largest E2M1 magnitude, 1.5 · 2^2 */
 #define E2M1_EMAX 2                  /* ... and its exponent */
 #define E4M3_MAX 448.0f              /* largest E4M3 magnitude ... */
@@ -379,7 +382,8 @@ whole(Py_ssize_t nbytes, Py_ssize_t unit, const char *what)
  * in bits 2..3.  Filled at import (decode.c): per nibble, how many
  * positions it keeps and the slot of each position (0 masked, 1 the first
  * value handed out, 2 the second); per metadata byte, the positions its two
- * quads keep; with AVX2, per metadata byte k of a group, its PSHUFB control. */
+ * quads keep; with AVX2, per metadata byte k of a group, its PSHUFB control.
+ * Constant (encode.c): the nibble of each 4-bit mask of two kept positions. */
 GRIT_HIDDEN extern unsigned char grit_kept_per_meta_byte[256];
 GRIT_HIDDEN extern unsigned char grit_kept_per_nibble[16];
 GRIT_HIDDEN extern unsigned char grit_slot_of[16][4];
@@ -388,6 +392,7 @@ GRIT_HIDDEN void grit_init_i8(void);
 GRIT_HIDDEN extern uint64_t grit_shuf_of_meta[4][256];
 GRIT_HIDDEN void grit_init_i8_shuffles(void);
 #endif
+GRIT_HIDDEN extern const unsigned char grit_pair_of_mask[16];
 
 /* ------------------------------------------------------------------------
  * Entry points (METH_VARARGS), listed in module.c's method table */

@@ -1,6 +1,7 @@
 /*
- * grit._kernels: the module -- its method table and docstrings, simd(), the
- * import-time self-check and PyInit (kernels.h has the overview).
+ * grit._kernels: the module -- its method table and docstrings, simd(),
+ * tables(), the import-time self-check and PyInit (kernels.h has the
+ * overview).
  */
 #include "kernels.h"
 
@@ -78,6 +79,172 @@ py_simd(PyObject *self, PyObject *args)
     return PyUnicode_FromString(grit_use_avx2 ? "avx2" : "portable");
 }
 
+PyDoc_STRVAR(tables_doc,
+"tables() -> dict\n\n"
+"The format tables and facts compiled into the kernels, by name, for\n"
+"comparison with grit.formats: value tables (tuples of floats, NaN where a\n"
+"code is NaN), E2M1's rounding thresholds, the codes and limits the encoders\n"
+"write, and the I8S24 metadata tables (ints).  e8m0_values and the\n"
+"e4m3_*_thresholds are computed by the kernels' own conversions: entry k - 1\n"
+"of a threshold table is the least binary32 ratio the E4M3 scale encoder\n"
+"takes to code k or above.");
+
+static PyObject *
+float_tuple(const float *v, size_t n)
+{
+    PyObject *t = PyTuple_New((Py_ssize_t)n);
+    for (size_t i = 0; t != NULL && i < n; i++) {
+        PyObject *x = PyFloat_FromDouble((double)v[i]);
+        if (x == NULL) {
+            Py_CLEAR(t);
+        } else {
+            PyTuple_SET_ITEM(t, (Py_ssize_t)i, x);
+        }
+    }
+    return t;
+}
+
+static PyObject *
+byte_tuple(const unsigned char *v, size_t n)
+{
+    PyObject *t = PyTuple_New((Py_ssize_t)n);
+    for (size_t i = 0; t != NULL && i < n; i++) {
+        PyObject *x = PyLong_FromLong((long)v[i]);
+        if (x == NULL) {
+            Py_CLEAR(t);
+        } else {
+            PyTuple_SET_ITEM(t, (Py_ssize_t)i, x);
+        }
+    }
+    return t;
+}
+
+/* grit_slot_of as 16 tuples of 4 */
+static PyObject *
+slot_tuple(void)
+{
+    PyObject *t = PyTuple_New(16);
+    for (Py_ssize_t i = 0; t != NULL && i < 16; i++) {
+        PyObject *x = byte_tuple(grit_slot_of[i], 4);
+        if (x == NULL) {
+            Py_CLEAR(t);
+        } else {
+            PyTuple_SET_ITEM(t, i, x);
+        }
+    }
+    return t;
+}
+
+#ifdef GRIT_AVX2
+/* grit_shuf_of_meta as 4 tuples of 256 */
+static PyObject *
+shuffle_tuple(void)
+{
+    PyObject *t = PyTuple_New(4);
+    for (Py_ssize_t k = 0; t != NULL && k < 4; k++) {
+        PyObject *row = PyTuple_New(256);
+        for (Py_ssize_t b = 0; row != NULL && b < 256; b++) {
+            PyObject *x = PyLong_FromUnsignedLongLong(grit_shuf_of_meta[k][b]);
+            if (x == NULL) {
+                Py_CLEAR(row);
+            } else {
+                PyTuple_SET_ITEM(row, b, x);
+            }
+        }
+        if (row == NULL) {
+            Py_CLEAR(t);
+        } else {
+            PyTuple_SET_ITEM(t, k, row);
+        }
+    }
+    return t;
+}
+#endif
+
+/* d[key] = v, taking the reference to v; -1 on an error (v NULL included) */
+static int
+put(PyObject *d, const char *key, PyObject *v)
+{
+    if (v == NULL) {
+        return -1;
+    }
+    int r = PyDict_SetItemString(d, key, v);
+    Py_DECREF(v);
+    return r;
+}
+
+/* the least binary32 v >= 0 (by its bits; +inf at most) with
+ * e4m3_encode_nonneg(v, rtz) >= code: the encoder is monotone */
+static float
+e4m3_threshold(unsigned code, int rtz)
+{
+    uint32_t lo = 0, hi = 0x7F800000u;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (e4m3_encode_nonneg(u2f(mid), rtz) >= code) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    return u2f(lo);
+}
+
+static PyObject *
+py_tables(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    float e8m0[256], rne[E4M3_MAX_CODE], rtz[E4M3_MAX_CODE];
+    for (unsigned c = 0; c < 256; c++) {
+        e8m0[c] = e8m0_value(c);
+    }
+    for (unsigned k = 1; k <= E4M3_MAX_CODE; k++) {
+        rne[k - 1] = e4m3_threshold(k, 0);
+        rtz[k - 1] = e4m3_threshold(k, 1);
+    }
+    PyObject *d = PyDict_New();
+    if (d == NULL) {
+        return NULL;
+    }
+    if (put(d, "canonical_nan", PyLong_FromUnsignedLong(CANON_NAN)) < 0
+        || put(d, "e2m1_values", float_tuple(E2M1, 16)) < 0
+        || put(d, "e2m1_thresholds", float_tuple(E2M1_THRESHOLDS, 7)) < 0
+        || put(d, "e2m1_max", PyFloat_FromDouble(E2M1_MAX)) < 0
+        || put(d, "e2m1_emax", PyLong_FromLong(E2M1_EMAX)) < 0
+        || put(d, "e4m3_values", float_tuple(grit_e4m3, 256)) < 0
+        || put(d, "e4m3_max", PyFloat_FromDouble(E4M3_MAX)) < 0
+        || put(d, "e4m3_max_code", PyLong_FromLong(E4M3_MAX_CODE)) < 0
+        || put(d, "e4m3_nan_code", PyLong_FromLong(E4M3_NAN_CODE)) < 0
+        || put(d, "e4m3_one_code", PyLong_FromLong(E4M3_ONE_CODE)) < 0
+        || put(d, "e4m3_rne_thresholds", float_tuple(rne, E4M3_MAX_CODE)) < 0
+        || put(d, "e4m3_rtz_thresholds", float_tuple(rtz, E4M3_MAX_CODE)) < 0
+        || put(d, "e8m0_values", float_tuple(e8m0, 256)) < 0
+        || put(d, "e8m0_bias", PyLong_FromLong(E8M0_BIAS)) < 0
+        || put(d, "e8m0_nan_code", PyLong_FromLong(E8M0_NAN_CODE)) < 0
+        || put(d, "f16_max_code", PyLong_FromLong(F16_MAX_CODE)) < 0
+        || put(d, "f16_nan_code", PyLong_FromLong(F16_NAN_CODE)) < 0
+        || put(d, "f16_one_code", PyLong_FromLong(F16_ONE_CODE)) < 0
+        || put(d, "u4_max", PyLong_FromLong(U4_MAX)) < 0
+        || put(d, "u6_max", PyLong_FromLong(U6_MAX)) < 0
+        || put(d, "s8_max", PyLong_FromLong(S8_MAX)) < 0
+        || put(d, "i8s24_kept_per_nibble", byte_tuple(grit_kept_per_nibble, 16)) < 0
+        || put(d, "i8s24_slot_of", slot_tuple()) < 0
+        || put(d, "i8s24_kept_per_meta_byte", byte_tuple(grit_kept_per_meta_byte, 256)) < 0
+        || put(d, "i8s24_pair_of_mask", byte_tuple(grit_pair_of_mask, 16)) < 0) {
+        Py_DECREF(d);
+        return NULL;
+    }
+#ifdef GRIT_AVX2
+    /* the AVX2 decode's PSHUFB controls: built only where that loop is */
+    if (put(d, "i8s24_shuffle_of_meta", shuffle_tuple()) < 0) {
+        Py_DECREF(d);
+        return NULL;
+    }
+#endif
+    return d;
+}
+
 static PyMethodDef kernels_methods[] = {
     {"decode_mxfp4", grit_py_decode_mxfp4, METH_VARARGS, decode_doc},
     {"decode_nvf4", grit_py_decode_nvf4, METH_VARARGS, decode_doc},
@@ -88,6 +255,7 @@ static PyMethodDef kernels_methods[] = {
     {"encode_q4ks", grit_py_encode_q4ks, METH_VARARGS, encode_doc},
     {"encode_i8s24", grit_py_encode_i8s24, METH_VARARGS, encode_doc},
     {"simd", py_simd, METH_VARARGS, simd_doc},
+    {"tables", py_tables, METH_NOARGS, tables_doc},
     {"transpose", grit_py_transpose, METH_VARARGS, transpose_doc},
     {"tile", grit_py_tile, METH_VARARGS, tile_doc},
     {"interleave", grit_py_interleave, METH_VARARGS, interleave_doc},
