@@ -35,7 +35,9 @@ setup(
         # back to its numpy path (same bytes) when this one is missing.
         Extension(
             "grit._kernels",
-            sources=["grit/_native/kernels.c"],
+            sources=[f"grit/_native/{name}.c"
+                     for name in ("module", "common", "decode", "encode", "relayout")],
+            depends=["grit/_native/kernels.h"],
             optional=True,
         ),
     ],
