@@ -20,6 +20,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import descriptor as D
+from .facts import PlaneRole
 from .array import GritArray
 from .descriptor import Descriptor
 from .errors import GritError, GritUsageError
@@ -226,7 +227,7 @@ _RENDER = {
 _FRAME_FIELDS = ("magic", "hdr_bytes", "version", "n_levels", "flags", "elem", "scale0",
                  "scale1", "zp_fmt", "group_axis", "k0", "k1", "sp_n", "sp_m",
                  "sp_meta_fmt", "sp_order", "container", "frame_rsvd")
-_PLACEMENT_FIELDS = ("placement_data", "placement_scale", "placement_meta")
+_PLACEMENT_FIELDS = tuple(r.field for r in PlaneRole)
 
 _ROLE = {**{k: "representation" for k in KEYS[:11]},
          **{k: "encode" for k in ENCODE_KEYS}, **{k: "decode" for k in ("dr", "ds", "dt")},

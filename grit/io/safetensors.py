@@ -35,6 +35,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from .. import descriptor as D
+from ..facts import PLANE_NAMES
 from .._files import atomic_write
 from ..array import GritArray
 from ..errors import GritError, GritUsageError
@@ -52,7 +53,7 @@ SCHEMA = "grit-safetensors"
 VERSION = 1
 GRIT_KEY = "__grit__"
 META_KEY = "__metadata__"
-ROLES = ("data", "scale0", "scale1", "aux")
+ROLES = PLANE_NAMES          # the plane roles a GRIT tensor entry maps (§3.6 order)
 ENTRY_KEYS = frozenset({"dtype", "shape", "data_offsets"})
 
 #: the largest header this reader parses (the official library's own limit)
