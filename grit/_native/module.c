@@ -89,12 +89,15 @@ PyDoc_STRVAR(tables_doc,
 "of a threshold table is the least binary32 ratio the E4M3 scale encoder\n"
 "takes to code k or above.");
 
+/* A tuple of n items, item(ctx, i) making item i (NULL: an exception is set). */
+typedef PyObject *(*tuple_item)(const void *ctx, size_t i);
+
 static PyObject *
-float_tuple(const float *v, size_t n)
+tuple_of(size_t n, tuple_item item, const void *ctx)
 {
     PyObject *t = PyTuple_New((Py_ssize_t)n);
     for (size_t i = 0; t != NULL && i < n; i++) {
-        PyObject *x = PyFloat_FromDouble((double)v[i]);
+        PyObject *x = item(ctx, i);
         if (x == NULL) {
             Py_CLEAR(t);
         } else {
@@ -102,62 +105,65 @@ float_tuple(const float *v, size_t n)
         }
     }
     return t;
+}
+
+static PyObject *
+float_item(const void *v, size_t i)
+{
+    return PyFloat_FromDouble((double)((const float *)v)[i]);
+}
+
+static PyObject *
+byte_item(const void *v, size_t i)
+{
+    return PyLong_FromLong((long)((const unsigned char *)v)[i]);
+}
+
+static PyObject *
+float_tuple(const float *v, size_t n)
+{
+    return tuple_of(n, float_item, v);
 }
 
 static PyObject *
 byte_tuple(const unsigned char *v, size_t n)
 {
-    PyObject *t = PyTuple_New((Py_ssize_t)n);
-    for (size_t i = 0; t != NULL && i < n; i++) {
-        PyObject *x = PyLong_FromLong((long)v[i]);
-        if (x == NULL) {
-            Py_CLEAR(t);
-        } else {
-            PyTuple_SET_ITEM(t, (Py_ssize_t)i, x);
-        }
-    }
-    return t;
+    return tuple_of(n, byte_item, v);
 }
 
 /* grit_slot_of as 16 tuples of 4 */
 static PyObject *
+slot_item(const void *ctx, size_t i)
+{
+    (void)ctx;
+    return byte_tuple(grit_slot_of[i], 4);
+}
+
+static PyObject *
 slot_tuple(void)
 {
-    PyObject *t = PyTuple_New(16);
-    for (Py_ssize_t i = 0; t != NULL && i < 16; i++) {
-        PyObject *x = byte_tuple(grit_slot_of[i], 4);
-        if (x == NULL) {
-            Py_CLEAR(t);
-        } else {
-            PyTuple_SET_ITEM(t, i, x);
-        }
-    }
-    return t;
+    return tuple_of(16, slot_item, NULL);
 }
 
 #ifdef GRIT_AVX2
 /* grit_shuf_of_meta as 4 tuples of 256 */
 static PyObject *
+u64_item(const void *v, size_t i)
+{
+    return PyLong_FromUnsignedLongLong(((const uint64_t *)v)[i]);
+}
+
+static PyObject *
+shuffle_row(const void *ctx, size_t k)
+{
+    (void)ctx;
+    return tuple_of(256, u64_item, grit_shuf_of_meta[k]);
+}
+
+static PyObject *
 shuffle_tuple(void)
 {
-    PyObject *t = PyTuple_New(4);
-    for (Py_ssize_t k = 0; t != NULL && k < 4; k++) {
-        PyObject *row = PyTuple_New(256);
-        for (Py_ssize_t b = 0; row != NULL && b < 256; b++) {
-            PyObject *x = PyLong_FromUnsignedLongLong(grit_shuf_of_meta[k][b]);
-            if (x == NULL) {
-                Py_CLEAR(row);
-            } else {
-                PyTuple_SET_ITEM(row, b, x);
-            }
-        }
-        if (row == NULL) {
-            Py_CLEAR(t);
-        } else {
-            PyTuple_SET_ITEM(t, k, row);
-        }
-    }
-    return t;
+    return tuple_of(4, shuffle_row, NULL);
 }
 #endif
 

@@ -36,22 +36,22 @@ typedef struct {
 /* 16 rows of 16 bytes -> v[j] = column j: four perfect shuffles, each
  * unpacking row i with row i + 8 (written out so that the rows stay in
  * registers). */
-#define TR_UNPK(x, y, i)                                                 \
-    y##_##i##a = _mm_unpacklo_epi8(x[i], x[i + 8]);                      \
-    y##_##i##b = _mm_unpackhi_epi8(x[i], x[i + 8]);
-#define TR_STAGE(x, y)                                                   \
+#define TR_UNPK(T, lo, hi, x, y, i)                                      \
+    T y##_##i##a = lo(x[i], x[i + 8]);                                   \
+    T y##_##i##b = hi(x[i], x[i + 8]);
+/* one stage of the perfect shuffle on vectors of type T, for either width */
+#define TR_STAGE_OF(T, lo, hi, x, y)                                     \
     do {                                                                 \
-        __m128i y##_0a, y##_0b, y##_1a, y##_1b, y##_2a, y##_2b, y##_3a,  \
-            y##_3b, y##_4a, y##_4b, y##_5a, y##_5b, y##_6a, y##_6b,      \
-            y##_7a, y##_7b;                                              \
-        TR_UNPK(x, y, 0) TR_UNPK(x, y, 1) TR_UNPK(x, y, 2)               \
-        TR_UNPK(x, y, 3) TR_UNPK(x, y, 4) TR_UNPK(x, y, 5)               \
-        TR_UNPK(x, y, 6) TR_UNPK(x, y, 7)                                \
+        TR_UNPK(T, lo, hi, x, y, 0) TR_UNPK(T, lo, hi, x, y, 1)          \
+        TR_UNPK(T, lo, hi, x, y, 2) TR_UNPK(T, lo, hi, x, y, 3)          \
+        TR_UNPK(T, lo, hi, x, y, 4) TR_UNPK(T, lo, hi, x, y, 5)          \
+        TR_UNPK(T, lo, hi, x, y, 6) TR_UNPK(T, lo, hi, x, y, 7)          \
         y[0] = y##_0a; y[1] = y##_0b; y[2] = y##_1a; y[3] = y##_1b;      \
         y[4] = y##_2a; y[5] = y##_2b; y[6] = y##_3a; y[7] = y##_3b;      \
         y[8] = y##_4a; y[9] = y##_4b; y[10] = y##_5a; y[11] = y##_5b;    \
         y[12] = y##_6a; y[13] = y##_6b; y[14] = y##_7a; y[15] = y##_7b;  \
     } while (0)
+#define TR_STAGE(x, y) TR_STAGE_OF(__m128i, _mm_unpacklo_epi8, _mm_unpackhi_epi8, x, y)
 
 #if defined(__GNUC__) || defined(__clang__)
 #define TR_INLINE static inline __attribute__((always_inline))
@@ -159,22 +159,8 @@ tr1_tile(const unsigned char *s, unsigned char *d, size_t R, size_t C, size_t r0
 /* The same perfect shuffles on 32-byte rows: each 128-bit lane transposes
  * its own 16 x 16 block, so 16 rows of 32 bytes give v[j] = (column j,
  * column 16 + j) of those rows. */
-#define TR8_UNPK(x, y, i)                                                \
-    y##_##i##a = _mm256_unpacklo_epi8(x[i], x[i + 8]);                   \
-    y##_##i##b = _mm256_unpackhi_epi8(x[i], x[i + 8]);
 #define TR8_STAGE(x, y)                                                  \
-    do {                                                                 \
-        __m256i y##_0a, y##_0b, y##_1a, y##_1b, y##_2a, y##_2b, y##_3a,  \
-            y##_3b, y##_4a, y##_4b, y##_5a, y##_5b, y##_6a, y##_6b,      \
-            y##_7a, y##_7b;                                              \
-        TR8_UNPK(x, y, 0) TR8_UNPK(x, y, 1) TR8_UNPK(x, y, 2)            \
-        TR8_UNPK(x, y, 3) TR8_UNPK(x, y, 4) TR8_UNPK(x, y, 5)            \
-        TR8_UNPK(x, y, 6) TR8_UNPK(x, y, 7)                              \
-        y[0] = y##_0a; y[1] = y##_0b; y[2] = y##_1a; y[3] = y##_1b;      \
-        y[4] = y##_2a; y[5] = y##_2b; y[6] = y##_3a; y[7] = y##_3b;      \
-        y[8] = y##_4a; y[9] = y##_4b; y[10] = y##_5a; y[11] = y##_5b;    \
-        y[12] = y##_6a; y[13] = y##_6b; y[14] = y##_7a; y[15] = y##_7b;  \
-    } while (0)
+    TR_STAGE_OF(__m256i, _mm256_unpacklo_epi8, _mm256_unpackhi_epi8, x, y)
 
 TARGET_AVX2 static inline __attribute__((always_inline)) void
 tr16x32_load(const unsigned char *s, size_t ss, __m256i v[16])
