@@ -1,10 +1,47 @@
-"""Writing files safely: every file grit writes goes through here."""
+"""Reading and writing files safely: every file grit opens or writes goes
+through here."""
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import tempfile
+from typing import BinaryIO
 
-__all__ = ["atomic_write"]
+__all__ = ["atomic_write", "open_regular", "NotRegularFileError"]
+
+
+class NotRegularFileError(OSError):
+    """The path names a FIFO, a device, a socket or a directory, not a file."""
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def open_regular(path) -> BinaryIO:
+    """Open ``path`` for binary reading if it is a regular file.  The open
+    itself never blocks (O_NONBLOCK: a FIFO named like a checkpoint would
+    otherwise wait forever for a writer); anything but a regular file is then
+    refused with NotRegularFileError (an OSError, so callers that report
+    unreadable inputs report it too)."""
+    p = os.fspath(path)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) \
+        | getattr(os, "O_BINARY", 0)
+    fd = os.open(p, flags)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFileError(errno.EINVAL, f"{_kind(mode)}, not a regular file", p)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def _umask() -> int:

@@ -691,10 +691,8 @@ def format_by_name(token: str) -> int:
     if t in NOT_ALIASES:
         raise GritFormatError(f"format {token!r} is rejected: {NOT_ALIASES[t]}")
     if len(t) == 5 and t[0] == "x":
-        try:
-            word = int(t[1:], 16)
-        except ValueError:
-            word = -1
+        # four ASCII hex digits (int() would also take '_' and non-ASCII digits)
+        word = int(t[1:], 16) if all(c in "0123456789abcdef" for c in t[1:]) else -1
         if word >= 0:
             why = fmt_classify(word)
             if why is not None:

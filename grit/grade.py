@@ -142,10 +142,22 @@ class Sparsity:
 # ---------------------------------------------------------------------------
 # value normalisation
 
+_MAX_DIGITS = 20   # every integer a grade carries fits a uint64 (k0 and k1 a uint16)
+
+
+def _small_int(text: str, what: str) -> int:
+    """A decimal integer of at most 20 digits (``text`` matched _INT_RE);
+    longer ones are out of every field's range, and are refused before
+    int() would parse them (CPython refuses over 4,300 digits itself)."""
+    if len(text) > _MAX_DIGITS:
+        raise GritGradeError(f"{what}: an integer of {len(text)} digits is out of range")
+    return int(text)
+
+
 def _norm_int(key: str, raw: str) -> str:
     if not _INT_RE.match(raw):
-        raise GritGradeError(f"grade field {key}={raw!r}: expected a decimal integer")
-    v = int(raw)
+        raise GritGradeError(f"grade field {key}={raw!r:.60}: expected a decimal integer")
+    v = _small_int(raw, f"grade field {key}")
     if key == "k0" and not 1 <= v <= 0xFFFF:
         raise GritGradeError(f"k0={v}: must be 1..65535 (a uint16 in the descriptor)")
     if key == "k1" and v > 0xFFFF:
@@ -157,7 +169,7 @@ def _norm_enum(key: str, domain: str, raw: str) -> str:
     if domain == "order":
         m = _PAIRWISE_RE.match(raw)
         if m:
-            k = int(m.group(1))
+            k = _small_int(m.group(1), f"grade field {key}")
             if k < 2:
                 raise GritGradeError(f"{key}={raw}: pairwise<k> needs k >= 2")
             return f"pairwise{k}"
@@ -177,7 +189,7 @@ def _norm_sp(raw: str) -> str:
     n_s, m_s, meta, order = parts
     if not (_INT_RE.match(n_s) and _INT_RE.match(m_s)):
         raise GritGradeError(f"sp={raw!r}: N and M must be decimal integers")
-    n, m = int(n_s), int(m_s)
+    n, m = _small_int(n_s, "sp N"), _small_int(m_s, "sp M")
     if not 1 <= n < m:
         raise GritGradeError(
             f"sp={raw!r}: N survivors of every M needs 1 <= N < M (§3.8: N is the "

@@ -4,7 +4,6 @@ values), ``grit.load`` raises the first, ``grit scan`` reports them all; the
 GGUF walker checks every count and length before using it; one dtype table."""
 from __future__ import annotations
 
-import builtins
 import json
 import os
 import struct
@@ -265,16 +264,16 @@ def test_gguf_bad_annotation_reads_the_tensor_as_its_type(tmp_path):
 def test_scan_opens_a_gguf_file_once(tmp_path, monkeypatch):
     p = tmp_path / "m.gguf"
     p.write_bytes(_plain_gguf())
-    opened: list[str] = []
-    real_open = builtins.open
+    opened: list[int] = []
+    real_open = os.open          # every file grit reads is opened by grit._files.open_regular
 
-    def counting(file, *a, **kw):
+    def counting(file, flags, *a, **kw):
         if os.fspath(file) == str(p):
-            opened.append(a[0] if a else kw.get("mode", "r"))
-        return real_open(file, *a, **kw)
+            opened.append(flags)
+        return real_open(file, flags, *a, **kw)
 
     calls = []
-    monkeypatch.setattr(builtins, "open", counting)
+    monkeypatch.setattr(os, "open", counting)
     monkeypatch.setattr(G, "read_gguf", lambda path, _r=G.read_gguf: calls.append(path)
                         or _r(path))
     rep = scan([str(p)], deep=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 
+from .._files import open_regular
 from ..errors import GritUsageError
 from . import gguf as _gguf
 from . import safetensors as _st
@@ -26,7 +27,7 @@ __all__ = ["load", "save", "save_gguf", "sniff", "GritFileError"]
 
 
 def _head(path) -> tuple[bytes, int]:
-    with open(os.fspath(path), "rb") as f:
+    with open_regular(path) as f:
         return f.read(9), os.fstat(f.fileno()).st_size
 
 

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from .._files import open_regular
 from ..errors import GritUsageError
 from .problems import Problem, ProblemKind as K
 
@@ -261,7 +262,7 @@ def read_gguf(path) -> GGUFFile:
     """Walk the GGUF file at ``path`` (see the module docstring).  Never
     raises for the file's content; an OSError opening it propagates."""
     path = os.fspath(path)
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         size = os.fstat(f.fileno()).st_size
         out = GGUFFile(path, size)
         if size < 24:

@@ -36,7 +36,7 @@ import numpy as np
 
 from .. import descriptor as D
 from ..facts import PLANE_NAMES
-from .._files import atomic_write
+from .._files import atomic_write, open_regular
 from ..array import GritArray
 from ..errors import GritError, GritUsageError
 from ..grade import register_grade
@@ -228,7 +228,7 @@ def read(path) -> SafetensorsFile:
     document's, then SIZE (entries that are not GRIT planes or payloads),
     OVERLAP, BAD_OFFSETS and PAST_END."""
     path = os.fspath(path)
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         size = os.fstat(f.fileno()).st_size
         out = SafetensorsFile(path, size)
         add = _Collector(path, out.problems)

@@ -235,10 +235,18 @@ _NAMES = {n.lower(): n for n in ("RowMajor", "ColMajor", "Tile", "Interleave", "
                                   "Perm", "Pad", "Compose", "Opaque")}
 
 
+#: nesting and integer limits of the layout grammar as parsed: deeper or
+#: longer inputs are refused with GritLayoutError before Python's recursion
+#: or int() limits are reached
+MAX_DEPTH = 64
+_MAX_DIGITS = 19
+
+
 class _Parser:
     def __init__(self, text: str):
         self.s = "".join(text.split())
         self.i = 0
+        self.depth = 0
 
     def fail(self, why: str):
         raise GritLayoutError(f"layout expression {self.s[:80]!r}: {why} at offset {self.i}")
@@ -262,6 +270,8 @@ class _Parser:
         m = re.compile(r"[0-9]+").match(self.s, self.i)
         if not m:
             self.fail("expected a non-negative integer")
+        if len(m.group(0)) > _MAX_DIGITS:
+            self.fail(f"an integer of {len(m.group(0))} digits is out of range")
         self.i = m.end()
         return int(m.group(0))
 
@@ -275,6 +285,15 @@ class _Parser:
         return out
 
     def expr(self) -> Expr:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            self.fail(f"nested deeper than {MAX_DEPTH} constructors")
+        try:
+            return self._expr()
+        finally:
+            self.depth -= 1
+
+    def _expr(self) -> Expr:
         name = _NAMES.get(self.ident().lower())
         if name is None:
             self.fail("unknown constructor")

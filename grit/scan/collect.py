@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from .._files import open_regular
 from ..errors import GritError
 from ..io import gguf as _gguf
 from ..io import safetensors as _st
@@ -139,7 +140,7 @@ def read_manifest(path: str) -> list[str]:
     """A JSON list of paths, ``{"paths": [...]}``, or a text file with one path
     per line (``#`` comments, blank lines ignored).  Relative paths are
     relative to the manifest's folder."""
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         raw = f.read(MAX_MANIFEST + 1)
     if len(raw) > MAX_MANIFEST:
         raise ValueError("manifest larger than 16 MiB")
@@ -172,7 +173,7 @@ def read_config(path: str) -> dict | None:
     try:
         if not os.path.isfile(cfg) or os.path.getsize(cfg) > MAX_MANIFEST:
             return None
-        with open(cfg, "rb") as f:
+        with open_regular(cfg) as f:
             doc = json.loads(f.read().decode("utf-8"))
     except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return None

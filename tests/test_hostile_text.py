@@ -1,0 +1,113 @@
+"""Hostile text and hostile paths get typed answers: integers past every
+field's range and deep nesting in grade and layout strings, non-ASCII or
+underscored hex in format tokens, and FIFOs named like checkpoints (which
+would block open() forever).  The expected outcomes are the spec's: every
+rejection a GritError (§7.1: a raised exception in Python), never
+ValueError, RecursionError or a hang."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import grit
+from grit.formats import format_by_name
+
+GRADE = "grit1(e=e2m1,k0={k0},s0=e8m0,esr=exp2floormaxabs{extra})"
+
+
+@pytest.mark.parametrize("k0,extra", [
+    ("9" * 5000, ""),                        # past CPython's 4,300-digit int() limit
+    ("1" + "0" * 40, ""),                    # long, but under the limit
+    ("32", ",ao=pairwise" + "7" * 5000),
+    ("32", ",sp=" + "1" * 5000 + ":4:u2:asclsb"),
+    ("32", ",sp=2:" + "4" * 5000 + ":u2:asclsb"),
+])
+def test_huge_integers_in_a_grade_are_grade_errors(k0, extra):
+    with pytest.raises(grit.GritGradeError, match="digits is out of range"):
+        grit.Grade.parse(GRADE.format(k0=k0, extra=extra))
+
+
+def test_ordinary_integers_still_parse():
+    assert grit.Grade.parse(GRADE.format(k0="0032", extra="")).canonical == \
+        grit.GRADE_MXFP4.canonical
+
+
+@pytest.mark.parametrize("token", ["x2_43", "x_204", "x٢٠٤٣", "x２０４３", "x-204"])
+def test_hex_format_tokens_are_four_ascii_hex_digits(token):
+    with pytest.raises(grit.GritGradeError):
+        format_by_name(token)
+    with pytest.raises(grit.GritGradeError):
+        grit.Grade.parse(f"grit1(e={token},k0=32,s0=e8m0,esr=exp2floormaxabs)")
+
+
+def test_a_registered_word_in_hex_is_its_name():
+    assert format_by_name("x2043") == format_by_name("e2m1") == 0x2043
+    assert format_by_name("X2043") == 0x2043
+
+
+@pytest.mark.parametrize("depth", [65, 400, 5000])
+def test_deep_layout_nesting_is_a_layout_error(depth):
+    text = "Tile(" * depth + "RowMajor" + ",[16,16])" * depth
+    with pytest.raises(grit.GritLayoutError, match="nested deeper than 64"):
+        grit.parse_layout(text)
+
+
+def test_nesting_to_the_limit_parses():
+    text = "Tile(" * 63 + "RowMajor" + ",[1,1])" * 63
+    assert str(grit.parse_layout(text)).count("Tile(") == 63
+
+
+@pytest.mark.parametrize("text", ["Pad(" + "9" * 5000 + ")", "Perm([0," + "1" * 30 + "])",
+                                  "Swizzle(3," + "4" * 20 + ",3)"])
+def test_huge_integers_in_a_layout_are_layout_errors(text):
+    with pytest.raises(grit.GritLayoutError, match="digits is out of range"):
+        grit.parse_layout(text)
+
+
+# ---------------------------------------------------------------------------
+# FIFOs named like checkpoints
+
+needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+
+
+def _scan_in_child(args: list[str]) -> dict:
+    """``grit scan --json`` in a child process with a time limit: a hang
+    fails the test instead of stopping the suite."""
+    out = subprocess.run([sys.executable, "-m", "grit.cli", "scan", "--json", *args],
+                         capture_output=True, text=True, timeout=120)
+    return json.loads(out.stdout)
+
+
+@needs_fifo
+@pytest.mark.parametrize("how", ["direct", "tree", "manifest"])
+def test_a_fifo_is_reported_unreadable_not_waited_on(tmp_path, how):
+    fifo = tmp_path / "tree" / "x.safetensors"
+    fifo.parent.mkdir()
+    os.mkfifo(fifo)
+    if how == "direct":
+        args = [str(fifo)]
+    elif how == "tree":
+        args = [str(fifo.parent)]
+    else:
+        m = tmp_path / "list.txt"
+        m.write_text(f"{fifo}\n")
+        args = [str(m)]
+    report = _scan_in_child(args)
+    bad = [f for f in report["findings"] if f["category"] == "unreadable"]
+    assert len(bad) == 1 and "FIFO" in bad[0]["message"], report["findings"]
+
+
+@needs_fifo
+def test_loading_a_fifo_is_a_usage_error(tmp_path):
+    fifo = tmp_path / "x.safetensors"
+    os.mkfifo(fifo)
+    code = ("import grit, sys\n"
+            "try:\n    grit.load(sys.argv[1])\n"
+            "except grit.GritUsageError as e:\n    print('refused:', e)\n")
+    out = subprocess.run([sys.executable, "-c", code, str(fifo)], capture_output=True,
+                         text=True, timeout=60)
+    assert out.stdout.startswith("refused:") and "not a regular file" in out.stdout
