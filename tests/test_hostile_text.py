@@ -111,3 +111,20 @@ def test_loading_a_fifo_is_a_usage_error(tmp_path):
     out = subprocess.run([sys.executable, "-c", code, str(fifo)], capture_output=True,
                          text=True, timeout=60)
     assert out.stdout.startswith("refused:") and "not a regular file" in out.stdout
+
+
+# ---------------------------------------------------------------------------
+# shapes §7.3 accepts but numpy cannot hold
+
+@pytest.mark.parametrize("shape", [[0, 2**40, 2**40], [2**62, 0, 32], [0, 2**31, 2**30, 32]])
+def test_an_empty_shape_numpy_cannot_hold_is_a_usage_error(shape):
+    d = grit.GRADE_MXFP4.descriptor().replace(group_axis=len(shape) - 1)
+    a = grit.GritArray(d, shape, [b"", b"", b"", b""])      # numel = 0: every size is 0
+    with pytest.raises(grit.GritUsageError, match="no float32 ndarray of that shape"):
+        grit.decode(a)
+
+
+def test_an_empty_shape_numpy_can_hold_decodes():
+    d = grit.GRADE_MXFP4.descriptor().replace(group_axis=2)
+    out = grit.decode(grit.GritArray(d, [0, 2**20, 2**20], [b"", b"", b"", b""]))
+    assert out.shape == (0, 2**20, 2**20) and out.dtype == "float32"

@@ -45,6 +45,23 @@ def _per_group0(v1: np.ndarray, n_groups0: int, k1: int) -> np.ndarray:
     return np.repeat(v1, k1)
 
 
+_MAX_F32_ELEMENTS = ((1 << 63) - 1) // 4
+
+
+def _require_representable(shape) -> None:
+    """numpy refuses an array whose non-zero extents multiply past 2^63
+    bytes, even when another extent is 0 (§7.3 accepts such a shape: numel
+    is 0).  Say so, rather than let numpy's ValueError out of decode."""
+    n = 1
+    for x in shape:
+        n *= x or 1
+    if n > _MAX_F32_ELEMENTS:
+        raise GritUsageError(
+            f"decode(): shape {list(shape)} holds {0 if 0 in shape else n} elements, but no "
+            f"float32 ndarray of that shape exists: numpy needs the non-zero extents "
+            f"({n} elements) to fit 2^63 bytes")
+
+
 def decode_canonical(array) -> np.ndarray:
     """§8.1 decode() of a checked array whose planes are in the canonical
     placement (ROW_MAJOR data and scales, ROW_MAJOR or LINEAR_META aux, or
@@ -55,6 +72,7 @@ def decode_canonical(array) -> np.ndarray:
     ``array`` is read through (descriptor, grade, shape, planes)."""
     if not all(hasattr(array, a) for a in ("descriptor", "grade", "shape", "planes")):
         raise GritUsageError(f"decode() takes a GritArray, got {type(array).__name__}")
+    _require_representable(array.shape)
     d = array.descriptor
     grade = array.grade
     shape = array.shape
