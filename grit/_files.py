@@ -8,6 +8,8 @@ import stat
 import tempfile
 from typing import BinaryIO
 
+from .errors import GritUsageError
+
 __all__ = ["atomic_write", "open_regular", "NotRegularFileError"]
 
 
@@ -56,6 +58,10 @@ def atomic_write(path: str, write, *, by_name: bool = False) -> None:
     memory maps of the old file) see the old file or the new one, never a
     partial one, and an input file is never written in place."""
     folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise GritUsageError(f"cannot save to {path!r}: it is a directory; name a file in it")
+    if not os.path.isdir(folder):
+        raise GritUsageError(f"cannot save to {path!r}: the folder {folder!r} does not exist")
     fd, tmp = tempfile.mkstemp(prefix=".grit-", suffix=".tmp", dir=folder)
     try:
         if by_name:                      # the writer opens the file itself

@@ -128,3 +128,30 @@ def test_an_empty_shape_numpy_can_hold_decodes():
     d = grit.GRADE_MXFP4.descriptor().replace(group_axis=2)
     out = grit.decode(grit.GritArray(d, [0, 2**20, 2**20], [b"", b"", b"", b""]))
     assert out.shape == (0, 2**20, 2**20) and out.dtype == "float32"
+
+
+# ---------------------------------------------------------------------------
+# saves that cannot happen say why, and leave nothing behind
+
+def _small():
+    import numpy as np
+    return grit.encode(np.ones((2, 64), np.float32), grit.GRADE_MXFP4)
+
+
+@pytest.mark.parametrize("suffix", ["safetensors", "gguf"])
+def test_saving_onto_a_directory_or_into_a_missing_folder(tmp_path, suffix):
+    with pytest.raises(grit.GritUsageError, match="is a directory"):
+        grit.save(str(tmp_path), {"w": _small()}, format=suffix)
+    with pytest.raises(grit.GritUsageError, match="does not exist"):
+        grit.save(str(tmp_path / "missing" / f"x.{suffix}"), {"w": _small()})
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_gguf_extent_past_int32_is_refused_before_writing(tmp_path):
+    d = grit.GRADE_MXFP4.descriptor().replace(group_axis=1)
+    big = grit.GritArray(d, [2**31, 0], [b"", b"", b"", b""])
+    with pytest.raises(grit.GritUsageError, match="does not fit the INT32"):
+        grit.save(str(tmp_path / "x.gguf"), {"w": big})
+    assert list(tmp_path.iterdir()) == []
+    grit.save(str(tmp_path / "x.safetensors"), {"w": big})        # 64-bit shapes there
+    assert grit.load(str(tmp_path / "x.safetensors"))["w"].shape == (2**31, 0)

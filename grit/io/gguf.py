@@ -508,6 +508,9 @@ def _annotated(f: GGUFFile, t: TensorInfo, notes):
                            tuple(int(x) for x in shape), {"payload": raw})
 
 
+_INT32_MAX = (1 << 31) - 1
+
+
 def save_gguf(path, tensors, metadata=None, *, arch: str = "grit") -> None:
     """Write ``{name: GritArray | ndarray}`` as a GRIT-annotated GGUF file
     with gguf-py's GGUFWriter.  A GritArray is stored as a one-dimensional
@@ -531,6 +534,11 @@ def save_gguf(path, tensors, metadata=None, *, arch: str = "grit") -> None:
         if not isinstance(v, (GritArray, np.ndarray)):
             raise GritUsageError(f"tensor {name!r}: expected a GritArray or a numpy array, "
                                  f"got {type(v).__name__}")
+        if isinstance(v, GritArray) and any(x > _INT32_MAX for x in v.shape):
+            raise GritUsageError(
+                f"tensor {name!r}: extent {max(v.shape)} does not fit the INT32 array this "
+                f"writer stores {KV_SHAPE}<name> as (at most {_INT32_MAX}); save it as "
+                "safetensors, whose shapes are 64-bit")
         if isinstance(v, np.ndarray) and v.dtype.newbyteorder("<") not in [
                 np.dtype(x) for x in ("<f2", "<f4", "<f8", "i1", "<i2", "<i4", "<i8")]:
             raise GritUsageError(f"tensor {name!r}: GGUF holds F16/F32/F64/I8..I64 arrays, "
