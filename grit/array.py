@@ -18,7 +18,7 @@ from . import descriptor as D
 from .check import as_shape, check, diagnose, plane_sizes
 from .codec.decode import decode_canonical
 from .errors import Detail, GritSizeError, GritUsageError, Status, error_for
-from .facts import PLANE_NAMES
+from .facts import PLANE_NAMES, numel_of
 from .fingerprint import base32_encode, display_prefix
 from .fingerprint import digest as _digest
 from .fingerprint import gid as _gid
@@ -141,10 +141,7 @@ class GritArray:
 
     @property
     def size(self) -> int:
-        n = 1
-        for x in self._shape:
-            n *= x
-        return n
+        return numel_of(self._shape)
 
     @property
     def planes(self) -> tuple:

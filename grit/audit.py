@@ -44,7 +44,7 @@ from .boundary import diagnose
 from .check import as_digest
 from .placement.relayout import applies
 from .errors import Detail, GritError, GritLayoutError, GritUsageError, Status
-from .facts import ROLE_FIELD, PlaneRole, canonical_words, is_canonical
+from .facts import ROLE_FIELD, ROLE_NAMES, canonical_words, is_canonical
 from .facts import has_aux as _has_aux
 from .fingerprint import digest as _digest
 from .placement.words import (
@@ -59,7 +59,7 @@ __all__ = [
 ]
 
 ENV_MAX_RATE = "GRIT_AUDIT_MAX_RATE"
-ROLES = tuple(r.value for r in PlaneRole)
+ROLES = ROLE_NAMES
 
 _ROW_MAJOR = REGISTERED["ROW_MAJOR"][0]
 _BLOCK_AOS = REGISTERED["BLOCK_AOS"][0]

@@ -15,7 +15,7 @@ passes it in explicitly:
 from __future__ import annotations
 
 from . import crossings
-from .check import CheckReport, as_shape
+from .check import CheckReport
 from .check import check as _check
 from .check import diagnose as _diagnose
 from .errors import Detail, GritLayoutError
@@ -33,7 +33,7 @@ def probe_any_placement(d, shape, planes) -> list[str]:
     except GritLayoutError as e:
         return [f"probe: skipped — the planes cannot be read in canonical order "
                 f"({str(e).splitlines()[0]})"]
-    return list(_probe(cd, as_shape(shape), list(cplanes)))
+    return list(_probe(cd, shape, list(cplanes)))
 
 
 def diagnose(desc, shape, planes, level: int = 1, expected_digest=None) -> Detail:

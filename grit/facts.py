@@ -25,7 +25,7 @@ from .formats import fmt_width
 from .placement.words import REGISTERED, UNSPECIFIED
 
 __all__ = [
-    "PLANE_NAMES", "PlaneRole", "ROLES", "ROLE_FIELD", "MAXRANK", "fmt_width",
+    "PLANE_NAMES", "PlaneRole", "ROLES", "ROLE_NAMES", "ROLE_FIELD", "MAXRANK", "fmt_width",
     "container_width", "META_BITS", "meta_bits", "has_aux", "ROW_MAJOR", "LINEAR_META",
     "CANONICAL", "canonical_words", "is_canonical", "PlaneSizes", "canonical_sizes",
     "numel_of",
@@ -62,6 +62,8 @@ class PlaneRole(str, enum.Enum):
 
 _ROLE_PLANES = {PlaneRole.DATA: (0,), PlaneRole.SCALE: (1, 2), PlaneRole.META: (3,)}
 ROLES: tuple[PlaneRole, ...] = tuple(PlaneRole)
+#: the roles' names, in role order, for code and messages that key by string
+ROLE_NAMES: tuple[str, ...] = tuple(r.value for r in PlaneRole)
 #: role name -> descriptor field, for code that keys by the role's string
 ROLE_FIELD: dict[str, str] = {r.value: r.field for r in PlaneRole}
 

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Mapping
 import numpy as np
 
 from . import descriptor as D
-from .facts import ROLE_FIELD, PlaneRole
+from .facts import ROLE_FIELD, ROLE_NAMES
 from .array import GritArray, decode
 from .errors import GritGradeError, GritLayoutError, GritUsageError
 from .formats import CANONICAL_NAN
@@ -43,7 +43,7 @@ __all__ = [
     "get_kernel", "matmul", "ROLES",
 ]
 
-ROLES = tuple(r.value for r in PlaneRole)
+ROLES = ROLE_NAMES
 _ROW_MAJOR = REGISTERED["ROW_MAJOR"][0]
 _LINEAR_META = REGISTERED["LINEAR_META"][0]
 _FIELD = ROLE_FIELD

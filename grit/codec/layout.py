@@ -10,20 +10,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import GritLayoutError
-from ..placement.words import REGISTERED, UNSPECIFIED, placement_name
+from ..facts import CANONICAL, PlaneRole
+from ..placement.words import UNSPECIFIED, placement_name
 
-__all__ = ["to_lin", "from_lin", "lin_shape", "require_canonical_placement",
-           "CANONICAL_DATA", "CANONICAL_META"]
-
-_ROW = REGISTERED["ROW_MAJOR"][0]
-_LINEAR_META = REGISTERED["LINEAR_META"][0]
-
-# Placements whose byte order is the canonical one the codec reads and writes:
-# element- and group-indexed planes in lin / g0 / g1 order (ROW_MAJOR), and
-# sparse metadata in ascending quad order (LINEAR_META).  UNSPECIFIED asserts
-# no layout; the codec reads such bytes in canonical order.
-CANONICAL_DATA = frozenset({UNSPECIFIED, _ROW})
-CANONICAL_META = frozenset({UNSPECIFIED, _ROW, _LINEAR_META})
+__all__ = ["to_lin", "from_lin", "lin_shape", "require_canonical_placement"]
 
 
 def lin_shape(shape: tuple[int, ...], axis: int) -> tuple[int, ...]:
@@ -50,10 +40,12 @@ def require_canonical_placement(placement_data: int, placement_scale: int,
                                 placement_meta: int, has_aux: bool, what: str) -> None:
     """Raise GritLayoutError unless every plane is in the canonical order the
     codec reads and writes (L1: any other placement is a relayout away)."""
-    for name, word, ok in (("placement_data", placement_data, CANONICAL_DATA),
-                           ("placement_scale", placement_scale, CANONICAL_DATA),
+    # the canonical sets of grit.facts; no meta word at all without an aux plane
+    for name, word, ok in (("placement_data", placement_data, CANONICAL[PlaneRole.DATA]),
+                           ("placement_scale", placement_scale, CANONICAL[PlaneRole.SCALE]),
                            ("placement_meta", placement_meta,
-                            CANONICAL_META if has_aux else frozenset({UNSPECIFIED}))):
+                            CANONICAL[PlaneRole.META] if has_aux
+                            else frozenset({UNSPECIFIED}))):
         if word not in ok:
             want = ("ROW_MAJOR or LINEAR_META" if name == "placement_meta" else "ROW_MAJOR")
             raise GritLayoutError(

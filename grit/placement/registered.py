@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import descriptor as D
-from ..facts import PlaneRole
+from ..facts import ROLE_NAMES
 from ..errors import GritLayoutError
 from ..formats import U6
 from .expr import ColMajor, Expr, Interleave, Perm, RowMajor, Tile
@@ -25,7 +25,7 @@ __all__ = ["MEANING", "Meaning", "ROLES", "swizzle_128x4_perm", "meta_m16n8k32_p
            "pack_k4_12b", "unpack_k4_12b", "pack_k4_applies", "block_aos_unit",
            "PACK_BYTES"]
 
-ROLES = tuple(r.value for r in PlaneRole)
+ROLES = ROLE_NAMES
 
 # ---------------------------------------------------------------------------
 # the two permutations that registered tiles carry

@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import descriptor as D
 from ..errors import GritLayoutError, GritUsageError
-from ..facts import ROLE_FIELD, PlaneRole, canonical_words, is_canonical
+from ..facts import ROLE_FIELD, ROLE_NAMES, canonical_words, is_canonical
 from ..facts import has_aux as _has_aux
 from .expr import Expr, RowMajor, as_expr, resolve_layout, same_layout
 from .planes import Geometry, geometry, native_kernels, native_threads
@@ -215,7 +215,7 @@ def relayout(array, placement=None, *, data=None, scale=None, meta=None):
     when nothing changes (L2: relayout(p←p) = id)."""
     array = _as_array(array, "relayout")
     d = array.descriptor
-    roles = tuple(r.value for r in PlaneRole)
+    roles = ROLE_NAMES
     given = {"data": data, "scale": scale, "meta": meta}
     cur_words = {r: getattr(d, _ROLE_FIELD[r]) for r in roles}
     specs_src = stages_of(d)     # first: an unresolvable source is refused (§5.3, L3)
