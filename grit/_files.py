@@ -2,11 +2,14 @@
 through here."""
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
+import signal
 import stat
 import tempfile
-from typing import BinaryIO
+import threading
+from typing import BinaryIO, Iterator
 
 from .errors import GritUsageError
 
@@ -52,11 +55,64 @@ def _umask() -> int:
     return mask
 
 
+class _Terminated(BaseException):
+    """A termination signal arrived while a temporary file existed."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+#: the signals whose default action ends the process without unwinding it
+#: (SIGINT already unwinds, as KeyboardInterrupt)
+_FATAL = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n))
+
+
+@contextlib.contextmanager
+def _unwind_on_termination() -> Iterator[None]:
+    """While the body runs, a SIGTERM or SIGHUP that would kill the process
+    outright unwinds it instead (so a temporary file is removed), and is then
+    delivered again under its default action: the process still ends by that
+    signal, with the exit status a shell expects.  Handlers the program set
+    itself, ignored signals and threads other than the main one are left as
+    they are (only the main thread may set handlers)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, _frame):
+        raise _Terminated(signum)
+
+    installed = []
+    for s in _FATAL:
+        if signal.getsignal(s) is signal.SIG_DFL:
+            signal.signal(s, handler)
+            installed.append(s)
+    try:
+        yield
+    except _Terminated as t:
+        for s in installed:
+            signal.signal(s, signal.SIG_DFL)
+        installed.clear()
+        os.kill(os.getpid(), t.signum)   # default action: the process ends here
+        raise                            # not reached on POSIX
+    finally:
+        for s in installed:
+            signal.signal(s, signal.SIG_DFL)
+
+
 def atomic_write(path: str, write, *, by_name: bool = False) -> None:
     """Write through ``write(fileobj)`` into a temporary file in the target's
     folder, fsync, and rename it over ``path``: readers (including live
     memory maps of the old file) see the old file or the new one, never a
-    partial one, and an input file is never written in place."""
+    partial one, and an input file is never written in place.  An exception,
+    Ctrl-C, SIGTERM or SIGHUP during the write removes the temporary file
+    (only SIGKILL or a crash of the machine can leave a ``.grit-*.tmp``)."""
+    with _unwind_on_termination():
+        _atomic_write(path, write, by_name)
+
+
+def _atomic_write(path: str, write, by_name: bool) -> None:
     folder = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):
         raise GritUsageError(f"cannot save to {path!r}: it is a directory; name a file in it")

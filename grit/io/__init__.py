@@ -15,6 +15,7 @@ list of :class:`~grit.io.problems.Problem` values (``grit.io.safetensors.read``,
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 from .._files import open_regular
 from ..errors import GritUsageError
@@ -72,6 +73,12 @@ def save(path, tensors, metadata=None, *, format: str | None = None, **options) 
     (:func:`grit.io.gguf.save_gguf`) when ``format="gguf"`` or the path ends
     in ``.gguf``.  Input files are never modified in place: the new file
     replaces ``path`` atomically."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise GritUsageError(f"save(path, tensors): path must be a str or os.PathLike, got "
+                             f"{type(path).__name__} (are the arguments swapped?)")
+    if not isinstance(tensors, Mapping):
+        raise GritUsageError(f"save(path, tensors): tensors must be a mapping of name to "
+                             f"GritArray or ndarray, got {type(tensors).__name__}")
     fmt = format
     if fmt is None:
         fmt = "gguf" if os.fspath(path).lower().endswith(".gguf") else "safetensors"
