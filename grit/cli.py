@@ -65,7 +65,7 @@ class _TextOnly(io.TextIOBase):
     def errors(self):  # type: ignore[override]
         return self._stream.errors
 
-    def write(self, text):  # type: ignore[override]
+    def write(self, text):
         return self._stream.write(text)
 
     def flush(self) -> None:

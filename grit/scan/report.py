@@ -117,7 +117,7 @@ def render(report: ScanReport, policy: str, file=None) -> None:
 
     P = printable
     write = out.write
-    label = {v: sgr(f"{int(v)} {SEVERITY[v]}", _SEVERITY_STYLE.get(v, "")) for v in Severity}
+    sev_label = {v: sgr(f"{int(v)} {SEVERITY[v]}", _SEVERITY_STYLE.get(v, "")) for v in Severity}
     by_cat: dict[Category, list[Finding]] = {}
     for f in report.findings:
         by_cat.setdefault(f.category, []).append(f)
@@ -134,11 +134,11 @@ def render(report: ScanReport, policy: str, file=None) -> None:
             head += f" (and {more:,} more not listed)"
         write(sgr(f"{head}, exit {int(sev)}", "1") + "\n\n")
         for f in fs:
-            rows = [f"  {label[f.severity]}  {f.code} {P(f.status)}",
+            rows = [f"  {sev_label[f.severity]}  {f.code} {P(f.status)}",
                     f"    file    {where(f.file)}"]
             if f.tensor:
-                label = "role  " if cat is Category.DRIFT else "tensor"
-                rows.append(f"    {label}  {sgr(P(f.tensor), '1')}")
+                what = "role  " if cat is Category.DRIFT else "tensor"
+                rows.append(f"    {what}  {sgr(P(f.tensor), '1')}")
             rows.append(f"    {P(f.message)}")
             rows.extend(sgr(f"      {P(ln)}", "2") for ln in f.lines)
             n = getattr(f, "omitted", 0)
