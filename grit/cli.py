@@ -104,14 +104,15 @@ def _output_streams():
             stream.reconfigure(errors=ESCAPE_ERRORS)
         except (AttributeError, ValueError, TypeError, io.UnsupportedOperation):
             errors = None                    # not a reconfigurable text stream: as it is
-        saved.append((name, stream, errors))
         if errors is not None and _is_ascii(stream):
             setattr(sys, name, _TextOnly(stream))
+        saved.append((name, stream, getattr(sys, name), errors))
     try:
         yield
     finally:
-        for name, stream, errors in saved:
-            setattr(sys, name, stream)
+        for name, stream, current, errors in saved:
+            if getattr(sys, name) is current:   # (click swaps in its own after EPIPE)
+                setattr(sys, name, stream)
             if errors is not None:
                 with contextlib.suppress(ValueError, OSError):
                     stream.flush()
