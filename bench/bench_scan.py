@@ -32,7 +32,7 @@ each run in a fresh process: wall time of the rendering alone and the
 process's peak RSS (ru_maxrss), medians over --repeat runs, for
 
   human                     ``grit.scan.report.render`` (what ``grit scan`` prints)
-  json                      ``json.dumps(report.to_dict(), indent=2)`` as ``grit scan --json``
+  json                      ``grit.scan.report.write_json`` (what ``grit scan --json`` prints)
   rich table (before)       the renderer this one replaced (a rich Table per
                             category), kept here to measure the two in the same run;
                             --before-max N skips it above N findings (default 80000),
@@ -312,7 +312,7 @@ def _render_child(mode: str, n: int) -> None:
         if mode == "human":
             scan_report.render(report, "graded", file=out)
         elif mode == "json":
-            out.write(json.dumps(report.to_dict("graded"), indent=2, default=str) + "\n")
+            scan_report.write_json(report, "graded", file=out)
         else:
             _render_rich_table(report, "graded", file=out)
         dt = time.perf_counter() - t0

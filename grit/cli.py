@@ -300,7 +300,7 @@ def scan_cmd(paths, deep: bool, as_json: bool, exit_policy: str) -> None:
     with _scan_progress(enabled=not as_json) as progress:
         report = scan(paths, deep=deep, progress=progress)
     if as_json:
-        click.echo(json.dumps(report.to_dict(exit_policy), indent=2, default=str))
+        scan_report.write_json(report, exit_policy)
     else:
         scan_report.render(report, exit_policy)
     sys.exit(exit_code(report, exit_policy))

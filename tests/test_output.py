@@ -344,3 +344,23 @@ def test_each_finding_has_its_own_severity_code_and_names():
          "      GRADE_NVF4: 1 × a"],
         ["  3 warning  S602 Inferred", f, "    tensor  b.weight", "    m3"],
     ]
+
+
+def test_progress_bar_shows_file_names_escaped_and_without_markup(monkeypatch):
+    from grit.cli import _scan_progress
+    err = _Tty()
+    monkeypatch.setattr(sys, "stderr", err)
+    with _scan_progress(True) as update:
+        update(1, 10, "/x/a\x1b[2J[bold]b\u202e.safetensors")
+    text = err.getvalue()
+    assert "a\\x1b[2J[bold]b\\u202e.safetensors" in text   # escaped; [bold] is not markup
+    assert "\x1b[2J" not in text and "\u202e" not in text
+
+
+def test_write_json_is_json_dumps_byte_for_byte():
+    rep = _report(3000)
+    rep.findings[5].message = "tensor 'w\x1b\u202e' é \udcff"
+    out = io.StringIO()
+    scan_report.write_json(rep, "simple", file=out)
+    assert out.getvalue() == json.dumps(rep.to_dict("simple"), indent=2, default=str) + "\n"
+    out.getvalue().encode("ascii")

@@ -2,6 +2,7 @@
 version 1), the human report (plain text, streamed) and the §13 exit codes."""
 from __future__ import annotations
 
+import json
 import os
 import sys
 from dataclasses import dataclass
@@ -10,7 +11,7 @@ from ..explain import printable
 from .collect import ScannedFile
 from .findings import CATEGORIES, SEVERITY, Category, Finding, Severity
 
-__all__ = ["ScanReport", "exit_code", "render", "SCHEMA_VERSION"]
+__all__ = ["ScanReport", "exit_code", "render", "write_json", "SCHEMA_VERSION"]
 
 SCHEMA_VERSION = 1
 
@@ -159,6 +160,26 @@ def render(report: ScanReport, policy: str, file=None) -> None:
     if report.findings:
         write(sgr("grit explain CODE explains a finding code (the code is beside each "
                   "severity).", "2") + "\n")
+    out.flush()
+
+
+def write_json(report: ScanReport, policy: str, file=None) -> None:
+    """The JSON report (``grit scan --json``): ``json.dumps(report.to_dict(policy),
+    indent=2)`` and a newline, byte for byte, but written in pieces of about
+    64 KiB as it is encoded instead of formed as one string first.  ASCII
+    (``ensure_ascii``), so any output encoding carries it."""
+    out = file if file is not None else sys.stdout
+    buf: list[str] = []
+    size = 0
+    for chunk in json.JSONEncoder(indent=2, default=str).iterencode(report.to_dict(policy)):
+        buf.append(chunk)
+        size += len(chunk)
+        if size >= 1 << 16:
+            out.write("".join(buf))
+            buf.clear()
+            size = 0
+    buf.append("\n")
+    out.write("".join(buf))
     out.flush()
 
 
