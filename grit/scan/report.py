@@ -97,6 +97,7 @@ def render(report: ScanReport, policy: str, file=None) -> None:
     escape sequences written are the colours, and only on a terminal."""
     out = file if file is not None else sys.stdout
     color = _use_color(out)
+    P = printable
 
     def sgr(text: str, code: str) -> str:
         return f"\x1b[{code}m{text}\x1b[0m" if color and code else text
@@ -116,7 +117,6 @@ def render(report: ScanReport, policy: str, file=None) -> None:
             got = shown[p] = P(p if r.startswith("..") else r)
         return got
 
-    P = printable
     write = out.write
     sev_label = {v: sgr(f"{int(v)} {SEVERITY[v]}", _SEVERITY_STYLE.get(v, "")) for v in Severity}
     by_cat: dict[Category, list[Finding]] = {}
