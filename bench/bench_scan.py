@@ -23,6 +23,23 @@ plane (the digest) and runs the level-3 probes, so it cannot beat the digest
 row; the ratio is the cost of everything else.  The files are written just
 before they are read, so both rows run from the page cache (warm).
 GB/s is 1e9 bytes per second.
+
+    python bench/bench_scan.py --render 1000,10000,80000 [--repeat 5] [--json]
+
+renders a synthetic report of N findings (S101 / S301 / S501 / S602 findings
+with two or three derivation lines each, spread over N / 20 files) instead,
+each run in a fresh process: wall time of the rendering alone and the
+process's peak RSS (ru_maxrss), medians over --repeat runs, for
+
+  human                     ``grit.scan.report.render`` (what ``grit scan`` prints)
+  json                      ``grit.scan.report.write_json`` (what ``grit scan --json`` prints)
+  rich table (before)       the renderer this one replaced (a rich Table per
+                            category), kept here to measure the two in the same run;
+                            --before-max N skips it above N findings (default 80000),
+                            --before-repeat its runs (default 1: it is slow)
+
+The output goes to /dev/null (not a terminal, so no colour).  "base RSS" is
+the process after building the report, before rendering.
 """
 from __future__ import annotations
 
@@ -30,8 +47,10 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -43,6 +62,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import grit  # noqa: E402
 from grit.fingerprint import digest  # noqa: E402
 from grit.scan import scan  # noqa: E402
+from grit.scan import report as scan_report  # noqa: E402
+from grit.scan.collect import ScannedFile  # noqa: E402
+from grit.scan.findings import CATEGORIES, SEVERITY, Finding, Severity  # noqa: E402
 
 COLS = 4096
 BASE_ROWS = 256
@@ -169,6 +191,157 @@ def run(args) -> dict:
         shutil.rmtree(root, ignore_errors=True)
 
 
+# ---------------------------------------------------------------------------
+# rendering: findings count -> seconds and peak RSS
+
+
+def synthetic_report(n: int) -> scan_report.ScanReport:
+    """A report of n findings shaped like real ones (codes of four categories,
+    a path, a tensor, a message and two or three lines each)."""
+    files = [ScannedFile(f"/models/run-{i // 4}/model-{i % 4 + 1:05d}-of-00004.safetensors",
+                         "safetensors", f"/models/run-{i // 4}/model.safetensors", True, 40, 40)
+             for i in range(max(1, n // 20))]
+    out = []
+    for i in range(n):
+        path = files[i % len(files)].path
+        layer = f"model.layers.{i}.mlp.down_proj.weight"
+        kind = i % 4
+        if kind == 0:
+            out.append(Finding("S101", path, layer,
+                               f"SizeMismatch: scale0 plane is {64 + i % 7} bytes; descriptor "
+                               "requires 128.",
+                               ("numel=4096, k0=32 -> n_groups0=128, cw(e8m0)=8 -> 128 bytes.",
+                                "Likeliest cause: the checkpoint was quantised at group_size=64, "
+                                "not 32.")))
+        elif kind == 1:
+            out.append(Finding("S301", path, "mlp.down_proj",
+                               "role 'mlp.down_proj' carries 2 grades in one checkpoint "
+                               "(half-converted?)",
+                               (f"GRADE_NVF4 (0x00FF6F4C2870831E): 2 × {layer}, {layer}.b",
+                                f"GRADE_MXFP4 (0x2370EE9EE454A183): 2 × {layer}.c, {layer}.d")))
+        elif kind == 2:
+            out.append(Finding("S501", path, layer,
+                               "DigestMismatch: plane contents do not hash to the expected "
+                               "digest.",
+                               ("The bytes changed after the digest was taken (corruption, a "
+                                "partial write, or a different tensor).",),
+                               kind=grit.Status.DIGEST_MISMATCH))
+        else:
+            out.append(Finding("S602", path, layer,
+                               "1 Q8_0 tensor(s): descriptor inferred from the ggml block type "
+                               "(no GRIT annotation in the file)",
+                               ("grade grit1(e=s8,k0=32,s0=binary16,esr=ratiomaxabs)",
+                                "nnz=4096 -> 4352 bytes", "zero-copy")))
+    out.sort(key=lambda f: list(CATEGORIES).index(f.category))
+    return scan_report.ScanReport(files, out)
+
+
+_SEVERITY_STYLE = {Severity.STRUCTURAL: "bold red", Severity.DISAGREEMENT: "bold yellow",
+                   Severity.WARNING: "cyan", Severity.UNPARSED: "bold red"}
+_VERDICT = {0: "clean", 1: "structural violations", 2: "disagreements", 3: "warnings only",
+            4: "no input could be parsed"}
+
+
+def _render_rich_table(report, policy: str, file=None) -> None:
+    """The human renderer before this one (a rich Table per category),
+    verbatim, kept to measure against."""
+    # rich is heavy to import and only the human table needs it
+    from rich import box  # noqa: PLC0415
+    from rich.console import Console  # noqa: PLC0415
+    from rich.table import Table  # noqa: PLC0415
+    from rich.text import Text  # noqa: PLC0415
+    out = file if file is not None else sys.stdout
+    tty = out.isatty()
+    con = Console(file=out, width=None if tty else 132, no_color=not tty,
+                  highlight=False, soft_wrap=False)
+    cwd = os.getcwd()
+
+    def rel(p):
+        if not p:
+            return "-"
+        try:
+            r = os.path.relpath(p, cwd)
+        except ValueError:
+            return p
+        return p if r.startswith("..") else r
+
+    for cat, title in CATEGORIES.items():
+        fs = [f for f in report.findings if f.category is cat]
+        if not fs:
+            continue
+        sev = min(f.severity for f in fs)  # the most severe of the category
+        t = Table(title=Text(f"{title} — {len(fs)} finding{'s' * (len(fs) != 1)}, "
+                             f"exit {int(sev)}", style="bold"),
+                  title_justify="left", show_lines=True, expand=False, box=box.SIMPLE_HEAD)
+        t.add_column("sev", no_wrap=True)
+        t.add_column("file / tensor", overflow="fold", max_width=38)
+        t.add_column("status", no_wrap=True)
+        t.add_column("message", overflow="fold")
+        for f in fs:
+            msg = Text(f.message)
+            for ln in f.lines:
+                msg.append("\n  " + ln, style="dim" if tty else None)
+            where = Text(rel(f.file))
+            if f.tensor:
+                where.append("\n" + f.tensor, style="bold" if tty else None)
+            status = Text(f.status)
+            status.append("\n" + f.code, style="dim" if tty else None)
+            t.add_row(Text(f"{int(f.severity)} {SEVERITY[f.severity]}",
+                           style=_SEVERITY_STYLE.get(f.severity, "")), where, status, msg)
+        con.print(t)
+        con.print()
+    s = report.summary()
+    code = report.exit_code_graded if policy == "graded" else report.exit_code_simple
+    parts = [f"{s['parsed']}/{s['files']} files parsed", f"{s['tensors']} tensors "
+             f"({s['grit_tensors']} GRIT)", f"{s['findings']} findings"]
+    if s["by_severity"]:
+        parts.append(", ".join(f"{n} {k}" for k, n in sorted(s["by_severity"].items())))
+    tail = (f"exit {code} ({_VERDICT.get(report.exit_code_graded)}; graded "
+            f"{report.exit_code_graded}, simple {report.exit_code_simple})")
+    con.print("; ".join(parts) + " — " + tail, soft_wrap=True)
+    if report.findings:
+        con.print("grit explain CODE explains a finding code (the code is under each "
+                  "status).", soft_wrap=True, style="dim" if tty else None)
+
+
+def _render_child(mode: str, n: int) -> None:
+    report = synthetic_report(n)
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with open(os.devnull, "w", encoding="utf-8") as out:
+        t0 = time.perf_counter()
+        if mode == "human":
+            scan_report.render(report, "graded", file=out)
+        elif mode == "json":
+            scan_report.write_json(report, "graded", file=out)
+        else:
+            _render_rich_table(report, "graded", file=out)
+        dt = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"s": dt, "base_kib": base, "peak_kib": peak}))
+
+
+def render_bench(counts, repeat: int, before_max: int, before_repeat: int) -> list[dict]:
+    rows = []
+    for n in counts:
+        for mode in ("human", "json", "rich table (before)"):
+            reps = repeat
+            if mode.startswith("rich"):
+                if n > before_max:
+                    continue
+                reps = before_repeat
+            runs = []
+            for _ in range(reps):
+                r = subprocess.run([sys.executable, os.path.abspath(__file__), "--render-child",
+                                    mode.split()[0], str(n)], capture_output=True, text=True,
+                                   check=True)
+                runs.append(json.loads(r.stdout))
+            rows.append({"findings": n, "renderer": mode, "runs": reps,
+                         "seconds": statistics.median(x["s"] for x in runs),
+                         "peak_rss_mib": statistics.median(x["peak_kib"] for x in runs) / 1024,
+                         "base_rss_mib": statistics.median(x["base_kib"] for x in runs) / 1024})
+    return rows
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--gb", type=float, default=2.0, help="GiB of plane bytes (default 2)")
@@ -176,7 +349,31 @@ def main(argv=None) -> None:
     ap.add_argument("--small", type=int, default=4000, help="tiny tensors in small.safetensors")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
+    ap.add_argument("--render", help="comma-separated findings counts: the rendering benchmark")
+    ap.add_argument("--before-max", type=int, default=80000,
+                    help="largest count the old rich renderer is run for")
+    ap.add_argument("--before-repeat", type=int, default=1)
+    ap.add_argument("--render-child", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.render_child:
+        _render_child(args.render_child[0], int(args.render_child[1]))
+        return
+    if args.render:
+        rows = render_bench([int(x) for x in args.render.split(",")], args.repeat,
+                            args.before_max, args.before_repeat)
+        if args.json:
+            print(json.dumps(rows, indent=2))
+            return
+        cpu = platform.processor() or platform.machine()
+        print(f"rendering a synthetic grit scan report; {cpu}, {os.cpu_count()} cpus, "
+              f"Python {platform.python_version()}")
+        print(f"{'findings':>9s}  {'renderer':22s} {'runs':>4s} {'seconds':>9s} "
+              f"{'peak RSS':>10s} {'base RSS':>10s}")
+        for r in rows:
+            print(f"{r['findings']:>9,d}  {r['renderer']:22s} {r['runs']:>4d} "
+                  f"{r['seconds']:>9.3f} {r['peak_rss_mib']:>6.0f} MiB "
+                  f"{r['base_rss_mib']:>6.0f} MiB")
+        return
     r = run(args)
     if args.json:
         print(json.dumps(r, indent=2))

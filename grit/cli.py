@@ -1,7 +1,9 @@
 """The ``grit`` command line."""
 from __future__ import annotations
 
+import codecs
 import contextlib
+import io
 import json
 import os
 import sys
@@ -11,7 +13,8 @@ import click
 from . import __version__
 from .boundary import diagnose
 from .errors import GritError, Status
-from .explain import ExplainInputError, diff, render, resolve, to_dict
+from .explain import (ESCAPE_ERRORS, ExplainInputError, diff, escape_errors, printable,
+                      render, resolve, to_dict)
 from .grade import grade_from, register_grade
 from .scan import exit_code, scan
 from .scan import report as scan_report
@@ -41,7 +44,91 @@ _STATUS_HELP = {
 }
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+codecs.register_error(ESCAPE_ERRORS, escape_errors)
+
+
+class _TextOnly(io.TextIOBase):
+    """A text stream with its byte buffer hidden.  Click re-wraps a stream
+    whose encoding is ASCII as UTF-8 (it takes ASCII for an unset locale);
+    through this wrapper it writes in the declared encoding instead, so that
+    an ASCII stream receives ASCII."""
+
+    def __init__(self, stream) -> None:
+        super().__init__()
+        self._stream = stream
+
+    @property
+    def encoding(self):  # type: ignore[override]
+        return self._stream.encoding
+
+    @property
+    def errors(self):  # type: ignore[override]
+        return self._stream.errors
+
+    def write(self, text):
+        return self._stream.write(text)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    def writable(self) -> bool:
+        return True
+
+
+def _is_ascii(stream) -> bool:
+    try:
+        return codecs.lookup(stream.encoding or "ascii").name == "ascii"
+    except (LookupError, AttributeError, TypeError):
+        return False
+
+
+@contextlib.contextmanager
+def _output_streams():
+    """For one command: stdout and stderr write every character their
+    encoding cannot carry as an escape (the ``grit-escape`` handler: \\u2014
+    for an em dash under ASCII or latin-1) instead of raising
+    UnicodeEncodeError, and an ASCII stream stays ASCII.  Restored after."""
+    saved = []
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if stream is None:
+            continue
+        errors = getattr(stream, "errors", None)
+        try:
+            stream.reconfigure(errors=ESCAPE_ERRORS)
+        except (AttributeError, ValueError, TypeError, io.UnsupportedOperation):
+            errors = None                    # not a reconfigurable text stream: as it is
+        if errors is not None and _is_ascii(stream):
+            setattr(sys, name, _TextOnly(stream))
+        saved.append((name, stream, getattr(sys, name), errors))
+    try:
+        yield
+    finally:
+        for name, stream, current, errors in saved:
+            if getattr(sys, name) is current:   # (click swaps in its own after EPIPE)
+                setattr(sys, name, stream)
+            if errors is not None:
+                with contextlib.suppress(ValueError, OSError):
+                    stream.flush()
+                    stream.reconfigure(errors=errors)
+
+
+class _Main(click.Group):
+    """The ``grit`` group: every command runs inside :func:`_output_streams`
+    (``--help`` and ``--version`` included)."""
+
+    def main(self, *args, **kwargs):
+        with _output_streams():
+            return super().main(*args, **kwargs)
+
+
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="grit")
 def main() -> None:
     """GRIT v1 toolkit: scan checkpoints, check descriptors, canonicalise grades,
@@ -108,14 +195,15 @@ def check_cmd(target, shape, planes, level, grades, as_json) -> None:
     if as_json:
         click.echo(json.dumps({"results": results, "failed": failed}, indent=2))
     else:
+        P = printable                        # names and messages may come from a file
         for r in results:
             mark = "ok " if r["status"] == "Ok" else "FAIL"
-            click.echo(f"{mark} {r['name']}: {r['status']}")
+            click.echo(f"{mark} {P(r['name'])}: {P(r['status'])}")
             if r["status"] != "Ok":
-                for line in r["message"].splitlines():
-                    click.echo(f"     {line}")
+                for line in str(r["message"]).splitlines():
+                    click.echo(f"     {P(line)}")
                 for line in r.get("lines", []):
-                    click.echo(f"       {line}")
+                    click.echo(f"       {P(line)}")
         click.echo(f"{len(results) - failed} ok, {failed} failed")
     sys.exit(1 if failed else 0)
 
@@ -165,7 +253,7 @@ def explain_cmd(refs, as_json: bool, show_all: bool) -> None:
                 click.echo(json.dumps({"error": type(e).__name__, "argument": which,
                                        "message": msg}))
             else:
-                click.echo(f"error: {msg}", err=True)
+                click.echo(f"error: {printable(msg)}", err=True)
             sys.exit(4)
     ex = diff(*sides)
     if as_json:
@@ -212,7 +300,7 @@ def scan_cmd(paths, deep: bool, as_json: bool, exit_policy: str) -> None:
     with _scan_progress(enabled=not as_json) as progress:
         report = scan(paths, deep=deep, progress=progress)
     if as_json:
-        click.echo(json.dumps(report.to_dict(exit_policy), indent=2, default=str))
+        scan_report.write_json(report, exit_policy)
     else:
         scan_report.render(report, exit_policy)
     sys.exit(exit_code(report, exit_policy))
@@ -234,8 +322,8 @@ def _scan_progress(enabled: bool):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn  # noqa: PLC0415
     state: dict = {}
     bar = Progress(TextColumn("scanning"), BarColumn(), MofNCompleteColumn(),
-                   TextColumn("{task.description}"), console=Console(stderr=True),
-                   transient=True)
+                   TextColumn("{task.description}", markup=False),
+                   console=Console(stderr=True), transient=True)
 
     def update(done: int, total: int, path: str) -> None:
         if total < _PROGRESS_MIN_FILES:
@@ -243,7 +331,8 @@ def _scan_progress(enabled: bool):
         if "task" not in state:
             bar.start()
             state["task"] = bar.add_task("", total=total)
-        bar.update(state["task"], completed=done, description=os.path.basename(path))
+        bar.update(state["task"], completed=done,
+                   description=printable(os.path.basename(path)))
 
     try:
         yield update
@@ -296,7 +385,7 @@ def _die(e: Exception, as_json: bool, code: int = 2):
     if as_json:
         click.echo(json.dumps({"error": type(e).__name__, "message": str(e)}))
     else:
-        click.echo(f"error: {e}", err=True)
+        click.echo(f"error: {printable(e)}", err=True)
     sys.exit(code)
 
 

@@ -36,6 +36,7 @@ from .supersedes import equivalent
 __all__ = [
     "ExplainInputError", "FieldDiff", "Explanation", "resolve", "diff", "render",
     "to_dict", "grit_explain", "VERDICT_SAME", "VERDICT_DECODE", "VERDICT_DIFFERENT",
+    "printable", "escape_char", "ESCAPE_ERRORS", "escape_errors",
 ]
 
 VERDICT_SAME = "same contract"
@@ -45,6 +46,63 @@ VERDICT_DIFFERENT = "different contracts: bytes are not interchangeable"
 
 class ExplainInputError(GritUsageError):
     """An argument of ``explain`` names no descriptor (the message says why)."""
+
+
+# ---------------------------------------------------------------------------
+# text for a terminal: what grit prints of a file never acts on the terminal
+#
+# A file name, a tensor name, a message quoting either, a grade string read
+# from a file: any of them may hold ESC sequences, C1 controls, bidi
+# overrides (U+202E) or, on Linux, bytes that are not UTF-8 (which Python
+# carries as the surrogates U+DC80..U+DCFF).  The human outputs of grit scan,
+# grit check and grit explain pass every such text through printable().  The
+# rule is Python's str.isprintable(): a character it calls non-printable
+# (categories Cc, Cf, Cs, Co, Cn, Zl, Zp, and Zs other than the space) is
+# written as an escape, and nothing else is touched (a backslash stays a
+# backslash, so printable() is idempotent: printable(printable(s)) ==
+# printable(s)).  The escapes:
+#
+#   \xHH        a byte: an ASCII control (\x1b is ESC, \x0a a newline), or
+#               a byte of a name that is not UTF-8 (surrogateescape U+DCHH)
+#   \uHHHH      any other code point (\u009b the C1 CSI, \u202e RLO)
+#   \UHHHHHHHH  a code point past U+FFFF
+#
+# The same escapes stand for a character the output encoding cannot carry
+# (the "grit-escape" error handler the command line installs on its
+# streams).  JSON output is json.dumps with ensure_ascii: pure ASCII, the
+# names exact (a non-UTF-8 byte is the escape \udcHH of its surrogate).
+
+
+def escape_char(ch: str) -> str:
+    """The escape of one character (see above)."""
+    cp = ord(ch)
+    if cp < 0x80:
+        return f"\\x{cp:02x}"
+    if 0xDC80 <= cp <= 0xDCFF:           # a byte surrogateescape carried
+        return f"\\x{cp - 0xDC00:02x}"
+    if cp <= 0xFFFF:
+        return f"\\u{cp:04x}"
+    return f"\\U{cp:08x}"
+
+
+def printable(text: object) -> str:
+    """``text`` (``str()`` of it) with every non-printable character escaped."""
+    s = text if isinstance(text, str) else str(text)
+    if s.isprintable():
+        return s
+    return "".join(c if c.isprintable() else escape_char(c) for c in s)
+
+
+#: the name of the codec error handler that writes :func:`escape_char` escapes
+ESCAPE_ERRORS = "grit-escape"
+
+
+def escape_errors(exc: UnicodeError) -> tuple[str, int]:
+    """Codec error handler: each character the encoding cannot carry becomes
+    its escape (registered as :data:`ESCAPE_ERRORS` by ``grit.cli``)."""
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    return "".join(escape_char(c) for c in exc.object[exc.start:exc.end]), exc.end
 
 
 # ---------------------------------------------------------------------------
@@ -435,7 +493,10 @@ def _c(s: str, code: str, color: bool) -> str:
 
 def render(diffs: Sequence[FieldDiff], color: bool = False, *, show_all: bool = False) -> str:
     """Human text: differing fields per section (all with ``show_all``),
-    then remarks and the verdict line."""
+    then remarks and the verdict line.  Every text that can come from a file
+    (a label naming FILE:TENSOR, a grade string) passes :func:`printable`, so
+    only ``color``'s own escape sequences reach the terminal."""
+    P = printable
     lines: list[str] = []
     if isinstance(diffs, Explanation):
         ga, gb = diffs.a_grade, diffs.b_grade
@@ -448,7 +509,7 @@ def render(diffs: Sequence[FieldDiff], color: bool = False, *, show_all: bool = 
                     bits.append(g.canonical)
             else:
                 bits.append("(grade not registered)")
-            lines.append(f"{side}: " + "  ".join(bits))
+            lines.append(f"{side}: " + "  ".join(map(P, bits)))
     for sec in _ORDER:
         rows = [d for d in diffs if d.section == sec
                 and (show_all or not d.equal or d.field in _ALWAYS)]
@@ -457,12 +518,12 @@ def render(diffs: Sequence[FieldDiff], color: bool = False, *, show_all: bool = 
         lines.append("")
         lines.append(_c(_SECTION_TITLE[sec], "1", color))
         for d in rows:
-            role = f"  [{d.remark}]" if d.remark and sec == "grade" else ""
+            role = f"  [{P(d.remark)}]" if d.remark and sec == "grade" else ""
             if d.equal:
-                lines.append(f"  = {d.field}: {d.a_text}{role}")
+                lines.append(f"  = {P(d.field)}: {P(d.a_text)}{role}")
             else:
-                lines.append(f"  ≠ {d.field}: {_c(d.a_text, '31', color)} → "
-                             f"{_c(d.b_text, '32', color)}{role}")
+                lines.append(f"  ≠ {P(d.field)}: {_c(P(d.a_text), '31', color)} → "
+                             f"{_c(P(d.b_text), '32', color)}{role}")
     n = sum(not d.equal for d in diffs)
     if n == 0 and not show_all:
         lines.append("")
@@ -474,9 +535,9 @@ def render(diffs: Sequence[FieldDiff], color: bool = False, *, show_all: bool = 
                                                   if diffs.decode_equivalent else "no"))
         if diffs.remarks:
             lines.append("")
-            lines.extend(f"- {r}" for r in diffs.remarks)
+            lines.extend(f"- {P(r)}" for r in diffs.remarks)
         lines.append("")
-        lines.append(_c(f"verdict: {diffs.verdict}", "1;32" if diffs.same else "1;31", color))
+        lines.append(_c(f"verdict: {P(diffs.verdict)}", "1;32" if diffs.same else "1;31", color))
     return "\n".join(lines)
 
 
