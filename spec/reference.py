@@ -229,11 +229,6 @@ class Fmt:
         return fmt_decode(self.word, self.top_code)
 
     @property
-    def least_code(self) -> int:
-        """Code of the least value of an unsigned format (0, or 2^-bias for exp-only)."""
-        return 0
-
-    @property
     def smallest_positive_code(self) -> int:
         return 0 if self.kind == "exp" else 1
 
@@ -452,9 +447,7 @@ def fmt_encode(word: int, x: float, rounding: str = "rne", sat: str = "satfinite
         return v & ((1 << f.w) - 1)
     neg, a = signbit(x), abs(x)                              # step 2
     if f.unsigned:
-        if neg and a != 0:
-            return f.least_code            # negative values: the least value
-        neg = False
+        neg = False                        # step 5 ORs a sign into signed formats only
     if math.isinf(a):
         if sat == "satfinite" or (sat == "satmax" and not f.has_inf):
             code = f.top_code
