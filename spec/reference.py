@@ -1156,9 +1156,9 @@ def decode(desc, shape, planes, grades=None) -> list[int]:
                     Z = f32(Zs * fmt_decode(zpf.word, zc))
                     r = math.nan if Z != Z else f32(f32(S * e) - Z)
                 else:
-                    z = fmt_decode(zpf.word, zc)
-                    if flags & F_ZP_MINUS1:
-                        z = f32(z + 1)
+                    # z := fmt_decode(zp_fmt, zp) + (ZP_MINUS1 ? 1 : 0), one
+                    # binary32 addition even when the addend is 0 (-0 + 0 = +0)
+                    z = f32(fmt_decode(zpf.word, zc) + (1.0 if flags & F_ZP_MINUS1 else 0.0))
                     r = f32(S * f32(e - z))
             else:
                 r = f32(S * e)
