@@ -150,6 +150,18 @@ def rne_int_clamp(x: float, lo: int, hi: int) -> int:
     return max(lo, min(hi, -n if x < 0 else n))
 
 
+def rne_int_plus_clamp(x: float, z: int, lo: int, hi: int) -> int:
+    """clamp(rne_int(x) + z, lo, hi) for a binary32 x: round first, then add
+    the integer z exactly, then clamp (±inf clamps).  NaN — a scale that
+    es=ovfinf carried to NaN — has no integer code (§2.5 step 1)."""
+    if x != x:
+        raise EncodeError("NaN cannot be encoded in an integer format (§2.5 step 1)")
+    if math.isinf(x):
+        return rne_int_clamp(x, lo, hi)
+    n = round_int(abs(x), "rne", x < 0)
+    return max(lo, min(hi, (-n if x < 0 else n) + z))
+
+
 # ===========================================================================
 # §2 grit_fmt_t
 
@@ -1369,8 +1381,8 @@ def encode(grade_text: str, shape, values, group_axis: int | None = None):
                 S = fmt_decode(s0.word, c)
                 z = rne_int_clamp(f32(div(0.0 - lo, S)), zlo, zhi)
                 zpc[gi] = z - m1
-                for j in js:
-                    codes[j] = rne_int_clamp(f32(f32(div(sv[j], S)) + z), 0, qe)
+                for j in js:                               # GPTQ: clamp(round(v/S) + z)
+                    codes[j] = rne_int_plus_clamp(f32(div(sv[j], S)), z, 0, qe)
         else:                                              # §10.2 generalised, zps=l1
             _require(g["zps"] == "l1", "two-level affineminmax is defined for zps=l1")
             _require(s0.kind == "int" and s0.unsigned, "zps=l1 sub-scales are unsigned integers")
