@@ -472,10 +472,10 @@ def _encode_int(f: Format, x: float, rounding: str) -> int:
 
 
 def _encode_exp(f: Format, a: float, neg: bool, rounding: str, sat: str) -> int:
+    # Exponent-only formats are unsigned: §2.5 encodes a = |x| (step 2) and
+    # ORs in no sign (step 5), so a negative x takes the code of |x|, and a
+    # directed rounding sees the magnitude it encodes.
     lad = ladder(f.word)
-    if neg and a != 0:
-        # no negative values: the least value is the closest (spec-decisions)
-        return lad[0][1]
     if math.isinf(a):
         return lad[-1][1] if sat != Saturation.OVFINF or not f.has_nan else f.nan_code
     return _ladder_pick(lad, a, neg=False, rounding=rounding, sat=sat, f=f)
@@ -565,9 +565,12 @@ def _overflow_code(f: Format, a: float, neg: bool, rounding: str, lad) -> int:
 
 
 def _encode_float(f: Format, a: float, neg: bool, rounding: str, sat: str) -> int:
-    sign = (1 << (f.width - 1)) if (neg and not f.unsigned) else 0
-    if neg and f.unsigned:
-        return 0  # unsigned float: negatives clamp to +0 (spec-decisions)
+    if f.unsigned:
+        # §2.5 steps 2 and 5: encode a = |x|; an unsigned format has no sign
+        # to OR in, so a negative x takes the code of |x| (and a directed
+        # rounding sees the magnitude it encodes)
+        neg = False
+    sign = (1 << (f.width - 1)) if neg else 0
     if math.isinf(a):
         if sat == Saturation.SATFINITE or not f.has_inf:
             if sat == Saturation.OVFINF and f.has_nan and not f.has_inf:

@@ -285,11 +285,8 @@ def _encode_int(f: Format, x: np.ndarray, rounding: str) -> np.ndarray:
 
 
 def _encode_exp(f: Format, x: np.ndarray, rounding: str, sat: str) -> np.ndarray:
-    a = np.abs(x)
-    out = _ladder_magnitude(f, a, None, rounding, sat)
-    # no negative values: every negative non-zero input takes the least value
-    lowest = ladder(f.word)[0][1]
-    return np.where(np.signbit(x) & (a != 0), lowest, out)
+    # unsigned: §2.5 encodes |x| and ORs in no sign (steps 2 and 5)
+    return _ladder_magnitude(f, np.abs(x), None, rounding, sat)
 
 
 def _float_sign_fixup(f: Format, x: np.ndarray, mag_code: np.ndarray,
@@ -299,13 +296,13 @@ def _float_sign_fixup(f: Format, x: np.ndarray, mag_code: np.ndarray,
     if sat == Saturation.SATMAX and f.has_inf:
         mag_code = np.where(np.isinf(x), _inf_code(f), mag_code)
     if f.unsigned:
-        return np.where(neg, 0, mag_code)   # negatives (and -0.0) clamp to +0
+        return mag_code         # §2.5 step 5: no sign bit to OR in
     return mag_code | (neg.astype(np.int64) << (f.width - 1))
 
 
 def _encode_float_ladder(f: Format, x: np.ndarray, rounding: str, sat: str) -> np.ndarray:
     """Floats via the §2.5 ladder (valid for any width ≤ 16; used for ≤ 8)."""
-    neg = np.signbit(x)
+    neg = None if f.unsigned else np.signbit(x)     # unsigned: the magnitude is encoded
     mag = _ladder_magnitude(f, np.abs(x), neg, rounding, sat)
     return _float_sign_fixup(f, x, mag, sat)
 
@@ -330,6 +327,8 @@ def _encode_float_bits(f: Format, x: np.ndarray, rounding: str, sat: str) -> np.
     int32 suffices: the magnitude code is below (e_t + bias + 1) << m_bits
     ≤ 256 << 23 (bias ≤ 127 and e_t ≤ 128 for every legal word)."""
     m_bits, bias = f.m_bits, f.bias
+    if f.unsigned:
+        x = np.abs(x)           # §2.5 step 2: the magnitude is encoded, no sign
     i32 = np.int32
     ab = (x.view(np.uint32) & np.uint32(0x7FFFFFFF)).view(np.int32)
     E = ab >> 23

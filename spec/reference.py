@@ -152,6 +152,18 @@ def rne_int_clamp(x: float, lo: int, hi: int) -> int:
     return max(lo, min(hi, -n if x < 0 else n))
 
 
+def rne_int_plus_clamp(x: float, z: int, lo: int, hi: int) -> int:
+    """clamp(rne_int(x) + z, lo, hi) for a binary32 x: round first, then add
+    the integer z exactly, then clamp (±inf clamps).  NaN — a scale that
+    es=ovfinf carried to NaN — has no integer code (§2.5 step 1)."""
+    if x != x:
+        raise EncodeError("NaN cannot be encoded in an integer format (§2.5 step 1)")
+    if math.isinf(x):
+        return rne_int_clamp(x, lo, hi)
+    n = round_int(abs(x), "rne", x < 0)
+    return max(lo, min(hi, (-n if x < 0 else n) + z))
+
+
 # ===========================================================================
 # §2 grit_fmt_t
 
@@ -229,11 +241,6 @@ class Fmt:
     @property
     def max_finite(self) -> float:
         return fmt_decode(self.word, self.top_code)
-
-    @property
-    def least_code(self) -> int:
-        """Code of the least value of an unsigned format (0, or 2^-bias for exp-only)."""
-        return 0
 
     @property
     def smallest_positive_code(self) -> int:
@@ -454,9 +461,7 @@ def fmt_encode(word: int, x: float, rounding: str = "rne", sat: str = "satfinite
         return v & ((1 << f.w) - 1)
     neg, a = signbit(x), abs(x)                              # step 2
     if f.unsigned:
-        if neg and a != 0:
-            return f.least_code            # negative values: the least value
-        neg = False
+        neg = False                        # step 5 ORs a sign into signed formats only
     if math.isinf(a):
         if sat == "satfinite" or (sat == "satmax" and not f.has_inf):
             code = f.top_code
@@ -1165,9 +1170,9 @@ def decode(desc, shape, planes, grades=None) -> list[int]:
                     Z = f32(Zs * fmt_decode(zpf.word, zc))
                     r = math.nan if Z != Z else f32(f32(S * e) - Z)
                 else:
-                    z = fmt_decode(zpf.word, zc)
-                    if flags & F_ZP_MINUS1:
-                        z = f32(z + 1)
+                    # z := fmt_decode(zp_fmt, zp) + (ZP_MINUS1 ? 1 : 0), one
+                    # binary32 addition even when the addend is 0 (-0 + 0 = +0)
+                    z = f32(fmt_decode(zpf.word, zc) + (1.0 if flags & F_ZP_MINUS1 else 0.0))
                     r = f32(S * f32(e - z))
             else:
                 r = f32(S * e)
@@ -1378,8 +1383,8 @@ def encode(grade_text: str, shape, values, group_axis: int | None = None):
                 S = fmt_decode(s0.word, c)
                 z = rne_int_clamp(f32(div(0.0 - lo, S)), zlo, zhi)
                 zpc[gi] = z - m1
-                for j in js:
-                    codes[j] = rne_int_clamp(f32(f32(div(sv[j], S)) + z), 0, qe)
+                for j in js:                               # GPTQ: clamp(round(v/S) + z)
+                    codes[j] = rne_int_plus_clamp(f32(div(sv[j], S)), z, 0, qe)
         else:                                              # §10.2 generalised, zps=l1
             _require(g["zps"] == "l1", "two-level affineminmax is defined for zps=l1")
             _require(s0.kind == "int" and s0.unsigned, "zps=l1 sub-scales are unsigned integers")

@@ -797,10 +797,11 @@ def test_affine_shared_minus1_by_hand():
     g = known("grit1(e=u4,k0=4,s0=binary16,zp=u4,zpc=minus1,esr=affineminmax)")
     a = grit.encode([-1.0, 0.0, 1.0, 2.0], g)
     # lo = -1, hi = 2: S = b16(3/15) = 0.2 -> 0x3266 (0.199951171875); z = rne(1/S) = 5,
-    # stored z - 1 = 4; q = rne(v/S + 5)
+    # stored z - 1 = 4; q = clamp(rne(f32(v/S)) + 5, 0, 15) (GPTQ: round, add, clamp)
     S = fmt_decode(BINARY16.word, 0x3266)
     assert bytes(a.planes[1]) == struct.pack("<H", 0x3266) and bytes(a.planes[3]) == b"\x04"
-    q = [min(15, max(0, round(f32(f32(v / S) + 5)))) for v in (-1.0, 0.0, 1.0, 2.0)]
+    q = [min(15, max(0, round(f32(v / S)) + 5)) for v in (-1.0, 0.0, 1.0, 2.0)]
+    assert q == [0, 5, 10, 15]
     assert unpack_stream(a.planes[0], 4, 4).tolist() == q
     assert bits_of(grit.decode(a)) == hexbits([f32(S * f32(c - 5.0)) for c in q])
 

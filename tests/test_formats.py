@@ -574,30 +574,43 @@ def test_decode_and_reencode_every_code(word):
 
 @pytest.mark.parametrize("word", LADDER_8, ids=_h)
 def test_ladder_algorithm_on_every_midpoint(word):
-    f = F.Format(word)
     lad = spec_ladder(word)
     assert [(float(m), c) for m, c in lad] == list(F.ladder(word))
-    xs = boundary_inputs(np.array([float(m) for m, _ in lad]))
-    if f.unsigned:
-        xs = xs[~np.signbit(xs)]         # negatives: see test_negative_inputs_to_unsigned_formats
+    xs = boundary_inputs(np.array([float(m) for m, _ in lad]))   # both signs
     want = np.array([spec_encode_rne(word, float(x)) for x in xs], dtype=np.int64)
     assert_codes_equal(word, xs, scalar_codes(word, xs), want, "fmt_encode_rne vs §2.5")
     assert_codes_equal(word, xs, V.encode_values(word, xs), want, "encode_values vs §2.5")
 
 
 def test_negative_inputs_to_unsigned_formats():
-    # Read literally, §2.5 would give an unsigned format the code of |x| for a
-    # negative x (step 5 adds a sign only to signed formats).  The oracle
-    # clamps instead, in every mode: an unsigned float takes +0, an
-    # exponent-only format its least value (code 0), an unsigned integer 0.
+    # §2.5 step 2: a = |x|, neg = signbit(x); step 5 ORs the sign in only "if
+    # neg and the format is signed".  So an unsigned non-integer format encodes
+    # a negative x as the code of |x|, in every mode (directed roundings see
+    # the magnitude that is encoded).  Integer formats follow §2.5's last
+    # paragraph instead: round x, then clamp (§1.5), so negatives into u* are 0.
     u_float = F.fmt_pack(F.FormatFields(w=4, p=2, unsigned=1))
-    for word in (E8M0, u_float, F.REGISTERED["u4"]):
-        for x in (-0.0, -1e-30, -1.0, -3.0, -1e30, -math.inf):
+    for word in (E8M0, u_float):
+        for x in (-0.0, -1e-30, -0.3, -1.0, -3.0, -4.0, -5.0, -1e30, -math.inf):
             for r, s in MODES:
-                assert F.fmt_encode(word, x, r, s) == 0, (hex(word), x, r, s)
-        xs = np.array([-0.0, -1e-30, -1.0, -3.0, -1e30, -np.inf], np.float32)
+                assert F.fmt_encode(word, x, r, s) == F.fmt_encode(word, -x, r, s), \
+                    (hex(word), x, r, s)
+        xs = np.array([-0.0, -1e-30, -0.3, -1.0, -3.0, -4.0, -5.0, -1e30, -np.inf], np.float32)
         for r, s in MODES:
-            assert V.encode_values(word, xs, r, s).tolist() == [0] * 6
+            assert V.encode_values(word, xs, r, s).tolist() == \
+                V.encode_values(word, -xs, r, s).tolist()
+    for x in (-0.0, -1e-30, -1.0, -3.0, -1e30, -math.inf):
+        for r, s in MODES:
+            assert F.fmt_encode(F.REGISTERED["u4"], x, r, s) == 0
+    # E8M0 of -4.0: |x| = 4 = 2^2 sits on the ladder (2^(c-127)) at code
+    # 2 + 127 = 129 = 0x81; 0xFE would be 2^127.  -3.0: |x| = 3 is the tie
+    # between 2 (0x80) and 4 (0x81), broken to the even code 0x80.
+    assert F.fmt_encode(E8M0, -4.0) == 0x81
+    assert F.fmt_encode(E8M0, -3.0) == 0x80
+    assert V.encode_values(E8M0, np.array([-4.0, -3.0, -np.inf], np.float32)).tolist() == \
+        [0x81, 0x80, 0xFE]
+    # the unsigned E2M1-like format {0, 1/8, ..., 24}: -0.3 → |x| between
+    # 0.25 (code 2) and 0.375 (code 3), nearer 0.25; -3.0 → 3.0 (code 9)
+    assert [F.fmt_encode(u_float, x) for x in (-0.3, -3.0, -1e30)] == [2, 9, 15]
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -605,8 +618,6 @@ def test_negative_inputs_to_unsigned_formats():
        raw=st.lists(st.integers(0, 2 ** 32 - 1), min_size=1, max_size=16))
 def test_ladder_algorithm_random_bits(word, raw):
     xs = np.array(raw, dtype=np.uint32).view(np.float32)
-    if F.Format(word).unsigned:
-        xs = np.abs(xs)
     if not F.Format(word).has_nan:
         xs = xs[~np.isnan(xs)]
     want = np.array([spec_encode_rne(word, float(x)) for x in xs], dtype=np.int64)
@@ -849,12 +860,10 @@ def ieee_directed_overflow(word: int, x: float, rounding: str) -> int:
     """IEEE 754 §7.4 for |x| > largest finite under ovfinf, restated: ±∞ inputs
     are exact; a finite overflow goes to ∞ under rtp (positive) and rtn
     (negative), otherwise to the largest finite value of its sign.  Where the
-    format has no ∞: its NaN, else the largest finite.  Negative inputs into
-    an unsigned format take the least value (code 0)."""
+    format has no ∞: its NaN, else the largest finite.  An unsigned format
+    encodes |x| (§2.5 steps 2 and 5), so a negative input is its magnitude."""
     b = bits(word)
-    neg = math.copysign(1.0, x) < 0
-    if b["unsigned"] and neg:
-        return 0
+    neg = math.copysign(1.0, x) < 0 and not b["unsigned"]
     _, top_code = _spec_top(word)
     if math.isinf(x):
         to_inf = True
@@ -1108,10 +1117,10 @@ def test_ml_dtypes_encode_e8m0():
     # rounds every binary32 subnormal above 2^-127 UP to 2^-126 (not to the
     # nearer 2^-127), and maps everything it cannot hold to NaN (0xFF): zero,
     # negatives, +inf, and magnitudes that round past 2^127.  GRIT (§2.5) rounds
-    # to nearest with ties to the even code, saturates to 2^127 (0xFE) and
-    # sends zero and negatives to the least value 2^-127 (code 0).  Under GRIT
-    # rna/ovfinf the differences left are zero, the negatives and
-    # (2^-127, 1.5·2^-127).
+    # to nearest with ties to the even code, saturates to 2^127 (0xFE), sends
+    # zero to the least value 2^-127 (code 0) and encodes a negative x as |x|
+    # (steps 2 and 5: no sign to OR in).  Under GRIT rna/ovfinf the
+    # differences left are zero, the negatives and (2^-127, 1.5·2^-127).
     word = E8M0
     xs = _ml_inputs(word)
     x64 = xs.astype(np.float64)
@@ -1129,10 +1138,16 @@ def test_ml_dtypes_encode_e8m0():
     want = nonpos | np.isposinf(xs) | tie_even | overflow | sub_up
     assert np.array_equal(diff, want)
     assert np.all(theirs[nonpos | np.isposinf(xs) | overflow] == 0xFF)
-    assert np.all(ours[nonpos] == 0) and np.all(ours[np.isposinf(xs) | overflow] == 0xFE)
+    zero = xs == 0
+    neg = np.signbit(xs) & ~zero
+    assert neg.sum() > 100
+    assert np.all(ours[zero] == 0) and np.all(ours[np.isposinf(xs) | overflow] == 0xFE)
+    mag = _diff(word, "float8_e8m0fnu", np.abs(xs[neg]))[0]        # ours at |x|
+    assert np.array_equal(ours[neg], mag) and not np.any(ours[neg & ~np.isinf(xs)] == 0xFF)
     assert np.array_equal(ours[tie_even | sub_up] + 1, theirs[tie_even | sub_up])
     _, _, d2 = _diff(word, "float8_e8m0fnu", xs, "rna", "ovfinf")
-    assert np.array_equal(d2, nonpos | sub_up)
+    # a negative whose magnitude rna/ovfinf carries past 2^127 is NaN in both
+    assert np.array_equal(d2, zero | (neg & (np.abs(x64) < 1.5 * 2.0 ** 127)) | sub_up)
 
 
 @needs_ml

@@ -125,8 +125,9 @@ def decode_canonical(array) -> np.ndarray:
                 Z = np.multiply(_per_group0(v1[1::2], n_groups0, k1), zpv)   # f32(Z1 · zp)
                 out = (E * S[:, None]) - Z[:, None]                 # f32(f32(S·e) − Z)
             else:
-                if d.flags & D.F_ZP_MINUS1:
-                    zpv = zpv + np.float32(1)                       # f32(zp + 1)
+                # z := fmt_decode(zp) + (ZP_MINUS1 ? 1 : 0): one binary32
+                # addition even when the addend is 0, so a −0 zero point is +0
+                zpv = zpv + np.float32(1 if d.flags & D.F_ZP_MINUS1 else 0)
                 out = S[:, None] * (E - zpv[:, None])               # f32(S · f32(e − z))
         out = out.reshape(-1)
         if out.dtype != np.float32:  # pragma: no cover - guards the no-float64 rule

@@ -205,6 +205,17 @@ def _elem_codes(c: _Ctx, y: np.ndarray) -> np.ndarray:
     return encode_values(c.elem, y, "rne", c.es)
 
 
+def _poisoned_rows_quiet(y: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """§9.1 rule 2 writes code 0 for every element of a poisoned group, so
+    what its scale would have made of the values is never projected: under
+    es=ovfinf that scale can be NaN (a finite amax past the scale format's
+    range), and v / NaN into an element format without NaN would be §2.5
+    step 1's error.  The rows are set to +0 before the element projection."""
+    if rows.any():
+        y[rows] = _F32(0)
+    return y
+
+
 def _finite_parts(x: np.ndarray):
     fin = np.isfinite(x)
     poison = ~fin.all(axis=1)
@@ -231,7 +242,7 @@ def _rule_exp2(c: _Ctx, x: np.ndarray, n_groups1: int):
     scale = np.ldexp(_F32(1), X.astype(np.int32)).astype(_F32)   # exact power of two
     s0c = encode_values(c.s0, scale)
     with np.errstate(under="ignore"):
-        q = _elem_codes(c, xs / scale[:, None])
+        q = _elem_codes(c, _poisoned_rows_quiet(xs / scale[:, None], poison))
     _poison_groups(c, poison, s0c, q)
     return q, s0c, None, None
 
@@ -267,7 +278,7 @@ def _rule_ratio1(c: _Ctx, x: np.ndarray, n_groups1: int):
         s0c[zero] = _code_of(c.s0, 1.0)
         sv = decode_codes(c.s0, s0c)
     with np.errstate(invalid="ignore", divide="ignore", under="ignore", over="ignore"):
-        q = _elem_codes(c, xs / sv[:, None])
+        q = _elem_codes(c, _poisoned_rows_quiet(xs / sv[:, None], poison))
     _poison_groups(c, poison, s0c, q)
     return q, s0c, None, None
 
@@ -277,6 +288,12 @@ def _rule_ratio2(c: _Ctx, x: np.ndarray, n_groups1: int):
     level-0 scales relative to its stored value."""
     G0 = x.shape[0]
     xs, poison0 = _finite_parts(x)
+    unit = _poison_unit(c, "NaN or ±∞") if poison0.any() else 0
+    if unit == 0:
+        p1, zeroed = None, poison0
+    else:           # the level-1 group is the poisoned unit: everything under it
+        p1 = _reduce_l1(poison0, n_groups1, c.k1, np.logical_or)
+        zeroed = _per_group0(p1, G0, c.k1)
     bamax = np.abs(xs).max(axis=1) if x.shape[1] else np.zeros(G0, _F32)
     amax1 = _reduce_l1(bamax, n_groups1, c.k1, np.maximum)
     zero1 = amax1 == 0
@@ -295,18 +312,14 @@ def _rule_ratio2(c: _Ctx, x: np.ndarray, n_groups1: int):
         y = xs / S[:, None]
         if Sz.any():       # level-0 scale underflowed: signed zero codes (§10.3)
             y[Sz] = np.copysign(_F32(0), xs[Sz])
-        q = _elem_codes(c, y)
+        q = _elem_codes(c, _poisoned_rows_quiet(y, zeroed))
     if poison0.any():
-        unit = _poison_unit(c, "NaN or ±∞")
-        if unit == 0:
+        if p1 is None:
             s0c[poison0] = _fmt(c.s0).nan_code
-            q[poison0] = 0
         else:
-            p1 = _reduce_l1(poison0, n_groups1, c.k1, np.logical_or)
             s1c[p1] = _fmt(c.s1).nan_code
-            p0 = _per_group0(p1, G0, c.k1)
-            s0c[p0] = 0
-            q[p0] = 0
+            s0c[zeroed] = 0
+        q[zeroed] = 0
     return q, s0c, s1c, None
 
 
@@ -327,7 +340,9 @@ def _lo_hi(xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _rule_affine1(c: _Ctx, x: np.ndarray, n_groups1: int):
     """GPTQ shape: S = proj(f32(f32(hi − lo) / (2^w − 1))), z = clamp(rne(f32(−lo/S)))
-    to the zero point's range, q = clamp(rne(f32(f32(v/S) + z)), 0, 2^w − 1)."""
+    to the zero point's range, q = clamp(rne(f32(v/S)) + z, 0, 2^w − 1) — GPTQ's
+    own quantizer: round, then add the zero point, then clamp
+    (docs/spec-decisions.md §9, "One-level affine")."""
     xs, poison = _finite_parts(x)
     lo, hi = _lo_hi(xs)
     zero = (lo == 0) & (hi == 0)
@@ -339,12 +354,16 @@ def _rule_affine1(c: _Ctx, x: np.ndarray, n_groups1: int):
             S = decode_codes(c.s0, s0c)
         m1 = 1 if c.minus1 else 0
         zlo, zhi = _int_range(c.zp)
-        z = np.clip(np.rint(-lo / S), _F32(zlo + m1), _F32(zhi + m1))
+        z = np.clip(np.rint(_poisoned_rows_quiet(-lo / S, poison)),
+                    _F32(zlo + m1), _F32(zhi + m1))
         zpc = encode_values(c.zp, z - _F32(m1))          # exact small integers
         zd = decode_codes(c.zp, zpc)
         if m1:
             zd = zd + _F32(1)
-        q = _elem_codes(c, (xs / S[:, None]) + zd[:, None])
+        # rne(f32(v / S)) is an integer (or ±∞); + z is exact below 2^24 and
+        # past it only moves a value that the clamp maps to 0 or 2^w − 1 anyway
+        r = np.rint(_poisoned_rows_quiet(xs / S[:, None], poison))
+        q = _elem_codes(c, r + zd[:, None])              # the clamp (§1.5)
     _poison_groups(c, poison, s0c, q, zpc)
     return q, s0c, None, zpc
 
@@ -365,12 +384,17 @@ def _rule_affine2(c: _Ctx, x: np.ndarray, n_groups1: int):
         mc = encode_values(c.s1, moff / Qz, c.er, c.es)           # dmin
         d = _per_group0(decode_codes(c.s1, dc), G0, c.k1)           # re-read
         dmin = _per_group0(decode_codes(c.s1, mc), G0, c.k1)
+        # a d or dmin that es=ovfinf carried to NaN (s1 without ∞) leaves NaN
+        # quotients: their codes are 0, as spec/reference.py's rne_int_clamp
+        # writes them (never a float→int cast of NaN)
         sc = np.where(d == 0, _F32(0), np.clip(np.rint(step / d), _F32(0), Qs))
         m = np.where(dmin == 0, _F32(0), np.clip(np.rint(off / dmin), _F32(0), Qz))
+        sc, m = np.nan_to_num(sc, nan=0.0), np.nan_to_num(m, nan=0.0)
         S = np.multiply(d, sc)                                      # f32(d · sc)
         Z = np.multiply(dmin, m)                                    # f32(dmin · m)
         qf = np.clip(np.rint((xs + Z[:, None]) / S[:, None]), _F32(0), Qe)
         qf[S == 0] = 0
+        qf[np.isnan(qf)] = 0
         q = qf.astype(code_dtype(c.elem))
         s0c = sc.astype(code_dtype(c.s0))
         zpc = m.astype(code_dtype(c.zp))
