@@ -1466,6 +1466,7 @@ GRADES = {
     "X_MXFP8_E5M2": "grit1(e=e5m2,k0=32,s0=e8m0,esr=exp2floormaxabs)",
     "X_E5M2_OVFINF": "grit1(e=e5m2,k0=32,s0=e8m0,es=ovfinf,esr=exp2floormaxabs)",
     "X_GENERIC_E3M1": "grit1(e=x2044,k0=32,s0=e8m0,esr=exp2floormaxabs)",
+    "X_RATIO_OVFINF": "grit1(e=e2m1,k0=4,s0=e4m3,es=ovfinf,esr=ratiomaxabs)",
     "X_S4_RATIO": "grit1(e=s4,k0=32,s0=binary16,esr=ratiomaxabs)",
     "X_MXFP4_CEIL": "grit1(e=e2m1,k0=32,s0=e8m0,esr=exp2ceilmaxabs)",
     "X_MXFP4_FTZ": "grit1(e=e2m1,k0=32,s0=e8m0,esr=exp2floormaxabs,esn=ftz)",
@@ -1698,6 +1699,9 @@ def _positive_specs():
     add("x/gptq4/random_normal_s64_64", "X_GPTQ4", [64], _normal(64, 64))
     add("x/gptq4/edge_groups", "X_GPTQ4", [128], [0.0] * 32 + [abs(v) for v in _normal(65, 32)]
         + [-abs(v) for v in _normal(66, 32)] + _block([NAN, 1.0], 32))
+    # exact ties under an odd zero point: GPTQ rounds v/S first, then adds z (#12 item 12)
+    add("x/gptq4/ties_round_before_zero_point", "X_GPTQ4", [32],
+        _block([-1.5, 6.0, 0.25, 1.25, 0.75], 32))
     add("x/gptq4_minus1/random_normal_s67_64", "X_GPTQ4_MINUS1", [64],
         [-0.25] + _normal(67, 63))
     add("x/gptq4_minus1/4x32", "X_GPTQ4_MINUS1", [4, 32],
@@ -1723,6 +1727,9 @@ def _positive_specs():
     add("x/e5m2_ovfinf/overflow_to_inf", "X_E5M2_OVFINF", [64],
         _block([1.99, 1.875, 1.87, 1.75, 1.9, -1.95, 0.5], 32)
         + _block([65504.0, 61440.0, 61439.0, -65000.0, 57344.0], 32))
+    # §9.1 rule 2 under es=ovfinf: a poisoned group is the NaN scale and zero codes (#12 item 9)
+    add("x/ratio_ovfinf/poison", "X_RATIO_OVFINF", [8], [10000.0, NAN, 1.0, 1.0,
+                                                          1.0, 2.0, 3.0, 6.0])
     add("x/generic_e3m1/random_normal_s83_64", "X_GENERIC_E3M1", [64], _normal(83, 64))
     add("x/generic_e3m1/every_value", "X_GENERIC_E3M1", [32],
         [fmt_decode(0x2044, c) for c in range(32)])

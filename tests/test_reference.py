@@ -492,3 +492,24 @@ def test_verify_spec_only_on_the_command_line():
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "spec only:" in out.stdout and out.stdout.rstrip().endswith("all ok")
+
+
+# Two vectors pinning the arithmetic of #12 items 9 and 12, their payloads
+# derived by hand from the text (and GPTQ's quantizer), not read from the file.
+HAND_DERIVED = {
+    # lo = -1.5, hi = 6: S = binary16(7.5 / 15) = 0.5 (0x3800), z = rne(1.5 / 0.5) = 3;
+    # q = clamp(rne(v / S) + z): -1.5 -> 0, 6 -> 15, 0.25 -> rne(0.5) + 3 = 3,
+    # 1.25 -> rne(2.5) + 3 = 5, 0.75 -> rne(1.5) + 3 = 5, 0 -> 3 (adding z before
+    # rounding would give 4, 6, 4 for the three ties).  u4 LSB-first pairs:
+    # (0, 15) f0, (3, 5) 53, (5, 3) 35, then 33; scale 00 38; zero point 03 (PAD8).
+    "x/gptq4/ties_round_before_zero_point": "f0" "53" "35" + "33" * 13 + "0038" + "03",
+    # group 0 holds NaN: scale0 = E4M3 NaN 7f, codes 0 (§9.1 rule 2, whatever es);
+    # group 1: amax 6, S = e4m3(6 / 6) = 1.0 (0x38); e2m1 codes 1 -> 2, 2 -> 4,
+    # 3 -> 5, 6 -> 7: bytes 00 00 42 75, scales 7f 38.
+    "x/ratio_ovfinf/poison": "00004275" "7f38",
+}
+
+
+@pytest.mark.parametrize("name", sorted(HAND_DERIVED))
+def test_hand_derived_arithmetic_vectors(by_name, name):
+    assert by_name[name]["payload_hex"] == HAND_DERIVED[name]
