@@ -62,4 +62,6 @@ def test_word_problems_are_step_3_failures():
     det = grit.diagnose(half, [512], [256, 24, 8, 0])
     assert det.status == grit.Status.PLACEMENT_UNKNOWN and det.step == 3
     flag_only = q.replace(flags=q.flags | 0x10)
-    assert S.word_problem(flag_only)[0] == "flags"
+    assert S.word_problem(flag_only) is None          # the flag is step 2's business
+    assert S.interleave_problem(flag_only)[0] == "flags"
+    assert S.interleave_problem(q.replace(placement_data=W["BLOCK_AOS"])) is None
