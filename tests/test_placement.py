@@ -285,10 +285,15 @@ def test_plane_sizes_follow_pack_and_interleave():
     assert det.status == Status.SIZE_MISMATCH and "INTERLEAVED" in det.render()
 
 
-def test_step3_pack_pairing():
+def test_half_a_pack_passes_step3_and_keeps_the_written_sizes():
+    # §7.3 step 3 admits the word; the 12-byte size rule needs both roles packed, so the
+    # planes keep the sizes step 4 writes, and the reader refuses the half pack
     d = grit.GRADE_Q4KS.descriptor().replace(placement_scale=L.PACK_K4_12B)   # meta not packed
-    det = diagnose(d, [256], [128, 8, 4, 8])
-    assert det.status == Status.PLACEMENT_UNKNOWN and det.field == "placement_scale"
+    assert diagnose(d, [256], [128, 8, 4, 8]).status == Status.OK
+    assert diagnose(d, [256], [128, 12, 4, 0]).status == Status.SIZE_MISMATCH
+    x = grit.GritArray(d, (256,), [bytes(128), bytes(8), bytes(4), bytes(8)])
+    with pytest.raises(grit.GritLayoutError, match="both be PACK_K4_12B"):
+        grit.decode(x)
 
 
 @pytest.mark.parametrize("change", [
@@ -309,10 +314,11 @@ def test_block_aos_without_the_flag_passes_step3_as_written():
     assert diagnose(d, [256], [128, 8, 4, 8]).status == Status.OK
 
 
-def test_pack_on_a_grade_it_does_not_fit_is_placement_unknown():
+def test_pack_on_a_grade_it_does_not_fit_is_refused_by_the_reader():
     d = grit.GRADE_MXFP4.descriptor().replace(placement_scale=L.PACK_K4_12B)
-    det = diagnose(d, [32], [16, 1, 0, 0])
-    assert det.status == Status.PLACEMENT_UNKNOWN and "k1 = 8" in det.render()
+    assert diagnose(d, [32], [16, 1, 0, 0]).status == Status.OK      # step 3 as written
+    with pytest.raises(grit.GritLayoutError, match="k1 = 8"):
+        grit.decode(grit.GritArray(d, (32,), [bytes(16), b"\x7f", b"", b""]))
 
 
 def test_hashed_data_placement_may_interleave():

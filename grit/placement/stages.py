@@ -22,8 +22,8 @@ no stage: :func:`resolve` refuses them (L3, §5.3).  Each move has a native
 fast path (grit.native) beside its numpy path; the fast path is the same map
 executed as byte moves and is tested equal to the numpy path
 (tests/test_native_relayout.py).  ``grit.placement.relayout`` composes the
-stages (source → canonical → target); ``grit.check`` reads the size rules and
-the word-level applicability from here.
+stages (source → canonical → target); ``grit.check`` reads the size rules
+and the rule of the INTERLEAVED flag (:func:`interleave_problem`) from here.
 """
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ from .words import (CLASS_HASHED, CLASS_OPAQUE, CLASS_REGISTERED, UNSPECIFIED,
                     placement_class, placement_name)
 
 __all__ = ["Stage", "Canonical", "Permutation", "Interleaved", "PackK4", "Fields", "resolve",
-           "stages_of", "plane_sizes", "word_problem", "interleave_problem"]
+           "stages_of", "plane_sizes", "interleave_problem"]
 
 
 def _nbytes(buf) -> int:
@@ -241,9 +241,12 @@ class PackK4(Stage):
     def size_rule(d: D.Descriptor, ps: PlaneSizes,
                   sizes: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
         """12 scale0 bytes per super-block, no aux bytes, when both words are
-        PACK_K4_12B on a two-level grade of 8 sub-blocks with zero points."""
+        PACK_K4_12B on a grade the pack applies to (:func:`pack_k4_applies`);
+        anywhere else the planes keep the sizes §7.3 writes, and the reader of
+        the bytes refuses the word (docs/spec-decisions.md "interleaved-flag":
+        step 3 as written)."""
         if d.placement_scale == PACK_K4_12B and d.placement_meta == PACK_K4_12B \
-                and d.n_levels == 2 and d.k1 == 8 and d.flags & D.F_HAS_ZP:
+                and pack_k4_applies(d) is None:
             return (sizes[0], ps.n_groups1 * PACK_BYTES, sizes[2], 0)
         return sizes
 
@@ -427,26 +430,3 @@ def interleave_problem(d: D.Descriptor) -> tuple[str, str, str, str] | None:
             "INTERLEAVED only with BLOCK_AOS, an Interleave(P, n) expression or an opaque "
             "data placement",
             f"the INTERLEAVED flag says the data plane carries every plane, but {what}")
-
-
-def word_problem(d: D.Descriptor) -> tuple[str, str, str | None, str] | None:
-    """Step 3's placement-specific rule, from the words alone: None, or
-    (field, actual, expected, why) of the rule broken.
-
-    PACK_K4_12B applies to the Q4_K-shaped grades only, and to scale and
-    meta together (the 12 bytes carry scales and mins); its size rule needs
-    both (docs/spec-decisions.md "pack-k4-sizes").  The INTERLEAVED flag is
-    step 2's (:func:`interleave_problem`); step 3 admits every well-formed
-    word in every role, as §7.3 writes — a registered word that does not fit
-    the array is refused by the reader of the bytes (relayout, decode), not
-    by the check."""
-    sp, mp = d.placement_scale == PACK_K4_12B, d.placement_meta == PACK_K4_12B
-    if sp or mp:
-        why = PackK4.applies(d)
-        if why or sp != mp:
-            why = why or ("placement_scale and placement_meta must both be PACK_K4_12B "
-                          "(the 12 bytes carry scales and mins together)")
-            field = "placement_scale" if sp else "placement_meta"
-            return (field, f"0x{(d.placement_scale if sp else d.placement_meta):016x}", None,
-                    f"PACK_K4_12B does not apply: {why}")
-    return None
