@@ -8,6 +8,7 @@ planes (step 4).  docs/placements.md "ROW_MAJOR when the group axis is not
 the last" has the byte example the last test writes out."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import random
 import struct
@@ -180,6 +181,20 @@ def test_no_flag_and_word_combination_escapes_as_a_raw_exception():
             "GritLayoutError"} <= seen
 
 
+def test_the_unit_readers_refuse_a_short_plane_with_a_typed_error():
+    # the three raw ValueErrors of item 1 came from these readers being handed the
+    # canonical-size view of an interleaved plane; now they name the shortfall
+    from grit.codec.packing import unpack_stream
+    from grit.placement.planes import Units, to_units
+    with pytest.raises(grit.GritLayoutError, match="cannot hold its 64 units"):
+        to_units(b"\x00" * 31, Units(64, 4, 2, 32))
+    with pytest.raises(grit.GritLayoutError, match="cannot hold its 4 units"):
+        to_units(b"\x00" * 7, Units(4, 16, 1, 4))
+    with pytest.raises(grit.GritUsageError, match="needed for 64 codes of 4 bits"):
+        unpack_stream(b"\x00" * 31, 64, 4)
+    assert to_units(b"\x21" * 32, Units(64, 4, 2, 32))[0, :2].tolist() == [1, 2]
+
+
 # --- item 13: the five steps as written, the flag by decision ---------------------------
 
 
@@ -282,6 +297,26 @@ def test_row_major_with_group_axis_0_is_the_documented_bytes():
     # the literal reading the decision rules out
     assert (grit.decode(grit.GritArray(d, (4, 2), [EX_C_ORDER, EX_SCALE, b"", b""]))
             != EX_VALUES).any()
+
+
+def _reference():
+    spec = importlib.util.spec_from_file_location("grit_spec_reference_il",
+                                                  ROOT / "spec" / "reference.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_standalone_reference_reads_the_example_the_same_way():
+    ref = _reference()
+    d = EX.descriptor(group_axis=0)
+    got = ref.decode(d.hex(), [4, 2], [EX_DATA, EX_SCALE, b"", b""], grades=[EX.canonical])
+    assert got == EX_VALUES.reshape(-1).view(np.uint32).tolist()
+    # and its checker agrees with the decision's verdicts on the flag
+    mx = MX.replace(flags=D.F_INTERLEAVED, placement_data=L.ROW_MAJOR).hex()
+    assert ref.check(mx, [32], [17, 0, 0, 0]) == "GradeUnknown"
+    aos = MX.replace(placement_data=L.BLOCK_AOS).hex()
+    assert ref.check(aos, [32], [16, 1, 0, 0]) == "Ok"
 
 
 def test_c_order_of_a_group_axis_0_array_is_col_major():
