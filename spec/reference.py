@@ -992,6 +992,13 @@ def check(desc, shape, planes, level: int = 1, expected_digest=None, grades=None
     # Step 4 -- the size equations; with F_INTERLEAVED the data plane carries
     # all four ("interleaved-flag")
     want = plane_sizes(d, shape)
+    pack = PLACEMENTS["PACK_K4_12B"]
+    if want is not None and d["placement_scale"] == pack == d["placement_meta"] \
+            and d["n_levels"] == 2 and d["k1"] == 8 and d["flags"] & F_HAS_ZP \
+            and d["flags"] & F_ZP_L1SCALED and d["scale0"] == d["zp_fmt"] == FORMATS["u6"]:
+        # ggml's 12-byte scale/min pack ("pack-k4-12b"): 12 scale0 bytes per
+        # super-block, the mins inside them, no aux bytes
+        want = (want[0], 12 * (want[1] // 8), want[2], 0)
     if want is not None and interleaved:
         want = (sum(want), 0, 0, 0)
     if want is None or list(want) != sizes:
@@ -1824,6 +1831,16 @@ def _negative_vectors() -> list[dict]:
         "plane carries all four planes (17 bytes), the others are empty",
         _with(mx_d, flags=F_INTERLEAVED, placement_data=aos), [32], mx_p, 1, "SizeMismatch")
     N[-1]["decision"] = "interleaved-flag"
+    pk = PLACEMENTS["PACK_K4_12B"]
+    add("size_mismatch/pack_k4_12b_planes_as_written", "PACK_K4_12B on scale and meta: "
+        "scale0 is 12 bytes per super-block and the aux plane empty, so the unpacked "
+        "sizes are a mismatch", _with(q4_d, placement_scale=pk, placement_meta=pk), [256],
+        q4_p, 1, "SizeMismatch")
+    N[-1]["decision"] = "pack-k4-12b"
+    add("size_mismatch/half_a_pack_is_sized_as_written", "PACK_K4_12B on the scale plane "
+        "only passes step 3 and keeps the sizes §7.3 writes",
+        _with(q4_d, placement_scale=pk), [256], [q4_p[0], q4_p[1][:12], q4_p[2], b""], 1,
+        "SizeMismatch")
     add("digest_mismatch/interleaved_passes_steps_1_to_4", "F_INTERLEAVED with BLOCK_AOS and "
         "the 17-byte interleaved data plane passes steps 1-4; level 2 then compares the digest",
         _with(mx_d, flags=F_INTERLEAVED, placement_data=aos), [32],
