@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import random
 import struct
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 import grit
 from grit import descriptor as D
@@ -179,6 +182,68 @@ def test_no_flag_and_word_combination_escapes_as_a_raw_exception():
                     seen.add(type(e).__name__)
     assert {Status.OK, Status.GRADE_UNKNOWN, Status.SIZE_MISMATCH, "decoded",
             "GritLayoutError"} <= seen
+
+
+def _status(d, shape, planes, level):
+    """grit.check's verdict (level 3 runs the probes, which diagnose does not)."""
+    try:
+        grit.check(d, shape, planes, level)
+    except grit.GritError as e:
+        return e.detail.status
+    return Status.OK
+
+
+_POOL_ARRAYS: list = []
+
+
+def _pool():
+    if not _POOL_ARRAYS:
+        _POOL_ARRAYS.extend([enc(grit.GRADE_MXFP4, (2, 64)), enc(grit.GRADE_I8S24, (4, 64)),
+                             enc(grit.GRADE_Q4KS, (1, 256)),
+                             enc(grit.GRADE_NVF4, (32, 2), group_axis=0),
+                             enc(grit.GRADE_I8S24, (32, 4), group_axis=0)])
+    return _POOL_ARRAYS
+
+
+_WORDS = st.one_of(
+    st.sampled_from([0, L.ROW_MAJOR, L.COL_MAJOR, L.TILE_16X16, L.SWIZZLE_128X4B, L.BLOCK_AOS,
+                     L.LINEAR_META, L.META_M16N8K32, L.PACK_K4_12B, L.OPAQUE, UNRESOLVED,
+                     COL, TILE, ILV]),
+    st.integers(0, (1 << 64) - 1))
+
+
+@settings(max_examples=int(os.environ.get("GRIT_HYPOTHESIS_EXAMPLES", 200)), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 4), st.one_of(st.sampled_from([0, D.F_INTERLEAVED]), st.integers(0, 0x3F)),
+       _WORDS, st.one_of(st.just(L.ROW_MAJOR), _WORDS), st.one_of(st.just(None), _WORDS),
+       st.one_of(st.sampled_from(["written", "whole"]),
+                 st.lists(st.integers(0, 400), min_size=3, max_size=3)))
+@example(0, D.F_INTERLEAVED, COL, L.ROW_MAJOR, None, "whole")      # the issue's cases
+@example(1, D.F_INTERLEAVED, COL, L.ROW_MAJOR, None, "whole")
+@example(1, D.F_INTERLEAVED, UNRESOLVED, L.ROW_MAJOR, None, "whole")
+@example(0, 0, L.BLOCK_AOS, L.ROW_MAJOR, None, "whole")
+def test_property_flags_words_and_cuts_get_a_typed_answer(i, flag_xor, wd, ws, wm, cut):
+    """Any flags, any three words, the payload as written, all in the data plane or
+    cut anywhere: every level and decode answer with a status or a GritError, and
+    levels 1-3 agree on the status."""
+    a = _pool()[i]
+    d = a.descriptor.replace(flags=a.descriptor.flags ^ flag_xor, placement_data=wd,
+                             placement_scale=ws,
+                             placement_meta=a.descriptor.placement_meta if wm is None else wm)
+    pay = a.payload()
+    if cut == "written":
+        planes = list(a.planes)
+    elif cut == "whole":
+        planes = whole(a)
+    else:
+        c = sorted(min(x, len(pay)) for x in cut)
+        planes = [pay[:c[0]], pay[c[0]:c[1]], pay[c[1]:c[2]], pay[c[2]:]]
+    statuses = {_status(d, a.shape, planes, level) for level in (1, 2, 3)}
+    assert len(statuses - {Status.DIGEST_MISMATCH}) == 1
+    try:
+        grit.decode(grit.GritArray(d, a.shape, planes))
+    except grit.GritError:
+        pass
 
 
 def test_the_unit_readers_refuse_a_short_plane_with_a_typed_error():
