@@ -136,6 +136,23 @@ def _step2_grade(d: D.Descriptor) -> tuple[Detail | None, Grade | None]:
     return None, g
 
 
+def _step2_interleave(d: D.Descriptor) -> Detail | None:
+    """Step 2's rule for F_INTERLEAVED (docs/spec-decisions.md
+    "interleaved-flag"): no grade carries the flag, so it is compared with the
+    data placement it describes instead, and a flag that contradicts it is an
+    internally inconsistent frame (§7.1: GradeUnknown)."""
+    problem = stages.interleave_problem(d)
+    if problem is None:
+        return None
+    field_, actual, expected, why = problem
+    return _fail(Status.GRADE_UNKNOWN, 2, f"GradeUnknown: {why}.",
+                 field=field_, actual=actual, expected=expected,
+                 lines=("A descriptor whose flags contradict its own placement cannot be "
+                        "believed (§7.1).",
+                        "Fix:  clear F_INTERLEAVED (separate planes), or give the data plane "
+                        "the interleaving placement the producer used"))
+
+
 def _likely_grade_cause(name: str, want, got, g: Grade) -> str | None:
     if name == "k0":
         return (f"Likeliest cause: the tensor was quantised at group_size={got} but the "
@@ -171,11 +188,9 @@ def _step3_placement(d: D.Descriptor) -> Detail | None:
         return _fail(Status.PLACEMENT_UNKNOWN, 3, f"PlacementUnknown: {msg}.",
                      field="placement_meta", actual=f"0x{d.placement_meta:016x}",
                      expected="non-zero" if aux else "0x0000000000000000")
-    problem = stages.word_problem(d)
-    if problem is not None:
-        field_, actual, expected, why = problem
-        return _fail(Status.PLACEMENT_UNKNOWN, 3, f"PlacementUnknown: {why}.",
-                     field=field_, actual=actual, expected=expected)
+    # nothing else: §7.3 step 3 admits every well-formed word in every role; a word
+    # that does not fit the array is refused by the reader of the bytes (relayout,
+    # decode) with the reason (docs/spec-decisions.md "interleaved-flag")
     return None
 
 
@@ -251,28 +266,36 @@ def _step4_sizes(d: D.Descriptor, shape, nbytes: Sequence[int]) -> Detail | None
     return None
 
 
-def _meta_for_content_check(d: D.Descriptor, shape, planes, canonical):
-    """The sparse-metadata bytes §7.4 reads.  Every non-interleaving placement
-    permutes whole quads, and the order check is per quad, so the aux plane
-    is read as it is; an interleaved data plane carries the aux plane inside
-    its blocks, which only the placement stages can take apart: ``canonical``
-    (passed by the caller, grit.boundary) returns the canonical planes.
-    Opaque (or unresolvable) placements are the vendor's bytes: not checked."""
+def _meta_for_content_check(d: D.Descriptor, shape, planes,
+                            canonical) -> tuple[bytes | memoryview | None, str | None]:
+    """The sparse-metadata bytes §7.4 reads, or None and why they cannot be
+    read.  Every non-interleaving placement permutes whole quads, and the
+    order check is per quad, so the aux plane is read as it is; an
+    interleaved data plane carries the aux plane inside its blocks, which only
+    the placement stages can take apart: ``canonical`` (passed by the caller,
+    grit.boundary) returns the canonical planes.  Opaque (or unresolvable)
+    placements are the vendor's bytes: not checked, and the report says so."""
     if placement_class(d.placement_meta) == CLASS_OPAQUE:
-        return None
+        return None, (f"placement_meta {placement_name(d.placement_meta)} is opaque: its "
+                      "metadata order is the vendor's (L3)")
     if not d.flags & D.F_INTERLEAVED:
-        return planes[3]
+        return planes[3], None
     if canonical is None:
         raise GritUsageError("the level-2 content check of an interleaved data plane needs "
                              "canonical= (grit.check passes the placement stages)")
     try:
-        return canonical(d, shape, planes)[3]
-    except GritLayoutError:
-        return None
+        return canonical(d, shape, planes)[3], None
+    except GritLayoutError as e:
+        return None, ("the metadata travels inside the interleaved data plane, which cannot "
+                      f"be taken apart here: {str(e).splitlines()[0]}")
 
 
 def _step5_content(d: D.Descriptor, shape, planes, expected_digest,
-                   canonical=None) -> Detail | None:
+                   canonical=None, notes: list[str] | None = None) -> Detail | None:
+    """Step 5.  A content check that cannot run (its bytes are in an order
+    grit cannot read) is not a failure — §7.3 names no status for it — but
+    it is never silent: its reason is appended to ``notes``, which the
+    passed check reports (Detail.lines, CheckReport.warnings)."""
     if expected_digest is not None:
         got = _digest(planes)
         if got != bytes(expected_digest):
@@ -285,9 +308,13 @@ def _step5_content(d: D.Descriptor, shape, planes, expected_digest,
     if d.flags & D.F_SPARSE and d.sp_order == D.SPORDER_ASC_LSB:
         bits = META_BITS[d.sp_meta_fmt]        # step 4 refused any other sp_meta_fmt
         numel = numel_of(shape)
-        meta = _meta_for_content_check(d, shape, planes, canonical)
-        bad = None if meta is None else first_disordered_quad(meta, d.sp_n, d.sp_m, bits,
-                                                              numel // d.sp_m)
+        meta, why_not = _meta_for_content_check(d, shape, planes, canonical)
+        if meta is None:
+            if notes is not None:
+                notes.append("level 2: the SPORDER_ASC_LSB metadata order (§7.4) was not "
+                             f"verified: {why_not}")
+            return None
+        bad = first_disordered_quad(meta, d.sp_n, d.sp_m, bits, numel // d.sp_m)
         if bad is not None:
             q, idx = bad
             return _fail(Status.DIGEST_MISMATCH, 5,
@@ -390,14 +417,20 @@ def diagnose(desc, shape, planes, level: int = 1, expected_digest=None, *,
     f, _ = _step2_grade(d)
     if f:
         return f
+    f = _step2_interleave(d)
+    if f:
+        return f
     f = _step3_placement(d) or _step4_sizes(d, shp, sizes)
     if f:
         return f
     if level >= 2:
         planes_b = [b if b is not None else b"" for b in bufs]
-        f = _step5_content(d, shp, planes_b, expected_digest, canonical)
+        notes: list[str] = []
+        f = _step5_content(d, shp, planes_b, expected_digest, canonical, notes)
         if f:
             return f
+        if notes:
+            return replace(ok, lines=tuple(notes))
     return ok
 
 
@@ -416,9 +449,9 @@ def check(desc, shape, planes, level: int = 1, expected_digest=None, *,
         raise error_for(det)
     d = _as_desc(desc)
     g = lookup_grade(d.grade_id) if level >= 1 else None
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = det.lines       # a level-2 check that could not run
     if level >= 3:
         if probe is None:
             raise GritUsageError("check level 3 needs probe= (grit.check passes grit.probes)")
-        warnings = tuple(probe(d, as_shape(shape), _as_planes(planes, True)[1]))
+        warnings += tuple(probe(d, as_shape(shape), _as_planes(planes, True)[1]))
     return CheckReport(level=level, grade=g, warnings=warnings)

@@ -974,8 +974,11 @@ def check(desc, shape, planes, level: int = 1, expected_digest=None, grades=None
             or d["elem"] >> 15
             or any((d[k] >> 11) & 3 == 3 for k in ("elem", "scale0", "scale1", "zp_fmt"))):
         return "GradeUnknown"
-    # Step 2 -- grade: known, and the frame agrees with it (F_INTERLEAVED is a
-    # placement flag and is not compared)
+    # Step 2 -- grade: known, and the frame agrees with it.  No grade carries
+    # F_INTERLEAVED; it is compared with the data placement it describes
+    # instead (docs/spec-decisions.md "interleaved-flag"): with the flag the
+    # data word must be BLOCK_AOS, hashed (class 0x8: an Interleave(P, n)
+    # expression, which this standalone reference cannot resolve) or opaque.
     g = _known(grades).get(d["grade_id"])
     if g is None:
         return "GradeUnknown"
@@ -983,16 +986,28 @@ def check(desc, shape, planes, level: int = 1, expected_digest=None, grades=None
         got = d[k] & ~F_INTERLEAVED if k == "flags" else d[k]
         if got != want:
             return "GradeUnknown"
-    # Step 3 -- placement
+    interleaved = bool(d["flags"] & F_INTERLEAVED)
+    if interleaved and not (d["placement_data"] == PLACEMENTS["BLOCK_AOS"]
+                            or d["placement_data"] >> 60 in (0x8, 0xF)):
+        return "GradeUnknown"
+    # Step 3 -- placement, exactly as §7.3 writes it
     if not all(_placement_ok(d[k]) for k in
                ("placement_data", "placement_scale", "placement_meta")):
         return "PlacementUnknown"
     if bool(d["flags"] & (F_SPARSE | F_HAS_ZP)) != (d["placement_meta"] != 0):
         return "PlacementUnknown"
-    if bool(d["flags"] & F_INTERLEAVED) != (d["placement_data"] == PLACEMENTS["BLOCK_AOS"]):
-        return "PlacementUnknown"
-    # Step 4 -- the size equations
+    # Step 4 -- the size equations; with F_INTERLEAVED the data plane carries
+    # all four ("interleaved-flag")
     want = plane_sizes(d, shape)
+    pack = PLACEMENTS["PACK_K4_12B"]
+    if want is not None and d["placement_scale"] == pack == d["placement_meta"] \
+            and d["n_levels"] == 2 and d["k1"] == 8 and d["flags"] & F_HAS_ZP \
+            and d["flags"] & F_ZP_L1SCALED and d["scale0"] == d["zp_fmt"] == FORMATS["u6"]:
+        # ggml's 12-byte scale/min pack ("pack-k4-12b"): 12 scale0 bytes per
+        # super-block, the mins inside them, no aux bytes
+        want = (want[0], 12 * (want[1] // 8), want[2], 0)
+    if want is not None and interleaved:
+        want = (sum(want), 0, 0, 0)
     if want is None or list(want) != sizes:
         return "SizeMismatch"
     if level < 2:
@@ -1814,8 +1829,34 @@ def _negative_vectors() -> list[dict]:
         "PlacementUnknown")
     add("placement_unknown/aux_plane_without_placement", "SPARSE with placement_meta 0",
         _with(i8_d, placement_meta=0), [32], i8_p, 1, "PlacementUnknown")
-    add("placement_unknown/interleaved_without_block_aos", "F_INTERLEAVED needs BLOCK_AOS",
-        _with(mx_d, flags=F_INTERLEAVED), [32], mx_p, 1, "PlacementUnknown")
+    # -- F_INTERLEAVED (docs/spec-decisions.md "interleaved-flag").  The flag with a data
+    # word that does not interleave is GradeUnknown at step 2 both as §7.3 is written (no
+    # grade carries the flag) and under the decision (the flag contradicts the placement),
+    # so that vector needs no decision; the ones after it pass steps 2-4 only under it.
+    add("grade_unknown/interleaved_flag_with_row_major_data", "F_INTERLEAVED with ROW_MAJOR "
+        "data: GradeUnknown at step 2", _with(mx_d, flags=F_INTERLEAVED), [32], mx_p, 1,
+        "GradeUnknown")
+    aos = PLACEMENTS["BLOCK_AOS"]
+    add("size_mismatch/block_aos_without_flag_planes_summed", "BLOCK_AOS without F_INTERLEAVED "
+        "passes step 3 (a registered word); step 4 then sizes the planes as §7.3 writes",
+        _with(mx_d, placement_data=aos), [32], [mx_p[0] + mx_p[1], b"", b"", b""], 1,
+        "SizeMismatch")
+    add("size_mismatch/interleaved_separate_planes", "F_INTERLEAVED with BLOCK_AOS: the data "
+        "plane carries all four planes (17 bytes), the others are empty",
+        _with(mx_d, flags=F_INTERLEAVED, placement_data=aos), [32], mx_p, 1, "SizeMismatch")
+    pk = PLACEMENTS["PACK_K4_12B"]
+    add("size_mismatch/pack_k4_12b_planes_as_written", "PACK_K4_12B on scale and meta: "
+        "scale0 is 12 bytes per super-block and the aux plane empty, so the unpacked "
+        "sizes are a mismatch", _with(q4_d, placement_scale=pk, placement_meta=pk), [256],
+        q4_p, 1, "SizeMismatch")
+    add("size_mismatch/half_a_pack_is_sized_as_written", "PACK_K4_12B on the scale plane "
+        "only passes step 3 and keeps the sizes §7.3 writes",
+        _with(q4_d, placement_scale=pk), [256], [q4_p[0], q4_p[1][:12], q4_p[2], b""], 1,
+        "SizeMismatch")
+    add("digest_mismatch/interleaved_passes_steps_1_to_4", "F_INTERLEAVED with BLOCK_AOS and "
+        "the 17-byte interleaved data plane passes steps 1-4; level 2 then compares the digest",
+        _with(mx_d, flags=F_INTERLEAVED, placement_data=aos), [32],
+        [mx_p[1] + mx_p[0], b"", b"", b""], 2, "DigestMismatch", expected_digest=bytes(16))
     add("placement_unknown/before_sizes", "bad placement and a truncated plane: step 3 first",
         _with(mx_d, placement_meta=0x3000000000000000), [32], [mx_p[0][:8], mx_p[1], b"", b""],
         1, "PlacementUnknown")
@@ -2099,8 +2140,8 @@ DECISION_IDS = (
     "aliases", "ao-pairwise", "binary16-scale-projection", "dt-projection",
     "element-packing", "encode-generic", "encode-modes", "esn-ftz", "format-legality",
     "gptq-affine", "group-axis-range", "hex-format-token", "integer-spelling",
-    "interleaved-flag", "k0-range", "lin-order", "maxrank", "registered-formats",
-    "sp-domain", "sp-with-zp",
+    "interleaved-flag", "k0-range", "maxrank", "pack-k4-12b", "registered-formats",
+    "row-major-lin", "sp-domain", "sp-with-zp",
 )
 
 # grade -> (the whole vector rests on these, only its encode rests on these)
@@ -2132,7 +2173,9 @@ VECTOR_DECISIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "i8s24/saturation": ((), ("binary16-scale-projection",)),
     "size_mismatch/rank_9": (("maxrank",), ()),
     "size_mismatch/group_axis_out_of_range": (("group-axis-range",), ()),
-    "placement_unknown/interleaved_without_block_aos": (("interleaved-flag",), ()),
+    "size_mismatch/interleaved_separate_planes": (("interleaved-flag",), ()),
+    "digest_mismatch/interleaved_passes_steps_1_to_4": (("interleaved-flag",), ()),
+    "size_mismatch/pack_k4_12b_planes_as_written": (("pack-k4-12b",), ()),
     "fp/canon/mxfp4_aliases": (("aliases", "integer-spelling", "hex-format-token"), ()),
     "fp/canon/nvf4_aliases": (("aliases", "integer-spelling"), ()),
     "fp/canon/nvf4_rtz": (("aliases",), ()),
@@ -2162,7 +2205,7 @@ def _decide(v: dict) -> dict:
     if "desc_hex" in v and "grade" in v:
         shape, ga = v["shape"], unpack_desc(v["desc_hex"])["group_axis"]
         if 0 <= ga < len(shape) - 1:      # lin(i) for a group axis that is not the last
-            whole.append("lin-order")
+            whole.append("row-major-lin")
     whole = sorted(set(whole))
     enc = sorted(set(enc) - set(whole))
     for d in whole + enc:

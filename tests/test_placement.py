@@ -285,21 +285,40 @@ def test_plane_sizes_follow_pack_and_interleave():
     assert det.status == Status.SIZE_MISMATCH and "INTERLEAVED" in det.render()
 
 
-@pytest.mark.parametrize("change,field", [
-    (dict(placement_scale=L.PACK_K4_12B), "placement_scale"),          # meta not packed
-    (dict(flags=0x21 | D.F_INTERLEAVED), "flags"),                      # ROW_MAJOR data
-    (dict(placement_data=L.BLOCK_AOS), "flags"),                        # flag missing
-    (dict(placement_data=L.COL_MAJOR, flags=0x21 | D.F_INTERLEAVED), "flags"),
+def test_half_a_pack_passes_step3_and_keeps_the_written_sizes():
+    # §7.3 step 3 admits the word; the 12-byte size rule needs both roles packed, so the
+    # planes keep the sizes step 4 writes, and the reader refuses the half pack
+    d = grit.GRADE_Q4KS.descriptor().replace(placement_scale=L.PACK_K4_12B)   # meta not packed
+    assert diagnose(d, [256], [128, 8, 4, 8]).status == Status.OK
+    assert diagnose(d, [256], [128, 12, 4, 0]).status == Status.SIZE_MISMATCH
+    x = grit.GritArray(d, (256,), [bytes(128), bytes(8), bytes(4), bytes(8)])
+    with pytest.raises(grit.GritLayoutError, match="both be PACK_K4_12B"):
+        grit.decode(x)
+
+
+@pytest.mark.parametrize("change", [
+    dict(flags=0x21 | D.F_INTERLEAVED),                                  # ROW_MAJOR data
+    dict(placement_data=L.COL_MAJOR, flags=0x21 | D.F_INTERLEAVED),
 ])
-def test_step3_pairings(change, field):
+def test_interleaved_flag_against_its_data_placement_is_step2(change):
+    # docs/spec-decisions.md "interleaved-flag": a flag contradicting the data word is an
+    # inconsistent frame (§7.1), step 2 -- before step 3 and step 4 look at anything
     det = diagnose(grit.GRADE_Q4KS.descriptor().replace(**change), [256], [128, 8, 4, 8])
-    assert det.status == Status.PLACEMENT_UNKNOWN and det.field == field
+    assert (det.status, det.step, det.field) == (Status.GRADE_UNKNOWN, 2, "flags")
 
 
-def test_pack_on_a_grade_it_does_not_fit_is_placement_unknown():
+def test_block_aos_without_the_flag_passes_step3_as_written():
+    # §7.3 step 3 admits every registered class-0x1 word; without the flag the planes are
+    # separate and step 4's equations size them as written
+    d = grit.GRADE_Q4KS.descriptor().replace(placement_data=L.BLOCK_AOS)
+    assert diagnose(d, [256], [128, 8, 4, 8]).status == Status.OK
+
+
+def test_pack_on_a_grade_it_does_not_fit_is_refused_by_the_reader():
     d = grit.GRADE_MXFP4.descriptor().replace(placement_scale=L.PACK_K4_12B)
-    det = diagnose(d, [32], [16, 1, 0, 0])
-    assert det.status == Status.PLACEMENT_UNKNOWN and "k1 = 8" in det.render()
+    assert diagnose(d, [32], [16, 1, 0, 0]).status == Status.OK      # step 3 as written
+    with pytest.raises(grit.GritLayoutError, match="k1 = 8"):
+        grit.decode(grit.GritArray(d, (32,), [bytes(16), b"\x7f", b"", b""]))
 
 
 def test_hashed_data_placement_may_interleave():

@@ -428,7 +428,8 @@ def test_decision_ids_are_the_documented_ones(doc):
 # following the text could settle differently (independent of the tables that
 # mark them in spec/reference.py).
 NAMED_DECISIONS = {
-    "placement_unknown/interleaved_without_block_aos": "interleaved-flag",
+    "size_mismatch/interleaved_separate_planes": "interleaved-flag",
+    "digest_mismatch/interleaved_passes_steps_1_to_4": "interleaved-flag",
     "size_mismatch/rank_9": "maxrank",
     "fp/reject/k0_zero": "k0-range",
     "fp/reject/k0_too_large": "k0-range",
@@ -447,7 +448,7 @@ def test_the_named_spec_silent_vectors_say_so(doc):
 def test_a_group_axis_that_is_not_last_is_marked(doc):
     for v in doc["vectors"]:
         ga = struct.unpack_from("<h", bytes.fromhex(v["desc_hex"]), 16)[0]
-        assert ("lin-order" in v.get("decision", [])) == (ga != len(v["shape"]) - 1), v["name"]
+        assert ("row-major-lin" in v.get("decision", [])) == (ga != len(v["shape"]) - 1), v["name"]
 
 
 def test_the_text_alone_still_covers_every_status_and_registered_grade(doc):

@@ -54,12 +54,18 @@ def test_stage_size_rules():
     assert grit.plane_sizes(both, [512]).sizes == S.plane_sizes(both, ps)
 
 
-def test_word_problems_are_step_3_failures():
+def test_half_a_pack_keeps_the_written_sizes():
     q = grit.GRADE_Q4KS.descriptor()
+    ps = canonical_sizes(q, [512])
     half = q.replace(placement_scale=W["PACK_K4_12B"])
-    field, _, _, why = S.word_problem(half)
-    assert field == "placement_scale" and "both be PACK_K4_12B" in why
-    det = grit.diagnose(half, [512], [256, 24, 8, 0])
-    assert det.status == grit.Status.PLACEMENT_UNKNOWN and det.step == 3
+    assert S.plane_sizes(half, ps) == ps.sizes
+    det = grit.diagnose(half, [512], list(ps.sizes))
+    assert det.status == grit.Status.OK                  # step 3 admits every word
+
+
+def test_the_interleaved_flag_is_a_step2_rule():
+    q = grit.GRADE_Q4KS.descriptor()
     flag_only = q.replace(flags=q.flags | 0x10)
-    assert S.word_problem(flag_only)[0] == "flags"
+    assert S.interleave_problem(flag_only)[0] == "flags"
+    assert S.interleave_problem(q.replace(placement_data=W["BLOCK_AOS"])) is None
+    assert S.interleave_problem(flag_only.replace(placement_data=W["BLOCK_AOS"])) is None

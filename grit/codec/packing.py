@@ -12,13 +12,16 @@
 * Sparse metadata: N indices per quad, LSB-first, independent of the bit order.
 
 Every reader returns the smallest unsigned dtype that holds a code and never
-copies more than it must; every writer returns ``bytes``.
+copies more than it must; every writer returns ``bytes``.  A plane too short
+for the codes asked of it is a ``GritUsageError`` (callers pass checked planes,
+so it names a caller's bug, never a file's).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .._sparse import meta_indices
+from ..errors import GritUsageError
 
 __all__ = [
     "unpack_stream", "pack_stream", "unpack_elements", "pack_elements",
@@ -48,11 +51,12 @@ def unpack_stream(buf, count: int, w: int, msb: bool = False) -> np.ndarray:
     7 − k % 8 of byte k / 8 and the code's MSB comes first.  Multiples of 8
     bits are little-endian bytes either way."""
     if not 2 <= w <= 32:
-        raise ValueError(f"stream width {w} outside 2..32")
+        raise GritUsageError(f"stream width {w} outside 2..32")
     raw = _u8(buf)
     nbytes = (count * w + 7) // 8
     if raw.size < nbytes:
-        raise ValueError(f"plane holds {raw.size} bytes, {nbytes} needed")
+        raise GritUsageError(f"plane holds {raw.size} bytes, {nbytes} needed for {count} "
+                             f"codes of {w} bits")
     dt = code_dtype_for_width(w)
     if count == 0:
         return np.zeros(0, dtype=dt)
@@ -102,7 +106,7 @@ def _unpack_generic(raw: np.ndarray, count: int, w: int, msb: bool) -> np.ndarra
 def pack_stream(codes, w: int, msb: bool = False) -> bytes:
     """Inverse of :func:`unpack_stream`; the last byte is zero-padded."""
     if not 2 <= w <= 32:
-        raise ValueError(f"stream width {w} outside 2..32")
+        raise GritUsageError(f"stream width {w} outside 2..32")
     c = np.ascontiguousarray(codes).reshape(-1)
     n = c.size
     if n == 0:

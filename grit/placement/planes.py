@@ -31,7 +31,7 @@ import numpy as np
 from .. import descriptor as D
 from .. import native
 from ..codec.packing import pack_stream, unpack_stream
-from ..errors import Detail, GritUsageError
+from ..errors import Detail, GritLayoutError, GritUsageError
 from ..facts import canonical_sizes
 from .expr import ColMajor, Tile, apply
 
@@ -104,7 +104,13 @@ def geometry(d: D.Descriptor, shape: tuple[int, ...]) -> Geometry:
 
 
 def to_units(buf, u: Units) -> np.ndarray:
-    """The plane's units as an array of shape (1, count[, bytes])."""
+    """The plane's units as an array of shape (1, count[, bytes]).  A plane
+    shorter than its units is a GritLayoutError: the placement was asked to
+    read bytes that are not there (a checked array never does)."""
+    have = len(memoryview(buf).cast("B")) if u.count else 0
+    if have < u.nbytes:
+        raise GritLayoutError(f"a plane of {have} bytes cannot hold its {u.count} units of "
+                              f"{u.bits} bits ({u.nbytes} bytes)")
     if u.bits % 8 == 0:
         ub = u.bits // 8
         raw = np.frombuffer(buf, dtype=np.uint8, count=u.count * ub) if u.count else \

@@ -22,8 +22,8 @@ no stage: :func:`resolve` refuses them (L3, §5.3).  Each move has a native
 fast path (grit.native) beside its numpy path; the fast path is the same map
 executed as byte moves and is tested equal to the numpy path
 (tests/test_native_relayout.py).  ``grit.placement.relayout`` composes the
-stages (source → canonical → target); ``grit.check`` reads the size rules and
-the word-level applicability from here.
+stages (source → canonical → target); ``grit.check`` reads the size rules
+and the rule of the INTERLEAVED flag (:func:`interleave_problem`) from here.
 """
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ from .words import (CLASS_HASHED, CLASS_OPAQUE, CLASS_REGISTERED, UNSPECIFIED,
                     placement_class, placement_name)
 
 __all__ = ["Stage", "Canonical", "Permutation", "Interleaved", "PackK4", "Fields", "resolve",
-           "stages_of", "plane_sizes", "word_problem"]
+           "stages_of", "plane_sizes", "interleave_problem"]
 
 
 def _nbytes(buf) -> int:
@@ -241,9 +241,12 @@ class PackK4(Stage):
     def size_rule(d: D.Descriptor, ps: PlaneSizes,
                   sizes: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
         """12 scale0 bytes per super-block, no aux bytes, when both words are
-        PACK_K4_12B on a two-level grade of 8 sub-blocks with zero points."""
+        PACK_K4_12B on a grade the pack applies to (:func:`pack_k4_applies`);
+        anywhere else the planes keep the sizes §7.3 writes, and the reader of
+        the bytes refuses the word (docs/spec-decisions.md "interleaved-flag":
+        step 3 as written)."""
         if d.placement_scale == PACK_K4_12B and d.placement_meta == PACK_K4_12B \
-                and d.n_levels == 2 and d.k1 == 8 and d.flags & D.F_HAS_ZP:
+                and pack_k4_applies(d) is None:
             return (sizes[0], ps.n_groups1 * PACK_BYTES, sizes[2], 0)
         return sizes
 
@@ -357,8 +360,34 @@ def resolve(d: D.Descriptor, role: str, p, *, target: bool) -> Stage:
 
 def stages_of(d: D.Descriptor) -> dict[str, Stage]:
     """The stage of each role as the descriptor places it (refuses an opaque
-    or unresolvable source: L3, §5.3)."""
-    return {r: resolve(d, r, getattr(d, f), target=False) for r, f in ROLE_FIELD.items()}
+    or unresolvable source: L3, §5.3).  The data stage interleaves exactly
+    when the descriptor sets F_INTERLEAVED: the flag is what sizes the planes
+    (§7.3 step 4 with docs/spec-decisions.md "interleaved-flag"), so a data
+    word that interleaves without it, or the flag over a word that does not,
+    has no reading and is refused here rather than misread."""
+    st = {r: resolve(d, r, getattr(d, f), target=False) for r, f in ROLE_FIELD.items()}
+    flag = bool(d.flags & D.F_INTERLEAVED)
+    if isinstance(st["data"], Interleaved) != flag:
+        name = placement_name(d.placement_data)
+        if flag:
+            why = (f"the INTERLEAVED flag says the data plane carries every plane, but "
+                   f"placement_data {name} does not interleave")
+        else:
+            why = (f"placement_data {name} interleaves every plane into the data plane, but "
+                   "the descriptor does not set F_INTERLEAVED, so its planes are separate "
+                   "(sized by §7.3 as written) and have no block order to read.\n"
+                   "  Fix:  relayout from the producer's separate planes, or set "
+                   "F_INTERLEAVED with the interleaved plane")
+        raise GritLayoutError(f"{why} (docs/spec-decisions.md \"interleaved-flag\")")
+    if flag:
+        for r in ("scale", "meta"):
+            s = st[r]
+            if isinstance(s, Permutation) and not isinstance(s.expr, RowMajor):
+                raise GritLayoutError(
+                    f"{st['data'].expr} carries the {r} plane inside each block in canonical "
+                    f"or PACK_K4_12B order; placement_{r} is {placement_name(s.word)}, which "
+                    "has no reading inside a block")
+    return st
 
 
 # ---------------------------------------------------------------------------
@@ -374,31 +403,30 @@ def plane_sizes(d: D.Descriptor, ps: PlaneSizes) -> tuple[int, int, int, int]:
     return sizes
 
 
-def word_problem(d: D.Descriptor) -> tuple[str, str, str | None, str] | None:
-    """Step 3's placement-specific rules, from the words and flags alone:
-    None, or (field, actual, expected, why) of the first rule broken.
-
-    * BLOCK_AOS always interleaves; a hashed (Interleave(P, n)) or opaque data
-      placement may, and then says so with the flag; no other word does.
-    * PACK_K4_12B applies to the Q4_K-shaped grades only, and to scale and
-      meta together (the 12 bytes carry scales and mins)."""
-    interleaved = bool(d.flags & D.F_INTERLEAVED)
-    may_interleave = d.placement_data == BLOCK_AOS or \
-        placement_class(d.placement_data) in (CLASS_HASHED, CLASS_OPAQUE)
-    if (d.placement_data == BLOCK_AOS and not interleaved) or \
-            (interleaved and not may_interleave):
-        return ("flags", f"0x{d.flags:02x}",
-                "INTERLEAVED with BLOCK_AOS, or with a hashed/opaque data placement that "
-                "interleaves; never with another word",
-                "the INTERLEAVED flag and the data placement disagree (flags "
-                f"0x{d.flags:02x}, placement_data {placement_name(d.placement_data)})")
-    sp, mp = d.placement_scale == PACK_K4_12B, d.placement_meta == PACK_K4_12B
-    if sp or mp:
-        why = PackK4.applies(d)
-        if why or sp != mp:
-            why = why or ("placement_scale and placement_meta must both be PACK_K4_12B "
-                          "(the 12 bytes carry scales and mins together)")
-            field = "placement_scale" if sp else "placement_meta"
-            return (field, f"0x{(d.placement_scale if sp else d.placement_meta):016x}", None,
-                    f"PACK_K4_12B does not apply: {why}")
-    return None
+def interleave_problem(d: D.Descriptor) -> tuple[str, str, str, str] | None:
+    """Step 2's agreement of F_INTERLEAVED with the data placement
+    (docs/spec-decisions.md "interleaved-flag"): None, or (field, actual,
+    expected, why).  A descriptor without the flag is never refused here.
+    With it, the data word must be one that carries every plane: BLOCK_AOS,
+    a hashed word whose expression is an Interleave(P, n) (or that this
+    process cannot resolve: §5.3 then refuses every read of it, and the
+    checker cannot tell), or an opaque word (the vendor's bytes).  A flag
+    that contradicts its own data placement is a frame that cannot be
+    believed (§7.1: GradeUnknown)."""
+    if not d.flags & D.F_INTERLEAVED:
+        return None
+    w = d.placement_data
+    cls = placement_class(w)
+    if w == BLOCK_AOS or cls == CLASS_OPAQUE:
+        return None
+    if cls == CLASS_HASHED:
+        e = resolve_layout(w)
+        if e is None or isinstance(e, Interleave):
+            return None
+        what = f"placement_data {placement_name(w)} is {e}, which does not interleave"
+    else:
+        what = f"placement_data {placement_name(w)} does not interleave"
+    return ("flags", f"0x{d.flags:02x}",
+            "INTERLEAVED only with BLOCK_AOS, an Interleave(P, n) expression or an opaque "
+            "data placement",
+            f"the INTERLEAVED flag says the data plane carries every plane, but {what}")
