@@ -36,6 +36,9 @@ class ProblemKind(str, enum.Enum):
     OVERLAP = "overlap"
     #: an entry's bytes run past the end of the file
     PAST_END = "past-end"
+    #: bytes of the data buffer that no entry covers (a gap between tensors, or
+    #: bytes after the last one)
+    COVERAGE = "coverage"
     #: ``__metadata__`` values are not all strings
     BAD_METADATA = "bad-metadata"
     #: a GGUF tensor info cannot be read as its ggml type (unknown type, odd row,

@@ -127,7 +127,8 @@ def _digest(ctx: Context, t: Tensor, recorded: Mapping[str, Any]) -> None:
 _PROBLEM_CODES = {
     PK.BAD_ENTRY: "S121", PK.BAD_DTYPE: "S122", PK.BAD_SHAPE: "S123",
     PK.BAD_OFFSETS: "S124", PK.SIZE: "S125", PK.OVERLAP: "S126", PK.PAST_END: "S127",
-    PK.BAD_METADATA: "S128", PK.ANNOTATION_NOT_JSON: "S115", PK.BAD_ANNOTATION: "S116",
+    PK.BAD_METADATA: "S128", PK.COVERAGE: "S129", PK.ANNOTATION_NOT_JSON: "S115",
+    PK.BAD_ANNOTATION: "S116",
     PK.BAD_GRADE: "S112", PK.BAD_DESCRIPTOR: "S111", PK.MISSING_TENSOR: "S113",
 }
 #: GGUF: a tensor's size is fixed by its ggml type, so one that cannot be read as

@@ -272,6 +272,13 @@ REGISTRY: dict[str, FindingSpec] = _specs(
      "A safetensors `__metadata__` entry holds a JSON value other than a string.",
      "The format allows string values only; the official library rejects the file.",
      "Store the value as a string (JSON-encode it)."),
+    ("S129", C.STRUCTURAL, V.STRUCTURAL, K.BAD_HEADER,
+     "data buffer has bytes no tensor covers",
+     "The safetensors data buffer has a gap between two tensors' data_offsets, or bytes "
+     "after the last tensor (the message names the first gap; the line counts them all).",
+     "The format indexes every byte of the buffer, without holes (which keeps a file from "
+     "being a polyglot); the official library and `grit.load` refuse the file.",
+     "Rewrite the file with a conforming writer."),
     ("S131", C.STRUCTURAL, V.WARNING, K.SUFFIX_MISMATCH,
      "file content is the other format from its suffix",
      "A file named .gguf holds safetensors, or one named .safetensors holds GGUF; scan "
