@@ -14,7 +14,11 @@ from typing import Any
 
 from ..errors import GritError
 
-__all__ = ["ProblemKind", "Problem", "raise_first"]
+__all__ = ["ProblemKind", "Problem", "raise_first", "MAX_PER_KIND"]
+
+#: the most problems of one kind a reader keeps per file; the rest are counted
+#: in the last kept one's ``omitted`` (as grit scan caps its findings)
+MAX_PER_KIND = 20
 
 
 class ProblemKind(str, enum.Enum):
@@ -75,6 +79,9 @@ class Problem:
     lines: tuple[str, ...] = ()
     extra: tuple[tuple[str, Any], ...] = ()
     error: GritError | None = _field(default=None, compare=False, repr=False)
+    #: this many more problems of the same kind were found after this one and
+    #: not kept (a reader keeps at most MAX_PER_KIND of each kind per file)
+    omitted: int = 0
 
     def facts(self) -> dict:
         """The structured facts as a dict (absent ones left out)."""

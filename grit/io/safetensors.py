@@ -29,7 +29,7 @@ import mmap
 import os
 import re
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 import numpy as np
@@ -44,7 +44,7 @@ from ..grade import lookup_grade, register_grade
 from ..placement.expr import layout_word, parse_layout, register_layout, resolve_layout
 from ..placement.words import CLASS_HASHED, CLASS_OPAQUE, placement_class
 from .dtypes import LOADABLE, ST_DTYPES, st_dtype_of
-from .problems import Problem, ProblemKind as K, raise_first
+from .problems import MAX_PER_KIND, Problem, ProblemKind as K, raise_first
 
 __all__ = ["save", "load", "read", "SafetensorsFile", "StEntry",
            "GritDoc", "GritEntry", "SafetensorsTensors", "CheckFailed", "GritFileError",
@@ -61,8 +61,6 @@ ENTRY_KEYS = frozenset({"dtype", "shape", "data_offsets"})
 MAX_HEADER = 100_000_000
 #: the deepest rank a header entry may declare
 MAX_RANK = 64
-#: the most overlapping entries reported one by one per file
-MAX_OVERLAPS = 50
 #: an element count past this is reported without forming the exact product
 NUMEL_CAP = 1 << 64
 
@@ -205,13 +203,37 @@ def _json(text):
 
 
 class _Collector:
-    """Problems of one file, each with the GritFileError grit.load raises."""
+    """Problems of one file, each with the GritFileError grit.load raises.
+    At most MAX_PER_KIND of each kind are kept; the rest are only counted
+    (no Problem, no error object is built for them) and :meth:`finish` writes
+    each count into the last kept problem's ``omitted``."""
 
     def __init__(self, path: str, problems: list[Problem]):
         self.path = path
         self.problems = problems
+        self._kept: dict[K, int] = {}        # kind -> problems kept
+        self._last: dict[K, int] = {}        # kind -> index of the last kept one
+        self._more: dict[K, int] = {}        # kind -> problems only counted
+
+    def full(self, kind: K) -> bool:
+        """Whether a further problem of ``kind`` would only be counted."""
+        return self._kept.get(kind, 0) >= MAX_PER_KIND
+
+    def count(self, kind: K) -> None:
+        self._more[kind] = self._more.get(kind, 0) + 1
+
+    def finish(self) -> None:
+        for kind, n in self._more.items():
+            i = self._last[kind]
+            self.problems[i] = replace(self.problems[i], omitted=self.problems[i].omitted + n)
+        self._more.clear()
 
     def __call__(self, kind: K, message: str, tensor: str | None = None, **facts) -> None:
+        if self.full(kind):
+            self.count(kind)
+            return
+        self._kept[kind] = self._kept.get(kind, 0) + 1
+        self._last[kind] = len(self.problems)
         lines = facts.pop("lines", ())
         err = GritFileError(f"{self.path}: not a valid safetensors file: {message}"
                             + "".join("\n  " + ln for ln in lines))
@@ -256,6 +278,7 @@ def read(path) -> SafetensorsFile:
     out.doc = _read_doc(out)
     out.problems.extend(out.doc.problems)
     _spans(out, raw, add)
+    add.finish()
     return out
 
 
@@ -379,12 +402,12 @@ def _sized(n: str, dt, shape: tuple[int, ...], span: tuple[int, int], add) -> No
 
 def _overlaps(spans: list[tuple[int, int, str]], add) -> None:
     spans.sort()
-    reported = 0
     hold: tuple[int, int, str] | None = None   # the span reaching furthest so far
     for b, e, n in spans:
         if hold is not None and b < hold[1]:
-            reported += 1
-            if reported <= MAX_OVERLAPS:
+            if add.full(K.OVERLAP):
+                add.count(K.OVERLAP)
+            else:
                 hb, he, hn = hold
                 add(K.OVERLAP, f"tensors {hn!r} [{hb}, {he}) and {n!r} [{b}, {e}) overlap "
                                f"({min(he, e) - b} shared bytes)", n,
@@ -392,9 +415,6 @@ def _overlaps(spans: list[tuple[int, int, str]], add) -> None:
                     field="data_offsets", extra=(("tensors", [hn, n]),))
         if hold is None or e > hold[1]:
             hold = (b, e, n)
-    if reported > MAX_OVERLAPS:
-        add(K.OVERLAP, f"{reported - MAX_OVERLAPS} more overlapping data_offsets not listed",
-            field="data_offsets", extra=(("count", reported),))
 
 
 def _coverage(spans: list[tuple[int, int, str]], avail: int, add) -> None:
@@ -475,21 +495,29 @@ def _read_doc(hdr: SafetensorsFile) -> GritDoc:
     tensors with every defect as a problem."""
     doc = GritDoc()
     add = _Collector(hdr.path, doc.problems)
+    try:
+        _doc_of(hdr, doc, add)
+    finally:
+        add.finish()
+    return doc
+
+
+def _doc_of(hdr: SafetensorsFile, doc: GritDoc, add) -> None:
     if GRIT_KEY not in hdr.metadata:
-        return doc
+        return
     doc.present = True
     raw, why = _json(hdr.metadata[GRIT_KEY])
     if why is not None:
         add(K.ANNOTATION_NOT_JSON, f"the {GRIT_KEY} metadata is not JSON ({why})"[:300])
         doc.present = False
-        return doc
+        return
     if not isinstance(raw, dict):
         add(K.BAD_ANNOTATION, f"{GRIT_KEY} is not a JSON object")
-        return doc
+        return
     if raw.get("schema") == SCHEMA:
         doc.convention = f"{SCHEMA}/{VERSION}"
         _doc_v1(hdr, raw, doc, add)
-        return doc
+        return
     if "schema" in raw and not D.is_descriptor_hex(str(raw.get("schema"))):
         add(K.BAD_ANNOTATION, f"{GRIT_KEY}: unknown schema {raw.get('schema')!r}"[:300])
         raw = {k: v for k, v in raw.items() if k != "schema"}
@@ -508,7 +536,6 @@ def _read_doc(hdr: SafetensorsFile) -> GritDoc:
             _bad_descriptor(name, text, shape, add)
         else:
             doc.tensors[name] = GritEntry(name, d, e.shape, payload=name, desc_text=text)
-    return doc
 
 
 def _bad_descriptor(name: str, text, shape, add) -> None:
@@ -566,6 +593,10 @@ def _parse_grade(g) -> tuple[Any, str | None]:
         return None, (str(e).splitlines()[0] if str(e) else type(e).__name__)
 
 
+#: the most outcomes of unparsable grade strings cached per document
+_SEEN_FAILURES = 1024
+
+
 def _grade(g, tensor: str | None, add, seen: dict):
     """Register one carried grade string; None (with a problem) when it does
     not parse.  ``seen`` caches each string's outcome for the document (a
@@ -573,10 +604,14 @@ def _grade(g, tensor: str | None, add, seen: dict):
     got = seen.get(g) if isinstance(g, str) else None
     if got is None:
         got = _parse_grade(g)
-        if isinstance(g, str):
+        # every grade, and the first failures (a file of distinct bad strings
+        # must not build a cache as large as itself)
+        if isinstance(g, str) and (got[0] is not None or len(seen) < _SEEN_FAILURES):
             seen[g] = got
     grade, why = got
-    if grade is None:
+    if grade is None and add.full(K.BAD_GRADE):
+        add.count(K.BAD_GRADE)
+    elif grade is None:
         where = f"tensor {tensor!r} records" if tensor is not None else "the file carries"
         add(K.BAD_GRADE, f"{where} a grade string that does not parse: {g!r:.80}", tensor,
             lines=(why,))

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from ..errors import Status, pin
 
 __all__ = ["Category", "Severity", "ScanKind", "CATEGORIES", "SECTIONS", "SEVERITY",
-           "FindingSpec", "REGISTRY", "CHECK_CODES", "Finding", "status_name", "explain",
+           "FindingSpec", "REGISTRY", "CHECK_CODES", "Finding", "MAX_PER_CODE", "status_name",
+           "explain",
            "STRUCTURAL", "DISAGREEMENT", "WARNING", "UNPARSED"]
 
 
@@ -257,7 +258,7 @@ REGISTRY: dict[str, FindingSpec] = _specs(
     ("S126", C.STRUCTURAL, V.STRUCTURAL, K.OVERLAP,
      "two tensors share bytes",
      "The data_offsets of two header entries overlap (both names and the shared byte "
-     "count are given; past 50 pairs per file only a count).",
+     "count are given; past 20 pairs per file only a count, in `omitted`).",
      "Every byte belongs to at most one tensor; an overlap means one of the entries "
      "points at the wrong bytes.",
      "Rewrite the header with disjoint offsets."),
@@ -434,6 +435,10 @@ del C, V, S, K
 # ---------------------------------------------------------------------------
 # one finding
 
+#: per file, at most this many findings of one code are listed; the rest are
+#: counted in the last listed one's ``omitted`` (docs/scan.md, "Caps")
+MAX_PER_CODE = 20
+
 
 @dataclass
 class Finding:
@@ -448,6 +453,9 @@ class Finding:
     lines: tuple[str, ...] = ()
     detail: dict = field(default_factory=dict)
     kind: Status | ScanKind | None = None
+    #: this many more findings of the same code in the same file were not listed
+    #: (the per-file cap, :data:`MAX_PER_CODE`)
+    omitted: int = 0
     severity: Severity = field(init=False)
 
     def __post_init__(self) -> None:
@@ -478,9 +486,12 @@ class Finding:
         if self.lines:
             d.setdefault("lines", list(self.lines))
         d["finding_code"] = self.code
-        return {"category": self.category.value, "severity": int(self.severity),
-                "file": self.file, "tensor": self.tensor, "status": self.status,
-                "message": self.message, "detail": d}
+        out = {"category": self.category.value, "severity": int(self.severity),
+               "file": self.file, "tensor": self.tensor, "status": self.status,
+               "message": self.message, "detail": d}
+        if self.omitted > 0:
+            out["omitted"] = self.omitted
+        return out
 
 
 # ---------------------------------------------------------------------------
