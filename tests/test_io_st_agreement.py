@@ -235,3 +235,31 @@ def test_plane_tensors_must_be_u8_vectors(tmp_path, base, dtype, shape):
         return h
     p = _with(tmp_path, base, f"plane_{dtype}_{shape}", header=edit)
     _refused(p, "S116")
+
+
+# ---------------------------------------------------------------------------
+# found by the mutation fuzzer (scripts/fuzz_files.py)
+
+
+def test_an_empty_tensor_with_a_giant_extent_is_refused(tmp_path):
+    """numel 0 passes the byte count, but numpy cannot hold the extent: load
+    raised numpy's ValueError while scan was clean."""
+    p = _raw(tmp_path / "e.safetensors",
+             '{"c":{"dtype":"F16","shape":[0,18446744073709551619],"data_offsets":[0,0]},'
+             + ENT.replace("[0,4]", "[0,4]") + "}", F4)
+    _refused(p, "S123")
+    p = _raw(tmp_path / "f.safetensors",
+             '{"c":{"dtype":"F16","shape":[0,9223372036854775808],"data_offsets":[0,0]},'
+             + ENT + "}", F4)
+    _refused(p, "S123")
+
+
+def test_a_payload_without_offsets_is_a_finding(tmp_path):
+    """A descriptor-map payload whose data_offsets are not two integers: load
+    refused it (S124), scan skipped it as a GRIT tensor measured elsewhere."""
+    a = grit.encode(np.zeros((2, 32), np.float32), grit.GRADE_MXFP4)
+    meta = json.dumps({"__grit__": json.dumps({"w": a.descriptor.hex()})})
+    p = _raw(tmp_path / "m.safetensors",
+             '{"__metadata__":' + meta + ',"w":{"dtype":"U8","shape":[0,0],'
+             '"data_offsets":{"a":1}}}', b"")
+    _refused(p, "S124")

@@ -341,6 +341,14 @@ def _entry(n: str, e, add) -> StEntry:
         add(K.BAD_SHAPE, f"tensor {n!r}: shape must be a list of at most {MAX_RANK} integers, "
                          f"got {str(shape)[:60]}", n, field="shape")
         shape = None
+    elif any(x >= 2**63 for x in shape):
+        i = next(i for i, x in enumerate(shape) if x >= 2**63)
+        add(K.BAD_SHAPE, f"tensor {n!r}: shape {str(shape)[:60]} has an extent past 2^63 − 1 "
+                         f"(dim {i})", n,
+            lines=("An extent is an int64 (numpy's limit, and the gid's i64le); the official "
+                   "library refuses extents past 2^64 − 1.",),
+            field="shape", actual=str(shape)[:80])
+        shape = None
     elif any(x < 0 for x in shape):
         i = next(i for i, x in enumerate(shape) if x < 0)
         add(K.BAD_SHAPE, f"tensor {n!r}: shape {str(shape)[:60]} has a negative dimension "

@@ -239,7 +239,7 @@ REGISTRY: dict[str, FindingSpec] = _specs(
     ("S123", C.STRUCTURAL, V.STRUCTURAL, K.BAD_HEADER,
      "header entry shape is not a list of non-negative integers",
      "A header entry's shape is not a list of at most 64 integers, or has a negative "
-     "dimension.",
+     "dimension or one past 2^63 − 1.",
      "The element count, hence the byte count, is undefined.",
      "Rewrite the header with the tensor's real shape."),
     ("S124", C.STRUCTURAL, V.STRUCTURAL, K.BAD_HEADER,
