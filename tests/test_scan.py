@@ -667,3 +667,31 @@ def test_caps_bound_memory_where_findings_are_made(tmp_path):
     fs = [f for f in rep.findings if f.code == "S112"]
     assert len(fs) == 20 and fs[-1].omitted == 99_980
     assert peak < 32 * 2**20, peak
+
+
+def test_layout_verdicts_do_not_depend_on_file_order(tmp_path):
+    """The same for a layout expression a file carries: a file using the
+    hashed word without carrying it passes level 1 (§7.3 step 3 admits any
+    class-0x8 word) and --deep cannot read its planes in canonical order, in
+    either order; before the scopes, a carrier scanned first made it clean."""
+    from grit.placement.expr import layout_scope, resolve_layout
+    a = grit.encode(np.linspace(-1, 1, 8 * 64, dtype=np.float32).reshape(8, 64),
+                    grit.GRADE_MXFP4)
+    carrier, plain = str(tmp_path / "a.safetensors"), str(tmp_path / "b.safetensors")
+    with layout_scope():
+        e = grit.parse_layout("Compose(ColMajor,Compose(Perm([1,0]),Perm([1,0])))")
+        y = grit.relayout(a, data=e)
+        grit.save(carrier, {"y": y})
+        w = grit.layout_word(e)
+    assert resolve_layout(w) is None
+
+    def strip(doc):
+        doc["layouts"] = {}
+    _rewrite_grit(carrier, plain, strip)
+    first = scan([carrier, plain], deep=True)
+    second = scan([plain, carrier], deep=True)
+    assert _verdict(first, plain) == _verdict(second, plain) == [("S502", "y")]
+    [f] = [f for f in second.findings if f.file == plain]
+    assert "cannot be read in canonical order" in f.message
+    assert _verdict(first, carrier) == _verdict(second, carrier) == []
+    assert resolve_layout(w) is None

@@ -29,6 +29,7 @@ from typing import Callable, Iterable
 
 from ..errors import GritError
 from ..grade import grade_scope
+from ..placement.expr import layout_scope
 from . import analyses as _an
 from .analyses import role_of
 from .collect import MODEL_SUFFIXES, ScannedFile, expand, open_input, why
@@ -56,9 +57,10 @@ def scan(paths: Iterable[str], *, deep: bool = False,
     for i, p in enumerate(model_files):
         if progress is not None:
             progress(i, len(model_files), p)
-        # the grades a file carries are known while that file is read and
-        # checked, never for the next one: a verdict does not depend on file order
-        with grade_scope():
+        # the grades and layouts a file carries are known while that file is
+        # read and checked, never for the next one: a verdict does not depend on
+        # file order
+        with grade_scope(), layout_scope():
             _one_file(ctx, files, p, deep)
     if progress is not None:
         progress(len(model_files), len(model_files), "")
