@@ -263,3 +263,22 @@ def test_a_payload_without_offsets_is_a_finding(tmp_path):
              '{"__metadata__":' + meta + ',"w":{"dtype":"U8","shape":[0,0],'
              '"data_offsets":{"a":1}}}', b"")
     _refused(p, "S124")
+
+
+def test_a_payload_declared_past_the_end_is_a_finding(tmp_path):
+    """A descriptor-map payload whose data_offsets run past the end while the
+    bytes present are exactly what the size equations need: load refused the
+    span, scan measured the bytes present and was clean."""
+    a = grit.encode(np.zeros((2, 32), np.float32), grit.GRADE_MXFP4)
+    payload = b"".join(bytes(p) for p in a.planes)
+    meta = json.dumps({"__grit__": json.dumps({"w": a.descriptor.hex()})})
+    p = _raw(tmp_path / "m.safetensors",
+             '{"__metadata__":' + meta + ',"w":{"dtype":"U8","shape":[2,32],'
+             '"data_offsets":[0,2147483648]}}', payload)
+    _refused(p, "S127")
+    # a truncated payload is the size equations' finding, not also S127
+    p = _raw(tmp_path / "t.safetensors",
+             '{"__metadata__":' + meta + ',"w":{"dtype":"U8","shape":[2,32],'
+             '"data_offsets":[0,2147483648]}}', payload[:-1])
+    _refused(p, "S101")
+    assert "S127" not in _codes(p)

@@ -184,17 +184,21 @@ def file_analyses(ctx: Context, inp: Input) -> list[Tensor]:
 def _safetensors(ctx: Context, inp: Input) -> None:
     f: SafetensorsFile = inp.safetensors  # type: ignore[assignment]
     rec, path, doc = inp.file, inp.file.path, inp.safetensors.doc
-    claimed = set(doc.claimed)
+    owner = dict(doc.claimed)          # file tensor -> the GRIT tensor it belongs to
     recognised: list[Recognised] = []
     if not doc.present:                # no GRIT metadata: recognise the wild
         recognised = _recognise(f, inp.config)
         for r in recognised:
             if r.kind == "inferred":
-                claimed.update(p[1] for p in r.planes if p is not None and p[0] != "const")
+                owner.update((p[1], r.name) for p in r.planes
+                             if p is not None and p[0] != "const")
+    claimed = set(owner)
+    past_end: list[Problem] = []
     for p in f.problems:
         # GRIT planes are measured by the size equations, not as plain tensors
         # (a span that cannot be located at all stays a finding: load refuses it)
         if p.kind is PK.PAST_END and p.tensor in claimed:
+            past_end.append(p)
             continue
         _problem(ctx, path, p, _PROBLEM_CODES)
     n_inf = sum(r.kind == "inferred" for r in recognised)
@@ -225,6 +229,12 @@ def _safetensors(ctx: Context, inp: Input) -> None:
         _digest(ctx, t, recorded)
         ctx.finish(t)
     _recognised(ctx, inp, recognised, trunc)
+    # a plane whose declared span runs past the end while the bytes present
+    # satisfy the size equations: load refuses the span, so scan reports it
+    ok = {t.name for t in ctx.tensors if t.file == path and t.ok}
+    for p in past_end:
+        if owner[p.tensor] in ok:
+            _problem(ctx, path, p, _PROBLEM_CODES)
 
 
 def _recognise(f: SafetensorsFile, config) -> list[Recognised]:

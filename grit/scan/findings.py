@@ -265,7 +265,8 @@ REGISTRY: dict[str, FindingSpec] = _specs(
     ("S127", C.STRUCTURAL, V.STRUCTURAL, K.TRUNCATED,
      "plain tensor bytes run past the end of the file",
      "A plain safetensors tensor's data_offsets end beyond the file (GRIT planes are "
-     "measured by the size equations instead, S101; GGUF tensors are S807).",
+     "measured by the size equations instead, S101, and reported here only when the bytes "
+     "present satisfy them while the declared span runs on; GGUF tensors are S807).",
      "A truncated download or a lying header: the missing bytes read as garbage or fail.",
      "Re-fetch the file."),
     ("S128", C.STRUCTURAL, V.STRUCTURAL, K.BAD_HEADER,
