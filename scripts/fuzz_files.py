@@ -145,8 +145,9 @@ def _rand_json(rng: random.Random, depth: int = 0):
 
 
 def _number(rng: random.Random, v):
+    as_float = float(v) if abs(v) < 1e300 else 1e300
     return rng.choice([v + 1, v - 1, -v, v * 2, v // 2 if isinstance(v, int) else v, 0,
-                       2**64 + v if isinstance(v, int) else v, float(v), str(v), None])
+                       2**64 + v if isinstance(v, int) else v, as_float, str(v)[:64], None])
 
 
 def _nodes(obj, path=()):
@@ -269,15 +270,41 @@ def _gguf_counts(rng: random.Random, data: bytes) -> bytes:
     return bytes(b)
 
 
+def _gguf_kv(rng: random.Random, data: bytes) -> bytes:
+    """Edit the bytes just after a ``grit.``/``general.`` key: the value's type
+    tag, its length, or a character of a string value (the GRIT annotation's
+    descriptors, shapes, grade strings and layouts)."""
+    at = [i for key in (b"grit.", b"general.") for i in _find_all(data, key)]
+    if not at:
+        return _gguf_counts(rng, data)
+    b = bytearray(data)
+    i = rng.choice(at) + rng.randrange(4, 160)
+    if i >= len(b):
+        return bytes(b)
+    b[i] = rng.choice(b'0123456789abcdefABCDEF[](),=:" \x00\xff') if rng.random() < 0.7 \
+        else rng.randrange(256)
+    return bytes(b)
+
+
+def _find_all(data: bytes, key: bytes) -> list[int]:
+    out, i = [], data.find(key)
+    while i >= 0 and len(out) < 64:
+        out.append(i)
+        i = data.find(key, i + 1)
+    return out
+
+
 def mutate(rng: random.Random, kind: str, data: bytes) -> tuple[str, bytes]:
     """(operation, mutant) of one seed."""
     ops = ["flip", "truncate", "extend", "length"]
     if kind == "safetensors":
         ops += ["json"] * 5 + ["pad"]
     else:
-        ops += ["counts"] * 3
+        ops += ["counts"] * 2 + ["kv"] * 2
     op = rng.choice(ops)
-    hot = 8 + struct.unpack("<Q", data[:8])[0] if kind == "safetensors" else 1024
+    # the structured part: the safetensors header; GGUF's header, KV section and
+    # tensor infos (the seeds' are well under 4 KiB)
+    hot = 8 + struct.unpack("<Q", data[:8])[0] if kind == "safetensors" else 4096
     if op == "flip":
         return op, _flip(rng, data, min(hot, len(data)))
     if op == "truncate":
@@ -293,6 +320,8 @@ def mutate(rng: random.Random, kind: str, data: bytes) -> tuple[str, bytes]:
         return op, struct.pack("<Q", v % 2**64) + data[8:]
     if op == "counts":
         return op, _gguf_counts(rng, data)
+    if op == "kv":
+        return op, _gguf_kv(rng, data)
     if op == "pad":
         got = _st_split(data)
         if got is None:

@@ -66,7 +66,7 @@ def test_every_operation_is_exercised():
         op, mutant = FUZZ["mutate"](rng, kind, data)
         ops.add(op)
         assert isinstance(mutant, bytes)
-    assert ops == {"flip", "truncate", "extend", "length", "json", "pad", "counts"}
+    assert ops == {"flip", "truncate", "extend", "length", "json", "pad", "counts", "kv"}
 
 
 def test_a_hang_and_an_escape_are_caught(tmp_path, monkeypatch):
