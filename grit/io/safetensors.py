@@ -29,7 +29,7 @@ import mmap
 import os
 import re
 import struct
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 import numpy as np
@@ -44,7 +44,7 @@ from ..grade import lookup_grade, register_grade
 from ..placement.expr import layout_word, parse_layout, register_layout, resolve_layout
 from ..placement.words import CLASS_HASHED, CLASS_OPAQUE, placement_class
 from .dtypes import LOADABLE, ST_DTYPES, st_dtype_of
-from .problems import MAX_PER_KIND, Problem, ProblemKind as K, raise_first
+from .problems import Problem, ProblemKind as K, Tally, raise_first
 
 __all__ = ["save", "load", "read", "SafetensorsFile", "StEntry",
            "GritDoc", "GritEntry", "SafetensorsTensors", "CheckFailed", "GritFileError",
@@ -203,43 +203,24 @@ def _json(text):
 
 
 class _Collector:
-    """Problems of one file, each with the GritFileError grit.load raises.
-    At most MAX_PER_KIND of each kind are kept; the rest are only counted
-    (no Problem, no error object is built for them) and :meth:`finish` writes
-    each count into the last kept problem's ``omitted``."""
+    """Problems of one file, each with the GritFileError grit.load raises,
+    capped per kind (:class:`~grit.io.problems.Tally`: no Problem and no
+    error object is built past the cap)."""
 
     def __init__(self, path: str, problems: list[Problem]):
         self.path = path
-        self.problems = problems
-        self._kept: dict[K, int] = {}        # kind -> problems kept
-        self._last: dict[K, int] = {}        # kind -> index of the last kept one
-        self._more: dict[K, int] = {}        # kind -> problems only counted
-
-    def full(self, kind: K) -> bool:
-        """Whether a further problem of ``kind`` would only be counted."""
-        return self._kept.get(kind, 0) >= MAX_PER_KIND
-
-    def count(self, kind: K) -> None:
-        self._more[kind] = self._more.get(kind, 0) + 1
-
-    def finish(self) -> None:
-        for kind, n in self._more.items():
-            i = self._last[kind]
-            self.problems[i] = replace(self.problems[i], omitted=self.problems[i].omitted + n)
-        self._more.clear()
+        self.tally = Tally(problems)
+        self.full, self.count, self.finish = self.tally.full, self.tally.count, self.tally.finish
 
     def __call__(self, kind: K, message: str, tensor: str | None = None, **facts) -> None:
         if self.full(kind):
             self.count(kind)
             return
-        self._kept[kind] = self._kept.get(kind, 0) + 1
-        self._last[kind] = len(self.problems)
         lines = facts.pop("lines", ())
         err = GritFileError(f"{self.path}: not a valid safetensors file: {message}"
                             + "".join("\n  " + ln for ln in lines))
         err.tensor = tensor  # type: ignore[attr-defined]
-        self.problems.append(Problem(kind, message, tensor, lines=tuple(lines), error=err,
-                                     **facts))
+        self.tally.add(Problem(kind, message, tensor, lines=tuple(lines), error=err, **facts))
 
 
 def read(path) -> SafetensorsFile:

@@ -325,9 +325,12 @@ def _gguf(ctx: Context, inp: Input) -> None:
     ft = got.file.value("general.file_type")
     file_type = ft if isinstance(ft, int) and not isinstance(ft, bool) else None
     recorded = _digests(got.file.fields, got.file.value)
-    failed = {p.tensor for p in got.problems
-              if p.kind in (PK.BAD_TENSOR, PK.PAST_END, PK.CHECK_FAILED) and p.tensor}
-    rec.tensors = len(got.tensors) + len(failed - set(got.tensors))
+    lost = [p for p in got.problems
+            if p.kind in (PK.BAD_TENSOR, PK.PAST_END, PK.CHECK_FAILED) and p.tensor]
+    failed = {p.tensor for p in lost}
+    # (the reader counted, without keeping, the failures past its cap)
+    rec.tensors = (len(got.tensors) + len(failed - set(got.tensors))
+                   + sum(p.omitted for p in lost))
     inferred: dict[str, list[str]] = {}
     inexpr: dict[tuple[str, str], list[str]] = {}
     for name, v in got.tensors.items():
