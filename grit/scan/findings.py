@@ -218,7 +218,8 @@ REGISTRY: dict[str, FindingSpec] = _specs(
      "The `__grit__` document or the GGUF `grit.*` entries are well-formed JSON / KV but "
      "break the file format (docs/file-format.md): an unknown schema, version or key; a "
      "layout expression that does not hash to its word; a grade string whose id is not "
-     "the descriptor's; a plane naming no tensor, a tensor claimed by two GRIT tensors, "
+     "the descriptor's; a recorded gid that is not the gid of the descriptor, grade and "
+     "shape; a plane naming no tensor, a tensor claimed by two GRIT tensors, "
      "a plane that is not U8 [n]; a GRIT tensor name colliding with a file tensor; an "
      "annotation naming no tensor.",
      "`grit.load` refuses the file; other readers may pair the wrong bytes with a "
