@@ -7,10 +7,12 @@ implementation so that grade ids agree across implementations.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import re
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Mapping
+from typing import Iterator, Mapping
 
 from . import descriptor as D
 from .placement.words import REGISTERED as P
@@ -21,7 +23,7 @@ from .formats import Format, format_by_name, format_token
 __all__ = [
     "Grade", "Sparsity", "KEYS", "DEFAULTS", "REQUIRED", "STRUCTURAL",
     "DECODE_KEYS", "ENCODE_KEYS", "ACCUM_KEYS", "VALUE_ALIASES",
-    "register_grade", "lookup_grade", "known_grades", "grade_from",
+    "register_grade", "lookup_grade", "known_grades", "grade_from", "grade_scope",
     "GRADE_MXFP4", "GRADE_MXFP4_RNE", "GRADE_Q4KS", "GRADE_NVF4",
     "GRADE_NVF4_RTZ", "GRADE_I8S24", "REGISTERED_GRADES",
 ]
@@ -597,17 +599,42 @@ _REGISTRY: dict[int, Grade] = {}
 _NAME_OF: dict[str, str] = {}
 REGISTERED_GRADES: dict[str, Grade] = {}
 
+#: the enclosing grade_scope layers, innermost last (empty outside every
+#: scope); a context variable, so that each thread (and asyncio task) has its own
+_SCOPES: contextvars.ContextVar[tuple[dict[int, Grade], ...]] = contextvars.ContextVar(
+    "grit_grade_scopes", default=())
+
+
+@contextlib.contextmanager
+def grade_scope() -> Iterator[None]:
+    """A layer over the process registry for the ``with`` block: grades
+    registered inside it are known inside it only (``lookup_grade`` consults
+    the layers first, innermost first, then the process), and are forgotten
+    when the block ends.  ``grit scan`` reads each file inside its own scope,
+    so that the grades one file carries never decide another file's verdict.
+    Scopes nest; an inner scope starts empty and sees the outer ones'."""
+    token = _SCOPES.set(_SCOPES.get() + ({},))
+    try:
+        yield
+    finally:
+        _SCOPES.reset(token)
+
 
 def register_grade(text: "str | Grade", name: str | None = None) -> Grade:
-    """Teach this process a grade.  Idempotent; refuses a 64-bit id collision
-    between two different canonical strings."""
+    """Teach this process a grade (inside a :func:`grade_scope`: that scope
+    only).  Idempotent; refuses a 64-bit id collision between two different
+    canonical strings."""
     g = Grade.parse(text) if not isinstance(text, Grade) else text
-    have = _REGISTRY.get(g.id)
+    have = lookup_grade(g.id)
     if have is not None:
         if have != g:
             raise GritGradeError(
                 f"grade_id 0x{g.id:016X} collision: {have.canonical} vs {g.canonical}")
         return have  # keep the first object: lookup_grade(id) is GRADE_X stays true
+    layers = _SCOPES.get()
+    if layers:
+        layers[-1][g.id] = g
+        return g
     _REGISTRY[g.id] = g
     if name:
         _NAME_OF.setdefault(g.canonical, name)
@@ -615,11 +642,21 @@ def register_grade(text: "str | Grade", name: str | None = None) -> Grade:
 
 
 def lookup_grade(grade_id: int) -> Grade | None:
+    """The registered grade of ``grade_id``: the enclosing scopes' first
+    (innermost first), then the process's; None when unknown."""
+    for layer in reversed(_SCOPES.get()):
+        g = layer.get(grade_id)
+        if g is not None:
+            return g
     return _REGISTRY.get(grade_id)
 
 
 def known_grades() -> list[Grade]:
-    return list(_REGISTRY.values())
+    """Every grade known here: the process's, then the enclosing scopes'."""
+    out = list(_REGISTRY.values())
+    for layer in _SCOPES.get():
+        out += [g for k, g in layer.items() if k not in _REGISTRY]
+    return out
 
 
 def grade_from(x: "Grade | str") -> Grade:

@@ -280,3 +280,35 @@ def test_scan_opens_a_gguf_file_once(tmp_path, monkeypatch):
     assert rep.files[0].parsed and len(calls) == 1
     assert len(opened) == 2       # the 9-byte sniff, then the reader (one map)
     assert {f.code for f in rep.findings} == {"S602"}
+
+
+def _gguf_with_unknown_types(path, n: int) -> None:
+    """A GGUF v3 file of ``n`` one-element tensor infos of ggml type 9999."""
+    import struct as S
+    out = [b"GGUF", S.pack("<IQQ", 3, n, 0)]
+    for i in range(n):
+        name = f"t{i}".encode()
+        out.append(S.pack("<Q", len(name)) + name + S.pack("<IQIQ", 1, 1, 9999, 0))
+    body = b"".join(out)
+    body += b"\0" * (-len(body) % 32)
+    path.write_bytes(body)
+
+
+def test_gguf_problems_are_capped_per_kind(tmp_path):
+    from grit.io.gguf import read
+    from grit.io.problems import MAX_PER_KIND
+    from grit.scan import scan
+    p = tmp_path / "u.gguf"
+    _gguf_with_unknown_types(p, 150)
+    got = read(str(p))
+    bad = [q for q in got.problems if q.kind is K.BAD_TENSOR]
+    assert len(bad) == MAX_PER_KIND and bad[-1].omitted == 130
+    assert "'t0'" in bad[0].message and "9999" in bad[0].message
+    with pytest.raises(grit.GritError, match="'t0'"):
+        grit.load(str(p))
+    rep = scan([str(p)])
+    fs = [f for f in rep.findings if f.code == "S806"]
+    # the report is sorted by tensor name: the one carrying the count is t19,
+    # the last listed in file order
+    assert len(fs) == 20 and [(f.tensor, f.omitted) for f in fs if f.omitted] == [("t19", 130)]
+    assert rep.files[0].tensors == 150

@@ -346,7 +346,9 @@ def _st(path, header: dict, data: bytes) -> None:
     ({"w": {"dtype": "F32", "shape": [2, 4], "data_offsets": [0, 16]}},
      "SizeMismatch", ["needs 32 bytes", "span 16", "2 × 4 = 8, × 4 bytes (F32) = 32"]),
     ({"w": {"dtype": "F32", "shape": [10**30], "data_offsets": [0, 16]}},
-     "SizeMismatch", ["2^64"]),
+     "BadHeader", ["past 2^63 − 1"]),
+    ({"w": {"dtype": "F32", "shape": [0, 2**64 + 3], "data_offsets": [0, 0]}},
+     "BadHeader", ["past 2^63 − 1", "dim 1"]),
     ({"w": {"dtype": "F32", "shape": [1 << 40, 1 << 40], "data_offsets": [0, 16]}},
      "SizeMismatch", ["2^64"]),
     ({"a": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]},
@@ -355,7 +357,7 @@ def _st(path, header: dict, data: bytes) -> None:
 ])
 def test_plain_safetensors_entries_are_validated(tmp_path, entries, status, words):
     p = tmp_path / "m.safetensors"
-    _st(p, entries, bytes(32))
+    _st(p, entries, bytes(max(e["data_offsets"][1] for e in entries.values())))
     with pytest.raises(grit.GritError):
         grit.load(str(p))
     code, doc = js(p)
@@ -487,3 +489,209 @@ def test_deep_probes_inferred_tensors(tmp_path):
     assert (p["status"], p["severity"], p["tensor"]) == ("Probe", 3, f"{w}.weight")
     assert "e8m0" in p["message"] and "16 sampled" in p["message"]
     assert code == 3
+
+
+# ---------------------------------------------------------------------------
+# #12 item 7: a file's grades are known while that file is scanned, only
+
+
+#: grades no other test teaches the process (one per test: loading registers)
+_OWN_GRADE = "grit1(e=e2m1,k0={},s0=e8m0,esr=exp2floormaxabs)"
+
+
+def _rewrite_grit(src, dst, edit) -> None:
+    raw = open(src, "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    h = json.loads(raw[8:8 + n])
+    doc = json.loads(h["__metadata__"]["__grit__"])
+    edit(doc)
+    h["__metadata__"]["__grit__"] = json.dumps(doc)
+    hb = json.dumps(h).encode()
+    hb += b" " * (-len(hb) % 8)
+    open(dst, "wb").write(struct.pack("<Q", len(hb)) + hb + raw[8 + n:])
+
+
+def _carrier_and_plain(tmp_path, k0: int):
+    """carrier.safetensors carries _OWN_GRADE; plain.safetensors holds the same
+    tensor without any grade string.  The grade is encoded inside a scope, so
+    this process never learns it."""
+    from grit.grade import grade_scope, lookup_grade
+    x = np.linspace(-2, 2, 240, dtype=np.float32).reshape(2, 120)
+    carrier, plain = tmp_path / "a_carrier.safetensors", tmp_path / "b_plain.safetensors"
+    with grade_scope():
+        a = grit.encode(x, _OWN_GRADE.format(k0))
+        grit.save(carrier, {"w": a})
+        gid = a.grade.id
+    assert lookup_grade(gid) is None
+
+    def strip(doc):
+        doc["grades"] = []
+        for t in doc["tensors"].values():
+            t.pop("grade")
+    _rewrite_grit(carrier, plain, strip)
+    return str(carrier), str(plain), gid
+
+
+def _verdict(rep, path):
+    return sorted((f.code, f.tensor) for f in rep.findings if f.file == path)
+
+
+def test_verdicts_do_not_depend_on_file_order(tmp_path):
+    from grit.grade import lookup_grade
+    carrier, plain, gid = _carrier_and_plain(tmp_path, 24)
+    first = scan([carrier, plain])
+    second = scan([plain, carrier])
+    assert _verdict(first, plain) == _verdict(second, plain) == [("S102", "w")]
+    assert _verdict(first, carrier) == _verdict(second, carrier) == []
+    # scanning taught this process nothing
+    assert lookup_grade(gid) is None
+
+
+def test_load_still_registers_a_carried_grade_for_the_process(tmp_path):
+    from grit.grade import lookup_grade
+    carrier, plain, gid = _carrier_and_plain(tmp_path, 40)
+    with pytest.raises(grit.GritGradeError):
+        grit.load(plain)
+    got = grit.load(carrier)
+    assert lookup_grade(gid) is not None and got["w"].grade.canonical == _OWN_GRADE.format(40)
+    grit.load(plain)           # now known: docs/file-format.md, "Grades and layouts"
+    assert _verdict(scan([plain]), plain) == []     # scan sees what the process knows
+
+
+def test_grade_scopes_nest_and_are_per_thread():
+    import threading
+    from grit.grade import grade_scope, known_grades, lookup_grade, register_grade
+    text = "grit1(e=e2m1,k0=128,s0=e8m0,esr=exp2floormaxabs)"
+    with grade_scope():
+        g = register_grade(text)
+        seen_elsewhere = []
+        th = threading.Thread(target=lambda: seen_elsewhere.append(lookup_grade(g.id)))
+        th.start()
+        th.join()
+        assert seen_elsewhere == [None]
+        with grade_scope():
+            assert lookup_grade(g.id) is g and g in known_grades()
+            assert register_grade(text) is g
+        assert lookup_grade(g.id) is g
+    assert lookup_grade(g.id) is None and g not in known_grades()
+
+
+# ---------------------------------------------------------------------------
+# per-file caps on repeated findings
+
+
+def _many_bad_grades(path, n: int) -> None:
+    inner = json.dumps({"schema": "grit-safetensors", "version": 1, "tensors": {},
+                        "grades": [f"g{i:x}" for i in range(n)], "layouts": {}})
+    hb = json.dumps({"__metadata__": {"__grit__": inner}}).encode()
+    hb += b" " * (-len(hb) % 8)
+    open(path, "wb").write(struct.pack("<Q", len(hb)) + hb)
+
+
+def test_repeated_findings_are_capped_per_file_and_code(tmp_path):
+    from grit.io.safetensors import read
+    from grit.scan.findings import MAX_PER_CODE
+    p = str(tmp_path / "g.safetensors")
+    _many_bad_grades(p, 100)
+    kept = [q for q in read(p).problems]
+    assert len(kept) == MAX_PER_CODE == 20 and kept[-1].omitted == 80
+    assert all(q.omitted == 0 for q in kept[:-1])
+    fs = [f for f in scan([p]).findings if f.code == "S112"]
+    assert len(fs) == 20 and [f.omitted for f in fs] == [0] * 19 + [80]
+    assert "'g0'" in fs[0].message and "'g13'" in fs[-1].message     # the first ones shown
+    assert "omitted" not in fs[0].to_dict() and fs[-1].to_dict()["omitted"] == 80
+    code, doc = js(p)
+    assert code == 1 and sum(1 + f.get("omitted", 0) for f in doc["findings"]
+                             if f["detail"]["finding_code"] == "S112") == 100
+    with pytest.raises(grit.GritError, match="'g0'"):     # load raises the first one
+        grit.load(p)
+
+
+def test_caps_count_per_file(tmp_path):
+    a, b = str(tmp_path / "a.safetensors"), str(tmp_path / "b.safetensors")
+    _many_bad_grades(a, 25)
+    _many_bad_grades(b, 3)
+    fs = scan([a, b]).findings
+    assert [f.omitted for f in fs if f.file == a] == [0] * 19 + [5]
+    assert [f.omitted for f in fs if f.file == b] == [0, 0, 0]
+
+
+def test_level1_failures_are_capped_too(tmp_path):
+    """Findings made by the analyses (not the reader) are capped the same way:
+    30 GRIT tensors whose data planes are one byte short."""
+    x = np.linspace(-1, 1, 64, dtype=np.float32).reshape(2, 32)
+    a = grit.encode(x, grit.GRADE_MXFP4)
+    data, scale = bytes(a.planes[0]), bytes(a.planes[1])
+    p = tmp_path / "m.safetensors"
+    grit.save(p, {f"t{i:02d}": a for i in range(30)})
+
+    def short(h):
+        for i in range(30):
+            e = h[f"t{i:02d}.grit.data"]
+            e["shape"] = [len(data) - 1]
+            e["data_offsets"][1] -= 1
+        return h
+    raw = p.read_bytes()
+    n = struct.unpack("<Q", raw[:8])[0]
+    h = short(json.loads(raw[8:8 + n]))
+    # rebuild the buffer so that it stays entirely indexed
+    order = sorted((e["data_offsets"][0], k) for k, e in h.items() if k != "__metadata__")
+    body, off = b"", 0
+    for _, k in order:
+        e = h[k]
+        blob = (data if k.endswith(".data") else scale)[:e["data_offsets"][1]
+                                                          - e["data_offsets"][0]]
+        e["data_offsets"] = [off, off + len(blob)]
+        body += blob
+        off += len(blob)
+    hb = json.dumps(h).encode()
+    hb += b" " * (-len(hb) % 8)
+    p.write_bytes(struct.pack("<Q", len(hb)) + hb + body)
+    fs = [f for f in scan([str(p)]).findings if f.code == "S101"]
+    assert len(fs) == 20 and fs[-1].omitted == 10
+
+
+def test_caps_bound_memory_where_findings_are_made(tmp_path):
+    """100,000 unparsable grade strings: 20 findings, and the scan's peak
+    allocation stays near the parsed document's (before the caps, a finding
+    and an error object per string peaked at 116 MiB here; now 7 MiB)."""
+    import tracemalloc
+    p = str(tmp_path / "g.safetensors")
+    _many_bad_grades(p, 100_000)
+    tracemalloc.start()
+    try:
+        rep = scan([p])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    fs = [f for f in rep.findings if f.code == "S112"]
+    assert len(fs) == 20 and fs[-1].omitted == 99_980
+    assert peak < 32 * 2**20, peak
+
+
+def test_layout_verdicts_do_not_depend_on_file_order(tmp_path):
+    """The same for a layout expression a file carries: a file using the
+    hashed word without carrying it passes level 1 (§7.3 step 3 admits any
+    class-0x8 word) and --deep cannot read its planes in canonical order, in
+    either order; before the scopes, a carrier scanned first made it clean."""
+    from grit.placement.expr import layout_scope, resolve_layout
+    a = grit.encode(np.linspace(-1, 1, 8 * 64, dtype=np.float32).reshape(8, 64),
+                    grit.GRADE_MXFP4)
+    carrier, plain = str(tmp_path / "a.safetensors"), str(tmp_path / "b.safetensors")
+    with layout_scope():
+        e = grit.parse_layout("Compose(ColMajor,Compose(Perm([1,0]),Perm([1,0])))")
+        y = grit.relayout(a, data=e)
+        grit.save(carrier, {"y": y})
+        w = grit.layout_word(e)
+    assert resolve_layout(w) is None
+
+    def strip(doc):
+        doc["layouts"] = {}
+    _rewrite_grit(carrier, plain, strip)
+    first = scan([carrier, plain], deep=True)
+    second = scan([plain, carrier], deep=True)
+    assert _verdict(first, plain) == _verdict(second, plain) == [("S502", "y")]
+    [f] = [f for f in second.findings if f.file == plain]
+    assert "cannot be read in canonical order" in f.message
+    assert _verdict(first, carrier) == _verdict(second, carrier) == []
+    assert resolve_layout(w) is None

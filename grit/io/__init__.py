@@ -61,7 +61,8 @@ def load(path, **options):
     kind = _kind(head, size)
     if kind == "gguf":
         return _gguf.load(path, **options)
-    if kind == "safetensors":
+    if kind == "safetensors" or (kind is None and os.fspath(path).lower().endswith(
+            ".safetensors")):     # the reader names what is wrong with the header
         return _st.load(path, **options)
     raise GritFileError(f"{path}: not a GGUF file (magic {head[:4]!r}) and not a safetensors "
                         "file (an 8-byte header length within the file, then '{')")

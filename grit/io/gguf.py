@@ -43,7 +43,7 @@ from ..placement.expr import (Interleave, Perm, layout_word, parse_layout, regis
 from ..placement.registered import unpack_k4_12b
 from ..placement.words import CLASS_HASHED, CLASS_OPAQUE, REGISTERED, placement_class
 from .gguf_file import GGUF_MAGIC, GGUFFile, TensorInfo, problem, read_gguf
-from .problems import Problem, ProblemKind as K, raise_first
+from .problems import Problem, ProblemKind as K, Tally, raise_first
 from .safetensors import CheckFailed, renamed_error
 
 __all__ = ["load", "read", "save_gguf", "Inexpressible", "GGUFTensors", "GGUFContents",
@@ -350,29 +350,33 @@ def read(path) -> GGUFContents:
     out.ggml_types = {}
     if not f.parsed:
         return GGUFContents(f, out, problems)
-    notes = _annotations(f, problems)
+    tally = Tally(problems)
+    notes = _annotations(f, tally)
     for t in f.tensors:
         try:
             v = _annotated(f, t, notes) if t.name in notes["desc"] else _tensor(f, t)
         except GritError as e:
             # a converted tensor whose planes fail the check: the check's own error
-            problems.append(problem(path, K.CHECK_FAILED if e.detail is not None
-                                    else K.BAD_TENSOR,
-                                    str(e).splitlines()[0] if str(e) else type(e).__name__,
-                                    t.name, error=e))
+            kind = K.CHECK_FAILED if e.detail is not None else K.BAD_TENSOR
+            if tally.full(kind):
+                tally.count(kind)
+            else:
+                tally.add(problem(path, kind,
+                                  str(e).splitlines()[0] if str(e) else type(e).__name__,
+                                  t.name, error=e))
             continue
         except (ValueError, TypeError, IndexError, KeyError, ArithmeticError,
                 MemoryError) as e:   # bytes that do not fit their ggml type
             msg = f"tensor {t.name!r} ({t.ggml_type}) cannot be read: {type(e).__name__}: " \
                   f"{str(e)[:200]}"
-            problems.append(problem(path, K.BAD_TENSOR, msg, t.name))
+            tally.add(problem(path, K.BAD_TENSOR, msg, t.name))
             continue
         out[t.name] = v
         out.ggml_types[t.name] = t.ggml_type
-    known = {t.name for t in f.tensors} | {p.tensor for p in f.problems if p.tensor}
-    for name in sorted(set(notes["desc"]) - known):
+    for name in sorted(set(notes["desc"]) - f.names):
         msg = f"GRIT annotation {KV_DESC}{name} names no tensor of the file"
-        problems.append(problem(path, K.BAD_ANNOTATION, msg, name))
+        tally.add(problem(path, K.BAD_ANNOTATION, msg, name))
+    tally.finish()
     return GGUFContents(f, out, problems, frozenset(notes["desc"]))
 
 
@@ -424,12 +428,15 @@ GGUF_SCHEMA = "grit-gguf/1"
 _MAX_SHAPE = 64
 
 
-def _annotations(f: GGUFFile, problems: list[Problem]) -> dict:
+def _annotations(f: GGUFFile, tally: Tally) -> dict:
     """The valid ``grit.desc.``/``grit.shape.`` annotations by tensor, the
-    carried grades and layouts registered; every defect appended to
-    ``problems`` (a tensor with a bad annotation is read as its own type)."""
+    carried grades and layouts registered; every defect added to ``tally``
+    (a tensor with a bad annotation is read as its own type)."""
     def bad(kind: K, msg: str, tensor=None, error=None) -> None:
-        problems.append(problem(f.path, kind, msg, tensor, error=error))
+        if tally.full(kind):
+            tally.count(kind)
+        else:
+            tally.add(problem(f.path, kind, msg, tensor, error=error))
 
     notes: dict[str, dict] = {"desc": {}, "shape": {}, "grade": {}}
     layouts: dict[int, str] = {}

@@ -29,7 +29,7 @@ import numpy as np
 
 from .._files import open_regular
 from ..errors import GritUsageError
-from .problems import Problem, ProblemKind as K
+from .problems import Problem, ProblemKind as K, Tally
 
 __all__ = ["read_gguf", "GGUFFile", "GGUFField", "TensorInfo", "ValueType", "GGUF_MAGIC",
            "ggml_types", "problem"]
@@ -224,6 +224,7 @@ class GGUFFile:
     fields: dict[str, GGUFField] = field(default_factory=dict)
     tensors: list[TensorInfo] = field(default_factory=list)   # the readable ones
     problems: list[Problem] = field(default_factory=list)
+    names: set[str] = field(default_factory=set)     # every tensor info's name
     buf: Any = field(default=None, repr=False)
 
     @property
@@ -330,8 +331,9 @@ def _walk(out: GGUFFile) -> list[tuple[str, tuple[int, ...], int, int]]:
 def _tensor_infos(out: GGUFFile, infos) -> None:
     types = ggml_types()
     avail = max(0, out.size - out.data_start)
-    seen: set[str] = set()
+    seen = out.names
     past: list[tuple[TensorInfo, int]] = []
+    tally = Tally(out.problems)
     for name, dims, ggml, off in infos:
         known = types.get(ggml)
         tname = known[0] if known else None
@@ -347,7 +349,10 @@ def _tensor_infos(out: GGUFFile, infos) -> None:
                    f"number of {known[1]}-element blocks")
         seen.add(name)
         if why is not None:
-            out.problems.append(problem(out.path, K.BAD_TENSOR, why[:300], name))
+            if tally.full(K.BAD_TENSOR):
+                tally.count(K.BAD_TENSOR)
+            else:
+                tally.add(problem(out.path, K.BAD_TENSOR, why[:300], name))
             continue
         t = TensorInfo(name, tuple(dims), ggml, off, tname, known[1], known[2])
         if off + t.nbytes > avail:
@@ -360,8 +365,12 @@ def _tensor_infos(out: GGUFFile, infos) -> None:
                 f"byte {end}: the file is truncated or the offsets lie "
                 f"({end - avail} bytes missing).",)
         for t, e in past:
-            out.problems.append(problem(
+            if tally.full(K.PAST_END):
+                tally.count(K.PAST_END)
+                continue
+            tally.add(problem(
                 out.path, K.PAST_END,
                 f"tensor {t.name!r} ({t.ggml_type}): {t.nbytes} bytes at data offset "
                 f"{t.offset} run past the {avail}-byte data section"[:300], t.name, lines=line,
                 field="offset", expected=e, actual=avail))
+    tally.finish()

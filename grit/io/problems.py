@@ -8,13 +8,17 @@ a list of :class:`Problem` values.  ``grit.load`` raises the first one (its
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from dataclasses import field as _field
 from typing import Any
 
 from ..errors import GritError
 
-__all__ = ["ProblemKind", "Problem", "raise_first"]
+__all__ = ["ProblemKind", "Problem", "raise_first", "MAX_PER_KIND", "Tally"]
+
+#: the most problems of one kind a reader keeps per file; the rest are counted
+#: in the last kept one's ``omitted`` (as grit scan caps its findings)
+MAX_PER_KIND = 20
 
 
 class ProblemKind(str, enum.Enum):
@@ -36,6 +40,9 @@ class ProblemKind(str, enum.Enum):
     OVERLAP = "overlap"
     #: an entry's bytes run past the end of the file
     PAST_END = "past-end"
+    #: bytes of the data buffer that no entry covers (a gap between tensors, or
+    #: bytes after the last one)
+    COVERAGE = "coverage"
     #: ``__metadata__`` values are not all strings
     BAD_METADATA = "bad-metadata"
     #: a GGUF tensor info cannot be read as its ggml type (unknown type, odd row,
@@ -72,6 +79,9 @@ class Problem:
     lines: tuple[str, ...] = ()
     extra: tuple[tuple[str, Any], ...] = ()
     error: GritError | None = _field(default=None, compare=False, repr=False)
+    #: this many more problems of the same kind were found after this one and
+    #: not kept (a reader keeps at most MAX_PER_KIND of each kind per file)
+    omitted: int = 0
 
     def facts(self) -> dict:
         """The structured facts as a dict (absent ones left out)."""
@@ -89,3 +99,42 @@ def raise_first(problems, kinds=None) -> None:
     for p in problems:
         if kinds is None or p.kind in kinds:
             raise p.error if p.error is not None else GritError(p.message)
+
+
+class Tally:
+    """The per-kind cap of a reader's problem list: at most MAX_PER_KIND
+    problems of each kind are kept; a reader asks :meth:`full` before it
+    builds a problem and :meth:`count` s the ones it does not build, and
+    :meth:`finish` writes each count into the last kept problem's
+    ``omitted``.  Problems already in the list count as kept."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = problems
+        self._kept: dict[ProblemKind, int] = {}
+        self._last: dict[ProblemKind, int] = {}
+        self._more: dict[ProblemKind, int] = {}
+        for i, p in enumerate(problems):
+            self._kept[p.kind] = self._kept.get(p.kind, 0) + 1
+            self._last[p.kind] = i
+
+    def full(self, kind: ProblemKind) -> bool:
+        """Whether a further problem of ``kind`` would only be counted."""
+        return self._kept.get(kind, 0) >= MAX_PER_KIND
+
+    def count(self, kind: ProblemKind) -> None:
+        self._more[kind] = self._more.get(kind, 0) + 1
+
+    def add(self, p: Problem) -> None:
+        """Keep ``p``, or count it when its kind is full."""
+        if self.full(p.kind):
+            self.count(p.kind)
+            return
+        self._kept[p.kind] = self._kept.get(p.kind, 0) + 1
+        self._last[p.kind] = len(self.problems)
+        self.problems.append(p)
+
+    def finish(self) -> None:
+        for kind, n in self._more.items():
+            i = self._last[kind]
+            self.problems[i] = replace(self.problems[i], omitted=self.problems[i].omitted + n)
+        self._more.clear()

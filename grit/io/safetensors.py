@@ -39,11 +39,12 @@ from ..facts import PLANE_NAMES
 from .._files import atomic_write, open_regular
 from ..array import GritArray
 from ..errors import GritError, GritUsageError
-from ..grade import register_grade
+from ..fingerprint import base32_encode, gid as _gid
+from ..grade import lookup_grade, register_grade
 from ..placement.expr import layout_word, parse_layout, register_layout, resolve_layout
 from ..placement.words import CLASS_HASHED, CLASS_OPAQUE, placement_class
 from .dtypes import LOADABLE, ST_DTYPES, st_dtype_of
-from .problems import Problem, ProblemKind as K, raise_first
+from .problems import Problem, ProblemKind as K, Tally, raise_first
 
 __all__ = ["save", "load", "read", "SafetensorsFile", "StEntry",
            "GritDoc", "GritEntry", "SafetensorsTensors", "CheckFailed", "GritFileError",
@@ -60,8 +61,6 @@ ENTRY_KEYS = frozenset({"dtype", "shape", "data_offsets"})
 MAX_HEADER = 100_000_000
 #: the deepest rank a header entry may declare
 MAX_RANK = 64
-#: the most overlapping entries reported one by one per file
-MAX_OVERLAPS = 50
 #: an element count past this is reported without forming the exact product
 NUMEL_CAP = 1 << 64
 
@@ -204,19 +203,24 @@ def _json(text):
 
 
 class _Collector:
-    """Problems of one file, each with the GritFileError grit.load raises."""
+    """Problems of one file, each with the GritFileError grit.load raises,
+    capped per kind (:class:`~grit.io.problems.Tally`: no Problem and no
+    error object is built past the cap)."""
 
     def __init__(self, path: str, problems: list[Problem]):
         self.path = path
-        self.problems = problems
+        self.tally = Tally(problems)
+        self.full, self.count, self.finish = self.tally.full, self.tally.count, self.tally.finish
 
     def __call__(self, kind: K, message: str, tensor: str | None = None, **facts) -> None:
+        if self.full(kind):
+            self.count(kind)
+            return
         lines = facts.pop("lines", ())
         err = GritFileError(f"{self.path}: not a valid safetensors file: {message}"
                             + "".join("\n  " + ln for ln in lines))
         err.tensor = tensor  # type: ignore[attr-defined]
-        self.problems.append(Problem(kind, message, tensor, lines=tuple(lines), error=err,
-                                     **facts))
+        self.tally.add(Problem(kind, message, tensor, lines=tuple(lines), error=err, **facts))
 
 
 def read(path) -> SafetensorsFile:
@@ -236,7 +240,9 @@ def read(path) -> SafetensorsFile:
         if h is None:
             return out
         out.start = 8 + n
-        meta = h.get(META_KEY, {})
+        meta = h.get(META_KEY)
+        if meta is None:        # absent or null: the official reader's Option, no metadata
+            meta = {}
         if not isinstance(meta, dict):
             add(K.UNREADABLE, f"{META_KEY} must be an object of strings")
             return out
@@ -253,6 +259,7 @@ def read(path) -> SafetensorsFile:
     out.doc = _read_doc(out)
     out.problems.extend(out.doc.problems)
     _spans(out, raw, add)
+    add.finish()
     return out
 
 
@@ -269,6 +276,10 @@ def _parse(f, size: int, add) -> tuple[int, dict | None]:
     hb = f.read(n)
     if len(hb) != n:
         add(K.UNREADABLE, "the file ended inside the header")
+        return 0, None
+    if hb[:1] != b"{":
+        add(K.UNREADABLE, f"the header begins with {hb[:1]!r}, not '{{' (the safetensors "
+                          "format: the header data MUST begin with '{')")
         return 0, None
     try:
         text = hb.decode("utf-8")
@@ -311,6 +322,14 @@ def _entry(n: str, e, add) -> StEntry:
         add(K.BAD_SHAPE, f"tensor {n!r}: shape must be a list of at most {MAX_RANK} integers, "
                          f"got {str(shape)[:60]}", n, field="shape")
         shape = None
+    elif any(x >= 2**63 for x in shape):
+        i = next(i for i, x in enumerate(shape) if x >= 2**63)
+        add(K.BAD_SHAPE, f"tensor {n!r}: shape {str(shape)[:60]} has an extent past 2^63 − 1 "
+                         f"(dim {i})", n,
+            lines=("An extent is an int64 (numpy's limit, and the gid's i64le); the official "
+                   "library refuses extents past 2^64 − 1.",),
+            field="shape", actual=str(shape)[:80])
+        shape = None
     elif any(x < 0 for x in shape):
         i = next(i for i, x in enumerate(shape) if x < 0)
         add(K.BAD_SHAPE, f"tensor {n!r}: shape {str(shape)[:60]} has a negative dimension "
@@ -334,6 +353,8 @@ def _spans(f: SafetensorsFile, raw: dict, add) -> None:
         if e.dtype is not None and e.shape is not None and n not in f.doc.claimed:
             _sized(n, ST_DTYPES[e.dtype], e.shape, e.span, add)
     _overlaps(spans, add)
+    if all(e.span is not None for e in f.entries.values()):
+        _coverage(spans, f.avail, add)
     trunc = f.truncation()
     for n, e in f.entries.items():
         if e.span is None:
@@ -370,12 +391,12 @@ def _sized(n: str, dt, shape: tuple[int, ...], span: tuple[int, int], add) -> No
 
 def _overlaps(spans: list[tuple[int, int, str]], add) -> None:
     spans.sort()
-    reported = 0
     hold: tuple[int, int, str] | None = None   # the span reaching furthest so far
     for b, e, n in spans:
         if hold is not None and b < hold[1]:
-            reported += 1
-            if reported <= MAX_OVERLAPS:
+            if add.full(K.OVERLAP):
+                add.count(K.OVERLAP)
+            else:
                 hb, he, hn = hold
                 add(K.OVERLAP, f"tensors {hn!r} [{hb}, {he}) and {n!r} [{b}, {e}) overlap "
                                f"({min(he, e) - b} shared bytes)", n,
@@ -383,9 +404,29 @@ def _overlaps(spans: list[tuple[int, int, str]], add) -> None:
                     field="data_offsets", extra=(("tensors", [hn, n]),))
         if hold is None or e > hold[1]:
             hold = (b, e, n)
-    if reported > MAX_OVERLAPS:
-        add(K.OVERLAP, f"{reported - MAX_OVERLAPS} more overlapping data_offsets not listed",
-            field="data_offsets", extra=(("count", reported),))
+
+
+def _coverage(spans: list[tuple[int, int, str]], avail: int, add) -> None:
+    """The safetensors format's rule that the data buffer is entirely indexed,
+    without holes (the official reader refuses a gap and bytes after the last
+    tensor).  ``spans`` are the non-empty spans, sorted."""
+    pos, gaps, first = 0, 0, None
+    for b, e, n in spans:
+        if b > pos:
+            gaps += b - pos
+            first = first or (pos, b, n)
+        pos = max(pos, e)
+    tail = avail - pos if pos < avail else 0
+    if not gaps and not tail:
+        return
+    where = (f"bytes [{first[0]}, {first[1]}) before tensor {first[2]!r} belong to no tensor"
+             if first is not None else
+             f"the {tail} bytes after the last tensor (from byte {pos}) belong to no tensor")
+    add(K.COVERAGE, f"the data buffer is not entirely indexed: {where}"[:300],
+        first[2] if first is not None else None,
+        lines=(f"{gaps} bytes in gaps between tensors and {tail} after the last one; the "
+               "safetensors format indexes every byte of the buffer, without holes.",),
+        field="data_offsets", expected=0, actual=gaps + tail)
 
 
 # ---------------------------------------------------------------------------
@@ -443,21 +484,29 @@ def _read_doc(hdr: SafetensorsFile) -> GritDoc:
     tensors with every defect as a problem."""
     doc = GritDoc()
     add = _Collector(hdr.path, doc.problems)
+    try:
+        _doc_of(hdr, doc, add)
+    finally:
+        add.finish()
+    return doc
+
+
+def _doc_of(hdr: SafetensorsFile, doc: GritDoc, add) -> None:
     if GRIT_KEY not in hdr.metadata:
-        return doc
+        return
     doc.present = True
     raw, why = _json(hdr.metadata[GRIT_KEY])
     if why is not None:
         add(K.ANNOTATION_NOT_JSON, f"the {GRIT_KEY} metadata is not JSON ({why})"[:300])
         doc.present = False
-        return doc
+        return
     if not isinstance(raw, dict):
         add(K.BAD_ANNOTATION, f"{GRIT_KEY} is not a JSON object")
-        return doc
+        return
     if raw.get("schema") == SCHEMA:
         doc.convention = f"{SCHEMA}/{VERSION}"
         _doc_v1(hdr, raw, doc, add)
-        return doc
+        return
     if "schema" in raw and not D.is_descriptor_hex(str(raw.get("schema"))):
         add(K.BAD_ANNOTATION, f"{GRIT_KEY}: unknown schema {raw.get('schema')!r}"[:300])
         raw = {k: v for k, v in raw.items() if k != "schema"}
@@ -476,7 +525,6 @@ def _read_doc(hdr: SafetensorsFile) -> GritDoc:
             _bad_descriptor(name, text, shape, add)
         else:
             doc.tensors[name] = GritEntry(name, d, e.shape, payload=name, desc_text=text)
-    return doc
 
 
 def _bad_descriptor(name: str, text, shape, add) -> None:
@@ -485,7 +533,7 @@ def _bad_descriptor(name: str, text, shape, add) -> None:
 
 
 def _doc_v1(hdr: SafetensorsFile, raw: dict, doc: GritDoc, add) -> None:
-    if raw.get("version") != VERSION:
+    if type(raw.get("version")) is not int or raw.get("version") != VERSION:
         add(K.BAD_ANNOTATION, f"{GRIT_KEY} schema {SCHEMA} version {raw.get('version')!r}; "
                               f"this reader knows version {VERSION}"[:300])
     extra = set(raw) - {"schema", "version", "tensors", "grades", "layouts"}
@@ -534,6 +582,10 @@ def _parse_grade(g) -> tuple[Any, str | None]:
         return None, (str(e).splitlines()[0] if str(e) else type(e).__name__)
 
 
+#: the most outcomes of unparsable grade strings cached per document
+_SEEN_FAILURES = 1024
+
+
 def _grade(g, tensor: str | None, add, seen: dict):
     """Register one carried grade string; None (with a problem) when it does
     not parse.  ``seen`` caches each string's outcome for the document (a
@@ -541,10 +593,14 @@ def _grade(g, tensor: str | None, add, seen: dict):
     got = seen.get(g) if isinstance(g, str) else None
     if got is None:
         got = _parse_grade(g)
-        if isinstance(g, str):
+        # every grade, and the first failures (a file of distinct bad strings
+        # must not build a cache as large as itself)
+        if isinstance(g, str) and (got[0] is not None or len(seen) < _SEEN_FAILURES):
             seen[g] = got
     grade, why = got
-    if grade is None:
+    if grade is None and add.full(K.BAD_GRADE):
+        add.count(K.BAD_GRADE)
+    elif grade is None:
         where = f"tensor {tensor!r} records" if tensor is not None else "the file carries"
         add(K.BAD_GRADE, f"{where} a grade string that does not parse: {g!r:.80}", tensor,
             lines=(why,))
@@ -599,9 +655,32 @@ def _tensor_v1(hdr: SafetensorsFile, name: str, t, doc: GritDoc, add, seen: dict
                 e.dtype != "U8" or e.shape != (e.span[1] - e.span[0],)):
             add(K.BAD_ANNOTATION, f"plane tensor {tn!r} must be U8 with shape "
                                   f"[{e.span[1] - e.span[0]}], got {e.dtype}{list(e.shape)}", name)
+    gid = t.get("gid")
+    if gid is not None and not isinstance(gid, str):
+        add(K.BAD_ANNOTATION, f"{GRIT_KEY}: tensor {name!r}: gid is a 26-digit base32 string, "
+                              f"got {type(gid).__name__}", name, field="gid")
+    elif gid is not None and readable:
+        _gid_agrees(name, gid, d, shape, add)  # type: ignore[arg-type]
     if readable:
         doc.tensors[name] = GritEntry(name, d, tuple(shape), tuple(names),  # type: ignore[arg-type]
-                                      desc_text=text, gid=t.get("gid"))
+                                      desc_text=text, gid=gid)
+
+
+def _gid_agrees(name: str, gid: str, d: D.Descriptor, shape: list, add) -> None:
+    """A recorded gid against the §6.3 gid of the descriptor, its grade and
+    the shape.  Skipped when the grade is unknown: the level-1 check then
+    fails GradeUnknown for the tensor."""
+    g = lookup_grade(d.grade_id)
+    if g is None:
+        return
+    try:
+        want = base32_encode(_gid(g.canonical, d.to_bytes(), shape))
+    except GritError:
+        return
+    if gid != want:
+        add(K.BAD_ANNOTATION, f"tensor {name!r}: recorded gid {gid!r:.40} is not the gid of "
+                              f"its descriptor, grade and shape ({want})", name,
+            field="gid", expected=want, actual=gid[:40])
 
 
 # ---------------------------------------------------------------------------
@@ -707,12 +786,6 @@ def load(path, *, strict: bool = True) -> SafetensorsTensors:
                {role: hdr.view(tn) for role, tn in zip(ROLES, t.planes) if tn is not None})
         try:
             a = grit_array(hdr, t)
-            if t.gid is not None and t.gid != a.gid_base32:
-                raise GritFileError(f"{path}: not a valid safetensors file: tensor {name!r}: "
-                                    f"recorded gid {t.gid!r} is not the gid of its "
-                                    f"descriptor, grade and shape ({a.gid_base32})"[:300])
-        except GritFileError:
-            raise
         except GritError as err:
             e = renamed_error(name, err)
             if strict:

@@ -28,9 +28,11 @@ compares canonical texts and refuses when either side is unresolvable.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import re
 from dataclasses import dataclass
-from typing import Union
+from typing import Iterator, Union
 
 import numpy as np
 
@@ -41,7 +43,7 @@ from .words import CLASS_HASHED, CLASS_OPAQUE, placement_class, placement_name
 __all__ = [
     "Expr", "RowMajor", "ColMajor", "Tile", "Interleave", "Swizzle", "Perm", "Pad",
     "Compose", "Opaque", "parse_layout", "layout_word", "register_layout", "resolve_layout",
-    "same_layout", "apply", "index_map", "validate", "as_expr", "PAYLOAD_MASK",
+    "same_layout", "apply", "index_map", "validate", "as_expr", "PAYLOAD_MASK", "layout_scope",
 ]
 
 PAYLOAD_MASK = (1 << 60) - 1
@@ -368,24 +370,47 @@ def layout_word(e: "Expr | str") -> int:
 
 
 _REGISTRY: dict[int, Expr] = {}
+#: the enclosing layout_scope layers, innermost last (a context variable: per thread)
+_SCOPES: contextvars.ContextVar[tuple[dict[int, Expr], ...]] = contextvars.ContextVar(
+    "grit_layout_scopes", default=())
+
+
+@contextlib.contextmanager
+def layout_scope() -> Iterator[None]:
+    """As grit.grade.grade_scope, for layout expressions: those registered in
+    the ``with`` block are resolved in it only (``grit scan`` reads each file
+    in its own scope)."""
+    token = _SCOPES.set(_SCOPES.get() + ({},))
+    try:
+        yield
+    finally:
+        _SCOPES.reset(token)
 
 
 def register_layout(e: "Expr | str") -> int:
-    """Teach this process an expression; returns its word.  Idempotent.  A
-    different expression with the same word is a collision and is refused."""
+    """Teach this process (inside a :func:`layout_scope`: that scope) an
+    expression; returns its word.  Idempotent.  A different expression with
+    the same word is a collision and is refused."""
     e = as_expr(e)
     w = layout_word(e)
-    have = _REGISTRY.get(w)
+    have = resolve_layout(w)
     if have is not None and str(have) != str(e):
         raise GritLayoutError(
             f"placement word 0x{w:016x} collision: {have} vs {e} hash alike; equal words never "
             "mean equal layouts (§5.3) — the second expression is refused")
-    _REGISTRY[w] = e
+    if have is None:
+        layers = _SCOPES.get()
+        (layers[-1] if layers else _REGISTRY)[w] = e
     return w
 
 
 def resolve_layout(word: int) -> Expr | None:
-    """The expression registered under a class-0x8/0xF word, or None."""
+    """The expression registered under a class-0x8/0xF word (the enclosing
+    scopes' first), or None."""
+    for layer in reversed(_SCOPES.get()):
+        e = layer.get(word)
+        if e is not None:
+            return e
     return _REGISTRY.get(word)
 
 

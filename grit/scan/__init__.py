@@ -28,6 +28,8 @@ import struct
 from typing import Callable, Iterable
 
 from ..errors import GritError
+from ..grade import grade_scope
+from ..placement.expr import layout_scope
 from . import analyses as _an
 from .analyses import role_of
 from .collect import MODEL_SUFFIXES, ScannedFile, expand, open_input, why
@@ -55,19 +57,11 @@ def scan(paths: Iterable[str], *, deep: bool = False,
     for i, p in enumerate(model_files):
         if progress is not None:
             progress(i, len(model_files), p)
-        inp = open_input(p)
-        files.append(inp.file)
-        ctx.findings.extend(inp.findings)
-        if not inp.file.parsed:
-            continue
-        try:
-            tensors = _an.file_analyses(ctx, inp)
-            if deep:      # file by file, so that one file's planes are mapped at a time
-                _an.deep(ctx, tensors)
-        except _BAD_INPUT as e:
-            inp.file.error = why(e)
-            ctx.add("S805", p, None, f"could not read as {inp.file.format}: {inp.file.error}")
-        del inp
+        # the grades and layouts a file carries are known while that file is
+        # read and checked, never for the next one: a verdict does not depend on
+        # file order
+        with grade_scope(), layout_scope():
+            _one_file(ctx, files, p, deep)
     if progress is not None:
         progress(len(model_files), len(model_files), "")
     _an.cross_file(ctx)
@@ -83,3 +77,19 @@ def scan(paths: Iterable[str], *, deep: bool = False,
                                  f.tensor or ""))
     files.sort(key=lambda f: f.path)
     return ScanReport(files, findings, deep)
+
+
+def _one_file(ctx: _an.Context, files: list[ScannedFile], p: str, deep: bool) -> None:
+    inp = open_input(p)
+    files.append(inp.file)
+    for f in inp.findings:
+        ctx.keep(f)
+    if not inp.file.parsed:
+        return
+    try:
+        tensors = _an.file_analyses(ctx, inp)
+        if deep:      # file by file, so that one file's planes are mapped at a time
+            _an.deep(ctx, tensors)
+    except _BAD_INPUT as e:
+        inp.file.error = why(e)
+        ctx.add("S805", p, None, f"could not read as {inp.file.format}: {inp.file.error}")

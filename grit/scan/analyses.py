@@ -26,7 +26,7 @@ from ..io.problems import Problem, ProblemKind as PK
 from ..io.recognise import Recognised, recognise
 from ..io.safetensors import CheckFailed, SafetensorsFile, grit_array
 from .collect import Input, why
-from .findings import CHECK_CODES, Finding
+from .findings import CHECK_CODES, MAX_PER_CODE, Finding
 
 __all__ = ["Tensor", "Context", "file_analyses", "deep", "cross_file", "drift",
            "escape_hatch", "role_of", "RECIPES"]
@@ -53,6 +53,7 @@ class Tensor:
     gid: str | None = None
     ggml_type: str | None = None           # GGUF: the tensor's ggml block type
     file_type: int | None = None           # GGUF: the file's general.file_type
+    grade: Any = None                      # the Grade its file made known (None: unknown)
 
 
 class Context:
@@ -62,24 +63,46 @@ class Context:
         self.deep = deep
         self.tensors: list[Tensor] = []
         self.findings: list[Finding] = []
+        #: the grades the files made known, by id: each file's grades are known
+        #: only while it is read (grit.grade.grade_scope); the cross-file
+        #: analyses label grades from here
+        self.grades: dict[int, Any] = {}
+        self._listed: dict[tuple, int] = {}
+        self._last: dict[tuple, Finding] = {}
 
     def add(self, *a, **kw) -> None:
-        self.findings.append(Finding(*a, **kw))
+        self.keep(Finding(*a, **kw))
+
+    def keep(self, f: Finding) -> None:
+        """List ``f``, or, past :data:`MAX_PER_CODE` findings of its code in
+        its file, count it (and what it already counted) in the last listed
+        one's ``omitted``."""
+        key = (f.file, f.code)
+        last = self._last.get(key)
+        if last is not None and self._listed[key] >= MAX_PER_CODE:
+            last.omitted += 1 + f.omitted
+            return
+        self._listed[key] = self._listed.get(key, 0) + 1
+        self._last[key] = f
+        self.findings.append(f)
 
     def detail(self, code: str, path: str, name: str | None, det: Detail,
-               extra: Sequence[str] = ()) -> None:
+               extra: Sequence[str] = (), omitted: int = 0) -> None:
         """A finding from a failed check's §7.5 detail."""
         self.add(code, path, name, det.message, tuple(det.lines) + tuple(extra),
                  {k: v for k, v in det.to_dict().items() if k not in ("message", "lines")},
-                 kind=det.status if code == "S501" else None)
+                 kind=det.status if code == "S501" else None, omitted=omitted)
 
-    def checked(self, path: str, name: str, det: Detail, extra: Sequence[str] = ()) -> None:
+    def checked(self, path: str, name: str, det: Detail, extra: Sequence[str] = (),
+                omitted: int = 0) -> None:
         """A level-1 failure (S101–S103 by its status)."""
-        self.detail(CHECK_CODES[det.status], path, name, det, extra)
+        self.detail(CHECK_CODES[det.status], path, name, det, extra, omitted)
 
     def finish(self, t: Tensor) -> None:
         g = lookup_grade(t.desc.grade_id)
         if g is not None:
+            t.grade = g
+            self.grades.setdefault(g.id, g)
             try:
                 t.gid = base32_encode(_gid(g.canonical, t.desc.to_bytes(), t.shape))
             except GritError:
@@ -127,7 +150,8 @@ def _digest(ctx: Context, t: Tensor, recorded: Mapping[str, Any]) -> None:
 _PROBLEM_CODES = {
     PK.BAD_ENTRY: "S121", PK.BAD_DTYPE: "S122", PK.BAD_SHAPE: "S123",
     PK.BAD_OFFSETS: "S124", PK.SIZE: "S125", PK.OVERLAP: "S126", PK.PAST_END: "S127",
-    PK.BAD_METADATA: "S128", PK.ANNOTATION_NOT_JSON: "S115", PK.BAD_ANNOTATION: "S116",
+    PK.BAD_METADATA: "S128", PK.COVERAGE: "S129", PK.ANNOTATION_NOT_JSON: "S115",
+    PK.BAD_ANNOTATION: "S116",
     PK.BAD_GRADE: "S112", PK.BAD_DESCRIPTOR: "S111", PK.MISSING_TENSOR: "S113",
 }
 #: GGUF: a tensor's size is fixed by its ggml type, so one that cannot be read as
@@ -137,9 +161,9 @@ _GGUF_CODES = {**_PROBLEM_CODES, PK.BAD_TENSOR: "S806", PK.PAST_END: "S807"}
 
 def _problem(ctx: Context, path: str, p: Problem, codes: Mapping[PK, str]) -> None:
     if p.kind is PK.CHECK_FAILED:
-        ctx.checked(path, p.tensor, p.error.detail)
+        ctx.checked(path, p.tensor, p.error.detail, omitted=p.omitted)
         return
-    ctx.add(codes[p.kind], path, p.tensor, p.message, p.lines, p.facts())
+    ctx.add(codes[p.kind], path, p.tensor, p.message, p.lines, p.facts(), omitted=p.omitted)
 
 
 # ---------------------------------------------------------------------------
@@ -160,16 +184,21 @@ def file_analyses(ctx: Context, inp: Input) -> list[Tensor]:
 def _safetensors(ctx: Context, inp: Input) -> None:
     f: SafetensorsFile = inp.safetensors  # type: ignore[assignment]
     rec, path, doc = inp.file, inp.file.path, inp.safetensors.doc
-    claimed = set(doc.claimed)
+    owner = dict(doc.claimed)          # file tensor -> the GRIT tensor it belongs to
     recognised: list[Recognised] = []
     if not doc.present:                # no GRIT metadata: recognise the wild
         recognised = _recognise(f, inp.config)
         for r in recognised:
             if r.kind == "inferred":
-                claimed.update(p[1] for p in r.planes if p is not None and p[0] != "const")
+                owner.update((p[1], r.name) for p in r.planes
+                             if p is not None and p[0] != "const")
+    claimed = set(owner)
+    past_end: list[Problem] = []
     for p in f.problems:
         # GRIT planes are measured by the size equations, not as plain tensors
-        if p.kind in (PK.BAD_OFFSETS, PK.PAST_END) and p.tensor in claimed:
+        # (a span that cannot be located at all stays a finding: load refuses it)
+        if p.kind is PK.PAST_END and p.tensor in claimed:
+            past_end.append(p)
             continue
         _problem(ctx, path, p, _PROBLEM_CODES)
     n_inf = sum(r.kind == "inferred" for r in recognised)
@@ -200,6 +229,12 @@ def _safetensors(ctx: Context, inp: Input) -> None:
         _digest(ctx, t, recorded)
         ctx.finish(t)
     _recognised(ctx, inp, recognised, trunc)
+    # a plane whose declared span runs past the end while the bytes present
+    # satisfy the size equations: load refuses the span, so scan reports it
+    ok = {t.name for t in ctx.tensors if t.file == path and t.ok}
+    for p in past_end:
+        if owner[p.tensor] in ok:
+            _problem(ctx, path, p, _PROBLEM_CODES)
 
 
 def _recognise(f: SafetensorsFile, config) -> list[Recognised]:
@@ -290,9 +325,12 @@ def _gguf(ctx: Context, inp: Input) -> None:
     ft = got.file.value("general.file_type")
     file_type = ft if isinstance(ft, int) and not isinstance(ft, bool) else None
     recorded = _digests(got.file.fields, got.file.value)
-    failed = {p.tensor for p in got.problems
-              if p.kind in (PK.BAD_TENSOR, PK.PAST_END, PK.CHECK_FAILED) and p.tensor}
-    rec.tensors = len(got.tensors) + len(failed - set(got.tensors))
+    lost = [p for p in got.problems
+            if p.kind in (PK.BAD_TENSOR, PK.PAST_END, PK.CHECK_FAILED) and p.tensor]
+    failed = {p.tensor for p in lost}
+    # (the reader counted, without keeping, the failures past its cap)
+    rec.tensors = (len(got.tensors) + len(failed - set(got.tensors))
+                   + sum(p.omitted for p in lost))
     inferred: dict[str, list[str]] = {}
     inexpr: dict[tuple[str, str], list[str]] = {}
     for name, v in got.tensors.items():
@@ -374,7 +412,7 @@ def cross_file(ctx: Context) -> None:
             if t.gid in done:
                 continue
             done.add(t.gid)
-            ga, gb = lookup_grade(ref.desc.grade_id), lookup_grade(t.desc.grade_id)
+            ga, gb = ref.grade, t.grade
             message = f"tensor {name!r} has gid {t.gid} here and {ref.gid} in {ref.file}"
             sides = {"a": {"file": ref.file, "gid": ref.gid}, "b": {"file": t.file, "gid": t.gid}}
             try:
@@ -392,8 +430,8 @@ def cross_file(ctx: Context) -> None:
                     {**sides, "explain": to_dict(ex), "explain_text": render(ex, color=False)})
 
 
-def _grade_label(gid_: int) -> str:
-    g = lookup_grade(gid_)
+def _grade_label(ctx: Context, gid_: int) -> str:
+    g = ctx.grades.get(gid_)
     if g is None:
         return f"0x{gid_:016X}"
     return g.name or g.canonical
@@ -483,7 +521,7 @@ def drift(ctx: Context) -> None:
                 continue
             _role_drift(ctx, ckpt, role, grades)
         if len(single) > 1:
-            lines = tuple(f"{_grade_label(g)}: " + ", ".join(rs[:6]) + (", …" if len(rs) > 6
+            lines = tuple(f"{_grade_label(ctx, g)}: " + ", ".join(rs[:6]) + (", …" if len(rs) > 6
                                                                         else "")
                           for g, rs in sorted(single.items(), key=lambda kv: -len(kv[1])))
             files = sorted({t.file for t in by_ckpt[ckpt]})
@@ -491,13 +529,13 @@ def drift(ctx: Context) -> None:
                     f"{len(single)} grades across roles in one checkpoint (mixed precision "
                     "by role)", lines,
                     {"scope": "artifact", "checkpoint": ckpt,
-                     "grades": {f"0x{g:016X}": {"grade": _grade_label(g), "roles": rs}
+                     "grades": {f"0x{g:016X}": {"grade": _grade_label(ctx, g), "roles": rs}
                                 for g, rs in single.items()}})
 
 
 def _role_drift(ctx: Context, ckpt: str, role: str, grades: dict[int, list[Tensor]]) -> None:
     parts = sorted(grades.items(), key=lambda kv: (-len(kv[1]), kv[0]))
-    lines = tuple(f"{_grade_label(g)} (0x{g:016X}): {len(ts)} × "
+    lines = tuple(f"{_grade_label(ctx, g)} (0x{g:016X}): {len(ts)} × "
                   + _names([t.name for t in ts]).split(": ", 1)[-1]
                   for g, ts in parts)
     everyone = [t for ts in grades.values() for t in ts]
@@ -505,7 +543,7 @@ def _role_drift(ctx: Context, ckpt: str, role: str, grades: dict[int, list[Tenso
     where = files[0] if len(files) == 1 else ckpt
     recipe = _by_design(everyone)
     detail: dict[str, Any] = {"scope": "role", "checkpoint": ckpt, "role": role,
-                              "grades": {f"0x{g:016X}": {"grade": _grade_label(g),
+                              "grades": {f"0x{g:016X}": {"grade": _grade_label(ctx, g),
                                                           "tensors": [t.name for t in ts]}
                                          for g, ts in parts}}
     if recipe is None:

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from ..errors import Status, pin
 
 __all__ = ["Category", "Severity", "ScanKind", "CATEGORIES", "SECTIONS", "SEVERITY",
-           "FindingSpec", "REGISTRY", "CHECK_CODES", "Finding", "status_name", "explain",
+           "FindingSpec", "REGISTRY", "CHECK_CODES", "Finding", "MAX_PER_CODE", "status_name",
+           "explain",
            "STRUCTURAL", "DISAGREEMENT", "WARNING", "UNPARSED"]
 
 
@@ -217,7 +218,8 @@ REGISTRY: dict[str, FindingSpec] = _specs(
      "The `__grit__` document or the GGUF `grit.*` entries are well-formed JSON / KV but "
      "break the file format (docs/file-format.md): an unknown schema, version or key; a "
      "layout expression that does not hash to its word; a grade string whose id is not "
-     "the descriptor's; a plane naming no tensor, a tensor claimed by two GRIT tensors, "
+     "the descriptor's; a recorded gid that is not the gid of the descriptor, grade and "
+     "shape; a plane naming no tensor, a tensor claimed by two GRIT tensors, "
      "a plane that is not U8 [n]; a GRIT tensor name colliding with a file tensor; an "
      "annotation naming no tensor.",
      "`grit.load` refuses the file; other readers may pair the wrong bytes with a "
@@ -238,7 +240,7 @@ REGISTRY: dict[str, FindingSpec] = _specs(
     ("S123", C.STRUCTURAL, V.STRUCTURAL, K.BAD_HEADER,
      "header entry shape is not a list of non-negative integers",
      "A header entry's shape is not a list of at most 64 integers, or has a negative "
-     "dimension.",
+     "dimension or one past 2^63 − 1.",
      "The element count, hence the byte count, is undefined.",
      "Rewrite the header with the tensor's real shape."),
     ("S124", C.STRUCTURAL, V.STRUCTURAL, K.BAD_HEADER,
@@ -257,14 +259,15 @@ REGISTRY: dict[str, FindingSpec] = _specs(
     ("S126", C.STRUCTURAL, V.STRUCTURAL, K.OVERLAP,
      "two tensors share bytes",
      "The data_offsets of two header entries overlap (both names and the shared byte "
-     "count are given; past 50 pairs per file only a count).",
+     "count are given; past 20 pairs per file only a count, in `omitted`).",
      "Every byte belongs to at most one tensor; an overlap means one of the entries "
      "points at the wrong bytes.",
      "Rewrite the header with disjoint offsets."),
     ("S127", C.STRUCTURAL, V.STRUCTURAL, K.TRUNCATED,
      "plain tensor bytes run past the end of the file",
      "A plain safetensors tensor's data_offsets end beyond the file (GRIT planes are "
-     "measured by the size equations instead, S101; GGUF tensors are S807).",
+     "measured by the size equations instead, S101, and reported here only when the bytes "
+     "present satisfy them while the declared span runs on; GGUF tensors are S807).",
      "A truncated download or a lying header: the missing bytes read as garbage or fail.",
      "Re-fetch the file."),
     ("S128", C.STRUCTURAL, V.STRUCTURAL, K.BAD_HEADER,
@@ -272,6 +275,13 @@ REGISTRY: dict[str, FindingSpec] = _specs(
      "A safetensors `__metadata__` entry holds a JSON value other than a string.",
      "The format allows string values only; the official library rejects the file.",
      "Store the value as a string (JSON-encode it)."),
+    ("S129", C.STRUCTURAL, V.STRUCTURAL, K.BAD_HEADER,
+     "data buffer has bytes no tensor covers",
+     "The safetensors data buffer has a gap between two tensors' data_offsets, or bytes "
+     "after the last tensor (the message names the first gap; the line counts them all).",
+     "The format indexes every byte of the buffer, without holes (which keeps a file from "
+     "being a polyglot); the official library and `grit.load` refuse the file.",
+     "Rewrite the file with a conforming writer."),
     ("S131", C.STRUCTURAL, V.WARNING, K.SUFFIX_MISMATCH,
      "file content is the other format from its suffix",
      "A file named .gguf holds safetensors, or one named .safetensors holds GGUF; scan "
@@ -427,6 +437,10 @@ del C, V, S, K
 # ---------------------------------------------------------------------------
 # one finding
 
+#: per file, at most this many findings of one code are listed; the rest are
+#: counted in the last listed one's ``omitted`` (docs/scan.md, "Caps")
+MAX_PER_CODE = 20
+
 
 @dataclass
 class Finding:
@@ -441,6 +455,9 @@ class Finding:
     lines: tuple[str, ...] = ()
     detail: dict = field(default_factory=dict)
     kind: Status | ScanKind | None = None
+    #: this many more findings of the same code in the same file were not listed
+    #: (the per-file cap, :data:`MAX_PER_CODE`)
+    omitted: int = 0
     severity: Severity = field(init=False)
 
     def __post_init__(self) -> None:
@@ -471,9 +488,12 @@ class Finding:
         if self.lines:
             d.setdefault("lines", list(self.lines))
         d["finding_code"] = self.code
-        return {"category": self.category.value, "severity": int(self.severity),
-                "file": self.file, "tensor": self.tensor, "status": self.status,
-                "message": self.message, "detail": d}
+        out = {"category": self.category.value, "severity": int(self.severity),
+               "file": self.file, "tensor": self.tensor, "status": self.status,
+               "message": self.message, "detail": d}
+        if self.omitted > 0:
+            out["omitted"] = self.omitted
+        return out
 
 
 # ---------------------------------------------------------------------------
