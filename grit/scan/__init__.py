@@ -11,8 +11,9 @@ safetensors and GGUF checkpoints against the bytes on disk.
   file the structural, inferred / inexpressible and (``--deep``) deep
   findings, then across files cross-file gid disagreement, grade drift and
   escape-hatch exposure;
-* :mod:`~grit.scan.report` is the :class:`ScanReport`: JSON, the human
-  table and the graded / simple exit codes.
+* :mod:`~grit.scan.report` is the :class:`ScanReport`: JSON (streamed),
+  the human report (written one finding at a time, file text escaped) and
+  the graded / simple exit codes.
 
 Every finding has a code from one registry (:mod:`~grit.scan.findings`,
 ``grit explain CODE``); docs/scan.md is the reference.

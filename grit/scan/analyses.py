@@ -31,7 +31,7 @@ from .findings import CHECK_CODES, MAX_PER_CODE, Finding
 __all__ = ["Tensor", "Context", "file_analyses", "deep", "cross_file", "drift",
            "escape_hatch", "role_of", "RECIPES"]
 
-#: shown per finding in the human table; JSON carries every tensor
+#: tensor names shown per finding in the human report; JSON carries every tensor
 SHOW_NAMES = 3
 #: the largest small tensor (g_idx, a global scale) the recogniser may read
 SMALL_MAX = 1 << 20
