@@ -118,6 +118,12 @@ def to_units(buf, u: Units) -> np.ndarray:
         return raw.reshape(1, u.count, ub)
     if u.count == 0:
         return np.zeros((1, 0), dtype=np.uint8)
+    if u.bits > 32:
+        # wider than a code (ZP_L1SCALED [S1, Z1] pairs, sparse quads of many
+        # indices) and not whole bytes: each unit is its row of stream bits
+        bits = np.unpackbits(np.frombuffer(buf, dtype=np.uint8, count=u.nbytes),
+                             bitorder="big" if u.msb else "little")
+        return bits[:u.count * u.bits].reshape(1, u.count, u.bits)
     return unpack_stream(buf, u.count, u.bits, u.msb).reshape(1, u.count)
 
 
@@ -127,6 +133,9 @@ def from_units(x: np.ndarray, u: Units) -> bytes:
         return np.ascontiguousarray(x, dtype=np.uint8).tobytes()
     if u.count == 0:
         return b""
+    if u.bits > 32:
+        return np.packbits(np.ascontiguousarray(x, dtype=np.uint8).reshape(-1),
+                           bitorder="big" if u.msb else "little").tobytes()
     return pack_stream(np.ascontiguousarray(x).reshape(-1), u.bits, u.msb)
 
 
