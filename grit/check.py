@@ -39,13 +39,16 @@ LEVELS = (0, 1, 2, 3)
 
 @dataclass(frozen=True, slots=True)
 class CheckReport:
-    """A passed check: the level it ran at, the grade it resolved, and any
-    level-3 advisory warnings (never failures, §7.6)."""
+    """A passed check: the level it ran at, the grade it resolved, and its
+    warnings (never failures): ``unverified`` names each level-2 content
+    check that could not run (§7.3 step 5 on bytes grit cannot read), and
+    ``warnings`` holds those followed by the level-3 advisory probes (§7.6)."""
 
     level: int
     grade: Grade | None
     status: Status = Status.OK
     warnings: tuple[str, ...] = field(default=())
+    unverified: tuple[str, ...] = field(default=())
 
     def __bool__(self) -> bool:
         return True
@@ -454,4 +457,4 @@ def check(desc, shape, planes, level: int = 1, expected_digest=None, *,
         if probe is None:
             raise GritUsageError("check level 3 needs probe= (grit.check passes grit.probes)")
         warnings += tuple(probe(d, as_shape(shape), _as_planes(planes, True)[1]))
-    return CheckReport(level=level, grade=g, warnings=warnings)
+    return CheckReport(level=level, grade=g, warnings=warnings, unverified=det.lines)

@@ -94,6 +94,23 @@ def test_opaque_metadata_placement_says_level2_did_not_verify_it():
     assert det.status == Status.OK and "opaque" in det.lines[0]
 
 
+def test_an_unverified_content_check_is_its_own_finding_in_scan(tmp_path):
+    """What level 2 could not verify is S504 (Unverified), apart from the
+    level-3 probe warnings (S502), in --deep scans; the CheckReport keeps it
+    in ``unverified`` as well as at the head of ``warnings``."""
+    a = enc(grit.GRADE_I8S24, (4, 64))
+    d = a.descriptor.replace(placement_meta=L.OPAQUE)
+    rep = grit.check(d, a.shape, list(a.planes), 3)
+    assert len(rep.unverified) == 1 and "opaque" in rep.unverified[0]
+    assert rep.warnings[:1] == rep.unverified
+    p = str(tmp_path / "o.safetensors")
+    grit.save(p, {"w": grit.GritArray(d, a.shape, list(a.planes))})
+    found = [(f.code, f.kind) for f in scan([p], deep=True).findings if f.tensor == "w"]
+    assert ("S504", "Unverified") in found
+    assert not any(c == "S504" for c, _ in
+                   [(f.code, f.kind) for f in scan([p], deep=False).findings])
+
+
 def _disorder_first_quad(a):
     aux = bytearray(a.planes[3])
     aux[0] = (aux[0] & 0xF0) | 0b0001          # quad 0 indices [1, 0]: not ascending

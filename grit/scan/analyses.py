@@ -388,7 +388,9 @@ def deep(ctx: Context, tensors: Sequence[Tensor]) -> None:
             ctx.add("S503", t.file, t.name,
                     f"level-3 probes could not run: {type(e).__name__}: {e}"[:300])
             continue
-        for w in rep.warnings:
+        for w in rep.unverified:
+            ctx.add("S504", t.file, t.name, w)
+        for w in rep.warnings[len(rep.unverified):]:
             ctx.add("S502", t.file, t.name, w)
 
 

@@ -84,6 +84,7 @@ class ScanKind(_StrEnum):
     ASSUMED = "Assumed"
     PROBE = "Probe"
     PROBE_SKIPPED = "ProbeSkipped"
+    UNVERIFIED = "Unverified"
     INFERRED = "Inferred"
     INEXPRESSIBLE = "Inexpressible"
     UNREADABLE = "Unreadable"
@@ -352,6 +353,16 @@ REGISTRY: dict[str, FindingSpec] = _specs(
      "probes (e.g. an opaque placement, an inferred tensor whose planes cannot be built).",
      "The tensor's values were not sanity-checked.",
      "None needed; the message says why."),
+    ("S504", C.DEEP, V.WARNING, K.UNVERIFIED,
+     "a level-2 content check could not run (--deep)",
+     "--deep only: the tensor passed level 1, but a §7.3 step-5 content check could not "
+     "read the bytes it checks, e.g. SPORDER_ASC_LSB metadata under an opaque meta "
+     "placement, or inside an interleaved data plane whose expression grit cannot take "
+     "apart.",
+     "The promise the descriptor makes about those bytes (ordered sparse metadata, §7.4) "
+     "was not verified; a kernel relying on it would read whatever is there.",
+     "Relayout to a placement grit reads (grit.relayout) and scan again, or verify the "
+     "bytes with the vendor's tool."),
     # -- inferred / inexpressible
     ("S601", C.INFERRED, V.WARNING, K.INFERRED,
      "descriptor inferred from a safetensors convention",
