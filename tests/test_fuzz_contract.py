@@ -161,6 +161,58 @@ def test_arbitrary_text_is_refused_with_a_typed_error(text):
 
 
 # ---------------------------------------------------------------------------
+# the fact layer's public functions take any argument: a result or a GritError
+
+_ANY = st.one_of(st.none(), st.booleans(), st.integers(-2**130, 2**130), st.floats(),
+                 st.text(max_size=40), st.binary(max_size=80),
+                 st.lists(st.integers(-3, 2**64), max_size=5), st.just(object()),
+                 st.sampled_from([0x2043, 0x371F, 0x43E7, "e2m1", b"\0" * 64, "0" * 128,
+                                  [b"", b"", b"", b""], (1, 2, 3, 4)]))
+
+
+def _fact_calls():
+    from grit import vformats as V
+    Dsc, Gr = grit.Descriptor, grit.Grade
+    return {
+        "Descriptor.from_bytes": lambda a, b: Dsc.from_bytes(a),
+        "Descriptor.from_hex": lambda a, b: Dsc.from_hex(a),
+        "Descriptor.from_hex strict": lambda a, b: Dsc.from_hex(a, strict=True),
+        "Descriptor.coerce": lambda a, b: Dsc.coerce(a),
+        "Descriptor.with_note": lambda a, b: Dsc().with_note(a).to_bytes(),
+        "Descriptor.replace": lambda a, b: Dsc().replace(
+            **{str(b) if isinstance(b, str) else "k0": a}).to_bytes(),
+        "fnv1a64": lambda a, b: grit.fnv1a64(a, b),
+        "fnv1a128": lambda a, b: grit.fnv1a128(a, b),
+        "gid": lambda a, b: grit.gid(a, b, a),
+        "gid of a grade": lambda a, b: grit.gid("grit1()", bytes(64), a),
+        "digest": lambda a, b: grit.digest(a),
+        "base32_encode": lambda a, b: grit.base32_encode(a),
+        "base32_decode": lambda a, b: grit.base32_decode(a),
+        "Grade.parse": lambda a, b: Gr.parse(a),
+        "Grade.from_fields": lambda a, b: Gr.from_fields(e=a, k0=b, s0="e8m0", esr="floor"),
+        "Grade.replace": lambda a, b: grit.GRADE_MXFP4.replace(k0=a, ao=b),
+        "parse_layout": lambda a, b: grit.parse_layout(a),
+        "layout_word": lambda a, b: grit.layout_word(a),
+        "vformats.encode_values": lambda a, b: V.encode_values(a, b),
+        "vformats.encode_values e2m1": lambda a, b: V.encode_values(0x2043, a, b),
+        "vformats.decode_codes": lambda a, b: V.decode_codes(a, b),
+        "vformats.decode_table": lambda a, b: V.decode_table(a),
+    }
+
+
+_FACT_CALLS = _fact_calls()
+
+
+@settings(max_examples=1500 * SCALE, **_SETTINGS)
+@given(st.sampled_from(sorted(_FACT_CALLS)), _ANY, _ANY)
+def test_fact_layer_functions_take_any_argument(name, a, b):
+    try:
+        _FACT_CALLS[name](a, b)
+    except grit.GritError:
+        pass
+
+
+# ---------------------------------------------------------------------------
 # the harness itself: it sees what it is meant to see
 
 

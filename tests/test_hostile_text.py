@@ -223,3 +223,64 @@ def test_a_gguf_extent_past_int32_is_refused_before_writing(tmp_path):
     assert list(tmp_path.iterdir()) == []
     grit.save(str(tmp_path / "x.safetensors"), {"w": big})        # 64-bit shapes there
     assert grit.load(str(tmp_path / "x.safetensors"))["w"].shape == (2**31, 0)
+
+
+# ---------------------------------------------------------------------------
+# the fact layer's functions with arguments of the wrong type or range: a
+# GritUsageError, never the TypeError/ValueError/UnicodeEncodeError of the
+# line that tripped (each found by the fuzz contract)
+
+def _wrong_arguments():
+    from grit import vformats as V
+    D = grit.Descriptor
+    return [
+        ("from_hex(int)", lambda: D.from_hex(123)),
+        ("from_hex(None)", lambda: D.from_hex(None)),
+        ("with_note(str)", lambda: D().with_note("x")),
+        ("replace(unknown field)", lambda: D().replace(zz=1)),
+        ("fnv1a64(h past 2^64)", lambda: grit.fnv1a64(b"a", 2**64)),
+        ("fnv1a64(h negative)", lambda: grit.fnv1a64(b"a", -1)),
+        ("fnv1a64(h str)", lambda: grit.fnv1a64(b"a", "x")),
+        ("fnv1a128(h past 2^128)", lambda: grit.fnv1a128(b"a", 2**128)),
+        ("gid(grade int)", lambda: grit.gid(5, bytes(64), [1])),
+        ("gid(lone surrogate)", lambda: grit.gid("\ud800", bytes(64), [1])),
+        ("gid(desc str)", lambda: grit.gid("g", "a" * 64, [1])),
+        ("gid(desc int)", lambda: grit.gid("g", 5, [1])),
+        ("gid(shape int)", lambda: grit.gid("g", bytes(64), 5)),
+        ("digest(None)", lambda: grit.digest(None)),
+        ("base32_encode(str)", lambda: grit.base32_encode("abc")),
+        ("base32_encode(float)", lambda: grit.base32_encode(1.5)),
+        ("encode_values(str values)", lambda: V.encode_values(0x2043, "abc")),
+        ("encode_values(ragged)", lambda: V.encode_values(0x2043, [[1], [1, 2]])),
+        ("encode_values(object)", lambda: V.encode_values(0x2043, [object()])),
+        ("encode_values(word str)", lambda: V.encode_values("e2m1", [1.0])),
+        ("decode_codes(word None)", lambda: V.decode_codes(None, [1])),
+        ("decode_table(word '')", lambda: V.decode_table("")),
+    ]
+
+
+@pytest.mark.parametrize("name,call", _wrong_arguments(), ids=[n for n, _ in _wrong_arguments()])
+def test_wrong_arguments_are_usage_errors(name, call):
+    with pytest.raises(grit.GritUsageError):
+        call()
+
+
+@pytest.mark.parametrize("text", ["\u0131" * 26,                  # dotless i: upper() is I
+                                  "\u017f" + "0" * 25,             # long s: upper() is S
+                                  "0" * 24 + "\u00df",             # sharp s: upper() is SS
+                                  "22T52T4K0FJVN7WCVDGAHARX0\u0130"])
+def test_base32_gid_text_is_ascii(text):
+    """§6.4 accepts I, L and O case-insensitively; no other script's letters
+    that str.upper() happens to map onto the alphabet."""
+    with pytest.raises(grit.GritGradeError, match="ASCII"):
+        grit.base32_decode(text)
+
+
+def test_base32_still_takes_the_spec_aliases():
+    # §6.4's example, lowercased, with I/L for 1 and O for 0 substituted
+    assert grit.base32_decode("22t52t4k0fjvn7wcvdgaharx0d") == \
+        bytes.fromhex("42d145a24c0f96ea7e336d82a2ac740d")
+    assert grit.base32_decode("2ZT52T4KOFJVN7WCVDGAHARXOD".replace("Z", "2")) == \
+        grit.base32_decode("22T52T4K0FJVN7WCVDGAHARX0D")
+    assert grit.base32_decode("0" * 25 + "I") == grit.base32_decode("0" * 25 + "l") == \
+        (1).to_bytes(16, "big")
