@@ -18,6 +18,7 @@ message, and the input that raised it), never as a crash of the harness.
 from __future__ import annotations
 
 import contextlib
+import functools
 import random
 import traceback
 from dataclasses import dataclass, field
@@ -206,16 +207,61 @@ def _field_value(c, name: str, d: D.Descriptor) -> int:
     return min(max(v, lo), hi)
 
 
+@functools.lru_cache(maxsize=1)
+def _legal_words() -> tuple[int, ...]:
+    """The 1,421 legal format words (docs/spec-decisions.md §2)."""
+    from grit.formats import fmt_classify
+    return tuple(w for w in range(1, 1 << 16) if fmt_classify(w) is None)
+
+
+def gen_fresh_grade(c) -> "grit.Grade | None":
+    """A grade built from random fields: any legal element and scale format
+    (spelled as a name or x-word), group sizes, one or two levels, zero
+    points or sparsity, container, bit order and decode projection.  None
+    when the fields do not make a grade."""
+    from grit.formats import format_token
+    fmt = lambda: format_token(c.pick(_legal_words()))       # noqa: E731
+    f = {"e": fmt(), "k0": c.pick((1, 2, 3, 4, 8, 16, 32, c.int(1, 300))), "s0": fmt(),
+         "esr": c.pick(("exp2floormaxabs", "exp2ceilmaxabs", "exp2rnemaxabs", "ratiomaxabs",
+                        "affineminmax"))}
+    if c.coin(0.35):
+        f["k1"], f["s1"] = c.pick((0, 1, 2, 4)), fmt()
+    if c.coin(0.25):
+        f["zp"], f["zpc"] = fmt(), c.pick(("asis", "minus1"))
+        if "s1" in f:
+            f["zps"] = c.pick(("shared", "l1"))
+    elif c.coin(0.25):
+        meta = c.pick(("u2", "u4"))
+        m = c.int(2, 4 if meta == "u2" else 16)
+        f["sp"] = f"{c.int(1, m - 1)}:{m}:{meta}:{c.pick(('asclsb', 'unord'))}"
+    if c.coin(0.3):
+        f["ct"] = c.pick(("dense", "pad8"))
+    if c.coin(0.3):
+        f["po"] = c.pick(("lsb", "msb"))
+    if c.coin(0.3):
+        f["dr"], f["ds"], f["dt"] = (c.pick(("rne", "rna", "rtz", "rtp", "rtn")),
+                                     c.pick(("satfinite", "satmax", "ovfinf")), fmt())
+    try:
+        return grit.Grade.from_fields(**f)
+    except grit.GritGradeError:
+        return None
+
+
 def gen_descriptor(c) -> D.Descriptor:
-    """A descriptor: 64 random bytes, a degenerate pattern, or a seed grade's
-    frame (any group axis, placements of every class, F_INTERLEAVED toggled)
-    with a few fields mutated."""
+    """A descriptor: 64 random bytes, a degenerate pattern, or the frame of a
+    seed grade or of a freshly built (and registered) one — any group axis,
+    placements of every class, F_INTERLEAVED toggled — with a few fields
+    mutated."""
     kind = c.int(0, 19)
     if kind == 0:
         return D.Descriptor.from_bytes(c.blob(64))
     if kind == 1:
         return D.Descriptor.from_bytes(c.pick((bytes(64), b"\xff" * 64)))
-    g = grit.Grade.parse(c.pick(SEED_GRADES))
+    g = gen_fresh_grade(c) if kind <= 5 else None
+    if g is not None:
+        grit.register_grade(g)          # undone when fuzz_registry() exits
+    else:
+        g = grit.Grade.parse(c.pick(SEED_GRADES))
     d = g.descriptor(group_axis=c.int(0, 3))
     if c.coin(0.4):      # a placement word of any class in one or more roles
         for role in ("placement_data", "placement_scale", "placement_meta"):

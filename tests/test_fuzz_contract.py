@@ -83,7 +83,7 @@ KNOWN_ESCAPES: tuple[KnownEscape, ...] = (
 )
 
 SCALE = max(1, int(os.environ.get("GRIT_FUZZ_SCALE", "1") or 1))
-_SETTINGS = dict(deadline=2000, suppress_health_check=[
+_SETTINGS = dict(deadline=10000, suppress_health_check=[
     HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
 
 
