@@ -35,7 +35,9 @@ from hypothesis import strategies as st
 import grit
 from grit import descriptor as D
 from grit.placement import expr as X
-from grit.placement.words import placement_class
+from grit.facts import fmt_width
+from grit.placement.registered import ROW_MAJOR
+from grit.placement.words import UNSPECIFIED, placement_class
 
 import fuzz_strategies as F
 
@@ -64,6 +66,15 @@ def _interleaved_non_interleave(d: D.Descriptor) -> bool:
     return e is not None and not isinstance(e, X.Interleave)
 
 
+def _l1scaled_odd_wide_scale1_permuted(d: D.Descriptor) -> bool:
+    """ZP_L1SCALED ([S1, Z1] pairs: a scale1 unit of 2·width bits) with a
+    scale1 width of 17..31 bits not a multiple of 8 (a unit of 34..62 bits,
+    not whole bytes), under a scale placement that permutes units."""
+    w = fmt_width(d.scale1)
+    return bool(d.flags & D.F_ZP_L1SCALED) and d.n_levels == 2 and 16 < w < 32 and \
+        w % 8 != 0 and d.placement_scale not in (UNSPECIFIED, ROW_MAJOR)
+
+
 KNOWN_ESCAPES: tuple[KnownEscape, ...] = (
     KnownEscape(
         name="F_INTERLEAVED with a hashed data word that is not Interleave",
@@ -79,6 +90,23 @@ KNOWN_ESCAPES: tuple[KnownEscape, ...] = (
             "desc_hex": "475254314001011043200748000000000100200000000000000000000000000098"
                         "aa8489cc4708808f0cc2f3962a19840000000000000000c868600de1854225",
             "shape": [3, 64], "planes": [102, 0, 0, 0], "level": 3, "decode": True},
+    ),
+    KnownEscape(
+        name="ZP_L1SCALED scale1 pairs of more than 32 bits, not whole bytes, permuted",
+        item="#12 (found by this harness)",
+        types=("ValueError",),
+        raised_in=("codec/packing.py",),
+        applies=_l1scaled_odd_wide_scale1_permuted,
+        # grit1(e=u4,k0=8,s0=u6,k1=1,s1=x43f0,zp=u6,zps=l1,esr=affineminmax)
+        # (s1 = u17), group_axis 1, placement_scale COL_MAJOR, shape [2, 8],
+        # zero planes: level 1 passes; check level 3 and decode raise
+        # "stream width 34 outside 2..32" (planes.to_units -> unpack_stream)
+        reproducer={
+            "grade": "grit1(e=u4,k0=8,s0=u6,k1=1,s1=x43f0,zp=u6,zps=l1,esr=affineminmax)",
+            "desc_hex": "4752543140010221e343e543f043e54301000800010000000000000000000000"
+                        "01000000000000100200000000000010010000000000001032c9a5051af92b9b",
+            "shape": [2, 8], "planes": ["00" * 8, "00" * 2, "00" * 9, "00" * 2], "level": 3,
+            "decode": True},
     ),
 )
 
@@ -250,6 +278,8 @@ def test_an_escape_is_caught_and_reported_with_its_reproducer(monkeypatch):
 def test_each_known_escape_still_escapes(k):
     """When the fix lands this fails: remove the entry from KNOWN_ESCAPES."""
     r = k.reproducer
+    if "grade" in r:
+        grit.register_grade(r["grade"])        # undone by the module's registry fixture
     planes = tuple(bytes.fromhex(p) if isinstance(p, str) else bytes(p) for p in r["planes"])
     case = F.Case(bytes.fromhex(r["desc_hex"]), tuple(r["shape"]), planes)
     assert k.applies(D.Descriptor.from_bytes(case.desc))
