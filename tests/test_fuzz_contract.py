@@ -35,8 +35,8 @@ from hypothesis import strategies as st
 import grit
 from grit import descriptor as D
 from grit.placement import expr as X
-from grit.facts import fmt_width
-from grit.placement.registered import ROW_MAJOR
+from grit.facts import META_BITS, fmt_width
+from grit.placement.registered import LINEAR_META, ROW_MAJOR
 from grit.placement.words import UNSPECIFIED, placement_class
 
 import fuzz_strategies as F
@@ -46,15 +46,16 @@ import fuzz_strategies as F
 class KnownEscape:
     """One class of escape, fixed elsewhere: which inputs (``applies``, on
     the descriptor), which exception types, raised in which files, and one
-    minimal reproducer (descriptor hex, shape, plane bytes as hex or a byte
-    count, the level and entry point)."""
+    minimal reproducer per way in (descriptor hex, shape, plane bytes as hex
+    or a byte count, the level, whether decode escapes too, and the grade
+    or layout to register first when the descriptor names one)."""
 
     name: str
     item: str
     types: tuple[str, ...]
     raised_in: tuple[str, ...]
     applies: Callable[[D.Descriptor], bool]
-    reproducer: dict
+    reproducers: tuple[dict, ...]
 
 
 def _interleaved_non_interleave(d: D.Descriptor) -> bool:
@@ -66,13 +67,19 @@ def _interleaved_non_interleave(d: D.Descriptor) -> bool:
     return e is not None and not isinstance(e, X.Interleave)
 
 
-def _l1scaled_odd_wide_scale1_permuted(d: D.Descriptor) -> bool:
-    """ZP_L1SCALED ([S1, Z1] pairs: a scale1 unit of 2·width bits) with a
-    scale1 width of 17..31 bits not a multiple of 8 (a unit of 34..62 bits,
-    not whole bytes), under a scale placement that permutes units."""
-    w = fmt_width(d.scale1)
-    return bool(d.flags & D.F_ZP_L1SCALED) and d.n_levels == 2 and 16 < w < 32 and \
-        w % 8 != 0 and d.placement_scale not in (UNSPECIFIED, ROW_MAJOR)
+def _wide_odd_units_permuted(d: D.Descriptor) -> bool:
+    """A placement that permutes units, on a plane whose unit is wider than
+    32 bits and not whole bytes: scale1 under ZP_L1SCALED ([S1, Z1] pairs,
+    2·width(scale1) bits) or a sparse quad's metadata (sp_n·metabits)."""
+    def odd_wide(bits: int) -> bool:
+        return bits > 32 and bits % 8 != 0
+    per = 2 if d.flags & D.F_ZP_L1SCALED else 1
+    scale = d.n_levels == 2 and odd_wide(per * fmt_width(d.scale1)) and \
+        d.placement_scale not in (UNSPECIFIED, ROW_MAJOR)
+    mb = META_BITS.get(d.sp_meta_fmt)
+    meta = bool(d.flags & D.F_SPARSE) and mb is not None and odd_wide(d.sp_n * mb) and \
+        d.placement_meta not in (UNSPECIFIED, ROW_MAJOR, LINEAR_META)
+    return scale or meta
 
 
 KNOWN_ESCAPES: tuple[KnownEscape, ...] = (
@@ -86,27 +93,38 @@ KNOWN_ESCAPES: tuple[KnownEscape, ...] = (
         # Swizzle(1,0,1), placement_scale Pad(2): level 1 passes (the data
         # plane carries the 102 bytes of all planes), check level 3 and decode
         # raise ValueError in planes.to_units
-        reproducer={
+        reproducers=({
             "desc_hex": "475254314001011043200748000000000100200000000000000000000000000098"
                         "aa8489cc4708808f0cc2f3962a19840000000000000000c868600de1854225",
-            "shape": [3, 64], "planes": [102, 0, 0, 0], "level": 3, "decode": True},
+            "shape": [3, 64], "planes": [102, 0, 0, 0], "level": 3, "decode": True},),
     ),
     KnownEscape(
-        name="ZP_L1SCALED scale1 pairs of more than 32 bits, not whole bytes, permuted",
+        name="a permuting placement of a plane whose units are wider than 32 bits and "
+             "not whole bytes",
         item="#12 (found by this harness)",
         types=("ValueError",),
         raised_in=("codec/packing.py",),
-        applies=_l1scaled_odd_wide_scale1_permuted,
-        # grit1(e=u4,k0=8,s0=u6,k1=1,s1=x43f0,zp=u6,zps=l1,esr=affineminmax)
-        # (s1 = u17), group_axis 1, placement_scale COL_MAJOR, shape [2, 8],
-        # zero planes: level 1 passes; check level 3 and decode raise
-        # "stream width 34 outside 2..32" (planes.to_units -> unpack_stream)
-        reproducer={
-            "grade": "grit1(e=u4,k0=8,s0=u6,k1=1,s1=x43f0,zp=u6,zps=l1,esr=affineminmax)",
-            "desc_hex": "4752543140010221e343e543f043e54301000800010000000000000000000000"
-                        "01000000000000100200000000000010010000000000001032c9a5051af92b9b",
-            "shape": [2, 8], "planes": ["00" * 8, "00" * 2, "00" * 9, "00" * 2], "level": 3,
-            "decode": True},
+        applies=_wide_odd_units_permuted,
+        reproducers=(
+            # scale1 of u17 under ZP_L1SCALED (34-bit pairs), placement_scale
+            # COL_MAJOR, group_axis 1, shape [2, 8], zero planes: level 1 passes;
+            # check level 3 and decode raise "stream width 34 outside 2..32"
+            # (placement/planes.py to_units -> codec/packing.py unpack_stream)
+            {"grade": "grit1(e=u4,k0=8,s0=u6,k1=1,s1=x43f0,zp=u6,zps=l1,esr=affineminmax)",
+             "desc_hex": "4752543140010221e343e543f043e54301000800010000000000000000000000"
+                         "01000000000000100200000000000010010000000000001032c9a5051af92b9b",
+             "shape": [2, 8], "planes": ["00" * 8, "00" * 2, "00" * 9, "00" * 2], "level": 3,
+             "decode": True},
+            # 15:16 sparsity with u4 indices (60-bit quads), placement_meta the
+            # hashed Perm([1,0]), group_axis 1, shape [1, 32], zero planes:
+            # "stream width 60 outside 2..32" the same way
+            {"grade": "grit1(e=s8,k0=16,s0=binary16,sp=15:16:u4:unord,esr=ratiomaxabs)",
+             "layout": "Perm([1,0])",
+             "desc_hex": "4752543140010104e7036f35000000000100100000000f100200000000000000"
+                         "010000000000001001000000000000105779f7a0e3b53f8da9cd4688f896d8d1",
+             "shape": [1, 32], "planes": ["00" * 30, "00" * 4, "", "00" * 15], "level": 3,
+             "decode": True},
+        ),
     ),
 )
 
@@ -274,12 +292,17 @@ def test_an_escape_is_caught_and_reported_with_its_reproducer(monkeypatch):
     assert out.escapes[0]["repro"]["desc_hex"] == d.hex()
 
 
-@pytest.mark.parametrize("k", KNOWN_ESCAPES, ids=lambda k: k.item)
-def test_each_known_escape_still_escapes(k):
+_REPRODUCERS = [(k, r) for k in KNOWN_ESCAPES for r in k.reproducers]
+
+
+@pytest.mark.parametrize("k,r", _REPRODUCERS,
+                         ids=[f"{k.item}-{i}" for i, (k, _) in enumerate(_REPRODUCERS)])
+def test_each_known_escape_still_escapes(k, r):
     """When the fix lands this fails: remove the entry from KNOWN_ESCAPES."""
-    r = k.reproducer
     if "grade" in r:
         grit.register_grade(r["grade"])        # undone by the module's registry fixture
+    if "layout" in r:
+        grit.register_layout(r["layout"])
     planes = tuple(bytes.fromhex(p) if isinstance(p, str) else bytes(p) for p in r["planes"])
     case = F.Case(bytes.fromhex(r["desc_hex"]), tuple(r["shape"]), planes)
     assert k.applies(D.Descriptor.from_bytes(case.desc))
