@@ -6,6 +6,7 @@ well-formed inputs); whether they mean anything is grit_check's business.
 """
 from __future__ import annotations
 
+import operator
 import struct
 from dataclasses import dataclass, fields, replace
 
@@ -105,12 +106,14 @@ class Descriptor:
         """From 128 hex digits.  Lenient by default (whitespace and a 0x
         prefix are dropped, as typed on a command line); ``strict``: exactly
         128 hex digits and nothing else, as a file stores them."""
+        if not isinstance(text, str):
+            raise GritUsageError(f"descriptor hex is text, got {type(text).__name__}")
         if strict:
             if not is_descriptor_hex(text):
                 raise GritGradeError(f"a stored descriptor is exactly {2 * HDR_BYTES} hex "
-                                     f"digits, got {str(text)[:40]!r}")
+                                     f"digits, got {text[:40]!r}")
             return cls.from_bytes(bytes.fromhex(text))
-        t = "".join(str(text).split())
+        t = "".join(text.split())
         if t.lower().startswith("0x"):
             t = t[2:]
         try:
@@ -144,9 +147,17 @@ class Descriptor:
         return (self.note & NOTE_PRODUCER_MASK) >> NOTE_PRODUCER_SHIFT
 
     def with_note(self, note: int) -> "Descriptor":
-        return replace(self, note=note & 0xFFFFFFFF)
+        try:
+            n = operator.index(note)
+        except TypeError:
+            raise GritUsageError(f"a note is an integer, got {type(note).__name__}") from None
+        return replace(self, note=n & 0xFFFFFFFF)
 
     def replace(self, **changes) -> "Descriptor":
+        unknown = sorted(set(changes) - set(_NAMES))
+        if unknown:
+            raise GritUsageError(f"no descriptor field {', '.join(unknown)} (§3.1 names: "
+                                 f"{', '.join(_NAMES)})")
         return replace(self, **changes)
 
     @property

@@ -5,6 +5,7 @@ pure-Python fallback gives the same values (slowly) and warns once.
 """
 from __future__ import annotations
 
+import operator
 import struct
 import warnings
 from typing import Sequence
@@ -59,9 +60,22 @@ def _buf(b):
         raise GritUsageError(f"expected a bytes-like object, got {type(b).__name__}") from None
 
 
+def _state(h, bits: int) -> int:
+    """A running hash value: an integer in [0, 2^bits)."""
+    try:
+        v = operator.index(h)
+    except TypeError:
+        raise GritUsageError(f"a running FNV-1a state is an integer, got "
+                             f"{type(h).__name__}") from None
+    if v < 0 or v >> bits:
+        raise GritUsageError(f"a running FNV-1a-{bits} state is in [0, 2^{bits}), got {v}")
+    return v
+
+
 def fnv1a64(data, h: int = FNV64_OFFSET) -> int:
     """FNV-1a-64 of a bytes-like object (``h`` continues a running hash)."""
     mv = _buf(data)
+    h = _state(h, 64)
     if _native is not None:
         return _native.fnv1a64(mv, h)
     return _py_fnv64(mv, h)
@@ -71,6 +85,7 @@ def fnv1a128(data, h: int = FNV128_OFFSET) -> int:
     """FNV-1a-128 of a bytes-like object, as an int (serialise big-endian)."""
     global _warned
     mv = _buf(data)
+    h = _state(h, 128)
     if _native is not None:
         return _native.fnv1a128(mv, h)
     if mv.nbytes > 4096 and not _warned:
@@ -82,13 +97,29 @@ def fnv1a128(data, h: int = FNV128_OFFSET) -> int:
 def gid(canonical_grade: str, desc_bytes: bytes, shape: Sequence[int]) -> bytes:
     """§6.3: FNV1a128(grade ‖ 0x00 ‖ desc[0:28] ‖ desc[32:64] ‖ u32le(rank) ‖
     i64le(shape[d])…), 16 bytes big-endian."""
+    if not isinstance(canonical_grade, str):
+        raise GritUsageError(f"gid needs the canonical grade string, got "
+                             f"{type(canonical_grade).__name__}")
+    try:
+        grade_utf8 = canonical_grade.encode("utf-8")
+    except UnicodeEncodeError:
+        raise GritUsageError("gid: the grade string is not encodable as UTF-8 (a lone "
+                             "surrogate)") from None
+    if isinstance(desc_bytes, str):
+        raise GritUsageError("gid needs the 64 descriptor bytes, not text")
+    desc_bytes = bytes(_buf(desc_bytes))
     if len(desc_bytes) != 64:
         raise GritUsageError("gid needs the 64 descriptor bytes")
+    try:
+        shape = list(shape)
+    except TypeError:
+        raise GritUsageError(f"gid needs a shape, a sequence of extents, got "
+                             f"{type(shape).__name__}") from None
     try:
         tail = struct.pack(f"<I{len(shape)}q", len(shape), *shape)
     except struct.error:
         raise GritUsageError(f"shape {tuple(shape)!r} does not fit int64 extents") from None
-    msg = (canonical_grade.encode("utf-8") + b"\x00" + bytes(desc_bytes[0:28])
+    msg = (grade_utf8 + b"\x00" + bytes(desc_bytes[0:28])
            + bytes(desc_bytes[32:64]) + tail)
     return fnv1a128(msg).to_bytes(16, "big")
 
@@ -96,6 +127,10 @@ def gid(canonical_grade: str, desc_bytes: bytes, shape: Sequence[int]) -> bytes:
 def digest(planes: Sequence) -> bytes:
     """§6.5 with SPEC-FACTS: all four planes, each u64le(len) ‖ bytes; an
     absent plane contributes u64le(0).  16 bytes big-endian."""
+    try:
+        planes = list(planes)
+    except TypeError:
+        raise GritUsageError(f"digest needs four planes, got {type(planes).__name__}") from None
     if len(planes) != 4:
         raise GritUsageError(f"digest needs exactly four planes, got {len(planes)}")
     bufs = [_buf(p if p is not None else b"") for p in planes]
@@ -122,7 +157,11 @@ def base32_encode(value: "bytes | int") -> str:
             raise GritUsageError("base32 renders a 16-byte (128-bit) value")
         n = int.from_bytes(bytes(value), "big")
     else:
-        n = int(value)
+        try:
+            n = operator.index(value)
+        except TypeError:
+            raise GritUsageError(f"base32 renders 16 bytes or an integer, got "
+                                 f"{type(value).__name__}") from None
         if not 0 <= n <= _M128:
             raise GritUsageError("base32 renders a 128-bit value")
     return "".join(_ALPHABET[(n >> (5 * (25 - i))) & 31] for i in range(26))
@@ -132,7 +171,11 @@ def base32_decode(text: str) -> bytes:
     """Parse a 26-symbol gid: case-insensitive, I/L→1, O→0, U rejected."""
     if not isinstance(text, str):
         raise GritUsageError("base32 text must be a str")
-    t = text.strip().upper()
+    t = text.strip()
+    if not t.isascii():
+        # str.upper() would turn U+0131 (dotless i) into I and U+017F (long s) into S
+        raise GritGradeError(f"a base32 gid is ASCII: {text!r:.60} is not")
+    t = t.upper()
     if len(t) != 26:
         raise GritGradeError(f"a base32 gid has 26 symbols, got {len(t)} ({text!r}); "
                              "a 7-symbol prefix is for display, never an identity")

@@ -208,9 +208,17 @@ def _norm_sp(raw: str) -> str:
     return f"{n}:{m}:{meta_tok}:{_norm_enum('sp', 'metaorder', order)}"
 
 
+def _non_ascii(s: str) -> str:
+    ch = next(c for c in s if not c.isascii())
+    return (f"grade text is ASCII: {ch!r} (U+{ord(ch):04X}) at offset {s.index(ch)} is not "
+            "(a look-alike such as the Kelvin sign would otherwise lowercase into a key)")
+
+
 def _norm_value(key: str, raw: str) -> str:
     if raw == "":
         raise GritGradeError(f"grade field {key}= has an empty value")
+    if not raw.isascii():
+        raise GritGradeError(f"grade field {key}: {_non_ascii(raw)}")
     d = DOMAIN[key]
     if d == "fmt":
         try:
@@ -284,7 +292,10 @@ class Grade:
             return text
         if not isinstance(text, str):
             raise GritUsageError(f"a grade string is a str, got {type(text).__name__}")
-        s = "".join(text.split()).lower()
+        s = "".join(text.split())
+        if not s.isascii():
+            raise GritGradeError(_non_ascii(s))
+        s = s.lower()
         if not (s.startswith("grit1(") and s.endswith(")")):
             raise GritGradeError(
                 f"not a grade string: {text[:60]!r} (expected grit1(key=value,...))")

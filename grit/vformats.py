@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import enum
 import math
+import operator
 from functools import lru_cache
 
 import numpy as np
@@ -44,9 +45,17 @@ __all__ = ["decode_table", "decode_codes", "encode_values", "code_dtype"]
 _F32_NAN = np.uint32(CANONICAL_NAN)
 
 
-@lru_cache(maxsize=None)
 def _format(word: int) -> Format:
-    return Format(int(word))
+    try:
+        w = operator.index(word)
+    except TypeError:
+        raise GritUsageError(f"a format word is an integer, got {type(word).__name__}") from None
+    return _format_of(w)
+
+
+@lru_cache(maxsize=None)
+def _format_of(word: int) -> Format:
+    return Format(word)
 
 
 def code_dtype(word: int) -> np.dtype:
@@ -112,7 +121,7 @@ def _decode_table(word: int) -> np.ndarray:
 def decode_table(word: int) -> np.ndarray:
     """Read-only float32 array of length 2^w: entry c is fmt_decode(word, c).
     NaN entries have bits 0x7FC00000; -0.0 stays -0.0."""
-    return _decode_table(int(word))
+    return _decode_table(_format(word).word)
 
 
 def _as_codes(codes) -> np.ndarray:
@@ -456,7 +465,10 @@ def encode_values(word: int, x, rounding: str = "rne", sat: str = "satfinite") -
     rounding, sat = as_modes(rounding, sat)
     f = _format(word)
     with np.errstate(over="ignore"):
-        x = np.asarray(x, dtype=np.float32)
+        try:
+            x = np.asarray(x, dtype=np.float32)
+        except (TypeError, ValueError) as e:
+            raise GritUsageError(f"values must be an array of real numbers: {e}") from None
     shape = x.shape
     x = np.ascontiguousarray(x).reshape(-1)
     out_dtype = code_dtype(f.word)

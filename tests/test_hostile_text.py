@@ -44,6 +44,37 @@ def test_hex_format_tokens_are_four_ascii_hex_digits(token):
         grit.Grade.parse(f"grit1(e={token},k0=32,s0=e8m0,esr=exp2floormaxabs)")
 
 
+# Grade text is ASCII.  str.lower() maps the Kelvin sign U+212A to "k", so
+# "\u212a0=32" used to parse as k0=32 (found by the fuzz contract); every
+# other look-alike was refused only by luck of the key table.
+
+@pytest.mark.parametrize("text", [
+    "grit1(e=e2m1,\u212a0=32,s0=e8m0,esr=exp2floormaxabs)",     # KELVIN SIGN
+    "grit1(\u0435=e2m1,k0=32,s0=e8m0,esr=exp2floormaxabs)",     # CYRILLIC SMALL IE
+    "grit1(e=e2m1,k0=32,s0=e8m0,esr=exp2floormaxabs,ao=\u017feq)",  # LONG S
+    "grit1(e=e2m1,k0=32,s0=e8m0,esr=exp2floormaxabs)\u200b",     # ZERO WIDTH SPACE
+    "GR\u0130T1(e=e2m1,k0=32,s0=e8m0,esr=exp2floormaxabs)",     # DOTTED CAPITAL I
+])
+def test_non_ascii_grade_text_is_a_grade_error(text):
+    with pytest.raises(grit.GritGradeError, match="grade text is ASCII"):
+        grit.Grade.parse(text)
+
+
+def test_non_ascii_field_values_are_grade_errors_everywhere():
+    with pytest.raises(grit.GritGradeError, match="ASCII"):
+        grit.Grade.from_fields(e="e2m1", k0="32", s0="e8m0", esr="exp2floormaxabs",
+                               ao="\u017feq")
+    with pytest.raises(grit.GritGradeError, match="ASCII"):
+        grit.GRADE_MXFP4.replace(k0="\u0663\u0662")
+
+
+@pytest.mark.parametrize("ws", [" ", "\t", "\r\n", "\u00a0", "\u3000", "\u2028"])
+def test_whitespace_of_any_script_is_still_stripped(ws):
+    """§4.4 rule 1: all whitespace, before parsing."""
+    text = f"grit1({ws}e=e2m1,{ws}k0=32,s0=e8m0,esr=exp2floormaxabs{ws}){ws}"
+    assert grit.Grade.parse(text).id == 0x2370EE9EE454A183     # Appendix A.1 GRADE_MXFP4
+
+
 def test_a_registered_word_in_hex_is_its_name():
     assert format_by_name("x2043") == format_by_name("e2m1") == 0x2043
     assert format_by_name("X2043") == 0x2043
@@ -59,6 +90,43 @@ def test_deep_layout_nesting_is_a_layout_error(depth):
 def test_nesting_to_the_limit_parses():
     text = "Tile(" * 63 + "RowMajor" + ",[1,1])" * 63
     assert str(grit.parse_layout(text)).count("Tile(") == 63
+
+
+# Compose is canonically nested to the right, so re-nesting can deepen an
+# expression: a balanced tree of depth k has 2^k operands and a canonical
+# text 2^k deep.  What the parser accepts must parse again from its canonical
+# text, so the limit applies to the canonical nesting (found by the fuzz
+# contract: a balanced tree 10 deep was a RecursionError; 8 deep parsed, but
+# its canonical text did not).
+
+def _balanced(k):
+    s = "RowMajor"
+    for _ in range(k):
+        s = f"Compose({s},{s})"
+    return s
+
+
+@pytest.mark.parametrize("k", [7, 8, 10, 12])
+def test_a_balanced_compose_tree_deeper_than_the_limit_once_canonical(k):
+    # 2^k operands: canonical depth 2^k - 1 Composes + 1 leaf = 2^k > 64
+    with pytest.raises(grit.GritLayoutError, match="canonical form"):
+        grit.parse_layout(_balanced(k))
+
+
+def test_a_balanced_compose_tree_within_the_limit_round_trips():
+    e = grit.parse_layout(_balanced(6))          # 64 operands: canonical depth 63 + 1
+    text = str(e)
+    assert text == "Compose(RowMajor," * 63 + "RowMajor" + ")" * 63
+    assert grit.parse_layout(text) == e
+
+
+def test_re_nesting_one_level_past_the_limit_is_refused():
+    tiles = "Tile(" * 62 + "RowMajor" + ",[1,1])" * 62          # 63 deep
+    ok = f"Compose(RowMajor,{tiles})"                            # 64 deep, canonical too
+    assert str(grit.parse_layout(ok)) == ok
+    # 64 deep as written; canonical Compose(RowMajor,Compose(RowMajor,<tiles>)) is 65
+    with pytest.raises(grit.GritLayoutError, match="canonical form"):
+        grit.parse_layout(f"Compose(Compose(RowMajor,RowMajor),{tiles})")
 
 
 @pytest.mark.parametrize("text", ["Pad(" + "9" * 5000 + ")", "Perm([0," + "1" * 30 + "])",
@@ -155,3 +223,64 @@ def test_a_gguf_extent_past_int32_is_refused_before_writing(tmp_path):
     assert list(tmp_path.iterdir()) == []
     grit.save(str(tmp_path / "x.safetensors"), {"w": big})        # 64-bit shapes there
     assert grit.load(str(tmp_path / "x.safetensors"))["w"].shape == (2**31, 0)
+
+
+# ---------------------------------------------------------------------------
+# the fact layer's functions with arguments of the wrong type or range: a
+# GritUsageError, never the TypeError/ValueError/UnicodeEncodeError of the
+# line that tripped (each found by the fuzz contract)
+
+def _wrong_arguments():
+    from grit import vformats as V
+    D = grit.Descriptor
+    return [
+        ("from_hex(int)", lambda: D.from_hex(123)),
+        ("from_hex(None)", lambda: D.from_hex(None)),
+        ("with_note(str)", lambda: D().with_note("x")),
+        ("replace(unknown field)", lambda: D().replace(zz=1)),
+        ("fnv1a64(h past 2^64)", lambda: grit.fnv1a64(b"a", 2**64)),
+        ("fnv1a64(h negative)", lambda: grit.fnv1a64(b"a", -1)),
+        ("fnv1a64(h str)", lambda: grit.fnv1a64(b"a", "x")),
+        ("fnv1a128(h past 2^128)", lambda: grit.fnv1a128(b"a", 2**128)),
+        ("gid(grade int)", lambda: grit.gid(5, bytes(64), [1])),
+        ("gid(lone surrogate)", lambda: grit.gid("\ud800", bytes(64), [1])),
+        ("gid(desc str)", lambda: grit.gid("g", "a" * 64, [1])),
+        ("gid(desc int)", lambda: grit.gid("g", 5, [1])),
+        ("gid(shape int)", lambda: grit.gid("g", bytes(64), 5)),
+        ("digest(None)", lambda: grit.digest(None)),
+        ("base32_encode(str)", lambda: grit.base32_encode("abc")),
+        ("base32_encode(float)", lambda: grit.base32_encode(1.5)),
+        ("encode_values(str values)", lambda: V.encode_values(0x2043, "abc")),
+        ("encode_values(ragged)", lambda: V.encode_values(0x2043, [[1], [1, 2]])),
+        ("encode_values(object)", lambda: V.encode_values(0x2043, [object()])),
+        ("encode_values(word str)", lambda: V.encode_values("e2m1", [1.0])),
+        ("decode_codes(word None)", lambda: V.decode_codes(None, [1])),
+        ("decode_table(word '')", lambda: V.decode_table("")),
+    ]
+
+
+@pytest.mark.parametrize("name,call", _wrong_arguments(), ids=[n for n, _ in _wrong_arguments()])
+def test_wrong_arguments_are_usage_errors(name, call):
+    with pytest.raises(grit.GritUsageError):
+        call()
+
+
+@pytest.mark.parametrize("text", ["\u0131" * 26,                  # dotless i: upper() is I
+                                  "\u017f" + "0" * 25,             # long s: upper() is S
+                                  "0" * 24 + "\u00df",             # sharp s: upper() is SS
+                                  "22T52T4K0FJVN7WCVDGAHARX0\u0130"])
+def test_base32_gid_text_is_ascii(text):
+    """§6.4 accepts I, L and O case-insensitively; no other script's letters
+    that str.upper() happens to map onto the alphabet."""
+    with pytest.raises(grit.GritGradeError, match="ASCII"):
+        grit.base32_decode(text)
+
+
+def test_base32_still_takes_the_spec_aliases():
+    # §6.4's example, lowercased, with I/L for 1 and O for 0 substituted
+    assert grit.base32_decode("22t52t4k0fjvn7wcvdgaharx0d") == \
+        bytes.fromhex("42d145a24c0f96ea7e336d82a2ac740d")
+    assert grit.base32_decode("2ZT52T4KOFJVN7WCVDGAHARXOD".replace("Z", "2")) == \
+        grit.base32_decode("22T52T4K0FJVN7WCVDGAHARX0D")
+    assert grit.base32_decode("0" * 25 + "I") == grit.base32_decode("0" * 25 + "l") == \
+        (1).to_bytes(16, "big")

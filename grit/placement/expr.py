@@ -295,6 +295,21 @@ class _Parser:
         finally:
             self.depth -= 1
 
+    def compose(self, a: Expr, b: Expr) -> Expr:
+        """Compose(a, b) built as its canonical right-nested chain, refused
+        when that chain nests deeper than MAX_DEPTH: the canonical text must
+        parse again, and re-nesting a balanced tree of n operands makes it n
+        deep (a tree 10 levels deep would be 1,024 deep, past Python's
+        recursion limit)."""
+        chain = _chain(a) + _chain(b)
+        if _chain_depth(chain) > MAX_DEPTH:
+            self.fail(f"its canonical form (Compose nested to the right) is deeper than "
+                      f"{MAX_DEPTH} constructors")
+        out = chain[-1]
+        for x in reversed(chain[:-1]):
+            out = Compose(x, out)     # x is no Compose: no re-nesting, no recursion
+        return out
+
     def _expr(self) -> Expr:
         name = _NAMES.get(self.ident().lower())
         if name is None:
@@ -324,7 +339,7 @@ class _Parser:
         elif name == "Compose":
             a = self.expr()
             self.eat(",")
-            out = Compose(a, self.expr())
+            out = self.compose(a, self.expr())
         else:  # Opaque
             m = _VENDOR_PREFIX.match(self.s, self.i)
             if not m:
@@ -341,6 +356,34 @@ class _Parser:
 
 
 _VENDOR_PREFIX = re.compile(r"[A-Za-z0-9_.\-]+")
+
+
+def _chain(e: Expr) -> list[Expr]:
+    """The operands of a canonical (right-nested) Compose chain, in order."""
+    out = []
+    while isinstance(e, Compose):
+        out.append(e.first)
+        e = e.second
+    out.append(e)
+    return out
+
+
+def _chain_depth(chain: list[Expr]) -> int:
+    """Nesting depth of the canonical text of Compose over ``chain`` (one
+    operand: the operand's own depth).  Operand i (from 1) sits under i
+    Composes, the last one under as many as the one before it."""
+    n = len(chain)
+    return max(min(i, n - 1) + _depth(x) for i, x in enumerate(chain, 1))
+
+
+def _depth(e: Expr) -> int:
+    """Nesting depth of ``e``'s canonical text, counting constructors (the
+    parser's measure); recursion stays within MAX_DEPTH of parsed input."""
+    if isinstance(e, Compose):
+        return _chain_depth(_chain(e))
+    if isinstance(e, (Tile, Interleave)):
+        return 1 + _depth(e.inner)
+    return 1
 
 
 def parse_layout(text: str) -> Expr:
