@@ -1,5 +1,20 @@
-"""Assertions shared by several test files."""
+"""Assertions and loaders shared by several test files."""
+import importlib.util
+from pathlib import Path
+
 import grit
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load_reference(name: str = "grit_spec_reference"):
+    """spec/reference.py as a module (it is a standalone script, not part of
+    the package: each caller gets its own instance, so registrations made by
+    one test file's copy never leak into another's)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "spec" / "reference.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def assert_same_array(a, b):

@@ -3,7 +3,6 @@ exactly, and equals spec/reference.py (the scalar oracle) on property-based
 inputs and payloads for every grade the suite names."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import os
@@ -13,15 +12,15 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from _support import load_reference
+
 import grit
 from grit import diagnose
 from grit.supersedes import edges
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = json.loads((ROOT / "spec" / "conformance" / "vectors.json").read_text())
-_spec = importlib.util.spec_from_file_location("grit_reference", ROOT / "spec" / "reference.py")
-ref = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(ref)
+ref = load_reference("grit_reference")
 
 for _g in DOC["grades"].values():
     grit.register_grade(_g["canonical"])

@@ -16,6 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from _support import load_reference
+
 import grit.formats as F
 import grit.vformats as V
 from grit.errors import GritEncodeError, GritFormatError, GritUsageError
@@ -812,13 +814,7 @@ def test_encode_errors_and_shapes():
 # 5b. ovfinf under the directed roundings: IEEE 754 §7.4 overflow
 
 def _load_spec_reference():
-    import importlib.util
-    from pathlib import Path
-    path = Path(__file__).resolve().parents[1] / "spec" / "reference.py"
-    spec = importlib.util.spec_from_file_location("grit_spec_reference_fmt", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_reference("grit_spec_reference_fmt")
 
 
 SPEC_REF = _load_spec_reference()

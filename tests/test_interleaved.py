@@ -8,7 +8,6 @@ planes (step 4).  docs/placements.md "ROW_MAJOR when the group axis is not
 the last" has the byte example the last test writes out."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import random
@@ -19,6 +18,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+
+from _support import load_reference
 
 import grit
 from grit import descriptor as D
@@ -382,11 +383,7 @@ def test_row_major_with_group_axis_0_is_the_documented_bytes():
 
 
 def _reference():
-    spec = importlib.util.spec_from_file_location("grit_spec_reference_il",
-                                                  ROOT / "spec" / "reference.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_reference("grit_spec_reference_il")
 
 
 def test_the_standalone_reference_reads_the_example_the_same_way():

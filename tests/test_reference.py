@@ -4,7 +4,6 @@ The pinned values below are typed in from the specification text (Appendix A
 and B), not read from the vector file, so the file is checked against the spec
 rather than against itself."""
 import ast
-import importlib.util
 import json
 import math
 import random
@@ -15,16 +14,15 @@ from pathlib import Path
 
 import pytest
 
+from _support import load_reference
+
 ROOT = Path(__file__).resolve().parents[1]
 REF_PATH = ROOT / "spec" / "reference.py"
 VECTORS = ROOT / "spec" / "conformance" / "vectors.json"
 
 
 def _load_reference():
-    spec = importlib.util.spec_from_file_location("grit_spec_reference", REF_PATH)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_reference("grit_spec_reference")
 
 
 ref = _load_reference()

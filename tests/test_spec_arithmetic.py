@@ -6,7 +6,6 @@ transcription of GPTQ's own quantizer.  spec/reference.py (stdlib only, no
 grit import) is held to the same answers, and both codec paths (native
 kernels on and off) give the same bytes.
 """
-import importlib.util
 import math
 import os
 import struct
@@ -15,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from _support import load_reference
 
 import grit
 from grit import native
@@ -26,11 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _load_reference():
-    spec = importlib.util.spec_from_file_location("grit_spec_reference_arith",
-                                                  ROOT / "spec" / "reference.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_reference("grit_spec_reference_arith")
 
 
 REF = _load_reference()
