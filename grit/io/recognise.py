@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
@@ -61,6 +62,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from .. import descriptor as D
+from .._files import open_regular
 from ..array import GritArray
 from ..errors import GritUsageError
 from ..formats import FormatFields, fmt_decode, fmt_pack, format_token, REGISTERED
@@ -69,7 +71,14 @@ from . import safetensors as _st
 from .dtypes import ST_DTYPES
 
 __all__ = ["recognise", "Recognised", "nvfp4_global_exact", "SCALE_FORMATS",
-           "ST_DTYPE_BYTES"]
+           "ST_DTYPE_BYTES", "read_config", "recognise_file", "SMALL_MAX"]
+
+#: the largest small tensor (a GPTQ g_idx, an NVFP4 global scale) the
+#: recogniser reads to decide a convention
+SMALL_MAX = 1 << 20
+#: the largest config.json read beside a model file
+MAX_CONFIG = 16 * 1024 * 1024
+
 
 #: safetensors dtype -> bytes per element (the whole-byte types of grit.io.dtypes)
 ST_DTYPE_BYTES = {n: d.itemsize for n, d in ST_DTYPES.items() if d.itemsize is not None}
@@ -250,6 +259,31 @@ def _desc(grade: Grade, shape: Sequence[int], has_zp: bool) -> D.Descriptor:
 
 
 # ---------------------------------------------------------------------------
+
+
+def read_config(path: str) -> dict | None:
+    """The ``config.json`` beside a model file (None: absent, too large or
+    not a JSON object)."""
+    cfg = os.path.join(os.path.dirname(os.fspath(path)), "config.json")
+    try:
+        if not os.path.isfile(cfg) or os.path.getsize(cfg) > MAX_CONFIG:
+            return None
+        with open_regular(cfg) as f:
+            doc = json.loads(f.read().decode("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def recognise_file(f: "_st.SafetensorsFile", config: Mapping | None) -> list[Recognised]:
+    """:func:`recognise` over one safetensors file as read by
+    :func:`grit.io.safetensors.read` (its entries with a dtype, a shape that
+    fits int64 and a located span; small tensors read through the file's
+    map, at most :data:`SMALL_MAX` bytes)."""
+    header = {n: (e.dtype, e.shape, f.on_disk(n)) for n, e in f.entries.items()
+              if e.dtype is not None and e.shape is not None and e.span is not None
+              and all(x < 2**63 for x in e.shape)}
+    return recognise(header, f.metadata, config, lambda tn: f.tensor_values(tn, SMALL_MAX))
 
 
 def recognise(header_tensors: Header, metadata: Mapping | None = None,

@@ -23,7 +23,7 @@ from ..fingerprint import base32_decode, base32_encode, gid as _gid
 from ..grade import lookup_grade
 from ..io.gguf import KV_DIGEST, GGUFContents, Inexpressible
 from ..io.problems import Problem, ProblemKind as PK
-from ..io.recognise import Recognised, recognise
+from ..io.recognise import Recognised, recognise_file
 from ..io.safetensors import CheckFailed, SafetensorsFile, grit_array
 from .collect import Input, why
 from .findings import CHECK_CODES, MAX_PER_CODE, Finding
@@ -33,8 +33,6 @@ __all__ = ["Tensor", "Context", "file_analyses", "deep", "cross_file", "drift",
 
 #: tensor names shown per finding in the human report; JSON carries every tensor
 SHOW_NAMES = 3
-#: the largest small tensor (g_idx, a global scale) the recogniser may read
-SMALL_MAX = 1 << 20
 
 
 @dataclass
@@ -239,11 +237,8 @@ def _safetensors(ctx: Context, inp: Input) -> None:
 
 def _recognise(f: SafetensorsFile, config) -> list[Recognised]:
     """Run grit.io.recognise over a safetensors header without GRIT metadata."""
-    header = {n: (e.dtype, e.shape, f.on_disk(n)) for n, e in f.entries.items()
-              if e.dtype is not None and e.shape is not None and e.span is not None
-              and all(x < 2**63 for x in e.shape)}
     try:
-        return recognise(header, f.metadata, config, lambda tn: f.tensor_values(tn, SMALL_MAX))
+        return recognise_file(f, config)
     except (GritError, ValueError, KeyError, IndexError, TypeError, OverflowError) as e:
         return [Recognised(os.path.basename(f.path), "unrecognised", "inexpressible",
                            section="§13", reason=f"the recogniser failed: {why(e)}")]

@@ -16,6 +16,7 @@ from ..io import safetensors as _st
 from ..io import sniff as _sniff_file
 from ..io.gguf import GGUFContents
 from ..io.problems import ProblemKind
+from ..io.recognise import read_config
 from ..io.safetensors import SafetensorsFile
 from .findings import Finding
 
@@ -26,7 +27,7 @@ MODEL_SUFFIXES = (".safetensors", ".gguf")
 #: manifests are recognised by suffix; any other non-model file named on the
 #: command line is tried as a manifest too (docs/scan.md, "Manifests")
 MANIFEST_SUFFIXES = (".json", ".txt", ".lst", ".manifest")
-#: the largest manifest (and config.json) read
+#: the largest manifest read (config.json: grit.io.recognise.MAX_CONFIG)
 MAX_MANIFEST = 16 * 1024 * 1024
 
 _SHARD = re.compile(r"^(?P<stem>.+)-\d{3,6}-of-\d{3,6}(?P<ext>\.[A-Za-z]+)$")
@@ -164,20 +165,6 @@ def read_manifest(path: str) -> list[str]:
         items = [ln for ln in items if ln and not ln.startswith("#")]
     base = os.path.dirname(path)
     return [x if os.path.isabs(x) else os.path.join(base, x) for x in items]
-
-
-def read_config(path: str) -> dict | None:
-    """The ``config.json`` beside a model file (None: absent, too large or
-    not a JSON object)."""
-    cfg = os.path.join(os.path.dirname(path), "config.json")
-    try:
-        if not os.path.isfile(cfg) or os.path.getsize(cfg) > MAX_MANIFEST:
-            return None
-        with open_regular(cfg) as f:
-            doc = json.loads(f.read().decode("utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
-        return None
-    return doc if isinstance(doc, dict) else None
 
 
 # ---------------------------------------------------------------------------
