@@ -22,6 +22,7 @@ from ..errors import GritUsageError
 from . import gguf as _gguf
 from . import safetensors as _st
 from .gguf import GGUF_MAGIC
+from .recognise import with_recognised
 from .safetensors import GritFileError
 
 __all__ = ["load", "save", "save_gguf", "sniff", "GritFileError"]
@@ -53,7 +54,12 @@ def load(path, **options):
     type v1 cannot express becomes an ``Inexpressible`` record).
     safetensors: see :func:`grit.io.safetensors.load` (``strict=True`` by
     default: a GRIT tensor failing its level-1 check raises; ``strict=False``
-    returns a ``CheckFailed`` record in its place)."""
+    returns a ``CheckFailed`` record in its place).  A safetensors file
+    without GRIT metadata whose weights follow a convention grit recognises
+    (compressed-tensors, torchao; docs/scan.md) returns each such weight as a
+    GritArray under its logical name, with ``.config`` and ``.recognised``
+    on the result (:func:`grit.io.recognise.with_recognised`);
+    ``recognise=False`` returns the file's tensors as they are."""
     try:
         head, size = _head(path)
     except (OSError, TypeError) as e:
@@ -63,7 +69,10 @@ def load(path, **options):
         return _gguf.load(path, **options)
     if kind == "safetensors" or (kind is None and os.fspath(path).lower().endswith(
             ".safetensors")):     # the reader names what is wrong with the header
-        return _st.load(path, **options)
+        recognised = options.pop("recognise", True)
+        tensors = _st.load(path, **options)
+        return with_recognised(path, tensors, strict=options.get("strict", True)) \
+            if recognised else tensors
     raise GritFileError(f"{path}: not a GGUF file (magic {head[:4]!r}) and not a safetensors "
                         "file (an 8-byte header length within the file, then '{')")
 

@@ -64,14 +64,15 @@ import numpy as np
 from .. import descriptor as D
 from .._files import open_regular
 from ..array import GritArray
-from ..errors import GritUsageError
+from ..errors import GritError, GritUsageError
 from ..formats import FormatFields, fmt_decode, fmt_pack, format_token, REGISTERED
 from ..grade import Grade, lookup_grade, register_grade
 from . import safetensors as _st
 from .dtypes import ST_DTYPES
 
 __all__ = ["recognise", "Recognised", "nvfp4_global_exact", "SCALE_FORMATS",
-           "ST_DTYPE_BYTES", "read_config", "recognise_file", "SMALL_MAX"]
+           "ST_DTYPE_BYTES", "read_config", "recognise_file", "SMALL_MAX",
+           "with_recognised"]
 
 #: the largest small tensor (a GPTQ g_idx, an NVFP4 global scale) the
 #: recogniser reads to decide a convention
@@ -279,11 +280,73 @@ def recognise_file(f: "_st.SafetensorsFile", config: Mapping | None) -> list[Rec
     """:func:`recognise` over one safetensors file as read by
     :func:`grit.io.safetensors.read` (its entries with a dtype, a shape that
     fits int64 and a located span; small tensors read through the file's
-    map, at most :data:`SMALL_MAX` bytes)."""
+    map, at most :data:`SMALL_MAX` bytes).  Never raises: a failure of the
+    recogniser itself is one inexpressible record saying so."""
     header = {n: (e.dtype, e.shape, f.on_disk(n)) for n, e in f.entries.items()
               if e.dtype is not None and e.shape is not None and e.span is not None
               and all(x < 2**63 for x in e.shape)}
-    return recognise(header, f.metadata, config, lambda tn: f.tensor_values(tn, SMALL_MAX))
+    try:
+        return recognise(header, f.metadata, config, lambda tn: f.tensor_values(tn, SMALL_MAX))
+    except (GritError, ValueError, KeyError, IndexError, TypeError, OverflowError) as e:
+        # recognise() is written never to raise; should it, the file is still
+        # readable and the failure is reported, never lost
+        text = str(e).splitlines()[0] if str(e) else ""
+        return [Recognised(os.path.basename(f.path), "unrecognised", "inexpressible",
+                           section="§13", reason=f"the recogniser failed: "
+                                                 f"{type(e).__name__}: {text}"[:300])]
+
+
+def with_recognised(path, tensors: "_st.SafetensorsTensors", *,
+                    strict: bool = True) -> "_st.SafetensorsTensors":
+    """``tensors`` (what :func:`grit.io.safetensors.load` read from the file
+    at ``path``) with each weight :func:`recognise` infers as one checked
+    GritArray under its logical name, in place of the file tensors that hold
+    its planes (at the position of the first of them); every other tensor,
+    the inexpressible ones included, as it was.
+
+    The result also carries ``.config`` (the config.json beside the file, or
+    None) and ``.recognised`` (``{name: Recognised}``, inferred and
+    inexpressible alike, so nothing the recogniser saw is silently dropped).
+    A file with GRIT metadata is returned as it is (its descriptors are its
+    own).  An inferred weight whose bytes fail the check raises that
+    GritError naming the weight, or with ``strict=False`` stands as a
+    :class:`~grit.io.safetensors.CheckFailed` record."""
+    tensors.config = None
+    tensors.recognised = {}
+    if tensors.convention is not None:
+        return tensors
+    f = _st.read(path)
+    config = read_config(path)
+    recs = recognise_file(f, config)
+    out = _st.SafetensorsTensors()
+    out.metadata, out.convention = tensors.metadata, tensors.convention
+    out.config, out.recognised = config, {r.name: r for r in recs}
+    first: dict[str, Recognised] = {}          # first file tensor -> its weight
+    taken: set[str] = set()
+    for r in recs:
+        if r.kind != "inferred":
+            continue
+        parts = [tn for tn in tensors if tn in r.tensors]
+        if not parts:
+            continue
+        first[parts[0]] = r
+        taken.update(parts)
+    for name, value in tensors.items():
+        r = first.get(name)
+        if r is not None:
+            try:
+                out[r.name] = r.array(os.fspath(path), view=f.view)
+            except GritError as err:
+                e = _st.renamed_error(r.name, err)
+                if strict:
+                    raise e from None
+                raw = {tn: f.view(tn) for tn in r.tensors if tn in f.entries}
+                out[r.name] = _st.CheckFailed(r.name, e, r.descriptor.hex()
+                                              if r.descriptor is not None else "",
+                                              tuple(r.shape or ()), raw)
+        elif name not in taken:
+            out[name] = value
+    return out
 
 
 def recognise(header_tensors: Header, metadata: Mapping | None = None,

@@ -9,7 +9,6 @@ checkpoint and role, and ``escape-hatch`` exposure.
 """
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -25,7 +24,7 @@ from ..io.gguf import KV_DIGEST, GGUFContents, Inexpressible
 from ..io.problems import Problem, ProblemKind as PK
 from ..io.recognise import Recognised, recognise_file
 from ..io.safetensors import CheckFailed, SafetensorsFile, grit_array
-from .collect import Input, why
+from .collect import Input
 from .findings import CHECK_CODES, MAX_PER_CODE, Finding
 
 __all__ = ["Tensor", "Context", "file_analyses", "deep", "cross_file", "drift",
@@ -237,11 +236,7 @@ def _safetensors(ctx: Context, inp: Input) -> None:
 
 def _recognise(f: SafetensorsFile, config) -> list[Recognised]:
     """Run grit.io.recognise over a safetensors header without GRIT metadata."""
-    try:
-        return recognise_file(f, config)
-    except (GritError, ValueError, KeyError, IndexError, TypeError, OverflowError) as e:
-        return [Recognised(os.path.basename(f.path), "unrecognised", "inexpressible",
-                           section="§13", reason=f"the recogniser failed: {why(e)}")]
+    return recognise_file(f, config)
 
 
 def _recognised(ctx: Context, inp: Input, recognised: list[Recognised], trunc) -> None:
