@@ -33,6 +33,20 @@ E8M0_SPECIAL = [0xFF, 0x00, 0x01, 0xFE, 0x7F]
 E4M3_SPECIAL = [0x7F, 0xFF, 0x00, 0x80, 0x01, 0x7E, 0xFE, 0x38]
 
 
+_KERNELS = native.kernels()
+SIMD = ["portable"] + (["avx2"] if _KERNELS is not None and _KERNELS.simd() == "avx2" else [])
+
+
+@pytest.fixture(params=SIMD)
+def simd(request):
+    """Both loops of the extension: the AVX2 one where the CPU has it, and the portable one."""
+    prev = _KERNELS.simd()
+    _KERNELS.simd(request.param == "avx2")
+    assert _KERNELS.simd() == request.param
+    yield request.param
+    _KERNELS.simd(prev == "avx2")
+
+
 def random_blocks(name: str, shape) -> np.ndarray:
     t = T[name]
     bs, ts = gguf.GGML_QUANT_SIZES[t]
@@ -90,7 +104,7 @@ def test_the_table_is_what_gguf_loads_zero_copy(loaded):
 
 
 @pytest.mark.parametrize("name", TYPES)
-def test_fast_path_equals_general_path_bit_for_bit(loaded, name, monkeypatch):
+def test_fast_path_equals_general_path_bit_for_bit(loaded, name, monkeypatch, simd):
     calls = []
     real = native.decode_ggml
     monkeypatch.setattr(native, "decode_ggml", lambda *a: calls.append(1) or real(*a))
@@ -110,7 +124,7 @@ def test_fast_path_equals_general_path_bit_for_bit(loaded, name, monkeypatch):
 
 
 @pytest.mark.parametrize("name", TYPES)
-def test_thread_counts_and_the_switch_give_the_same_bits(loaded, name, monkeypatch):
+def test_thread_counts_and_the_switch_give_the_same_bits(loaded, name, monkeypatch, simd):
     _, a = loaded[(name, (37, 256))]
     ref = grit.decode(a).view(np.uint32)
     for nt in (1, 2, 3, 7):
@@ -164,7 +178,7 @@ def peer_equal(got, ref, mask):
 
 
 @pytest.mark.parametrize("name", TYPES)
-def test_agrees_with_gguf_dequantize_apart_from_documented_differences(loaded, name):
+def test_agrees_with_gguf_dequantize_apart_from_documented_differences(loaded, name, simd):
     for shape in SHAPES:
         b, a = loaded[(name, shape)]
         got = grit.decode(a).reshape(-1)

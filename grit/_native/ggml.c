@@ -47,11 +47,67 @@ ld16(const unsigned char *p)
     return (unsigned)p[0] | (unsigned)p[1] << 8;
 }
 
+#ifdef GRIT_AVX2
+TARGET_AVX2 static inline __m256
+ggml_canon8(__m256 v)
+{
+    __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
+    return _mm256_blendv_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32((int)CANON_NAN)), nan);
+}
+
+/* t[idx] for 8 indices 0..15: tlo = t[0..7], thi = t[8..15] */
+TARGET_AVX2 static inline __m256
+lut16(__m256 tlo, __m256 thi, __m256i idx)
+{
+    __m256 lo = _mm256_permutevar8x32_ps(tlo, idx);          /* by the low 3 bits */
+    __m256 hi = _mm256_permutevar8x32_ps(thi, idx);
+    __m256 sel = _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28)); /* bit 3 -> sign */
+    return _mm256_blendv_ps(lo, hi, sel);
+}
+
+/* halves_lookup for half a multiple of 8 */
+TARGET_AVX2 static inline void
+halves_lookup_avx2(const float *t, const unsigned char *qs, float *dst, size_t half)
+{
+    const __m256 tlo = _mm256_loadu_ps(t), thi = _mm256_loadu_ps(t + 8);
+    const __m256i m15 = _mm256_set1_epi32(15);
+    for (size_t l = 0; l < half; l += 8) {
+        __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(qs + l)));
+        _mm256_storeu_ps(dst + l, lut16(tlo, thi, _mm256_and_si256(v, m15)));
+        _mm256_storeu_ps(dst + l + half, lut16(tlo, thi, _mm256_srli_epi32(v, 4)));
+    }
+}
+
+TARGET_AVX2 static void
+ggml_q8_0_avx2(const unsigned char *src, float *out, size_t lo, size_t hi)
+{
+    for (size_t b = lo; b < hi; b++) {
+        const unsigned char *p = src + 34 * b;
+        __m256 d = _mm256_set1_ps(half_value(ld16(p)));
+        float *o = out + 32 * b;
+        for (int i = 0; i < 32; i += 8) {
+            __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(p + 2 + i)));
+            _mm256_storeu_ps(o + i, ggml_canon8(_mm256_mul_ps(d, _mm256_cvtepi32_ps(q))));
+        }
+    }
+}
+#define HALVES(t, qs, dst, half) \
+    (grit_use_avx2 ? halves_lookup_avx2(t, qs, dst, half) : halves_lookup(t, qs, dst, half))
+#else
+#define HALVES(t, qs, dst, half) halves_lookup(t, qs, dst, half)
+#endif
+
 static void
 ggml_q8_0_range(void *vctx, int part, size_t lo, size_t hi)
 {
     ggml_ctx *c = (ggml_ctx *)vctx;
     (void)part;
+#ifdef GRIT_AVX2
+    if (grit_use_avx2) {
+        ggml_q8_0_avx2(c->src, c->out, lo, hi);
+        return;
+    }
+#endif
     for (size_t b = lo; b < hi; b++) {
         const unsigned char *p = c->src + 34 * b;
         const signed char *q = (const signed char *)(p + 2);
@@ -74,7 +130,7 @@ ggml_mxfp4_range(void *vctx, int part, size_t lo, size_t hi)
         for (int i = 0; i < 16; i++) {
             t[i] = canon(S * E2M1[i]);
         }
-        halves_lookup(t, p + 1, c->out + 32 * b, 16);
+        HALVES(t, p + 1, c->out + 32 * b, 16);
     }
 }
 
@@ -91,7 +147,7 @@ ggml_nvfp4_range(void *vctx, int part, size_t lo, size_t hi)
             for (int i = 0; i < 16; i++) {
                 t[i] = canon(S * E2M1[i]);
             }
-            halves_lookup(t, p + 4 + 8 * s, c->out + 64 * b + 16 * s, 8);
+            HALVES(t, p + 4 + 8 * s, c->out + 64 * b + 16 * s, 8);
         }
     }
 }
@@ -108,6 +164,22 @@ k4_scale_min(const unsigned char *q, int j, unsigned *sc, unsigned *m)
         *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
     }
 }
+
+#ifdef GRIT_AVX2
+/* 64 elements of Q4_K: low nibbles through table t0, high through t1 */
+TARGET_AVX2 static void
+q4_k_run_avx2(const float *t0, const float *t1, const unsigned char *q, float *dst)
+{
+    const __m256 a0 = _mm256_loadu_ps(t0), a1 = _mm256_loadu_ps(t0 + 8);
+    const __m256 b0 = _mm256_loadu_ps(t1), b1 = _mm256_loadu_ps(t1 + 8);
+    const __m256i m15 = _mm256_set1_epi32(15);
+    for (int l = 0; l < 32; l += 8) {
+        __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(q + l)));
+        _mm256_storeu_ps(dst + l, lut16(a0, a1, _mm256_and_si256(v, m15)));
+        _mm256_storeu_ps(dst + l + 32, lut16(b0, b1, _mm256_srli_epi32(v, 4)));
+    }
+}
+#endif
 
 static void
 ggml_q4_k_range(void *vctx, int part, size_t lo, size_t hi)
@@ -130,6 +202,12 @@ ggml_q4_k_range(void *vctx, int part, size_t lo, size_t hi)
             }
             const unsigned char *q = qs + 32 * j;
             float *oj = o + 64 * j;
+#ifdef GRIT_AVX2
+            if (grit_use_avx2) {
+                q4_k_run_avx2(t[0], t[1], q, oj);
+                continue;
+            }
+#endif
             for (int l = 0; l < 32; l++) {
                 oj[l] = t[0][q[l] & 15];
                 oj[l + 32] = t[1][q[l] >> 4];
