@@ -36,7 +36,7 @@ setup(
         Extension(
             "grit._kernels",
             sources=[f"grit/_native/{name}.c"
-                     for name in ("module", "common", "decode", "encode", "relayout")],
+                     for name in ("module", "common", "decode", "encode", "relayout", "ggml")],
             depends=["grit/_native/kernels.h"],
             optional=True,
         ),

@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from . import crossings
+from . import crossings, native
 from . import descriptor as D
 from .check import as_shape, check, diagnose, plane_sizes
 from .codec.decode import decode_canonical
@@ -321,4 +321,10 @@ def decode(array: GritArray) -> np.ndarray:
     """§8 decode(): a new C-contiguous float32 array of ``array.shape``, for
     an array in any non-opaque placement (the planes are relayouted to the
     canonical order first; L1: placement never changes the values)."""
-    return decode_canonical(canonical(_require_array(array, "decode")))
+    a = _require_array(array, "decode")
+    k = native.ggml_kernel(a.descriptor, a.shape)
+    if k is not None:
+        # a zero-copy ggml block type: the fused kernel reads the blocks in
+        # place (the same bits as relayout + decode_canonical, tests/test_native_ggml.py)
+        return native.decode_ggml(k, a.planes[0], numel_of(a.shape)).reshape(a.shape)
+    return decode_canonical(canonical(a))

@@ -401,6 +401,7 @@ GRIT_HIDDEN PyObject *grit_py_decode_mxfp4(PyObject *self, PyObject *args);
 GRIT_HIDDEN PyObject *grit_py_decode_nvf4(PyObject *self, PyObject *args);
 GRIT_HIDDEN PyObject *grit_py_decode_q4ks(PyObject *self, PyObject *args);
 GRIT_HIDDEN PyObject *grit_py_decode_i8s24(PyObject *self, PyObject *args);
+GRIT_HIDDEN PyObject *grit_py_decode_ggml(PyObject *self, PyObject *args);  /* ggml.c */
 GRIT_HIDDEN PyObject *grit_py_encode_mxfp4(PyObject *self, PyObject *args);
 GRIT_HIDDEN PyObject *grit_py_encode_nvf4(PyObject *self, PyObject *args);
 GRIT_HIDDEN PyObject *grit_py_encode_q4ks(PyObject *self, PyObject *args);

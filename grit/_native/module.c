@@ -13,6 +13,12 @@ PyDoc_STRVAR(decode_doc,
 "Fill the float32 buffer ``out`` (its length gives numel, in lin order) with\n"
 "decode() of the canonical planes.");
 
+PyDoc_STRVAR(ggml_doc,
+"decode_ggml(kind, src, out, nthreads=1)\n\n"
+"Fill the float32 buffer ``out`` (its length gives numel, whole blocks) with\n"
+"decode() of the ggml blocks in ``src``, read in place (ggml.c): kind 0 Q8_0,\n"
+"1 MXFP4, 2 NVFP4, 3 Q4_K.");
+
 PyDoc_STRVAR(encode_doc,
 "encode_mxfp4(x, rne, nthreads=1) -> (data, scale0)\n"
 "encode_nvf4(x, rtz, nthreads=1) -> (data, scale0, scale1)\n"
@@ -256,6 +262,7 @@ static PyMethodDef kernels_methods[] = {
     {"decode_nvf4", grit_py_decode_nvf4, METH_VARARGS, decode_doc},
     {"decode_q4ks", grit_py_decode_q4ks, METH_VARARGS, decode_doc},
     {"decode_i8s24", grit_py_decode_i8s24, METH_VARARGS, decode_doc},
+    {"decode_ggml", grit_py_decode_ggml, METH_VARARGS, ggml_doc},
     {"encode_mxfp4", grit_py_encode_mxfp4, METH_VARARGS, encode_doc},
     {"encode_nvf4", grit_py_encode_nvf4, METH_VARARGS, encode_doc},
     {"encode_q4ks", grit_py_encode_q4ks, METH_VARARGS, encode_doc},
