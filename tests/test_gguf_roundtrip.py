@@ -260,3 +260,20 @@ def test_multi_type_file_round_trip_counts(tmp_path):
     kept_t = sum(tb[k].tensor_type == ta[k].tensor_type and bytes(tb[k].data) == bytes(ta[k].data)
                  for k in ta)
     assert (kept_kv, kept_t) == (len(a), len(ta)) == (len(KV) + 1, len(tensors))
+
+
+def test_round_tripped_file_scans_the_same(tmp_path):
+    from grit.scan import scan
+    tensors = {f"r.{t.name}": (blocks(t, (2, 256)), t) for t in NATIVE_RANDOM}
+    tensors.update({"iq4": (blocks(T.IQ4_NL, (1, 256)), T.IQ4_NL),
+                    "norm": (np.ones(8, np.float32), None)})
+    src, dst = tmp_path / "a.gguf", tmp_path / "b.gguf"
+    write(src, tensors, KV)
+    round_trip(src, dst)
+    ra, rb = scan([str(src)]), scan([str(dst)])
+    assert ra.findings              # the inferred descriptors, the inexpressible tensor
+
+    def key(rep):
+        return sorted((f.code, f.message) for f in rep.findings)
+    assert ra.exit_code_graded == rb.exit_code_graded
+    assert key(ra) == key(rb)

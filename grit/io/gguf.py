@@ -805,10 +805,10 @@ def save_gguf(path, tensors, metadata=None, *, arch: str | None = None,
       ``relayout=True`` also a canonical Q8_0 or MXFP4 array, which then
       loads back in ggml's placement: same decode); any other
       GritArray as a one-dimensional I8 tensor of its payload, with a
-      warning naming the tensor.  Either way ``grit.desc.``/``grit.shape.``/
-      ``grit.grade.`` entries (and ``grit.layout.`` for hashed placement
-      words) annotate it — ``grit.desc``/``grit.shape`` only where the
-      tensor's bytes are the payload.
+      warning naming the tensor, annotated by ``grit.desc.``/``grit.shape.``
+      entries (and ``grit.layout.`` for hashed placement words).  Every
+      GritArray has its ``grit.grade.`` entry; a tensor written as its ggml
+      type needs no more, as it loads back as the same descriptor.
     * An ndarray of a dtype GGUF holds (F16, F32, F64, I8..I64) is stored as
       itself; float32 values that :func:`load` widened from BF16 (per
       ``tensors.ggml_types``) as BF16 again when exact.
@@ -911,9 +911,9 @@ def save_gguf(path, tensors, metadata=None, *, arch: str | None = None,
         for name, v in tensors.items():
             if isinstance(v, GritArray):
                 d = v.descriptor
-                # the descriptor names the tensor's bytes as the payload only where they are
-                if native.get(name) is None or native[name] in _ZERO_COPY and \
-                        d == _zero_copy_desc(native[name], len(v.shape)):
+                # a tensor written as its ggml type loads back as this very
+                # descriptor unannotated (native_type): only its grade is noted
+                if name not in native:
                     w.add_string(KV_DESC + name, d.hex())
                     w.add_array(KV_SHAPE + name, [int(x) for x in v.shape])
                 w.add_string(KV_GRADE + name, v.grade.canonical)
