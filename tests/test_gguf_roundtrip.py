@@ -95,7 +95,7 @@ def test_every_kv_pair_survives_load_save(tmp_path):
     src, dst = tmp_path / "a.gguf", tmp_path / "b.gguf"
     write(src, {"w": (np.arange(64, dtype=np.float32).reshape(2, 32), None)}, KV, alignment=64)
     got, _ = round_trip(src, dst)
-    assert got.metadata["t.u64"] == GGUFValue(int(V.UINT64), None, None, 2**64 - 1)
+    assert got.metadata["t.u64"] == GGUFValue(int(V.UINT64), None, 2**64 - 1)
     assert got.metadata["tokenizer.ggml.tokens"].value[:4] == ["<s>", "</s>", "", "▁the"]
     a, ta = fields(src)
     b, tb = fields(dst)
@@ -111,8 +111,8 @@ def test_every_kv_pair_survives_load_save(tmp_path):
 def test_explicit_metadata_argument_and_typed_values(tmp_path):
     p = tmp_path / "m.gguf"
     grit.save(p, {"x": np.zeros(4, np.float32)},
-              {"general.name": "demo", "c.n": GGUFValue(int(V.UINT16), None, None, 9),
-               "c.l": GGUFValue(int(V.ARRAY), int(V.INT64), None, [1, -2])})
+              {"general.name": "demo", "c.n": GGUFValue(int(V.UINT16), None, 9),
+               "c.l": GGUFValue(int(V.ARRAY), int(V.INT64), [1, -2])})
     f, _ = fields(p)
     assert f["general.name"] == ([int(V.STRING)], "demo")
     assert f["c.n"] == ([int(V.UINT16)], 9)

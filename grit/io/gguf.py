@@ -315,25 +315,43 @@ class GGUFTensors(dict):
 # the file's KV entries, carried through load -> save
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class GGUFValue:
     """One GGUF KV value with its type: ``type`` and, for an array,
     ``sub_type`` (the item type) are :class:`~grit.io.gguf_file.ValueType`
-    numbers.  A value read from a file keeps its encoded bytes (``raw``,
-    little-endian), so that :func:`save_gguf` writes them back unchanged —
-    nested arrays, empty strings and arrays included — without decoding a
-    vocabulary; ``value`` decodes on demand."""
+    numbers.  ``GGUFValue(type, sub_type, value=...)`` is a value to write;
+    one read from a little-endian file keeps where its encoded bytes lie
+    (``raw``), so that :func:`save_gguf` writes them back unchanged — nested
+    arrays, empty strings and arrays included — without decoding a
+    vocabulary; ``value`` decodes on demand.  Equal when type, sub-type and
+    decoded value are."""
 
     type: int
     sub_type: int | None = None
-    raw: Any = field(default=None, repr=False, compare=False)
-    _value: Any = field(default=None, repr=False)
+    given: Any = field(default=None, repr=False)
+    _buf: Any = field(default=None, repr=False)
+    _start: int = field(default=0, repr=False)
+    _end: int | None = field(default=None, repr=False)
+
+    @property
+    def raw(self):
+        """The encoded value (a memoryview of the file), or None for a value
+        given by the caller."""
+        if self._buf is None:
+            return None
+        end = self._end
+        if end is None:       # the last KV entry: step over it once
+            c = _Cursor(self._buf, self._start, "<")
+            c.skip_value(self.type, "value")
+            end = c.pos
+            object.__setattr__(self, "_end", end)
+        return memoryview(self._buf)[self._start:end]
 
     @property
     def value(self):
-        if self.raw is None:
-            return self._value
-        return _decode_raw(self.raw, self.type)
+        if self._buf is None:
+            return self.given
+        return GGUFField("", self.type, -1, 1, self._start, "<", self._buf).value()
 
     def __eq__(self, other):
         if not isinstance(other, GGUFValue):
@@ -343,28 +361,27 @@ class GGUFValue:
     __hash__ = None  # type: ignore[assignment]
 
 
-def _decode_raw(raw, vt: int):
-    return GGUFField("", vt, -1, 1, 0, "<", raw).value()
-
-
 class GGUFMetadata(dict):
     """``{key: GGUFValue}``: a GGUF file's KV entries in file order, without
     the ``grit.*`` annotations (save_gguf writes those afresh)."""
 
 
 def metadata_of(f: GGUFFile) -> GGUFMetadata:
-    """The KV entries of a parsed GGUF file as a :class:`GGUFMetadata`."""
+    """The KV entries of a parsed GGUF file as a :class:`GGUFMetadata`.  A
+    value's encoded bytes end where the next entry's key begins (its u64
+    length, its UTF-8 bytes and its u32 type precede its value)."""
     out = GGUFMetadata()
-    for key, fld in f.fields.items():
-        if key.startswith("grit."):
+    flds = list(f.fields.values())
+    for i, fld in enumerate(flds):
+        if fld.key.startswith("grit."):
             continue
         sub = fld.item_type if fld.type == ValueType.ARRAY else None
         if f.order == "<":
-            c = _Cursor(f.buf, fld.offset, "<")
-            c.skip_value(fld.type, key)
-            out[key] = GGUFValue(fld.type, sub, memoryview(f.buf)[fld.offset:c.pos])
+            nxt = flds[i + 1] if i + 1 < len(flds) else None
+            end = None if nxt is None else nxt.offset - 12 - len(nxt.key.encode("utf-8"))
+            out[fld.key] = GGUFValue(fld.type, sub, None, f.buf, fld.offset, end)
         else:     # a big-endian file: decoded, re-encoded little-endian on save
-            out[key] = GGUFValue(fld.type, sub, None, fld.value())
+            out[fld.key] = GGUFValue(fld.type, sub, fld.value())
     return out
 
 
@@ -764,12 +781,12 @@ def _metadata(metadata) -> dict[str, GGUFValue]:
         if k.startswith("grit."):
             raise GritUsageError(f"metadata key {k!r} is reserved")
         if isinstance(v, str):
-            v = GGUFValue(ValueType.STRING, None, None, v)
+            v = GGUFValue(ValueType.STRING, None, v)
         elif not isinstance(v, GGUFValue):
             raise GritUsageError(f"metadata {k!r}: a value is a str or a GGUFValue, got "
                                  f"{type(v).__name__}")
         if v.type not in ValueType.__members__.values() or (
-                v.type == ValueType.ARRAY and v.raw is None and v.sub_type is None):
+                v.type == ValueType.ARRAY and v._buf is None and v.sub_type is None):
             raise GritUsageError(f"metadata {k!r}: value type {v.type} (sub-type "
                                  f"{v.sub_type}) is not a GGUF value type")
         out[k] = v
