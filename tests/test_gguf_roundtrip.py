@@ -277,3 +277,17 @@ def test_round_tripped_file_scans_the_same(tmp_path):
         return sorted((f.code, f.message) for f in rep.findings)
     assert ra.exit_code_graded == rb.exit_code_graded
     assert key(ra) == key(rb)
+
+
+def test_a_value_that_is_not_utf8_is_carried_and_a_typed_error_when_read(tmp_path):
+    src, dst = tmp_path / "a.gguf", tmp_path / "b.gguf"
+    write(src, {"x": (np.zeros(4, np.float32), None)}, [("t.s", "zzzz", V.STRING, None),
+                                                         ("t.n", 1, V.UINT8, None)])
+    raw = src.read_bytes()
+    src.write_bytes(raw.replace(b"zzzz", b"z\xffzz"))
+    got = grit.load(src)
+    with pytest.raises(grit.GritUsageError, match="UTF-8"):
+        got.metadata["t.s"].value
+    grit.save(dst, got)
+    assert b"z\xffzz" in dst.read_bytes()
+    assert grit.load(dst).metadata["t.n"].value == 1

@@ -351,7 +351,10 @@ class GGUFValue:
     def value(self):
         if self._buf is None:
             return self.given
-        return GGUFField("", self.type, -1, 1, self._start, "<", self._buf).value()
+        try:
+            return GGUFField("", self.type, -1, 1, self._start, "<", self._buf).value()
+        except ValueError as e:       # a string that is not UTF-8
+            raise GritUsageError(f"GGUF KV value: {e}") from None
 
     def __eq__(self, other):
         if not isinstance(other, GGUFValue):
