@@ -19,6 +19,12 @@ raises the first problem and returns the records:
 * an :class:`Inexpressible` record, carrying the reason, for every type v1
   cannot express — never silently skipped (``strict=True`` raises instead).
 
+The returned mapping keeps the file's KV entries (``.metadata``, typed, their
+bytes kept) and every tensor's ggml type (``.ggml_types``); ``save_gguf``
+writes them back, a GritArray of a ggml block type as that type, so that a
+load → save round trip keeps every KV pair and every tensor's type, shape and
+bytes (docs/file-format.md, "GGUF").
+
 Shapes: ggml's ne[] is reversed relative to numpy; groups run along ne[0],
 the last numpy axis, which is the descriptor's group axis.  Every choice and
 every difference from ggml's own dequantisation is in docs/placements.md
