@@ -81,8 +81,10 @@ def save(path, tensors, metadata=None, *, format: str | None = None, **options) 
     """Write ``{name: GritArray | ndarray}`` to ``path``: safetensors
     (:func:`grit.io.safetensors.save`), or GRIT-annotated GGUF
     (:func:`grit.io.gguf.save_gguf`) when ``format="gguf"`` or the path ends
-    in ``.gguf``.  Input files are never modified in place: the new file
-    replaces ``path`` atomically."""
+    in ``.gguf``.  Without ``metadata``, the ``.metadata`` of a mapping that
+    ``grit.load`` returned is written back (GGUF KV entries to GGUF, a
+    safetensors ``__metadata__`` to safetensors).  Input files are never
+    modified in place: the new file replaces ``path`` atomically."""
     if not isinstance(path, (str, os.PathLike)):
         raise GritUsageError(f"save(path, tensors): path must be a str or os.PathLike, got "
                              f"{type(path).__name__} (are the arguments swapped?)")
@@ -95,6 +97,9 @@ def save(path, tensors, metadata=None, *, format: str | None = None, **options) 
     if fmt == "gguf":
         return _gguf.save_gguf(path, tensors, metadata, **options)
     if fmt == "safetensors":
+        if metadata is None and isinstance(getattr(tensors, "metadata", None), dict) \
+                and not isinstance(tensors.metadata, _gguf.GGUFMetadata):
+            metadata = tensors.metadata      # what grit.load read: written back
         if options:
             raise GritUsageError(f"save(): unknown options {sorted(options)} for safetensors")
         return _st.save(path, tensors, metadata)
