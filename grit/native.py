@@ -28,14 +28,12 @@ from ._sparse import meta_indices
 from . import descriptor as D
 from .formats import (BINARY16, CANONICAL_NAN, E2M1, E4M3, E8M0, S8, U4, U6, f32_bits,
                       fmt_decode, fmt_encode, ladder)
-from .grade import REGISTERED_GRADES, Grade
-from .placement.expr import Interleave, Perm
-from .placement.words import REGISTERED as _PLACEMENTS
+from .ggml import ZERO_COPY, ZeroCopyType
+from .grade import REGISTERED_GRADES
 
 __all__ = ["NATIVE", "THREADS", "kernels", "threads", "warn_missing", "frame_key",
            "DECODE_KIND", "ENCODE_KIND", "decode", "encode", "relayout_kernels",
-           "table_mismatches", "GGML_KERNELS", "GgmlKernel", "ggml_kernel", "decode_ggml",
-           "ggml_halves"]
+           "table_mismatches", "GGML_KERNELS", "GgmlKernel", "ggml_kernel", "decode_ggml"]
 
 try:
     from . import _kernels
@@ -143,52 +141,28 @@ def encode(kind: str, flag, xl: np.ndarray) -> tuple:
 # block structs of the GGUF types that load zero-copy as GRIT placements
 
 
-def ggml_halves(n: int) -> tuple[int, ...]:
-    """ggml's nibble order over a run of n elements as a permutation
-    (physical -> logical): byte l holds element l in its low nibble and
-    element l + n/2 in its high nibble, so in GRIT's LSB-first stream the
-    nibble at physical position 2l + h holds logical element h·n/2 + l."""
-    h = n // 2
-    return tuple(hh * h + ll for ll in range(h) for hh in (0, 1))
-
-
 class GgmlKernel:
-    """One ggml block type the fused kernel reads: its kernel id in ggml.c,
-    block bytes and elements, and the descriptor (group axis 0) an array of
-    that type has when it is loaded zero-copy (grit.io.gguf)."""
+    """One zero-copy ggml block type (grit.ggml.ZERO_COPY) with its kernel id
+    in ggml.c: block bytes and elements, grade, placement and the descriptor
+    (group axis 0) an array of that type has when loaded from GGUF."""
 
-    __slots__ = ("name", "kind", "block_bytes", "block_elems", "grade", "placement")
+    __slots__ = ("name", "kind", "block_bytes", "block_elems", "grade", "placement", "_t")
 
-    def __init__(self, name, kind, block_bytes, block_elems, grade, placement):
-        self.name, self.kind = name, kind
-        self.block_bytes, self.block_elems = block_bytes, block_elems
-        self.grade = Grade.parse(grade)
-        self.placement = placement               # (data, scale, meta) words
+    def __init__(self, t: ZeroCopyType, kind: int):
+        self.name, self.kind = t.name, kind
+        self.block_bytes, self.block_elems = t.block_bytes, t.block_elems
+        self.grade = t.grade
+        self.placement = t.placement               # (data, scale, meta) words
+        self._t = t
 
     def descriptor(self, group_axis: int = 0) -> D.Descriptor:
-        pd, ps, pm = self.placement
-        d = self.grade.descriptor(group_axis=group_axis, placement_data=pd,
-                                  placement_scale=ps, placement_meta=pm)
-        return d.replace(flags=d.flags | D.F_INTERLEAVED)
+        return self._t.descriptor(group_axis)
 
 
-_P = {n: w for n, (w, _) in _PLACEMENTS.items()}
-
-#: ggml type name -> its fused kernel.  The grade strings and placements are
-#: the zero-copy mapping of docs/placements.md ("GGUF"); tests/test_native_ggml.py
-#: checks them against what grit.io.gguf loads.
-GGML_KERNELS: dict[str, GgmlKernel] = {k.name: k for k in (
-    GgmlKernel("Q8_0", 0, 34, 32, "grit1(e=s8,k0=32,s0=binary16,esr=ratiomaxabs)",
-               (_P["BLOCK_AOS"], _P["ROW_MAJOR"], 0)),
-    GgmlKernel("MXFP4", 1, 17, 32, "grit1(e=e2m1,k0=32,s0=e8m0,esr=exp2floormaxabs)",
-               (Interleave(Perm(ggml_halves(32)), 1).word, _P["ROW_MAJOR"], 0)),
-    GgmlKernel("NVFP4", 2, 36, 64, "grit1(e=e2m1,k0=16,s0=e4m3,esr=ratiomaxabs)",
-               (Interleave(Perm(ggml_halves(16)), 4).word, _P["ROW_MAJOR"], 0)),
-    GgmlKernel("Q4_K", 3, 144, 256,
-               "grit1(e=u4,k0=32,s0=u6,k1=8,s1=binary16,zp=u6,zps=l1,esr=affineminmax)",
-               (Interleave(Perm(ggml_halves(64)), 8).word, _P["PACK_K4_12B"],
-                _P["PACK_K4_12B"])),
-)}
+#: ggml type name -> its fused kernel (the kind ids of ggml.c)
+GGML_KERNELS: dict[str, GgmlKernel] = {
+    name: GgmlKernel(ZERO_COPY[name], kind)
+    for name, kind in (("Q8_0", 0), ("MXFP4", 1), ("NVFP4", 2), ("Q4_K", 3))}
 # descriptor bytes (group axis 0) -> kernel
 _GGML_BY_DESC: dict[bytes, GgmlKernel] = {k.descriptor().to_bytes(): k
                                           for k in GGML_KERNELS.values()}

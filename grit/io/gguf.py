@@ -47,7 +47,8 @@ from ..array import GritArray
 from ..codec.packing import pack_stream, unpack_stream
 from ..errors import GritError, GritGradeError, GritUsageError
 from ..grade import Grade, lookup_grade, register_grade
-from ..placement.expr import (Interleave, Perm, layout_word, parse_layout, register_layout,
+from ..ggml import MXFP4_DATA, NVFP4_DATA, Q4_K_DATA, ZERO_COPY
+from ..placement.expr import (layout_word, parse_layout, register_layout,
                               resolve_layout)
 from ..placement.registered import pack_k4_12b, unpack_k4_12b
 from ..placement.words import CLASS_HASHED, CLASS_OPAQUE, REGISTERED, placement_class
@@ -74,22 +75,10 @@ def _gguf():
 
 
 # ---------------------------------------------------------------------------
-# element orders inside ggml blocks, as permutations (physical -> logical)
+# the zero-copy types (grit.ggml); their expressions are registered in this
+# process on import, so a loaded array's placement words resolve
 
 
-def _halves(n: int) -> tuple[int, ...]:
-    """ggml's nibble order over a run of n elements: byte l holds element l
-    in its low nibble and element l + n/2 in its high nibble.  In GRIT's
-    LSB-first stream the nibble at physical position 2l + h holds logical
-    element h·n/2 + l."""
-    h = n // 2
-    return tuple(hh * h + ll for ll in range(h) for hh in (0, 1))
-
-
-# the placements of the zero-copy types (registered in this process on import)
-Q4_K_DATA = Interleave(Perm(_halves(64)), 8)
-MXFP4_DATA = Interleave(Perm(_halves(32)), 1)
-NVFP4_DATA = Interleave(Perm(_halves(16)), 4)
 for _e in (Q4_K_DATA, MXFP4_DATA, NVFP4_DATA):
     register_layout(_e)
 
@@ -106,7 +95,6 @@ def ggml_placement(name: str) -> tuple[int, int, int] | None:
 
 GGML_GRADES: dict[str, str] = {
     # d·q, q int8
-    "Q8_0": "grit1(e=s8,k0=32,s0=binary16,esr=ratiomaxabs)",
     "Q8_K": "grit1(e=s8,k0=256,s0=binary32,esr=ratiomaxabs)",
     # d·(q − 8): u4 with the constant zero point 8
     "Q4_0": "grit1(e=u4,k0=32,s0=binary16,zp=u4,esr=affineminmax)",
@@ -116,15 +104,13 @@ GGML_GRADES: dict[str, str] = {
     "Q5_1": "grit1(e=x43e4,k0=32,s0=u8,k1=1,s1=binary16,zp=s8,zps=l1,esr=affineminmax)",
     # (d·sc)·q − (dmin·m)
     "Q2_K": "grit1(e=u2,k0=16,s0=u4,k1=16,s1=binary16,zp=u4,zps=l1,esr=affineminmax)",
-    "Q4_K": "grit1(e=u4,k0=32,s0=u6,k1=8,s1=binary16,zp=u6,zps=l1,esr=affineminmax)",
     "Q5_K": "grit1(e=x43e4,k0=32,s0=u6,k1=8,s1=binary16,zp=u6,zps=l1,esr=affineminmax)",
     # (d·sc)·(q − 32), sc int8
     "Q6_K": "grit1(e=u6,k0=16,s0=s8,k1=16,s1=binary16,zp=u6,esr=affineminmax)",
     # d·(q − 1)
     "TQ2_0": "grit1(e=u2,k0=256,s0=binary16,zp=u2,esr=affineminmax)",
-    "MXFP4": "grit1(e=e2m1,k0=32,s0=e8m0,esr=exp2floormaxabs)",
-    "NVFP4": "grit1(e=e2m1,k0=16,s0=e4m3,esr=ratiomaxabs)",
 }
+GGML_GRADES.update((n, z.grade_text) for n, z in ZERO_COPY.items())   # Q8_0, MXFP4, NVFP4, Q4_K
 
 INEXPRESSIBLE: dict[str, str] = {
     "Q3_K": ("its 6-bit sub-block scales are offset-binary (value = code − 32); a v1 scale "
@@ -158,11 +144,7 @@ def _grade(name: str) -> Grade:
 
 
 _ZERO_COPY: dict[str, tuple[tuple[int, int, int]]] = {
-    "Q8_0": ((_W["BLOCK_AOS"], _W["ROW_MAJOR"], 0),),
-    "MXFP4": ((MXFP4_DATA.word, _W["ROW_MAJOR"], 0),),
-    "NVFP4": ((NVFP4_DATA.word, _W["ROW_MAJOR"], 0),),
-    "Q4_K": ((Q4_K_DATA.word, _W["PACK_K4_12B"], _W["PACK_K4_12B"]),),
-}
+    n: (z.placement,) for n, z in ZERO_COPY.items()}
 
 
 def _zero_copy(name: str, raw: np.ndarray, shape: tuple[int, ...]):

@@ -1,0 +1,76 @@
+"""The ggml block types GRIT reads in place (no copy): each one's block size,
+grade and placement words, defined once for the GGUF reader and writer
+(grit.io.gguf) and the fused decode kernels (grit.native).
+
+A zero-copy ggml type is a GRIT array whose data placement interleaves the
+block's fields (F_INTERLEAVED); docs/placements.md ("GGUF") derives each
+row.  The converted ggml types (Q4_0, Q5_K, …) are not here: grit.io.gguf
+rebuilds them into the canonical placement."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import descriptor as D
+from .grade import Grade
+from .placement.expr import Interleave, Perm
+from .placement.words import REGISTERED as _PLACEMENTS
+
+__all__ = ["halves", "ZeroCopyType", "ZERO_COPY", "Q4_K_DATA", "MXFP4_DATA", "NVFP4_DATA"]
+
+_P = {n: w for n, (w, _) in _PLACEMENTS.items()}
+
+
+def halves(n: int) -> tuple[int, ...]:
+    """ggml's nibble order over a run of n elements as a permutation
+    (physical -> logical): byte l holds element l in its low nibble and
+    element l + n/2 in its high nibble, so in GRIT's LSB-first stream the
+    nibble at physical position 2l + h holds logical element h·n/2 + l."""
+    h = n // 2
+    return tuple(hh * h + ll for ll in range(h) for hh in (0, 1))
+
+
+#: the data placements of the nibble types: ggml's halves order inside each
+#: block, the block's fields interleaved (k0·k1 elements for Q4_K's
+#: super-block, k0 for MXFP4, 4 k0-groups of 16 for NVFP4's 64-element block)
+Q4_K_DATA = Interleave(Perm(halves(64)), 8)
+MXFP4_DATA = Interleave(Perm(halves(32)), 1)
+NVFP4_DATA = Interleave(Perm(halves(16)), 4)
+
+
+@dataclass(frozen=True)
+class ZeroCopyType:
+    """One ggml block type read in place: block bytes and elements (gguf-py's
+    GGML_QUANT_SIZES), the grade, and the (data, scale, meta) placement words."""
+
+    name: str
+    block_bytes: int
+    block_elems: int
+    grade_text: str
+    placement: tuple[int, int, int]
+
+    @property
+    def grade(self) -> Grade:
+        return Grade.parse(self.grade_text)
+
+    def descriptor(self, group_axis: int = 0) -> D.Descriptor:
+        pd, ps, pm = self.placement
+        d = self.grade.descriptor(group_axis=group_axis, placement_data=pd,
+                                  placement_scale=ps, placement_meta=pm)
+        return d.replace(flags=d.flags | D.F_INTERLEAVED)
+
+
+ZERO_COPY: dict[str, ZeroCopyType] = {z.name: z for z in (
+    # d·q, q int8: 2-byte d then 32 codes
+    ZeroCopyType("Q8_0", 34, 32, "grit1(e=s8,k0=32,s0=binary16,esr=ratiomaxabs)",
+                 (_P["BLOCK_AOS"], _P["ROW_MAJOR"], 0)),
+    # one E8M0 byte then 16 bytes of nibbles in halves order
+    ZeroCopyType("MXFP4", 17, 32, "grit1(e=e2m1,k0=32,s0=e8m0,esr=exp2floormaxabs)",
+                 (MXFP4_DATA.word, _P["ROW_MAJOR"], 0)),
+    # four E4M3 block scales then 32 bytes of nibbles, halves order per 16
+    ZeroCopyType("NVFP4", 36, 64, "grit1(e=e2m1,k0=16,s0=e4m3,esr=ratiomaxabs)",
+                 (NVFP4_DATA.word, _P["ROW_MAJOR"], 0)),
+    # d, dmin, 12 bytes of packed 6-bit scales/mins, 128 bytes of nibbles
+    ZeroCopyType("Q4_K", 144, 256,
+                 "grit1(e=u4,k0=32,s0=u6,k1=8,s1=binary16,zp=u6,zps=l1,esr=affineminmax)",
+                 (Q4_K_DATA.word, _P["PACK_K4_12B"], _P["PACK_K4_12B"])),
+)}
