@@ -266,3 +266,203 @@ def test_the_2_62_array_is_a_scan_finding(tmp_path):
     # the file's own finding (severity 4 because no input parsed at all)
     assert f["detail"]["finding_code"] == "S805" and rc == 4
     assert "count = 4611686018427387904" in f["message"]
+
+
+# ---------------------------------------------------------------------------
+# files cut or edited after gguf-py wrote them: a problem per tensor
+
+def _layout_file(tmp_path):
+    """Four tensors: a 12-byte F32 (its 32-byte slot has room), two Q8_0 of
+    equal size (136 bytes each), a 16-byte F16."""
+    rng = np.random.default_rng(3)
+
+    def q8():
+        return b"".join(np.float16(0.5).tobytes() + rng.integers(-127, 128, 32, np.int8).tobytes()
+                        for _ in range(4))
+
+    tensors = [("norm", int(Q.F32), np.float32([1, 2, 3]).tobytes(), (1, 12)),
+               ("blk.0.w", int(Q.Q8_0), q8(), (2, 68)),
+               ("blk.1.w", int(Q.Q8_0), q8(), (2, 68)),
+               ("out", int(Q.F16), np.float16(np.arange(8)).tobytes(), (1, 16))]
+    return write(tmp_path / "m.gguf", kvs=[], tensors=tensors)
+
+
+def _where(path):
+    """Per tensor, from GGUFReader on the intact file: (name, info start,
+    position of its type field, position of its offset field, absolute data
+    offset, byte count)."""
+    r = gguf.GGUFReader(str(path), "r")
+    out = []
+    for t in r.tensors:
+        f = t.field
+        pos = [f.offset]
+        for part in f.parts:
+            pos.append(pos[-1] + part.nbytes)
+        out.append((t.name, f.offset, pos[-3], pos[-2], int(t.data_offset), int(t.n_bytes)))
+    return out, r.data_offset
+
+
+def _poke(path, pos, fmt, value):
+    with open(path, "r+b") as f:
+        f.seek(pos)
+        f.write(struct.pack(fmt, value))
+
+
+def _by_kind(f):
+    out: dict = {}
+    for q in f.problems:
+        out.setdefault(q.kind, []).append(q)
+    return out
+
+
+def _findings(doc):
+    return sorted((x["detail"]["finding_code"], x["tensor"]) for x in doc["findings"])
+
+
+def _container(doc):
+    """The container findings: unreadable (S8xx) and GGUF placement (S14x)."""
+    return [x for x in _findings(doc) if x[0][:2] == "S8" or x[0][:3] == "S14"]
+
+
+def test_the_layout_file_is_clean(tmp_path):
+    p = _layout_file(tmp_path)
+    f, _ = _agree(p)
+    assert len(f.tensors) == 4
+    rc, doc = scan_json(p)
+    assert not _container(doc)
+    grit.load(p)
+
+
+@pytest.mark.parametrize("cut", ["in the last", "in blk.0.w", "at the data start",
+                                 "in the padding"])
+def test_a_cut_in_the_data_names_each_tensor_and_its_missing_bytes(tmp_path, cut):
+    p = _layout_file(tmp_path)
+    where, data = _where(p)
+    at = {"in the last": where[3][4] + 5, "in blk.0.w": where[1][4] + 100,
+          "at the data start": data, "in the padding": data - 3}[cut]
+    with open(p, "r+b") as fh:
+        fh.truncate(at)
+    avail = max(0, at - data)
+    # which tensors, and how many of their bytes, from gguf-py's offsets
+    want = {n: min(nb, off + nb - data - avail) for n, _, _, _, off, nb in where
+            if off + nb > at}
+    f = read_gguf(p)
+    got = _by_kind(f)
+    assert set(got) == {K.PAST_END}
+    assert {q.tensor: dict(q.extra)["missing"] for q in got[K.PAST_END]} == want
+    for q in got[K.PAST_END]:
+        assert f"({want[q.tensor]} of them missing)" in q.message
+    assert [t.name for t in f.tensors] == [n for n, *_ in where if n not in want]
+    rc, doc = scan_json(p)
+    assert rc != 4
+    assert [x for x in _findings(doc) if x[0] == "S807"] == sorted(("S807", n) for n in want)
+    first = next(n for n, *_ in where if n in want)
+    with pytest.raises(grit.GritError, match=first.replace(".", r"\.")):
+        grit.load(p)
+
+
+@pytest.mark.parametrize("k", [0, 2, 3])
+def test_a_cut_in_the_tensor_infos_says_which_info(tmp_path, k):
+    p = _layout_file(tmp_path)
+    where, _ = _where(p)
+    with open(p, "r+b") as fh:
+        fh.truncate(where[k][1] + 11)          # inside info k's name
+    f = read_gguf(p)
+    (q,) = f.problems
+    assert q.kind is K.UNREADABLE
+    assert f"tensor info {k} of 4: {k} read" in q.message
+    assert f"{4 - k} and the data section missing" in q.message
+    if k:
+        assert f"(the last whole one: {where[k - 1][0]!r})" in q.message
+    rc, doc = scan_json(p)
+    assert _findings(doc) == [("S805", None)] and f"tensor info {k} of 4" in \
+        doc["findings"][0]["message"]
+    with pytest.raises(grit.GritUsageError, match=f"tensor info {k} of 4"):
+        grit.load(p)
+
+
+def test_overlapping_tensors_name_both_and_the_shared_bytes(tmp_path):
+    p = _layout_file(tmp_path)
+    where, data = _where(p)
+    # blk.1.w's offset pointed 32 bytes (aligned) into blk.0.w's 136
+    rel0 = where[1][4] - data
+    _poke(p, where[2][3], "<Q", rel0 + 32)
+    f = read_gguf(p)
+    got = _by_kind(f)
+    (q,) = got[K.OVERLAP]
+    assert q.tensor == "blk.1.w" and dict(q.extra) == {"other": "blk.0.w",
+                                                      "shared": where[1][5] - 32}
+    assert "shares 104 bytes with tensor 'blk.0.w'" in q.message
+    # out stays where it was, 32 bytes past the end of blk.1.w's moved slot:
+    # the offset rule names it; nothing else is named
+    assert {x.tensor for qs in got.values() for x in qs} == {"blk.1.w", "out"}
+    assert [x.tensor for x in got.get(K.OFFSET, [])] == ["out"]
+    rc, doc = scan_json(p)
+    assert ("S141", "blk.1.w") in _findings(doc) and rc != 4
+    with pytest.raises(grit.GritUsageError, match=r"blk\.1\.w.*shares 104 bytes"):
+        grit.load(p)
+
+
+def test_offsets_out_of_order_are_named_per_tensor(tmp_path):
+    p = _layout_file(tmp_path)
+    where, data = _where(p)
+    a, b = where[1][4] - data, where[2][4] - data
+    _poke(p, where[1][3], "<Q", b)
+    _poke(p, where[2][3], "<Q", a)             # the two equal-size Q8_0 swapped
+    f = read_gguf(p)
+    got = _by_kind(f)
+    assert set(got) == {K.OFFSET}
+    assert [(q.tensor, q.expected, q.actual) for q in got[K.OFFSET]] == \
+        [("blk.0.w", a, b), ("blk.1.w", b + 136 + (-136 % 32), a)]
+    # gguf-py reads the swapped file without complaint; grit reads the bytes as placed
+    r = gguf.GGUFReader(str(p), "r")
+    assert {t.name: int(t.data_offset) - data for t in r.tensors}["blk.0.w"] == b
+    rc, doc = scan_json(p)
+    assert [x for x in _findings(doc) if x[0] == "S143"] == [("S143", "blk.0.w"),
+                                                             ("S143", "blk.1.w")]
+    with pytest.raises(grit.GritUsageError, match=r"blk\.0\.w.*ggml requires"):
+        grit.load(p)
+
+
+def test_a_gap_names_only_the_tensor_after_it(tmp_path):
+    p = _layout_file(tmp_path)
+    where, data = _where(p)
+    # out moved 32 bytes on, into bytes the file still has (the F16 is 16 of them)
+    with open(p, "ab") as fh:
+        fh.write(b"\0" * 32)
+    _poke(p, where[3][3], "<Q", where[3][4] - data + 32)
+    got = _by_kind(read_gguf(p))
+    assert [(q.kind, q.tensor) for qs in got.values() for q in qs] == [(K.OFFSET, "out")]
+
+
+def test_a_misaligned_offset_is_named_alone(tmp_path):
+    p = _layout_file(tmp_path)
+    where, data = _where(p)
+    _poke(p, where[0][3], "<Q", where[0][4] - data + 4)   # 12 bytes in a 32-byte slot
+    got = _by_kind(read_gguf(p))
+    assert [(q.kind, q.tensor) for qs in got.values() for q in qs] == [(K.MISALIGNED, "norm")]
+    (q,) = got[K.MISALIGNED]
+    assert "not a multiple of the file's alignment 32" in q.message
+    rc, doc = scan_json(p)
+    assert _container(doc) == [("S142", "norm")]
+    with pytest.raises(grit.GritUsageError, match="'norm'"):
+        grit.load(p)
+
+
+def test_an_unknown_type_is_reported_alone_and_the_rest_is_checked(tmp_path):
+    p = _layout_file(tmp_path)
+    where, _ = _where(p)
+    _poke(p, where[1][2], "<I", 9999)
+    f = read_gguf(p)
+    assert [(q.kind, q.tensor) for q in f.problems] == [(K.BAD_TENSOR, "blk.0.w")]
+    assert "unknown ggml type 9999" in f.problems[0].message
+    assert [t.name for t in f.tensors] == ["norm", "blk.1.w", "out"]
+    rc, doc = scan_json(p)
+    assert _container(doc) == [("S806", "blk.0.w")]
+    assert doc["files"][0]["tensors"] == 4 and rc != 4
+    with pytest.raises(grit.GritUsageError, match=r"blk\.0\.w.*9999"):
+        grit.load(p)
+    # and after it a defect of the next tensor is still found
+    _poke(p, where[2][3], "<Q", where[2][4] - where[0][4] + 8)
+    got = _by_kind(read_gguf(p))
+    assert [q.tensor for q in got[K.MISALIGNED]] == ["blk.1.w"]
