@@ -466,3 +466,20 @@ def test_an_unknown_type_is_reported_alone_and_the_rest_is_checked(tmp_path):
     _poke(p, where[2][3], "<Q", where[2][4] - where[0][4] + 8)
     got = _by_kind(read_gguf(p))
     assert [q.tensor for q in got[K.MISALIGNED]] == ["blk.1.w"]
+
+
+def test_a_lying_n_tensors_over_gigabytes_of_zeros_is_bounded(tmp_path):
+    # zero bytes read as valid empty tensor infos (24 bytes each): a walk that
+    # trusted n_tensors would build 44 million of them from this sparse file
+    p = tmp_path / "z.gguf"
+    with open(p, "wb") as fh:
+        fh.write(_head(n_tensors=2**62, n_kv=0))
+        fh.truncate(2**30)
+    tracemalloc.start()
+    f = read_gguf(p)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    (q,) = f.problems
+    assert q.kind is K.UNREADABLE and f"n_tensors = {2**62}" in q.message
+    assert f"hold at most {(2**30 - 24) // GF.MIN_INFO}" in q.message
+    assert peak < 1_000_000, peak     # no info is kept while the walk looks for the cut

@@ -48,6 +48,9 @@ DEFAULT_ALIGNMENT = 32
 MAX_RANK = 64
 #: arrays of arrays nest at most this deep
 MAX_DEPTH = 8
+#: the most tensor infos walked, to find where a header is cut, when n_tensors
+#: is more than the bytes left can hold
+MAX_CUT_WALK = 1 << 14
 #: the smallest KV entry (key length, value type, a one-byte value) and tensor
 #: info (name length, n_dims, type, offset): the bounds on n_kv and n_tensors
 MIN_KV, MIN_INFO = 8 + 4 + 1, 8 + 4 + 4 + 8
@@ -312,27 +315,36 @@ def _walk(out: GGUFFile) -> list[tuple[str, tuple[int, ...], int, int]]:
         if key in out.fields:
             raise _Stop(f"KV entry {key!r} appears twice")
         out.fields[key] = GGUFField(key, vt, it, n, start, out.order, buf)
-    # every info takes at least MIN_INFO bytes, so the walk is bounded by the
-    # file's size whatever n_tensors says; a cut says how far it got
+    # a count the bytes left cannot hold is a cut header or a lie: walk at most
+    # MAX_CUT_WALK infos, keeping none, to say which (a cut names the info it
+    # ends in); the walk is bounded in time and memory whatever n_tensors says
+    left = c.left
+    fits = n_tensors * MIN_INFO <= left
+    # (one info more than the bytes hold: the walk ends in a cut by construction)
+    limit = n_tensors if fits else min(n_tensors, left // MIN_INFO + 1, MAX_CUT_WALK)
     infos: list[tuple[str, tuple[int, ...], int, int]] = []
-    start = c.pos
+    i, last = 0, None
     try:
-        for i in range(n_tensors):
+        for i in range(limit):
             name = c.string(f"tensor info {i} name")
             n_dims = c.scalar("I", f"tensor {name!r} n_dims")
             p = c.take(8 * n_dims, f"tensor {name!r} dims")
             dims = struct.unpack_from(f"{out.order}{n_dims}Q", buf, p)
             ggml = c.scalar("I", f"tensor {name!r} type")
             off = c.scalar("Q", f"tensor {name!r} offset")
-            infos.append((name, dims, ggml, off))
+            last = name
+            if fits:
+                infos.append((name, dims, ggml, off))
+        i = limit
     except _Stop as e:
-        i = len(infos)
-        last = f" (the last whole one: {infos[-1][0]!r})" if infos else ""
-        bound = (f"; n_tensors = {n_tensors} cannot be true: the {out.size - start} bytes "
-                 f"after the KV entries hold at most {(out.size - start) // MIN_INFO}"
-                 if n_tensors * MIN_INFO > out.size - start else "")
-        raise _Stop(f"the header ends in tensor info {i} of {n_tensors}: {i} read{last}, "
+        whole = f" (the last whole one: {last!r})" if last is not None else ""
+        bound = "" if fits else (f"; n_tensors = {n_tensors}: the {left} bytes left hold at "
+                                 f"most {left // MIN_INFO}")
+        raise _Stop(f"the header ends in tensor info {i} of {n_tensors}: {i} read{whole}, "
                     f"{n_tensors - i} and the data section missing{bound} ({e})") from None
+    if not fits:
+        raise _Stop(f"n_tensors = {n_tensors}: the {left} bytes left hold at most "
+                    f"{left // MIN_INFO}")
     al = out.fields.get("general.alignment")
     if al is not None:
         if al.type != ValueType.UINT32:
