@@ -58,7 +58,7 @@ writes
 
 and times, each run in a fresh process (imports outside the timing), medians
 over --repeat runs (--peer-repeat for GGUFReader), with the process's peak
-RSS (ru_maxrss) and what the call added to the process after its imports:
+RSS (VmHWM, Linux) and what the call added to the process after its imports:
 
   grit scan level 1         ``grit.scan.scan([path])``
   read_gguf                 ``grit.io.gguf_file.read_gguf(path)`` (the walk alone)
@@ -81,6 +81,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 import grit  # noqa: E402
 from grit.fingerprint import digest  # noqa: E402
@@ -430,25 +431,37 @@ def make_gguf(root: str, gb: float) -> dict:
     return {"vocab": os.path.join(root, "vocab.gguf"), "sparse": sparse, "lying": lying}
 
 
-def _gguf_child(tool: str, path: str) -> None:
-    if tool == "scan":
-        from grit.scan import scan as run_it  # noqa: PLC0415
-        fn = lambda: run_it([path])  # noqa: E731
-    elif tool == "read_gguf":
-        from grit.io.gguf_file import read_gguf  # noqa: PLC0415
-        fn = lambda: read_gguf(path)  # noqa: E731
-    else:
-        import gguf  # noqa: PLC0415
-        fn = lambda: gguf.GGUFReader(path)  # noqa: E731
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    t0 = time.perf_counter()
-    out = fn()
-    dt = time.perf_counter() - t0
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    extra = {}
-    if tool == "scan":
-        extra = {"findings": sorted({f.code for f in out.findings})}
-    print(json.dumps({"s": dt, "base_kib": base, "peak_kib": peak, **extra}))
+#: what a --gguf run executes, in a fresh ``python -c`` process that imports
+#: only what the tool needs (not this module), so the RSS is the tool's own
+_GGUF_CHILD = """
+import json, sys, time
+tool, path = sys.argv[1], sys.argv[2]
+
+
+def hwm():
+    # VmHWM: this process's own peak (ru_maxrss keeps the forking parent's
+    # peak across exec on Linux)
+    with open("/proc/self/status") as f:
+        return next(int(x.split()[1]) for x in f if x.startswith("VmHWM:"))
+
+
+if tool == "scan":
+    from grit.scan import scan
+    fn = lambda: scan([path])
+elif tool == "read_gguf":
+    from grit.io.gguf_file import read_gguf
+    fn = lambda: read_gguf(path)
+else:
+    import gguf
+    fn = lambda: gguf.GGUFReader(path)
+base = hwm()
+t0 = time.perf_counter()
+out = fn()
+dt = time.perf_counter() - t0
+peak = hwm()
+extra = {"findings": sorted({f.code for f in out.findings})} if tool == "scan" else {}
+print(json.dumps({"s": dt, "base_kib": base, "peak_kib": peak, **extra}))
+"""
 
 
 GGUF_TOOLS = (("grit scan level 1", "scan"), ("read_gguf", "read_gguf"),
@@ -467,9 +480,10 @@ def gguf_bench(gb: float, repeat: int, peer_repeat: int) -> dict:
                 runs = []
                 reps = peer_repeat if tool == "gguf-py" else repeat
                 for _ in range(reps):
-                    r = subprocess.run([sys.executable, os.path.abspath(__file__),
-                                        "--gguf-child", tool, path], capture_output=True,
-                                       text=True, check=True)
+                    r = subprocess.run([sys.executable, "-c", _GGUF_CHILD, tool, path],
+                                       capture_output=True, text=True, check=True,
+                                       env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                                           [ROOT, os.environ.get("PYTHONPATH", "")])})
                     runs.append(json.loads(r.stdout))
                 rows.append({"file": label, "bytes": os.path.getsize(path), "tool": name,
                              "runs": reps,
@@ -494,7 +508,7 @@ def gguf_bench(gb: float, repeat: int, peer_repeat: int) -> dict:
 def print_gguf(r: dict) -> None:
     print(f"GGUF level 1: a 262,144-token vocabulary header; {r['machine']}, {r['cpus']} "
           f"cpus, Python {r['python']}; fresh process per run, medians")
-    print("peak RSS: the process's ru_maxrss (imports included); added: peak minus the "
+    print("peak RSS: the process's VmHWM (imports included); added: peak minus the "
           "process after its imports")
     print(f"{'file':8s} {'size':>10s}  {'tool':20s} {'runs':>4s} {'seconds':>9s} "
           f"{'vs gguf-py':>10s} {'peak RSS':>10s} {'added':>10s}  findings")
@@ -524,13 +538,9 @@ def main(argv=None) -> None:
                     help="GiB of (sparse) tensor data in sparse.gguf (default 4)")
     ap.add_argument("--peer-repeat", type=int, default=1,
                     help="runs of gguf.GGUFReader per file (default 1: it is slow)")
-    ap.add_argument("--gguf-child", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.render_child:
         _render_child(args.render_child[0], int(args.render_child[1]))
-        return
-    if args.gguf_child:
-        _gguf_child(*args.gguf_child)
         return
     if args.gguf:
         g = gguf_bench(args.gguf_gb, args.repeat, args.peer_repeat)
