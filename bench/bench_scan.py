@@ -40,6 +40,29 @@ process's peak RSS (ru_maxrss), medians over --repeat runs, for
 
 The output goes to /dev/null (not a terminal, so no colour).  "base RSS" is
 the process after building the report, before rendering.
+    python bench/bench_scan.py --gguf [--gguf-gb 4] [--repeat 5] [--peer-repeat 1] [--json]
+
+the GGUF level-1 section: in a temporary directory, gguf-py's GGUFWriter
+writes
+
+  vocab.gguf                a 262,144-entry string-array vocabulary
+                            (tokenizer.ggml.tokens, plus scores and token types)
+                            and 200 tensors (Q8_0 / Q4_K 256×1024 weights, F32
+                            norms), as a llama.cpp checkpoint's header looks;
+  sparse.gguf               the same header with --gguf-gb GiB of tensor data
+                            (256 Q8_0 / Q4_K tensors), the data made by
+                            truncate(), so it costs no disk and no write;
+  lying.gguf                the issue's 49-byte file: one KV entry, an array
+                            of 2^62 UINT8 (GGUFReader is not run on it: it
+                            does not finish);
+
+and times, each run in a fresh process (imports outside the timing), medians
+over --repeat runs (--peer-repeat for GGUFReader), with the process's peak
+RSS (VmHWM, Linux) and what the call added to the process after its imports:
+
+  grit scan level 1         ``grit.scan.scan([path])``
+  read_gguf                 ``grit.io.gguf_file.read_gguf(path)`` (the walk alone)
+  gguf.GGUFReader           ``gguf.GGUFReader(path)`` (the peer)
 """
 from __future__ import annotations
 
@@ -58,6 +81,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 import grit  # noqa: E402
 from grit.fingerprint import digest  # noqa: E402
@@ -342,6 +366,161 @@ def render_bench(counts, repeat: int, before_max: int, before_repeat: int) -> li
     return rows
 
 
+# ---------------------------------------------------------------------------
+# GGUF level 1 (--gguf)
+
+GGUF_VOCAB = 262_144
+
+
+def _gguf_writer(path: str):
+    import gguf  # noqa: PLC0415 - only the GGUF section needs it
+    w = gguf.GGUFWriter(path, "llama")
+    w.add_name("bench")
+    w.add_file_type(15)
+    w.add_token_list([f"\u2581tok{i}" if i % 5 else f"<unused{i}>" for i in range(GGUF_VOCAB)])
+    w.add_token_scores([float(-i) for i in range(GGUF_VOCAB)])
+    w.add_token_types([1] * GGUF_VOCAB)
+    return gguf, w
+
+
+def make_gguf(root: str, gb: float) -> dict:
+    """vocab.gguf, sparse.gguf and lying.gguf under ``root`` (see the docstring)."""
+    import struct  # noqa: PLC0415
+    gguf, w = _gguf_writer(os.path.join(root, "vocab.gguf"))
+    rng = np.random.default_rng(0)
+    q = gguf.GGMLQuantizationType
+    for i in range(200):
+        if i % 4 == 3:
+            w.add_tensor(f"blk.{i // 4}.attn_norm.weight", rng.standard_normal(1024, np.float32))
+            continue
+        typ = q.Q8_0 if i % 2 else q.Q4_K
+        block, size = gguf.GGML_QUANT_SIZES[typ]
+        raw = rng.integers(0, 256, (256, 1024 // block * size), np.uint8)
+        raw[:, :2] = 0                     # scales 0: finite blocks (Q8_0 d, Q4_K d)
+        w.add_tensor(f"blk.{i // 4}.w{i % 4}.weight", raw, raw_dtype=typ)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    # the multi-GB file: tensor infos only, then truncate() to the data's size
+    sparse = os.path.join(root, "sparse.gguf")
+    gguf, w = _gguf_writer(sparse)
+    n = 256
+    cols = 4096
+    # half Q8_0 (34 bytes per 32 elements), half Q4_K (144 per 256)
+    rows = max(256, int(gb * 2**30 / n / (cols * (34 / 32 + 144 / 256) / 2)) // 256 * 256)
+    total = 0
+    for i in range(n):
+        typ = q.Q8_0 if i % 2 else q.Q4_K
+        block, size = gguf.GGML_QUANT_SIZES[typ]
+        nbytes = rows * cols // block * size
+        w.add_tensor_info(f"blk.{i}.weight", (rows, cols // block * size), np.dtype(np.uint8),
+                          nbytes,
+                          raw_dtype=typ)
+        total += nbytes + (-nbytes % w.data_alignment)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_ti_data_to_file()
+    w.close()
+    head = os.path.getsize(sparse)
+    os.truncate(sparse, head + (-head % 32) + total)
+    lying = os.path.join(root, "lying.gguf")
+    with open(lying, "wb") as f:
+        f.write(b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + struct.pack("<Q", 1) + b"k"
+                + struct.pack("<IIQ", 9, 0, 2**62))
+    return {"vocab": os.path.join(root, "vocab.gguf"), "sparse": sparse, "lying": lying}
+
+
+#: what a --gguf run executes, in a fresh ``python -c`` process that imports
+#: only what the tool needs (not this module), so the RSS is the tool's own
+_GGUF_CHILD = """
+import json, sys, time
+tool, path = sys.argv[1], sys.argv[2]
+
+
+def hwm():
+    # VmHWM: this process's own peak (ru_maxrss keeps the forking parent's
+    # peak across exec on Linux)
+    with open("/proc/self/status") as f:
+        return next(int(x.split()[1]) for x in f if x.startswith("VmHWM:"))
+
+
+if tool == "scan":
+    from grit.scan import scan
+    fn = lambda: scan([path])
+elif tool == "read_gguf":
+    from grit.io.gguf_file import read_gguf
+    fn = lambda: read_gguf(path)
+else:
+    import gguf
+    fn = lambda: gguf.GGUFReader(path)
+base = hwm()
+t0 = time.perf_counter()
+out = fn()
+dt = time.perf_counter() - t0
+peak = hwm()
+extra = {"findings": sorted({f.code for f in out.findings})} if tool == "scan" else {}
+print(json.dumps({"s": dt, "base_kib": base, "peak_kib": peak, **extra}))
+"""
+
+
+GGUF_TOOLS = (("grit scan level 1", "scan"), ("read_gguf", "read_gguf"),
+              ("gguf.GGUFReader", "gguf-py"))
+
+
+def gguf_bench(gb: float, repeat: int, peer_repeat: int) -> dict:
+    root = tempfile.mkdtemp(prefix="grit-bench-gguf-")
+    try:
+        files = make_gguf(root, gb)
+        rows = []
+        for label, path in files.items():
+            for name, tool in GGUF_TOOLS:
+                if label == "lying" and tool == "gguf-py":
+                    continue              # it loops and allocates without bound
+                runs = []
+                reps = peer_repeat if tool == "gguf-py" else repeat
+                for _ in range(reps):
+                    r = subprocess.run([sys.executable, "-c", _GGUF_CHILD, tool, path],
+                                       capture_output=True, text=True, check=True,
+                                       env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                                           [ROOT, os.environ.get("PYTHONPATH", "")])})
+                    runs.append(json.loads(r.stdout))
+                rows.append({"file": label, "bytes": os.path.getsize(path), "tool": name,
+                             "runs": reps,
+                             "seconds": statistics.median(x["s"] for x in runs),
+                             "peak_rss_mib": statistics.median(x["peak_kib"] for x in runs)
+                             / 1024,
+                             "base_rss_mib": statistics.median(x["base_kib"] for x in runs)
+                             / 1024,
+                             "added_rss_mib": statistics.median(x["peak_kib"] - x["base_kib"]
+                                                                for x in runs) / 1024,
+                             "findings": runs[0].get("findings")})
+        for r in rows:
+            peer = next((x for x in rows if x["file"] == r["file"]
+                         and x["tool"] == "gguf.GGUFReader"), None)
+            r["speedup_vs_gguf_py"] = peer["seconds"] / r["seconds"] if peer else None
+        return {"machine": platform.processor() or platform.machine(),
+                "cpus": os.cpu_count(), "python": platform.python_version(), "rows": rows}
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def print_gguf(r: dict) -> None:
+    print(f"GGUF level 1: a 262,144-token vocabulary header; {r['machine']}, {r['cpus']} "
+          f"cpus, Python {r['python']}; fresh process per run, medians")
+    print("peak RSS: the process's VmHWM (imports included); added: peak minus the "
+          "process after its imports")
+    print(f"{'file':8s} {'size':>10s}  {'tool':20s} {'runs':>4s} {'seconds':>9s} "
+          f"{'vs gguf-py':>10s} {'peak RSS':>10s} {'added':>10s}  findings")
+    for x in r["rows"]:
+        sp = f"{x['speedup_vs_gguf_py']:.1f}×" if x["speedup_vs_gguf_py"] else ""
+        size = f"{x['bytes'] / 1e6:.1f} MB" if x["bytes"] > 1e5 else f"{x['bytes']} B"
+        print(f"{x['file']:8s} {size:>10s}  {x['tool']:20s} {x['runs']:>4d} "
+              f"{x['seconds']:>9.4f} {sp:>10s} "
+              f"{x['peak_rss_mib']:>6.0f} MiB {x['added_rss_mib']:>6.0f} MiB  "
+              f"{','.join(x['findings'] or [])}")
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--gb", type=float, default=2.0, help="GiB of plane bytes (default 2)")
@@ -354,9 +533,21 @@ def main(argv=None) -> None:
                     help="largest count the old rich renderer is run for")
     ap.add_argument("--before-repeat", type=int, default=1)
     ap.add_argument("--render-child", nargs=2, help=argparse.SUPPRESS)
+    ap.add_argument("--gguf", action="store_true", help="the GGUF level-1 section")
+    ap.add_argument("--gguf-gb", type=float, default=4.0,
+                    help="GiB of (sparse) tensor data in sparse.gguf (default 4)")
+    ap.add_argument("--peer-repeat", type=int, default=1,
+                    help="runs of gguf.GGUFReader per file (default 1: it is slow)")
     args = ap.parse_args(argv)
     if args.render_child:
         _render_child(args.render_child[0], int(args.render_child[1]))
+        return
+    if args.gguf:
+        g = gguf_bench(args.gguf_gb, args.repeat, args.peer_repeat)
+        if args.json:
+            print(json.dumps(g, indent=2))
+        else:
+            print_gguf(g)
         return
     if args.render:
         rows = render_bench([int(x) for x in args.render.split(",")], args.repeat,

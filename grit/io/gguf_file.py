@@ -6,9 +6,16 @@ using it (a string length, an array count, ``n_kv``, ``n_tensors``,
 ``n_dims``), so a lying header costs neither memory nor time.  It returns a
 :class:`GGUFFile`: the KV entries (decoded on demand), the tensor infos and
 the problems — UNREADABLE, and nothing else, when the header cannot be
-walked; otherwise one per tensor that cannot be read (BAD_TENSOR: unknown
-ggml type, a row that is not whole blocks, too many dimensions, a duplicate
-name; PAST_END: bytes past the end of the file).
+walked (a cut inside the tensor infos says which info, of how many, and the
+last one read); otherwise one per tensor that cannot be read (BAD_TENSOR:
+unknown ggml type, a row that is not whole blocks, too many dimensions, a
+duplicate name; PAST_END: bytes past the end of the file, with how many are
+missing) and one per tensor whose placement ggml refuses (OVERLAP: bytes
+shared with another tensor; MISALIGNED: an offset that is not a multiple of
+the alignment; OFFSET: not at the running sum of the padded sizes of the
+tensors before it, which is where ggml's loader requires it).  A tensor of
+an unknown type is reported alone: its size is unknown, so the offset rule
+restarts after it and every other tensor is still checked.
 
 The ggml block sizes come from gguf-py's tables (``gguf.constants``), so
 that every type gguf-py knows is known here by the same name.  Versions 2
@@ -41,6 +48,9 @@ DEFAULT_ALIGNMENT = 32
 MAX_RANK = 64
 #: arrays of arrays nest at most this deep
 MAX_DEPTH = 8
+#: the most tensor infos walked, to find where a header is cut, when n_tensors
+#: is more than the bytes left can hold
+MAX_CUT_WALK = 1 << 14
 #: the smallest KV entry (key length, value type, a one-byte value) and tensor
 #: info (name length, n_dims, type, offset): the bounds on n_kv and n_tensors
 MIN_KV, MIN_INFO = 8 + 4 + 1, 8 + 4 + 4 + 8
@@ -305,18 +315,36 @@ def _walk(out: GGUFFile) -> list[tuple[str, tuple[int, ...], int, int]]:
         if key in out.fields:
             raise _Stop(f"KV entry {key!r} appears twice")
         out.fields[key] = GGUFField(key, vt, it, n, start, out.order, buf)
-    if n_tensors * MIN_INFO > c.left:
-        raise _Stop(f"n_tensors = {n_tensors}: the {c.left} bytes left hold at most "
-                    f"{c.left // MIN_INFO}")
-    infos = []
-    for i in range(n_tensors):
-        name = c.string(f"tensor info {i} name")
-        n_dims = c.scalar("I", f"tensor {name!r} n_dims")
-        p = c.take(8 * n_dims, f"tensor {name!r} dims")
-        dims = struct.unpack_from(f"{out.order}{n_dims}Q", buf, p)
-        ggml = c.scalar("I", f"tensor {name!r} type")
-        off = c.scalar("Q", f"tensor {name!r} offset")
-        infos.append((name, dims, ggml, off))
+    # a count the bytes left cannot hold is a cut header or a lie: walk at most
+    # MAX_CUT_WALK infos, keeping none, to say which (a cut names the info it
+    # ends in); the walk is bounded in time and memory whatever n_tensors says
+    left = c.left
+    fits = n_tensors * MIN_INFO <= left
+    # (one info more than the bytes hold: the walk ends in a cut by construction)
+    limit = n_tensors if fits else min(n_tensors, left // MIN_INFO + 1, MAX_CUT_WALK)
+    infos: list[tuple[str, tuple[int, ...], int, int]] = []
+    i, last = 0, None
+    try:
+        for i in range(limit):
+            name = c.string(f"tensor info {i} name")
+            n_dims = c.scalar("I", f"tensor {name!r} n_dims")
+            p = c.take(8 * n_dims, f"tensor {name!r} dims")
+            dims = struct.unpack_from(f"{out.order}{n_dims}Q", buf, p)
+            ggml = c.scalar("I", f"tensor {name!r} type")
+            off = c.scalar("Q", f"tensor {name!r} offset")
+            last = name
+            if fits:
+                infos.append((name, dims, ggml, off))
+        i = limit
+    except _Stop as e:
+        whole = f" (the last whole one: {last!r})" if last is not None else ""
+        bound = "" if fits else (f"; n_tensors = {n_tensors}: the {left} bytes left hold at "
+                                 f"most {left // MIN_INFO}")
+        raise _Stop(f"the header ends in tensor info {i} of {n_tensors}: {i} read{whole}, "
+                    f"{n_tensors - i} and the data section missing{bound} ({e})") from None
+    if not fits:
+        raise _Stop(f"n_tensors = {n_tensors}: the {left} bytes left hold at most "
+                    f"{left // MIN_INFO}")
     al = out.fields.get("general.alignment")
     if al is not None:
         if al.type != ValueType.UINT32:
@@ -333,6 +361,7 @@ def _tensor_infos(out: GGUFFile, infos) -> None:
     avail = max(0, out.size - out.data_start)
     seen = out.names
     past: list[tuple[TensorInfo, int]] = []
+    sized: list[TensorInfo | None] = []      # file order; None: size unknown
     tally = Tally(out.problems)
     for name, dims, ggml, off in infos:
         known = types.get(ggml)
@@ -349,12 +378,14 @@ def _tensor_infos(out: GGUFFile, infos) -> None:
                    f"number of {known[1]}-element blocks")
         seen.add(name)
         if why is not None:
+            sized.append(None)
             if tally.full(K.BAD_TENSOR):
                 tally.count(K.BAD_TENSOR)
             else:
                 tally.add(problem(out.path, K.BAD_TENSOR, why[:300], name))
             continue
         t = TensorInfo(name, tuple(dims), ggml, off, tname, known[1], known[2])
+        sized.append(t)
         if off + t.nbytes > avail:
             past.append((t, off + t.nbytes))
             continue
@@ -368,9 +399,65 @@ def _tensor_infos(out: GGUFFile, infos) -> None:
             if tally.full(K.PAST_END):
                 tally.count(K.PAST_END)
                 continue
+            missing = min(t.nbytes, e - avail)
             tally.add(problem(
                 out.path, K.PAST_END,
                 f"tensor {t.name!r} ({t.ggml_type}): {t.nbytes} bytes at data offset "
-                f"{t.offset} run past the {avail}-byte data section"[:300], t.name, lines=line,
-                field="offset", expected=e, actual=avail))
+                f"{t.offset} run past the {avail}-byte data section ({missing} of them "
+                "missing)"[:300], t.name, lines=line,
+                field="offset", expected=e, actual=avail, extra=(("missing", missing),)))
+    _placement(out, sized, tally)
     tally.finish()
+
+
+def _pad(n: int, al: int) -> int:
+    return n + (-n % al)
+
+
+def _placement(out: GGUFFile, sized: list[TensorInfo | None], tally: Tally) -> None:
+    """OVERLAP, MISALIGNED and OFFSET problems of the tensor infos in file
+    order (None: an info whose size is unknown).  ggml requires each offset to
+    be the end of the previous tensor's aligned slot; a tensor is named when
+    it is not at the end of the furthest slot before it (a swap names both
+    tensors, a gap the one after it), and the rule restarts after a tensor of
+    unknown size."""
+    al = out.alignment
+    spans = sorted((t for t in sized if t is not None and t.nbytes),
+                   key=lambda t: (t.offset, t.offset + t.nbytes))
+    overlapping: set[str] = set()
+    widest: TensorInfo | None = None      # the span reaching furthest so far
+    for t in spans:
+        if widest is not None and t.offset < widest.offset + widest.nbytes:
+            shared = min(t.offset + t.nbytes, widest.offset + widest.nbytes) - t.offset
+            overlapping.update((t.name, widest.name))
+            tally.add(problem(
+                out.path, K.OVERLAP,
+                f"tensor {t.name!r} ({t.ggml_type}) shares {shared} bytes with tensor "
+                f"{widest.name!r}: data offsets [{t.offset}, {t.offset + t.nbytes}) and "
+                f"[{widest.offset}, {widest.offset + widest.nbytes})"[:300], t.name,
+                field="offset", expected=widest.offset + widest.nbytes, actual=t.offset,
+                extra=(("other", widest.name), ("shared", shared))))
+        if widest is None or t.offset + t.nbytes > widest.offset + widest.nbytes:
+            widest = t
+    expected: int | None = 0
+    for t in sized:
+        if t is None:                      # unknown size: the rule restarts after it
+            expected = None
+            continue
+        if t.offset % al:
+            tally.add(problem(
+                out.path, K.MISALIGNED,
+                f"tensor {t.name!r} ({t.ggml_type}): data offset {t.offset} is not a "
+                f"multiple of the file's alignment {al}"[:300], t.name,
+                field="offset", expected=t.offset - t.offset % al + al, actual=t.offset))
+        elif expected is not None and t.offset != expected and t.name not in overlapping:
+            tally.add(problem(
+                out.path, K.OFFSET,
+                f"tensor {t.name!r} ({t.ggml_type}): data offset {t.offset}, where ggml "
+                f"requires {expected} (the sizes of the tensors before it in tensor-info "
+                f"order, each padded to {al} bytes): the offsets are out of order or leave "
+                "a gap"[:300], t.name, field="offset", expected=expected, actual=t.offset))
+        # the next tensor belongs after the furthest slot so far, so one moved
+        # tensor is named alone, not every tensor after it
+        end = t.offset - t.offset % al + _pad(t.nbytes, al)
+        expected = end if expected is None else max(expected, end)

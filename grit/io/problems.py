@@ -38,6 +38,11 @@ class ProblemKind(str, enum.Enum):
     SIZE = "size"
     #: two entries share bytes
     OVERLAP = "overlap"
+    #: a GGUF tensor's data offset is not a multiple of the file's alignment
+    MISALIGNED = "misaligned"
+    #: a GGUF tensor is not at the data offset ggml requires (the padded sizes of
+    #: the tensors before it, in tensor-info order): offsets out of order, or a gap
+    OFFSET = "offset"
     #: an entry's bytes run past the end of the file
     PAST_END = "past-end"
     #: bytes of the data buffer that no entry covers (a gap between tensors, or

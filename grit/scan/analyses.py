@@ -153,7 +153,8 @@ _PROBLEM_CODES = {
 }
 #: GGUF: a tensor's size is fixed by its ggml type, so one that cannot be read as
 #: that type, or whose bytes are cut off, is an input that could not be read
-_GGUF_CODES = {**_PROBLEM_CODES, PK.BAD_TENSOR: "S806", PK.PAST_END: "S807"}
+_GGUF_CODES = {**_PROBLEM_CODES, PK.BAD_TENSOR: "S806", PK.PAST_END: "S807",
+               PK.OVERLAP: "S141", PK.MISALIGNED: "S142", PK.OFFSET: "S143"}
 
 
 def _problem(ctx: Context, path: str, p: Problem, codes: Mapping[PK, str]) -> None:

@@ -289,6 +289,30 @@ REGISTRY: dict[str, FindingSpec] = _specs(
      "reads it by its content.",
      "A reader that trusts the suffix rejects the file.",
      "Rename the file."),
+    ("S141", C.STRUCTURAL, V.STRUCTURAL, K.OVERLAP,
+     "GGUF tensors share bytes",
+     "Two GGUF tensor infos place their tensors (offset, and the size fixed by the ggml "
+     "type and dims) over common bytes; both names and the shared byte count are given. "
+     "The file's other tensors are read and checked.",
+     "Every byte belongs to at most one tensor; an overlap means one of the offsets "
+     "points at the wrong bytes. `grit.load` refuses the file.",
+     "Re-export the file with a conforming writer (gguf-py's GGUFWriter)."),
+    ("S142", C.STRUCTURAL, V.STRUCTURAL, K.BAD_HEADER,
+     "GGUF tensor offset not a multiple of the alignment",
+     "A GGUF tensor's data offset is not a multiple of the file's alignment "
+     "(`general.alignment`, 32 when absent).",
+     "ggml's loader refuses the file; memory-mapped readers may read misaligned blocks. "
+     "`grit.load` refuses the file.",
+     "Re-export the file with a conforming writer."),
+    ("S143", C.STRUCTURAL, V.STRUCTURAL, K.BAD_HEADER,
+     "GGUF tensor not at the offset ggml requires",
+     "A GGUF tensor's data offset differs from the sum of the sizes of the tensors before "
+     "it in tensor-info order, each padded to the alignment — where ggml's loader "
+     "requires it: the offsets are out of order or leave a gap. After a tensor of unknown "
+     "size (S806) the rule restarts at the next tensor.",
+     "llama.cpp refuses the file (`tensor … has offset …, expected …`); `grit.load` "
+     "refuses it too.",
+     "Re-export the file with a conforming writer."),
     # -- 2. cross-file
     ("S201", C.CROSS_FILE, V.DISAGREEMENT, K.GID_MISMATCH,
      "same tensor name, different gid across files",
