@@ -36,13 +36,6 @@ q4ks_d(const unsigned char *s1, int which)
 }
 
 #ifdef GRIT_AVX2
-TARGET_AVX2 static inline __m256
-canon8(__m256 v)
-{
-    __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
-    return _mm256_blendv_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32((int)CANON_NAN)), nan);
-}
-
 /* 8 elements per 4 bytes: lane k takes nibble k of the little-endian word. */
 TARGET_AVX2 static inline void
 nib_lookup_avx2(__m256 tlo, __m256 thi, const unsigned char *src, float *dst, size_t nbytes)
@@ -52,10 +45,7 @@ nib_lookup_avx2(__m256 tlo, __m256 thi, const unsigned char *src, float *dst, si
         uint32_t w;
         memcpy(&w, src + j, 4);
         __m256i idx = _mm256_srlv_epi32(_mm256_set1_epi32((int)w), shifts);
-        __m256 lo = _mm256_permutevar8x32_ps(tlo, idx);      /* by the low 3 bits */
-        __m256 hi = _mm256_permutevar8x32_ps(thi, idx);
-        __m256 sel = _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28)); /* bit 3 -> sign */
-        _mm256_storeu_ps(dst + 2 * j, _mm256_blendv_ps(lo, hi, sel));
+        _mm256_storeu_ps(dst + 2 * j, lut16(tlo, thi, idx));
     }
 }
 

@@ -48,23 +48,6 @@ ld16(const unsigned char *p)
 }
 
 #ifdef GRIT_AVX2
-TARGET_AVX2 static inline __m256
-ggml_canon8(__m256 v)
-{
-    __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
-    return _mm256_blendv_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32((int)CANON_NAN)), nan);
-}
-
-/* t[idx] for 8 indices 0..15: tlo = t[0..7], thi = t[8..15] */
-TARGET_AVX2 static inline __m256
-lut16(__m256 tlo, __m256 thi, __m256i idx)
-{
-    __m256 lo = _mm256_permutevar8x32_ps(tlo, idx);          /* by the low 3 bits */
-    __m256 hi = _mm256_permutevar8x32_ps(thi, idx);
-    __m256 sel = _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28)); /* bit 3 -> sign */
-    return _mm256_blendv_ps(lo, hi, sel);
-}
-
 /* halves_lookup for half a multiple of 8 */
 TARGET_AVX2 static inline void
 halves_lookup_avx2(const float *t, const unsigned char *qs, float *dst, size_t half)
@@ -87,7 +70,7 @@ ggml_q8_0_avx2(const unsigned char *src, float *out, size_t lo, size_t hi)
         float *o = out + 32 * b;
         for (int i = 0; i < 32; i += 8) {
             __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(p + 2 + i)));
-            _mm256_storeu_ps(o + i, ggml_canon8(_mm256_mul_ps(d, _mm256_cvtepi32_ps(q))));
+            _mm256_storeu_ps(o + i, canon8(_mm256_mul_ps(d, _mm256_cvtepi32_ps(q))));
         }
     }
 }

@@ -389,6 +389,24 @@ GRIT_HIDDEN extern unsigned char grit_kept_per_nibble[16];
 GRIT_HIDDEN extern unsigned char grit_slot_of[16][4];
 GRIT_HIDDEN void grit_init_i8(void);
 #ifdef GRIT_AVX2
+/* 8 binary32 lanes with every NaN made the canonical one (§1.2) */
+TARGET_AVX2 static inline __m256
+canon8(__m256 v)
+{
+    __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
+    return _mm256_blendv_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32((int)CANON_NAN)), nan);
+}
+
+/* t[idx & 15] for 8 lanes: tlo = t[0..7], thi = t[8..15] */
+TARGET_AVX2 static inline __m256
+lut16(__m256 tlo, __m256 thi, __m256i idx)
+{
+    __m256 lo = _mm256_permutevar8x32_ps(tlo, idx);             /* by the low 3 bits */
+    __m256 hi = _mm256_permutevar8x32_ps(thi, idx);
+    __m256 sel = _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28)); /* bit 3 -> sign */
+    return _mm256_blendv_ps(lo, hi, sel);
+}
+
 GRIT_HIDDEN extern uint64_t grit_shuf_of_meta[4][256];
 GRIT_HIDDEN void grit_init_i8_shuffles(void);
 #endif
