@@ -3,6 +3,25 @@ import pytest
 
 import grit
 
+try:
+    from grit import _kernels
+except ImportError:  # pragma: no cover - only where no compiler exists
+    _kernels = None
+
+#: the loops of the C extension this machine can run
+SIMD = ["portable"] + (["avx2"] if _kernels is not None and _kernels.simd() == "avx2" else [])
+
+
+@pytest.fixture(params=SIMD)
+def simd(request):
+    """Both loops of the extension: the AVX2 one where the CPU has it, and the
+    portable one (the test file skips itself where the extension is missing)."""
+    prev = _kernels.simd()
+    _kernels.simd(request.param == "avx2")
+    assert _kernels.simd() == request.param
+    yield request.param
+    _kernels.simd(prev == "avx2")
+
 
 @pytest.fixture
 def clean_audit(monkeypatch):

@@ -33,6 +33,8 @@ else:
 
 pytestmark = pytest.mark.skipif(_kernels is None, reason=_REASON or "built")
 
+from conftest import SIMD  # noqa: E402
+
 dm = importlib.import_module("grit.native")
 
 SETTINGS = settings(max_examples=int(os.environ.get("GRIT_HYPOTHESIS_EXAMPLES", 150)),
@@ -40,8 +42,6 @@ SETTINGS = settings(max_examples=int(os.environ.get("GRIT_HYPOTHESIS_EXAMPLES", 
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 GRADES = list(REGISTERED_GRADES)
-_HAVE_AVX2 = _kernels is not None and _kernels.simd() == "avx2"
-SIMD = ["portable"] + (["avx2"] if _HAVE_AVX2 else [])
 
 F32_MAX = float(np.finfo(np.float32).max)
 TINY = 2.0 ** -149
@@ -52,14 +52,6 @@ SPECIAL = [0.0, -0.0, math.inf, -math.inf, math.nan, F32_MAX, -F32_MAX, TINY, -T
            448.0, 464.0, 127.0, 127.5, 63.5, 65504.0, 65520.0, 65519.0, 1.0, -1.0]
 TIES = np.array([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 6.0, 0.5, 3.0], dtype=np.float64)
 
-
-@pytest.fixture(params=SIMD)
-def simd(request):
-    prev = _kernels.simd()
-    _kernels.simd(request.param == "avx2")
-    assert _kernels.simd() == request.param
-    yield request.param
-    _kernels.simd(prev == "avx2")
 
 
 def _native(fn, threads=None):

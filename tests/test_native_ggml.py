@@ -33,19 +33,6 @@ E8M0_SPECIAL = [0xFF, 0x00, 0x01, 0xFE, 0x7F]
 E4M3_SPECIAL = [0x7F, 0xFF, 0x00, 0x80, 0x01, 0x7E, 0xFE, 0x38]
 
 
-_KERNELS = native.kernels()
-SIMD = ["portable"] + (["avx2"] if _KERNELS is not None and _KERNELS.simd() == "avx2" else [])
-
-
-@pytest.fixture(params=SIMD)
-def simd(request):
-    """Both loops of the extension: the AVX2 one where the CPU has it, and the portable one."""
-    prev = _KERNELS.simd()
-    _KERNELS.simd(request.param == "avx2")
-    assert _KERNELS.simd() == request.param
-    yield request.param
-    _KERNELS.simd(prev == "avx2")
-
 
 def random_blocks(name: str, shape) -> np.ndarray:
     t = T[name]
