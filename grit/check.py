@@ -41,17 +41,22 @@ LEVELS = (0, 1, 2, 3)
 class CheckReport:
     """A passed check: the level it ran at, the grade it resolved, and its
     warnings (never failures): ``unverified`` names each level-2 content
-    check that could not run (§7.3 step 5 on bytes grit cannot read), and
-    ``warnings`` holds those followed by the level-3 advisory probes (§7.6)."""
+    check that could not run (§7.3 step 5 on bytes grit cannot read),
+    ``probes`` the level-3 advisory probe warnings (§7.6), and ``warnings``
+    is both, in that order."""
 
     level: int
     grade: Grade | None
     status: Status = Status.OK
-    warnings: tuple[str, ...] = field(default=())
     unverified: tuple[str, ...] = field(default=())
+    probes: tuple[str, ...] = field(default=())
 
     def __bool__(self) -> bool:
         return True
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return self.unverified + self.probes
 
 
 def _fmt_name(word: int) -> str:
@@ -452,9 +457,10 @@ def check(desc, shape, planes, level: int = 1, expected_digest=None, *,
         raise error_for(det)
     d = _as_desc(desc)
     g = lookup_grade(d.grade_id) if level >= 1 else None
-    warnings: tuple[str, ...] = det.lines       # a level-2 check that could not run
+    probes: tuple[str, ...] = ()
     if level >= 3:
         if probe is None:
             raise GritUsageError("check level 3 needs probe= (grit.check passes grit.probes)")
-        warnings += tuple(probe(d, as_shape(shape), _as_planes(planes, True)[1]))
-    return CheckReport(level=level, grade=g, warnings=warnings, unverified=det.lines)
+        probes = tuple(probe(d, as_shape(shape), _as_planes(planes, True)[1]))
+    # det.lines of a passed check: the level-2 checks that could not run
+    return CheckReport(level=level, grade=g, unverified=det.lines, probes=probes)

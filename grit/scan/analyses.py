@@ -381,7 +381,7 @@ def deep(ctx: Context, tensors: Sequence[Tensor]) -> None:
             continue
         for w in rep.unverified:
             ctx.add("S504", t.file, t.name, w)
-        for w in rep.warnings[len(rep.unverified):]:
+        for w in rep.probes:
             ctx.add("S502", t.file, t.name, w)
 
 
