@@ -315,7 +315,7 @@ def with_recognised(path, tensors: "_st.SafetensorsTensors", *,
     tensors.recognised = {}
     if tensors.convention is not None:
         return tensors
-    f = _st.read(path)
+    f = getattr(tensors, "_source", None) or _st.read(path)    # the header load parsed
     config = read_config(path)
     recs = recognise_file(f, config)
     out = _st.SafetensorsTensors()

@@ -717,6 +717,7 @@ class SafetensorsTensors(dict):
 
     metadata: dict
     convention: str | None
+    _source: "SafetensorsFile | None" = None
 
     @property
     def failed(self) -> list[CheckFailed]:
@@ -780,6 +781,7 @@ def load(path, *, strict: bool = True) -> SafetensorsTensors:
     out = SafetensorsTensors()
     out.metadata = {k: v for k, v in hdr.metadata.items() if k != GRIT_KEY}
     out.convention = doc.convention
+    out._source = hdr                     # the parsed header, for grit.io.recognise
     grit_out: dict[str, Any] = {}
     for name, t in doc.tensors.items():
         raw = ({"payload": hdr.view(t.payload)} if t.payload is not None else
