@@ -4,8 +4,9 @@ grade and placement words, defined once for the GGUF reader and writer
 
 A zero-copy ggml type is a GRIT array whose data placement interleaves the
 block's fields (F_INTERLEAVED); docs/placements.md ("GGUF") derives each
-row.  The converted ggml types (Q4_0, Q5_K, …) are not here: grit.io.gguf
-rebuilds them into the canonical placement."""
+row.  A converted ggml type (Q4_0, Q5_K, …, :data:`CONVERTED`) splits an
+element's bits across fields, keeps a constant implicit or packs two planes
+into one byte: grit.io.gguf moves its bits into the canonical placement."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -15,7 +16,8 @@ from .grade import Grade
 from .placement.expr import Interleave, Perm
 from .placement.words import REGISTERED as _PLACEMENTS
 
-__all__ = ["halves", "ZeroCopyType", "ZERO_COPY", "Q4_K_DATA", "MXFP4_DATA", "NVFP4_DATA"]
+__all__ = ["halves", "ZeroCopyType", "ZERO_COPY", "ConvertedType", "CONVERTED", "Q4_K_DATA",
+           "MXFP4_DATA", "NVFP4_DATA"]
 
 _P = {n: w for n, (w, _) in _PLACEMENTS.items()}
 
@@ -73,4 +75,43 @@ ZERO_COPY: dict[str, ZeroCopyType] = {z.name: z for z in (
     ZeroCopyType("Q4_K", 144, 256,
                  "grit1(e=u4,k0=32,s0=u6,k1=8,s1=binary16,zp=u6,zps=l1,esr=affineminmax)",
                  (Q4_K_DATA.word, _P["PACK_K4_12B"], _P["PACK_K4_12B"])),
+)}
+
+
+@dataclass(frozen=True)
+class ConvertedType:
+    """One ggml block type moved into the canonical placement: block bytes
+    and elements (gguf-py's GGML_QUANT_SIZES) and the grade."""
+
+    name: str
+    block_bytes: int
+    block_elems: int
+    grade_text: str
+
+    @property
+    def grade(self) -> Grade:
+        return Grade.parse(self.grade_text)
+
+
+CONVERTED: dict[str, ConvertedType] = {c.name: c for c in (
+    # d·(q − 8): u4 with the constant zero point 8
+    ConvertedType("Q4_0", 18, 32, "grit1(e=u4,k0=32,s0=binary16,zp=u4,esr=affineminmax)"),
+    # d·q + m: two levels per 32-element block, s0 = 1 and zp = −1 constant
+    ConvertedType("Q4_1", 20, 32,
+                  "grit1(e=u4,k0=32,s0=u8,k1=1,s1=binary16,zp=s8,zps=l1,esr=affineminmax)"),
+    ConvertedType("Q5_0", 22, 32, "grit1(e=x43e4,k0=32,s0=binary16,zp=x43e4,esr=affineminmax)"),
+    ConvertedType("Q5_1", 24, 32,
+                  "grit1(e=x43e4,k0=32,s0=u8,k1=1,s1=binary16,zp=s8,zps=l1,esr=affineminmax)"),
+    # (d·sc)·q − (dmin·m)
+    ConvertedType("Q2_K", 84, 256,
+                  "grit1(e=u2,k0=16,s0=u4,k1=16,s1=binary16,zp=u4,zps=l1,esr=affineminmax)"),
+    ConvertedType("Q5_K", 176, 256,
+                  "grit1(e=x43e4,k0=32,s0=u6,k1=8,s1=binary16,zp=u6,zps=l1,esr=affineminmax)"),
+    # (d·sc)·(q − 32), sc int8
+    ConvertedType("Q6_K", 210, 256,
+                  "grit1(e=u6,k0=16,s0=s8,k1=16,s1=binary16,zp=u6,esr=affineminmax)"),
+    # d·q, q int8 (the 16 int16 bsums are sums of the codes: derived, not values)
+    ConvertedType("Q8_K", 292, 256, "grit1(e=s8,k0=256,s0=binary32,esr=ratiomaxabs)"),
+    # d·(q − 1)
+    ConvertedType("TQ2_0", 66, 256, "grit1(e=u2,k0=256,s0=binary16,zp=u2,esr=affineminmax)"),
 )}

@@ -232,3 +232,14 @@ def test_not_a_gguf_file(tmp_path):
         grit.load(str(p))
     with pytest.raises(grit.GritUsageError):
         grit.load(str(tmp_path / "missing.gguf"))
+
+
+def test_block_sizes_of_every_expressed_type_are_gguf_pys():
+    """grit.ggml's block bytes and elements, for the zero-copy and the
+    converted types alike, are gguf-py's GGML_QUANT_SIZES."""
+    from grit.ggml import CONVERTED, ZERO_COPY
+    assert not set(CONVERTED) & set(ZERO_COPY)
+    assert set(CONVERTED) | set(ZERO_COPY) == set(grit.io.gguf.GGML_GRADES)
+    for name, t in {**CONVERTED, **ZERO_COPY}.items():
+        assert gguf.GGML_QUANT_SIZES[T[name]] == (t.block_elems, t.block_bytes), name
+        assert t.grade.canonical == grit.Grade.parse(grit.io.gguf.GGML_GRADES[name]).canonical

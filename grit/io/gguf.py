@@ -47,7 +47,7 @@ from ..array import GritArray
 from ..codec.packing import pack_stream, unpack_stream
 from ..errors import GritError, GritGradeError, GritUsageError
 from ..grade import Grade, lookup_grade, register_grade
-from ..ggml import MXFP4_DATA, NVFP4_DATA, Q4_K_DATA, ZERO_COPY
+from ..ggml import CONVERTED, MXFP4_DATA, NVFP4_DATA, Q4_K_DATA, ZERO_COPY
 from ..placement.expr import (layout_word, parse_layout, register_layout,
                               resolve_layout)
 from ..placement.registered import pack_k4_12b, unpack_k4_12b
@@ -93,23 +93,7 @@ def ggml_placement(name: str) -> tuple[int, int, int] | None:
 # the grades
 
 
-GGML_GRADES: dict[str, str] = {
-    # d·q, q int8
-    "Q8_K": "grit1(e=s8,k0=256,s0=binary32,esr=ratiomaxabs)",
-    # d·(q − 8): u4 with the constant zero point 8
-    "Q4_0": "grit1(e=u4,k0=32,s0=binary16,zp=u4,esr=affineminmax)",
-    # d·q + m: two levels per 32-element block, s0 = 1 and zp = −1 constant
-    "Q4_1": "grit1(e=u4,k0=32,s0=u8,k1=1,s1=binary16,zp=s8,zps=l1,esr=affineminmax)",
-    "Q5_0": "grit1(e=x43e4,k0=32,s0=binary16,zp=x43e4,esr=affineminmax)",
-    "Q5_1": "grit1(e=x43e4,k0=32,s0=u8,k1=1,s1=binary16,zp=s8,zps=l1,esr=affineminmax)",
-    # (d·sc)·q − (dmin·m)
-    "Q2_K": "grit1(e=u2,k0=16,s0=u4,k1=16,s1=binary16,zp=u4,zps=l1,esr=affineminmax)",
-    "Q5_K": "grit1(e=x43e4,k0=32,s0=u6,k1=8,s1=binary16,zp=u6,zps=l1,esr=affineminmax)",
-    # (d·sc)·(q − 32), sc int8
-    "Q6_K": "grit1(e=u6,k0=16,s0=s8,k1=16,s1=binary16,zp=u6,esr=affineminmax)",
-    # d·(q − 1)
-    "TQ2_0": "grit1(e=u2,k0=256,s0=binary16,zp=u2,esr=affineminmax)",
-}
+GGML_GRADES: dict[str, str] = {n: c.grade_text for n, c in CONVERTED.items()}
 GGML_GRADES.update((n, z.grade_text) for n, z in ZERO_COPY.items())   # Q8_0, MXFP4, NVFP4, Q4_K
 
 INEXPRESSIBLE: dict[str, str] = {
