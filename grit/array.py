@@ -5,7 +5,8 @@ descriptor's grade_id.  Construction runs ``grit.check`` at level 1 (§7.3
 steps 1–4, O(1), no plane byte is read), so an array that exists has planes
 of exactly the sizes its descriptor and shape require.  The planes are kept as
 given — ``bytes`` stay ``bytes``; any other buffer (numpy array, ``mmap``,
-``memoryview`` slice) is wrapped in a read-only byte view, never copied.
+``memoryview`` slice) is wrapped in a read-only byte view, never copied — or,
+for :meth:`GritArray.deferred`, built on first use.
 """
 from __future__ import annotations
 
@@ -62,7 +63,7 @@ class GritArray:
     ``GritError`` subclass of the first failing §7.3 step.  Immutable.
     """
 
-    __slots__ = ("_desc", "_shape", "_planes", "_grade", "_gid")
+    __slots__ = ("_desc", "_shape", "_planes", "_grade", "_gid", "_build", "_sizes", "_source")
 
     def __init__(self, desc, shape: Sequence[int], planes: Sequence):
         d = _as_descriptor(desc)
@@ -86,6 +87,58 @@ class GritArray:
         sset(self, "_planes", pl)
         sset(self, "_grade", report.grade)
         sset(self, "_gid", None)
+        sset(self, "_build", None)
+        sset(self, "_sizes", None)
+        sset(self, "_source", None)
+
+    @classmethod
+    def deferred(cls, desc, shape: Sequence[int], build, *, source=None) -> "GritArray":
+        """An array whose planes are built on first use: ``build()`` returns
+        the four planes.  The level-1 check runs now, on the plane sizes the
+        descriptor and shape require, and again on what ``build`` returns (a
+        plane of another size raises GritSizeError then), so an array that
+        exists still has planes of exactly those sizes; ``plane_bytes``,
+        ``nbytes``, ``gid`` and ``repr`` never build them.  ``source`` is
+        the storage they are built from (a :class:`grit.ggml.Blocks`):
+        ``decode`` reads it in place when a fused kernel serves it."""
+        d = _as_descriptor(desc)
+        shp = as_shape(shape)
+        if not callable(build):
+            raise GritUsageError("deferred() takes a callable returning the four planes")
+        sizes = _sizes_or_raise(d, shp)
+        report = check(d, shp, sizes, level=1)
+        crossings.count()
+        self = cls.__new__(cls)
+        sset = object.__setattr__
+        sset(self, "_desc", d)
+        sset(self, "_shape", shp)
+        sset(self, "_planes", None)
+        sset(self, "_grade", report.grade)
+        sset(self, "_gid", None)
+        sset(self, "_build", build)
+        sset(self, "_sizes", sizes)
+        sset(self, "_source", source)
+        return self
+
+    def _built(self) -> tuple:
+        """The planes of a deferred array, built once (checked at level 1)."""
+        build = self._build
+        if build is None:                  # built by another thread meanwhile
+            return self._planes
+        items = build()
+        if isinstance(items, (bytes, bytearray, memoryview)) or len(items) != 4:
+            raise GritUsageError("a deferred array's build() must return four planes")
+        pl = tuple(_as_plane(i, p) for i, p in enumerate(items))
+        check(self._desc, self._shape, pl, level=1)
+        object.__setattr__(self, "_planes", pl)
+        object.__setattr__(self, "_build", None)
+        return pl
+
+    @property
+    def source(self):
+        """The storage a deferred array's planes are built from (a
+        :class:`grit.ggml.Blocks`), or None."""
+        return self._source
 
     def __setattr__(self, name, value):
         raise AttributeError("GritArray is immutable")
@@ -146,7 +199,8 @@ class GritArray:
     @property
     def planes(self) -> tuple:
         """(data, scale0, scale1, aux) as bytes-like objects; b"" when absent."""
-        return self._planes
+        p = self._planes
+        return p if p is not None else self._built()
 
     @property
     def grade(self) -> Grade:
@@ -177,11 +231,13 @@ class GritArray:
     @property
     def digest(self) -> bytes:
         """§6.5: 16 bytes identifying the plane bytes (computed on each call)."""
-        return _digest(self._planes)
+        return _digest(self.planes)
 
     # -- bytes
     @property
     def plane_bytes(self) -> tuple[int, int, int, int]:
+        if self._planes is None:
+            return self._sizes
         return tuple(len(memoryview(p)) for p in self._planes)  # type: ignore[return-value]
 
     @property
@@ -190,7 +246,7 @@ class GritArray:
 
     def payload(self) -> bytes:
         """The serialised payload data ‖ scale0 ‖ scale1 ‖ aux (§3.6)."""
-        return b"".join(bytes(p) if not isinstance(p, bytes) else p for p in self._planes)
+        return b"".join(bytes(p) if not isinstance(p, bytes) else p for p in self.planes)
 
     def decode(self):
         """§8 decode(): a float32 ndarray of this array's shape (any
@@ -238,7 +294,7 @@ class GritArray:
         return (self._desc.to_bytes() == other._desc.to_bytes()
                 and self._shape == other._shape
                 and all(memoryview(a) == memoryview(b)
-                        for a, b in zip(self._planes, other._planes)))
+                        for a, b in zip(self.planes, other.planes)))
 
     def __hash__(self) -> int:
         return hash((self._desc.to_bytes(), self._shape, self.digest))

@@ -9,15 +9,16 @@ element's bits across fields, keeps a constant implicit or packs two planes
 into one byte: grit.io.gguf moves its bits into the canonical placement."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from . import descriptor as D
 from .grade import Grade
 from .placement.expr import Interleave, Perm
 from .placement.words import REGISTERED as _PLACEMENTS
 
-__all__ = ["halves", "ZeroCopyType", "ZERO_COPY", "ConvertedType", "CONVERTED", "Q4_K_DATA",
-           "MXFP4_DATA", "NVFP4_DATA"]
+__all__ = ["halves", "ZeroCopyType", "ZERO_COPY", "ConvertedType", "CONVERTED", "Blocks",
+           "Q4_K_DATA", "MXFP4_DATA", "NVFP4_DATA"]
 
 _P = {n: w for n, (w, _) in _PLACEMENTS.items()}
 
@@ -115,3 +116,14 @@ CONVERTED: dict[str, ConvertedType] = {c.name: c for c in (
     # d·(q − 1)
     ConvertedType("TQ2_0", 66, 256, "grit1(e=u2,k0=256,s0=binary16,zp=u2,esr=affineminmax)"),
 )}
+
+
+@dataclass(frozen=True)
+class Blocks:
+    """The ggml blocks of one tensor, read in place: what a converted type's
+    canonical planes are built from (``GritArray.deferred``), and what a fused
+    kernel decodes without building them.  ``data`` is a read-only byte
+    buffer of whole blocks of ``type_name``."""
+
+    type_name: str
+    data: Any = field(repr=False)

@@ -13,7 +13,11 @@ raises the first problem and returns the records:
   bits across fields (Q5_*, Q6_K), keep an offset or a unit scale implicit in
   code (Q4_0, Q4_1, Q5_*, Q6_K, TQ2_0) or pack two planes into one byte
   (Q2_K); they are moved into the canonical placement — bits moved, never
-  changed, and ggml's implicit constants written as explicit planes;
+  changed, and ggml's implicit constants written as explicit planes.  That
+  move is deferred (``GritArray.deferred``): the planes are built on first
+  use, so loading and a level-1 scan read no tensor byte, and
+  ``grit.decode`` reads the blocks in place (``.source``) where a fused
+  kernel serves the type;
 * a read-only numpy array for F32, F16, F64 and the integer types (zero-copy
   views) and BF16 (widened to float32, exactly): they are not quantised;
 * an :class:`Inexpressible` record, carrying the reason, for every type v1
@@ -47,7 +51,7 @@ from ..array import GritArray
 from ..codec.packing import pack_stream, unpack_stream
 from ..errors import GritError, GritGradeError, GritUsageError
 from ..grade import Grade, lookup_grade, register_grade
-from ..ggml import CONVERTED, MXFP4_DATA, NVFP4_DATA, Q4_K_DATA, ZERO_COPY
+from ..ggml import CONVERTED, Blocks, MXFP4_DATA, NVFP4_DATA, Q4_K_DATA, ZERO_COPY
 from ..placement.expr import (layout_word, parse_layout, register_layout,
                               resolve_layout)
 from ..placement.registered import pack_k4_12b, unpack_k4_12b
@@ -249,6 +253,17 @@ _CONVERT: dict[str, Callable[[np.ndarray, tuple], Any]] = {
 }
 
 
+def _deferred(name: str, raw, type_size: int, shape: tuple[int, ...]) -> GritArray:
+    """A converted tensor as a deferred array: its canonical planes are
+    built on first use (loading and a level-1 scan cost nothing per byte),
+    and ``grit.decode`` reads the blocks in place where a fused kernel
+    serves the type (``.source``)."""
+    def build():
+        return _CONVERT[name](raw.reshape(-1, type_size), shape).planes
+    return GritArray.deferred(_grade(name).descriptor(group_axis=len(shape) - 1), shape,
+                              build, source=Blocks(name, raw))
+
+
 # ---------------------------------------------------------------------------
 # results
 
@@ -391,7 +406,7 @@ def _tensor(f: GGUFFile, t: TensorInfo):
     if name in _ZERO_COPY:
         return _zero_copy(name, raw, shape)
     if name in _CONVERT:
-        return _CONVERT[name](raw.reshape(-1, t.type_size), shape)
+        return _deferred(name, raw, t.type_size, shape)
     reason = INEXPRESSIBLE.get(name, f"ggml type {name} has no GRIT v1 mapping in this version")
     return Inexpressible(t.name, name, shape, reason, raw)
 
@@ -722,6 +737,11 @@ def native_type(a: GritArray, *, relayout: bool = False) -> tuple[str, np.ndarra
         return name, _u8(a.planes[0])
     if d != _grade(name).descriptor(group_axis=len(a.shape) - 1):
         return None
+    src = a.source
+    if isinstance(src, Blocks) and src.type_name == name:
+        # loaded from blocks of this type: they are the bytes (the general path
+        # below rebuilds the same ones, tests/test_gguf_roundtrip.py)
+        return name, _u8(src.data)
     inv = _INVERT.get(name) or (_CANONICAL_ZC.get(name) if relayout else None)
     if inv is None:
         return None

@@ -1,0 +1,141 @@
+"""Converted ggml types load as deferred arrays (GritArray.deferred): loading
+and a level-1 scan build no plane; the planes are built once, on first use,
+and equal the eager conversion's; digest, equality, pickling and decode are
+the eager array's; grit.save writes the file's own blocks back (the same
+bytes the general path rebuilds from the planes)."""
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+import grit
+from grit.codec.decode import decode_canonical
+from grit.errors import GritSizeError, GritUsageError
+from grit.ggml import CONVERTED, Blocks
+from grit.io import gguf as G
+
+gguf = pytest.importorskip("gguf")
+T = gguf.GGMLQuantizationType
+RNG = np.random.default_rng(20261202)
+SHAPE = (3, 512)
+
+
+def blocks(name, shape=SHAPE):
+    t = T[name]
+    bs, ts = gguf.GGML_QUANT_SIZES[t]
+    n = int(np.prod(shape)) // bs
+    b = RNG.integers(0, 256, (n, ts), dtype=np.uint8)
+    if name == "Q8_K":          # the bsums ggml derives from the codes
+        b[:, 0:4] = RNG.uniform(0.01, 1, (n, 1)).astype("<f4").view(np.uint8)
+        q = b[:, 4:260].view(np.int8).reshape(n, 16, 16).astype(np.int16).sum(axis=2)
+        b[:, 260:292] = q.astype("<i2").view(np.uint8)
+    return b.reshape(*shape[:-1], shape[-1] // bs * ts)
+
+
+@pytest.fixture(scope="module")
+def gguf_path(tmp_path_factory):
+    path = tmp_path_factory.mktemp("deferred") / "converted.gguf"
+    w = gguf.GGUFWriter(str(path), "llama")
+    for name in CONVERTED:
+        w.add_tensor(name, blocks(name), raw_dtype=T[name])
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """Count the conversions (the only place a converted type's planes are built)."""
+    calls: list[str] = []
+    for name, f in list(G._CONVERT.items()):
+        monkeypatch.setitem(G._CONVERT, name,
+                            lambda b, s, _f=f, _n=name: calls.append(_n) or _f(b, s))
+    return calls
+
+
+def test_load_and_level_one_scan_build_no_plane(gguf_path, counted):
+    arrays = grit.load(str(gguf_path))
+    assert set(arrays) == set(CONVERTED)
+    for name, a in arrays.items():
+        assert isinstance(a.source, Blocks) and a.source.type_name == name
+        sizes = a.plane_bytes
+        assert a.nbytes == sum(sizes) and repr(a) and a.gid
+        grit.check(a.descriptor, a.shape, sizes, level=1)
+    from grit.scan import scan
+    scan([str(gguf_path)])
+    assert counted == []
+
+
+def test_planes_are_built_once_and_equal_the_eager_conversion(gguf_path, counted):
+    arrays = grit.load(str(gguf_path))
+    for name, a in arrays.items():
+        b = blocks_of(gguf_path, name)
+        eager = G._CONVERT[name](b, a.shape)
+        counted.clear()
+        p1 = a.planes
+        p2 = a.planes
+        assert counted == [name] and p1 is p2
+        assert a.plane_bytes == eager.plane_bytes
+        assert a == eager and a.digest == eager.digest and hash(a) == hash(eager)
+        c = pickle.loads(pickle.dumps(a))
+        assert c == eager and c.source is None
+        np.testing.assert_array_equal(decode_canonical(a).view(np.uint32),
+                                      decode_canonical(eager).view(np.uint32))
+
+
+def blocks_of(path, name):
+    r = gguf.GGUFReader(str(path))
+    t = next(t for t in r.tensors if t.name == name)
+    return np.asarray(t.data).reshape(-1, gguf.GGML_QUANT_SIZES[t.tensor_type][1])
+
+
+def test_save_writes_the_files_blocks_the_general_path_rebuilds_the_same(gguf_path, tmp_path):
+    arrays = grit.load(str(gguf_path))
+    for name, a in arrays.items():
+        fast = G.native_type(a)
+        general = G.native_type(G._CONVERT[name](blocks_of(gguf_path, name), a.shape))
+        assert fast is not None and general is not None
+        assert fast[0] == general[0] == name
+        assert fast[1].tobytes() == general[1].tobytes() == blocks_of(gguf_path, name).tobytes()
+    out = tmp_path / "copy.gguf"
+    grit.save(str(out), arrays)
+    for name in CONVERTED:       # the copy adds GRIT's KV annotations; the tensors are the same
+        assert blocks_of(out, name).tobytes() == blocks_of(gguf_path, name).tobytes()
+
+
+def test_q8_k_bsums_of_the_file_are_kept_even_when_they_are_not_the_codes_sums(tmp_path):
+    b = blocks("Q8_K")
+    b.reshape(-1, 292)[:, 260:292] = 0x5A           # bsums ggml would not derive
+    path = tmp_path / "q8k.gguf"
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_tensor("x", b, raw_dtype=T.Q8_K)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    a = grit.load(str(path))["x"]
+    assert G.native_type(a)[1].tobytes() == b.tobytes()
+    # the general path, from the planes alone, derives them from the codes
+    eager = G._CONVERT["Q8_K"](b.reshape(-1, 292), a.shape)
+    assert G.native_type(eager)[1].tobytes() != b.tobytes()
+
+
+def test_a_build_of_the_wrong_size_or_shape_is_a_typed_error():
+    d = grit.Grade.parse(CONVERTED["Q4_0"].grade_text).descriptor(group_axis=1)
+    good = G._CONVERT["Q4_0"](blocks("Q4_0", (2, 64)).reshape(-1, 18), (2, 64))
+    a = grit.GritArray.deferred(d, (2, 64), lambda: good.planes)
+    assert a == good
+    short = grit.GritArray.deferred(d, (2, 64), lambda: (good.planes[0][:-1], *good.planes[1:]))
+    with pytest.raises(GritSizeError):
+        short.planes
+    three = grit.GritArray.deferred(d, (2, 64), lambda: good.planes[:3])
+    with pytest.raises(GritUsageError):
+        three.planes
+    with pytest.raises(GritUsageError):
+        grit.GritArray.deferred(d, (2, 64), good.planes)
+    with pytest.raises(GritSizeError):          # the shape is checked before any build
+        grit.GritArray.deferred(d, (2, 60), lambda: good.planes)
