@@ -47,9 +47,10 @@ import numpy as np
 
 from .. import descriptor as D
 from .._files import atomic_write
-from ..array import GritArray
+from ..array import GritArray, canonical
 from ..codec.packing import pack_stream, unpack_stream
 from ..errors import GritError, GritGradeError, GritUsageError
+from ..formats import REGISTERED as _FORMATS, fmt_decode
 from ..grade import Grade, lookup_grade, register_grade
 from ..ggml import CONVERTED, Blocks, MXFP4_DATA, NVFP4_DATA, Q4_K_DATA, ZERO_COPY
 from ..placement.expr import (layout_word, parse_layout, register_layout,
@@ -64,7 +65,9 @@ from .safetensors import CheckFailed, renamed_error
 __all__ = ["load", "read", "save_gguf", "Inexpressible", "GGUFTensors", "GGUFContents",
            "GGUFValue", "GGUFMetadata", "metadata_of", "native_type",
            "GGML_GRADES", "INEXPRESSIBLE", "ggml_placement", "KV_DESC", "KV_SHAPE", "KV_GRADE",
-           "KV_LAYOUT", "KV_SCHEMA", "KV_DIGEST", "GGUF_MAGIC"]
+           "KV_LAYOUT", "KV_SCHEMA", "KV_DIGEST", "GGUF_MAGIC", "Companion", "COMPANION_SUFFIX",
+           "companion_names", "companion_rounding", "nvfp4_scaled_grade",
+           "nvfp4_scale_disagreements"]
 
 _W = {n: w for n, (w, _) in REGISTERED.items()}
 
@@ -287,11 +290,14 @@ class Inexpressible:
 class GGUFTensors(dict):
     """``{name: GritArray | ndarray | Inexpressible | CheckFailed}`` in file
     order, with ``.inexpressible`` listing the records, ``.ggml_types``
-    the type of every tensor and ``.metadata`` the file's KV entries
-    (a :class:`GGUFMetadata`; ``grit.save`` writes them back)."""
+    the type of every tensor, ``.metadata`` the file's KV entries
+    (a :class:`GGUFMetadata`; ``grit.save`` writes them back) and
+    ``.companions`` what became of each NVFP4 tensor's companion scale
+    (:class:`Companion`)."""
 
     ggml_types: dict[str, str]
     metadata: "GGUFMetadata"
+    companions: "dict[str, Companion]"
 
     @property
     def inexpressible(self) -> list[Inexpressible]:
@@ -411,6 +417,147 @@ def _tensor(f: GGUFFile, t: TensorInfo):
     return Inexpressible(t.name, name, shape, reason, raw)
 
 
+
+# ---------------------------------------------------------------------------
+# NVFP4 companion scales
+#
+# llama.cpp's convert_hf_to_gguf keeps an NVFP4 tensor's per-tensor scale
+# (ModelOpt's weight_scale_2, compressed-tensors' 1/weight_global_scale) out
+# of the blocks, in an F32 tensor named <base>.scale beside <base>.weight
+# (some converters write <base>.weight.scale), and leaves it out when it is
+# 1.0; llama.cpp multiplies the matmul's result by it.  Loaded together they
+# are one two-level GRIT array: scale1 = the companion, k1 = 0 for one value,
+# or the level-0 groups under each value when the companion's shape is a
+# leading part of the tensor's (per expert, per row).
+
+#: the suffix of an NVFP4 tensor's companion scale
+COMPANION_SUFFIX = ".scale"
+
+
+def companion_names(name: str) -> tuple[str, ...]:
+    """The names a companion scale of NVFP4 tensor ``name`` has, in the
+    order they are looked for: ``<base>.scale`` for ``<base>.weight``, then
+    ``<name>.scale``."""
+    if name.endswith(".weight") and len(name) > len(".weight"):
+        return name[:-len(".weight")] + COMPANION_SUFFIX, name + COMPANION_SUFFIX
+    return (name + COMPANION_SUFFIX,)
+
+
+def nvfp4_scaled_grade(k1: int) -> Grade:
+    """NVFP4 with a binary32 level-1 scale over k1 level-0 groups (0: one
+    for the whole tensor)."""
+    return _register(f"grit1(e=e2m1,k0=16,s0=e4m3,k1={k1},s1=binary32,esr=ratiomaxabs)")
+
+
+def _register(text: str) -> Grade:
+    g = register_grade(text)
+    return lookup_grade(g.id) or g
+
+
+_E4M3_SHARED = np.array([fmt_decode(_FORMATS["e4m3"], c) for c in range(0x7F)], np.float32)
+_E2M1_NONZERO = np.array([fmt_decode(_FORMATS["e2m1"], c) for c in range(16) if c & 7], np.float32)
+
+
+def companion_rounding(values) -> tuple[int, int]:
+    """(differ, pairs): of the (value, s0, e) triples — each distinct finite
+    companion value, each E4M3 scale code both readers read alike
+    (0x00–0x7E) and each non-zero E2M1 code — how many GRIT's decode
+    f32(f32(s1·s0)·e) (§8.1: outermost scale first) gives other bits than
+    ggml's dequantize × scale, f32(f32(s0·e)·s1) (s0·e is exact in binary32,
+    so ggml's is the correctly rounded product).  Both round once where e is
+    a power of two; 1.5, 3 and 6 round GRIT's product twice."""
+    v = np.unique(np.asarray(values, np.float32).reshape(-1))
+    v = v[np.isfinite(v)]
+    differ = 0
+    s0 = _E4M3_SHARED.reshape(-1, 1)
+    e = _E2M1_NONZERO.reshape(1, -1)
+    ggml = s0 * e                                   # exact
+    with np.errstate(all="ignore"):
+        for s1 in v:
+            g = (s1 * s0) * e
+            r = ggml * s1
+            differ += int(np.count_nonzero(g.view(np.uint32) != r.view(np.uint32)))
+    return differ, int(v.size) * _E4M3_SHARED.size * _E2M1_NONZERO.size
+
+
+@dataclass(frozen=True)
+class Companion:
+    """What :func:`read` made of NVFP4 tensor ``tensor``'s companion scale:
+    ``scale`` the companion's name (None: the file has none), ``attached``
+    whether the tensor became one two-level array with it (``k1`` its
+    level-1 group; ``reason`` why not, otherwise), and ``rounding``
+    (differ, pairs) of :func:`companion_rounding` for its values."""
+
+    tensor: str
+    scale: str | None
+    attached: bool
+    k1: int | None = None
+    reason: str = ""
+    rounding: tuple[int, int] = (0, 0)
+
+
+def nvfp4_scale_disagreements(a: GritArray) -> tuple[int, int]:
+    """(n, total): of an NVFP4 array's E4M3 block scales (as :func:`read`
+    gives it, with or without its companion), how many ggml's UE4M3 reads
+    otherwise than GRIT's E4M3 — bit 7 set, or the code 0x7F — and how many
+    there are.  Reads the scale bytes."""
+    if a.planes[1] and len(memoryview(a.planes[1])):
+        sc = _u8(a.planes[1])                        # canonical: the scale0 plane
+    else:
+        sc = _u8(a.planes[0]).reshape(-1, 36)[:, :4]  # the blocks: four scales each
+    return int(np.count_nonzero((sc & np.uint8(0x80)) | (sc == np.uint8(0x7F)))), int(sc.size)
+
+
+def _companion_k1(shape: tuple[int, ...], cshape: tuple[int, ...]) -> int | None:
+    """k1 of a companion of shape ``cshape`` over NVFP4 tensor ``shape``: 0
+    for one value; the level-0 groups under each value when ``cshape`` is a
+    leading part of ``shape``; None when it fits neither."""
+    if int(np.prod(cshape, dtype=np.int64)) == 1:
+        return 0
+    for j in range(1, len(shape)):
+        if tuple(cshape) == tuple(shape[:j]):
+            return int(np.prod(shape[j:], dtype=np.int64)) // 16
+    return None
+
+
+def _attach(out: "GGUFTensors", annotated) -> None:
+    """Pair every NVFP4 tensor with its companion scale (see above)."""
+    for name, gt in list(out.ggml_types.items()):
+        if gt != "NVFP4" or name in annotated or not isinstance(out.get(name), GritArray):
+            continue
+        a = out[name]
+        cname = next((c for c in companion_names(name) if c in out), None)
+        if cname is None:
+            out.companions[name] = Companion(name, None, False, reason="no companion tensor")
+            continue
+        c = out[cname]
+        ctype = out.ggml_types.get(cname)
+        if ctype != "F32" or not isinstance(c, np.ndarray):
+            out.companions[name] = Companion(
+                name, cname, False, reason=f"the companion is {ctype}, not F32")
+            continue
+        k1 = _companion_k1(a.shape, c.shape)
+        if k1 is None:
+            out.companions[name] = Companion(
+                name, cname, False, reason=f"a companion of shape {list(c.shape)} is neither "
+                f"one value nor a leading part of the shape {list(a.shape)}")
+            continue
+        try:
+            g = nvfp4_scaled_grade(k1)
+            d = g.descriptor(group_axis=len(a.shape) - 1)
+        except GritError as e:
+            out.companions[name] = Companion(name, cname, False, reason=str(e).splitlines()[0])
+            continue
+        s1 = np.ascontiguousarray(c, dtype="<f4").reshape(-1).view(np.uint8)
+
+        def build(a=a, s1=s1):
+            one = canonical(a)            # the blocks' codes and E4M3 scales, moved
+            return one.planes[0], one.planes[1], s1, b""
+        out[name] = GritArray.deferred(d, a.shape, build)
+        out.companions[name] = Companion(name, cname, True, k1,
+                                         rounding=companion_rounding(c))
+
+
 def read(path) -> GGUFContents:
     """Read a GGUF file without stopping at its first defect (see the
     module docstring).  An OSError opening the file propagates."""
@@ -420,6 +567,7 @@ def read(path) -> GGUFContents:
     out = GGUFTensors()
     out.ggml_types = {}
     out.metadata = GGUFMetadata()
+    out.companions = {}
     if not f.parsed:
         return GGUFContents(f, out, problems)
     out.metadata = metadata_of(f)
@@ -446,6 +594,7 @@ def read(path) -> GGUFContents:
             continue
         out[t.name] = v
         out.ggml_types[t.name] = t.ggml_type
+    _attach(out, notes["desc"])
     for name in sorted(set(notes["desc"]) - f.names):
         msg = f"GRIT annotation {KV_DESC}{name} names no tensor of the file"
         tally.add(problem(path, K.BAD_ANNOTATION, msg, name))
@@ -685,11 +834,41 @@ def _inv_mxfp4_canonical(a, nb):
     return [_plane(a, 1, nb), _halves_inv(_codes(a, 4, 32))]
 
 
+def _inv_nvfp4_canonical(a, nb):
+    # four E4M3 scales, then four runs of 8 bytes (16 codes in halves order)
+    qs = _halves_inv(_codes(a, 4, 64).reshape(nb * 4, 16)).reshape(nb, 32)
+    return [_plane(a, 1, nb), qs]
+
+
 #: zero-copy types whose canonical placement is written as ggml blocks too
 #: (nothing implicit: the block is the scale then the codes)
 _CANONICAL_ZC: dict[str, Callable[[GritArray, int], list]] = {
     "Q8_0": _inv_q8_0_canonical, "MXFP4": _inv_mxfp4_canonical,
 }
+
+
+def _scaled_k1(a: GritArray) -> int | None:
+    """k1 when ``a`` is an NVFP4 tensor with its companion scale as scale1
+    (:func:`nvfp4_scaled_grade`, canonical placement, group axis last)."""
+    g = a.grade
+    if g["s1"] != "binary32" or g["e"] != "e2m1" or not a.shape or a.shape[-1] % 64:
+        return None
+    try:
+        k1 = int(g["k1"] or "")
+    except ValueError:
+        return None
+    if a.descriptor != nvfp4_scaled_grade(k1).descriptor(group_axis=len(a.shape) - 1):
+        return None
+    return k1
+
+
+def _companion_shape(a: GritArray, k1: int) -> tuple[int, ...]:
+    if k1 == 0:
+        return (1,)
+    for j in range(1, len(a.shape)):
+        if int(np.prod(a.shape[j:], dtype=np.int64)) // 16 == k1:
+            return tuple(a.shape[:j])
+    return (a.size // 16 // k1,)
 
 
 _INVERT: dict[str, Callable[[GritArray, int], list]] = {
@@ -716,12 +895,18 @@ def native_type(a: GritArray, *, relayout: bool = False) -> tuple[str, np.ndarra
     the group axis last, and the type's zero-copy placement or (for the
     converted types) the canonical one — and, for a converted type, ggml's
     implicit constants hold (the blocks convert back to ``a``'s own planes);
-    None otherwise.  With ``relayout=True`` a Q8_0 or MXFP4 array in the
-    canonical placement qualifies too (loading the file then gives the same
-    decode in ggml's placement)."""
+    None otherwise.  An NVFP4 array with its companion scale as scale1
+    (:class:`Companion`) gives its NVFP4 blocks: the scale1 plane is the
+    companion tensor, which :func:`save_gguf` writes beside them.  With
+    ``relayout=True`` a Q8_0 or MXFP4 array in the canonical placement
+    qualifies too (loading the file then gives the same decode in ggml's
+    placement)."""
     d = a.descriptor
     if not a.shape or d.group_axis != len(a.shape) - 1:
         return None
+    if _scaled_k1(a) is not None:      # NVFP4 + companion: the blocks (scale1 apart)
+        nb = a.size // 64
+        return "NVFP4", np.concatenate(_inv_nvfp4_canonical(a, nb), axis=1).reshape(-1)
     for name in GGML_GRADES:
         if _grade(name).id == d.grade_id:
             break
@@ -756,6 +941,23 @@ def native_type(a: GritArray, *, relayout: bool = False) -> tuple[str, np.ndarra
     if name in _CONVERT and not _same_planes(_CONVERT[name](blocks, a.shape), a):
         return None
     return name, blocks.reshape(-1)
+
+
+def _companion_out(tensors, name: str, a: GritArray, k1: int):
+    """The companion tensor save_gguf writes for NVFP4 array ``a`` (its
+    scale1 plane), or None when ``tensors`` holds it already — with the same
+    values, or GritUsageError."""
+    s1 = np.frombuffer(a.planes[2], "<f4")
+    for cname in companion_names(name):
+        if cname in tensors:
+            c = tensors[cname]
+            if not (isinstance(c, np.ndarray) and c.size == s1.size and
+                    np.ascontiguousarray(c, "<f4").reshape(-1).tobytes() == s1.tobytes()):
+                raise GritUsageError(
+                    f"tensor {name!r}: its level-1 scale is the companion tensor {cname!r}, "
+                    "which the mapping holds with other values")
+            return None
+    return companion_names(name)[0], s1.reshape(_companion_shape(a, k1)).copy(), None
 
 
 def _byte_shape(shape: tuple[int, ...], bsize: int, tsize: int) -> tuple[int, ...]:
@@ -875,6 +1077,11 @@ def save_gguf(path, tensors, metadata=None, *, arch: str | None = None,
                 native[name] = t
                 plan.append((name, blocks.reshape(_byte_shape(v.shape, b, s)),
                              gguf.GGMLQuantizationType[t]))
+                k1 = _scaled_k1(v)
+                if k1 is not None:
+                    extra = _companion_out(tensors, name, v, k1)
+                    if extra is not None:
+                        plan.append(extra)
             else:
                 warnings.warn(f"tensor {name!r}: grade {v.grade.canonical} in this placement "
                               "is no ggml block type; stored as its GRIT payload in a 1-D I8 "

@@ -20,7 +20,7 @@ from ..errors import Detail, GritError, Status
 from ..explain import diff, render, to_dict
 from ..fingerprint import base32_decode, base32_encode, gid as _gid
 from ..grade import lookup_grade
-from ..io.gguf import KV_DIGEST, GGUFContents, Inexpressible
+from ..io.gguf import KV_DIGEST, GGUFContents, Inexpressible, nvfp4_scale_disagreements
 from ..io.problems import Problem, ProblemKind as PK
 from ..io.recognise import Recognised, recognise_file
 from ..io.safetensors import CheckFailed, SafetensorsFile, grit_array
@@ -308,6 +308,42 @@ def _inferred_planes(ctx: Context, inp: Input, r: Recognised) -> list | None:
     return None
 
 
+def _companions(ctx: Context, path: str, got: GGUFContents) -> None:
+    """S603/S604 for the NVFP4 tensors' companion scales, and under --deep
+    S505 for scale bytes ggml and GRIT read differently."""
+    companions = getattr(got.tensors, "companions", {})
+    missing: dict[str, list[str]] = {}
+    for name, c in companions.items():
+        if not c.attached:
+            missing.setdefault(c.reason if c.scale is None else f"{c.scale}: {c.reason}",
+                               []).append(name)
+        elif c.rounding[0]:
+            differ, pairs = c.rounding
+            ctx.add("S604", path, name,
+                    f"NVFP4 tensor with companion {c.scale}: {differ} of {pairs} (scale value, "
+                    "E4M3 scale, E2M1 code) combinations decode 1 ulp apart from ggml's "
+                    "dequantize × scale",
+                    ("GRIT: f32(f32(s1·s0)·e) (§8.1); ggml: f32(f32(s0·e)·s1)",),
+                    {"companion": c.scale, "k1": c.k1, "differ": differ, "pairs": pairs})
+    for reason, names in sorted(missing.items()):
+        ctx.add("S603", path, _names(names),
+                f"{len(names)} NVFP4 tensor(s) decoded without a companion scale ({reason})",
+                ("llama.cpp's converter writes <base>.scale (F32), and leaves it out when the "
+                 "scale is 1.0",), {"tensors": names, "reason": reason})
+    if not ctx.deep:
+        return
+    for name, gt in got.tensors.ggml_types.items():
+        v = got.tensors.get(name)
+        if gt != "NVFP4" or not isinstance(v, GritArray) or name in got.annotated:
+            continue
+        n, total = nvfp4_scale_disagreements(v)
+        if n:
+            ctx.add("S505", path, name,
+                    f"{n} of {total} E4M3 block scales have bit 7 set or are 0x7F: ggml "
+                    "(UE4M3) and GRIT (E4M3) decode their blocks differently",
+                    (), {"scales": n, "of": total})
+
+
 def _gguf(ctx: Context, inp: Input) -> None:
     got: GGUFContents = inp.gguf  # type: ignore[assignment]
     rec, path = inp.file, inp.file.path
@@ -352,6 +388,7 @@ def _gguf(ctx: Context, inp: Input) -> None:
                 (f"grade {g.canonical if g else '?'}",),
                 {"ggml_type": gt, "tensors": names,
                  "grade": g.canonical if g else None})
+    _companions(ctx, path, got)
     for (gt, reason), names in sorted(inexpr.items()):
         ctx.add("S702", path, _names(names),
                 f"{len(names)} {gt} tensor(s) are not GRIT v1 arrays and were not checked",

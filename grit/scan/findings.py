@@ -86,6 +86,8 @@ class ScanKind(_StrEnum):
     PROBE_SKIPPED = "ProbeSkipped"
     UNVERIFIED = "Unverified"
     INFERRED = "Inferred"
+    COMPANION = "Companion"
+    READ_DIFFERENTLY = "ReadDifferently"
     INEXPRESSIBLE = "Inexpressible"
     UNREADABLE = "Unreadable"
 
@@ -387,6 +389,16 @@ REGISTRY: dict[str, FindingSpec] = _specs(
      "was not verified; a kernel relying on it would read whatever is there.",
      "Relayout to a placement grit reads (grit.relayout) and scan again, or verify the "
      "bytes with the vendor's tool."),
+    ("S505", C.DEEP, V.DISAGREEMENT, K.READ_DIFFERENTLY,
+     "NVFP4 scale bytes ggml and GRIT read differently (--deep)",
+     "--deep only: an NVFP4 tensor's E4M3 block scales include bytes with bit 7 set or "
+     "the code 0x7F. ggml reads them as UE4M3 (bit 7 ignored, 0x7F as 0); GRIT's E4M3 "
+     "reads bit 7 as the sign and 0x7F/0xFF as NaN (docs/placements.md, \"GGUF\"). ggml's "
+     "own quantiser never writes them.",
+     "The blocks under those scales decode to different values in llama.cpp and in every "
+     "GRIT reader — negated, NaN, or zero — with no error from either.",
+     "Requantize the tensor from its source, or clear bit 7 of the scales if the producer "
+     "meant unsigned scales."),
     # -- inferred / inexpressible
     ("S601", C.INFERRED, V.WARNING, K.INFERRED,
      "descriptor inferred from a safetensors convention",
@@ -402,6 +414,28 @@ REGISTRY: dict[str, FindingSpec] = _specs(
      "block type, one finding per type per file.",
      "As S601.",
      "Re-export with `grit.save_gguf` to make the contract explicit."),
+    ("S603", C.INFERRED, V.WARNING, K.COMPANION,
+     "NVFP4 tensor without a usable companion scale",
+     "llama.cpp's convert_hf_to_gguf keeps an NVFP4 tensor's per-tensor scale in an F32 "
+     "companion tensor <base>.scale (or <name>.scale), which grit.load makes the array's "
+     "level-1 scale. This tensor has none, or one grit cannot attach (not F32, or a shape "
+     "that is neither one value nor a leading part of the tensor's); the message says "
+     "which.",
+     "Its values are the blocks alone. The converter leaves the companion out when the "
+     "scale is 1.0; otherwise every value is off by the missing factor (thousands of "
+     "times too large for a ModelOpt checkpoint), silently.",
+     "Check the source checkpoint's weight_scale_2 (ModelOpt) or weight_global_scale "
+     "(compressed-tensors); re-convert with a converter that writes the companion."),
+    ("S604", C.INFERRED, V.WARNING, K.COMPANION,
+     "NVFP4 companion scale: GRIT's decode rounds differently from ggml's",
+     "The tensor and its companion scale are one two-level GRIT array. GRIT multiplies "
+     "the scales first, f32(f32(s1·s0)·e) (§8.1, outermost first); ggml scales the matmul "
+     "result, which elementwise is f32(f32(s0·e)·s1), one rounding. For this scale value, "
+     "some (E4M3 scale, E2M1 code) pairs round to different binary32 values (1 ulp); the "
+     "finding counts them.",
+     "grit.decode and llama.cpp agree to 1 ulp on those elements, not bit for bit; both "
+     "are correct readings of their own contracts.",
+     "None needed; compare with a 1-ulp tolerance where the pairs occur."),
     ("S701", C.INEXPRESSIBLE, V.WARNING, K.INEXPRESSIBLE,
      "safetensors weights GRIT v1 cannot express",
      "Recognised weights whose layout v1 cannot express (codebooks, act-order, dense "
