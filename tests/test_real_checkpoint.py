@@ -132,6 +132,34 @@ def _compare(got, reader, ggml_type: str):
     return t.name
 
 
+def test_every_tensor_decodes_bit_for_bit(loaded):
+    """All tensors, every ggml type of the file (Q4_K, Q5_0, Q6_K, Q8_0, F32):
+    grit.decode of the loaded array equals gguf-py's dequantize bit for bit."""
+    got, reader = loaded
+    n = elems = 0
+    for t in reader.tensors:
+        v = got[t.name]
+        ref = gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float32)
+        mine = grit.decode(v) if isinstance(v, grit.GritArray) else np.asarray(v, np.float32)
+        assert mine.shape == ref.shape, t.name
+        assert np.array_equal(mine.view(np.uint32), ref.view(np.uint32)), t.name
+        n += 1
+        elems += ref.size
+    assert n == len(reader.tensors) and elems > 2e8
+
+
+def test_level_1_scan_reads_no_tensor_byte(checkpoint, monkeypatch):
+    """What makes a level-1 scan cost what the header costs: no converted
+    tensor's planes are built — they are deferred (timings: bench/bench_scan.py)."""
+    from grit.io import gguf as G
+    from grit.scan import scan
+    built = []
+    for name, f in list(G._CONVERT.items()):
+        monkeypatch.setitem(G._CONVERT, name, lambda b, s, _f=f: built.append(1) or _f(b, s))
+    rep = scan([checkpoint])
+    assert rep.files[0].tensors == 236 and built == []
+
+
 def test_q4_k_decodes_bit_for_bit(loaded):
     _compare(*loaded, "Q4_K")
 
