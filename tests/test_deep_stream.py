@@ -1,0 +1,162 @@
+"""scan --deep streams planes: the streamed digest is grit.fingerprint.digest,
+the leading-rows sample of a large tensor decodes as its leading rows, and
+the findings are those of the one-shot check (the general path, the oracle)."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import grit
+from grit.boundary import check
+from grit.errors import GritDigestError, GritUsageError
+from grit.fingerprint import DigestStream, digest
+from grit.io.gguf import _zero_copy
+from grit.io.source import open_source
+from grit.scan import deep as D
+from grit.scan import scan
+
+CHUNK = 4096
+SIZES = [0, 1, CHUNK - 1, CHUNK, CHUNK + 1, 2 * CHUNK, 3 * CHUNK + 17]
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    monkeypatch.setattr(D, "CHUNK", CHUNK)
+
+
+@pytest.mark.parametrize("sizes", [(a, b, c, d) for a, b, c, d in
+                                   [(s, 0, 0, 0) for s in SIZES]
+                                   + [(SIZES[i], SIZES[-1 - i], SIZES[(i + 2) % 7],
+                                       SIZES[(i + 3) % 7]) for i in range(7)]])
+def test_streamed_digest_equals_one_shot(tmp_path, small_chunks, sizes):
+    rng = np.random.default_rng(sum(sizes))
+    planes = [rng.integers(0, 256, n, np.uint8).tobytes() for n in sizes]
+    want = digest(planes)
+    # in memory, chunked
+    assert D.stream_digest(planes) == want
+    # views of a file, read through its byte source at offsets off the page grid
+    p = tmp_path / "planes.bin"
+    p.write_bytes(b"x" * 13 + b"".join(planes))
+    with open_source(p) as src:
+        offs = np.cumsum([13] + list(sizes))
+        views = [src.view(int(o), n) for o, n in zip(offs, sizes)]
+        assert D.stream_digest(views, src) == want
+        assert all(n == 0 or src.locate(v) == o for v, o, n in zip(views, offs, sizes))
+
+
+@pytest.mark.parametrize("cuts", [[1], [7, 1000], [4096] * 3, [1] * 50])
+def test_digest_stream_any_chunking(cuts):
+    data = os.urandom(sum(cuts))
+    want = digest([data, b"", data[:5], b"abc"])
+    ds = DigestStream()
+    ds.plane(len(data))
+    pos = 0
+    for c in cuts:
+        ds.update(data[pos:pos + c])
+        pos += c
+    for p in (b"", data[:5], b"abc"):
+        ds.plane(len(p))
+        ds.update(p)
+    assert ds.digest() == want
+
+
+def test_digest_stream_misuse_is_a_usage_error():
+    ds = DigestStream()
+    with pytest.raises(GritUsageError):
+        ds.update(b"x")
+    ds.plane(2)
+    with pytest.raises(GritUsageError):
+        ds.update(b"abc")
+    with pytest.raises(GritUsageError):
+        ds.plane(0)                  # plane 0 still needs 2 bytes
+    with pytest.raises(GritUsageError):
+        ds.digest()
+    ds.update(b"ab")
+    for _ in range(3):
+        ds.plane(0)
+    with pytest.raises(GritUsageError):
+        ds.plane(0)
+
+
+def _q8_0(rows: int, cols: int, seed: int = 0) -> grit.GritArray:
+    rng = np.random.default_rng(seed)
+    b = rng.integers(0, 256, (rows * cols // 32, 34), np.uint8)
+    b[:, 1] = 0x3C                   # d = 1.0 (binary16 0x3C00, little-endian)
+    b[:, 0] = 0
+    return _zero_copy("Q8_0", b.reshape(-1), (rows, cols))
+
+
+@pytest.mark.parametrize("make", [
+    lambda: _q8_0(512, 256),
+    lambda: grit.encode(np.random.default_rng(1).standard_normal((512, 256), np.float32),
+                        grit.GRADE_MXFP4),
+    lambda: grit.encode(np.random.default_rng(2).standard_normal((512, 256), np.float32),
+                        grit.GRADE_NVF4),
+    lambda: grit.encode(np.random.default_rng(3).standard_normal((512, 256), np.float32),
+                        grit.GRADE_Q4KS),
+])
+def test_the_leading_rows_sample_decodes_as_the_leading_rows(monkeypatch, make):
+    a = make()
+    monkeypatch.setattr(D, "WHOLE", a.nbytes // 5)
+    t = D.Tensor("f", "f", "t", a.descriptor, a.shape, ok=True)
+    mvs = [D._mv(p) for p in a.planes]
+    pre = D._prefix(t, mvs)
+    assert pre is not None
+    shape, sizes = pre
+    assert sum(sizes) <= a.nbytes // 5 and shape[0] < a.shape[0]
+    sub = grit.GritArray(a.descriptor, shape,
+                         [bytes(m[:n]) for m, n in zip(mvs, sizes)])
+    np.testing.assert_array_equal(grit.decode(sub).view(np.uint32),
+                                  grit.decode(a)[:shape[0]].view(np.uint32))
+
+
+def _file(tmp_path, arrays, digests=True, corrupt=None):
+    p = tmp_path / "m.safetensors"
+    meta = {f"grit.digest.{n}": grit.base32_encode(a.digest) for n, a in arrays.items()} \
+        if digests else None
+    grit.save(p, arrays, meta)
+    if corrupt is not None:
+        f = grit.io.safetensors.read(p)
+        off, n = f.span(corrupt)
+        raw = bytearray(p.read_bytes())
+        raw[off + n // 2] ^= 0xFF
+        p.write_bytes(bytes(raw))
+    return str(p)
+
+
+def _deep_findings(path):
+    return sorted((f.code, f.tensor, f.message) for f in scan([path], deep=True).findings
+                  if f.category == "deep")
+
+
+def test_a_corrupted_plane_is_the_one_shot_checks_digest_mismatch(tmp_path, small_chunks):
+    rng = np.random.default_rng(5)
+    arrays = {f"w{i}": grit.encode(rng.standard_normal((64, 256), np.float32), g)
+              for i, g in enumerate([grit.GRADE_MXFP4, grit.GRADE_NVF4, grit.GRADE_Q4KS])}
+    p = _file(tmp_path, arrays, corrupt="w1.grit.data")
+    got = scan([p], deep=True)
+    bad = [f for f in got.findings if f.code == "S501"]
+    assert [f.tensor for f in bad] == ["w1"]
+    # the general path: grit.check on the whole (corrupted) planes
+    loaded = grit.load(p)
+    with pytest.raises(GritDigestError) as e:
+        check(loaded["w1"].descriptor, loaded["w1"].shape, loaded["w1"].planes, level=2,
+              expected_digest=arrays["w1"].digest)
+    assert bad[0].message == e.value.detail.message
+    assert bad[0].detail["expected"] == e.value.detail.expected
+    assert bad[0].detail["actual"] == e.value.detail.actual
+
+
+def test_findings_do_not_depend_on_the_chunk_size(tmp_path, monkeypatch):
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((128, 256), np.float32)
+    x[::7] = 0.0
+    arrays = {"a": grit.encode(x, grit.GRADE_MXFP4), "b": grit.encode(x, grit.GRADE_Q4KS)}
+    p = _file(tmp_path, arrays, corrupt="b.grit.data")
+    runs = []
+    for chunk in (4096, 1 << 22):
+        monkeypatch.setattr(D, "CHUNK", chunk)
+        runs.append(_deep_findings(p))
+    assert runs[0] == runs[1] and any(c == "S501" for c, _, _ in runs[0])
