@@ -49,7 +49,7 @@ def _mv(p) -> memoryview:
 def _pieces(mv: memoryview, source: ByteSource | None):
     """``mv``'s bytes in chunks: through the source when it is a view of it."""
     off = source.locate(mv) if source is not None else None
-    if off is None:
+    if source is None or off is None:
         for i in range(0, mv.nbytes, CHUNK):
             yield mv[i:i + CHUNK]
     else:
@@ -72,7 +72,7 @@ def _copy(mv: memoryview, n: int, source: ByteSource | None):
     """The first ``n`` bytes of ``mv``, read through the source when ``mv``
     is a view of it (so its pages never become the process's)."""
     off = source.locate(mv) if source is not None else None
-    if off is None:
+    if source is None or off is None:
         return mv[:n]
     return source.read(off, n, "plane")
 
