@@ -102,7 +102,7 @@ def test_the_leading_rows_sample_decodes_as_the_leading_rows(monkeypatch, make):
     monkeypatch.setattr(D, "WHOLE", a.nbytes // 5)
     t = D.Tensor("f", "f", "t", a.descriptor, a.shape, ok=True)
     mvs = [D._mv(p) for p in a.planes]
-    pre = D._prefix(t, mvs)
+    pre = D._prefix(t, mvs, a.nbytes // 5)
     assert pre is not None
     shape, sizes = pre
     assert sum(sizes) <= a.nbytes // 5 and shape[0] < a.shape[0]

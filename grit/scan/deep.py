@@ -8,24 +8,25 @@ passed level 1, in memory bounded by a constant, not by the file.
   chunk of resident memory; planes built in memory (converted ggml types,
   payloads) are hashed where they are.  The result is
   :func:`grit.fingerprint.digest` of the same planes (DigestStream).
-* The other content checks — the SPORDER_ASC_LSB metadata order (§7.4) and
-  the §7.6 probes — read whole planes, and the probes relayout them to the
-  canonical order.  They run on a copy of the tensor's planes when those
-  total at most :data:`WHOLE` bytes (every GGUF and safetensors tensor of a
-  small model).  A larger tensor is checked on its leading rows: the prefix
-  sub-tensor of at most WHOLE bytes whose plane sizes are the prefixes of
-  the tensor's (every placement stage works inside a block of a row, so the
-  leading rows' bytes are the leading bytes of each plane; a per-tensor
-  plane is taken whole).  The probes sample groups anyway; for a sparse
-  tensor with ordered metadata the report says (S504) how many rows the
-  order was verified on.  A tensor with no such prefix is not probed (S503).
+* The other content checks read whole planes: the SPORDER_ASC_LSB metadata
+  order (§7.4) runs on a copy of a tensor's planes up to :data:`WHOLE`
+  bytes, the §7.6 probes (which relayout non-canonical planes to the
+  canonical order first) up to :data:`PROBE` bytes.  A larger tensor is
+  checked on its leading rows: the prefix sub-tensor within the bound whose
+  plane sizes are prefixes of the tensor's (every placement stage works
+  inside a block of a row, so the leading rows' bytes are the leading bytes
+  of each plane — tests/test_deep_stream.py decodes the sample against the
+  whole tensor; a per-tensor plane is taken whole).  The probes sample 64
+  groups anyway, here from the leading rows; for the metadata order the
+  report says (S504) how many rows it was verified on.  A tensor with no
+  such prefix is not probed (S503).
 """
 from __future__ import annotations
 
 from typing import Sequence
 
 from ..array import GritArray
-from ..boundary import check
+from ..boundary import check, diagnose
 from ..check import plane_sizes
 from ..errors import Detail, GritError, Status
 from ..fingerprint import DigestStream
@@ -33,13 +34,18 @@ from ..descriptor import F_SPARSE, SPORDER_ASC_LSB
 from ..io.source import ByteSource
 from .analyses import Context, Tensor
 
-__all__ = ["deep", "stream_digest", "CHUNK", "WHOLE"]
+__all__ = ["deep", "stream_digest", "CHUNK", "WHOLE", "PROBE"]
 
 #: bytes hashed per read of a file-backed plane
 CHUNK = 1 << 22
-#: the largest tensor (plane bytes) whose metadata order and probes are
-#: checked on all of its planes; a larger one on its leading rows
+#: the largest tensor (plane bytes) whose SPORDER_ASC_LSB metadata order is
+#: checked on all of its planes; a larger one on its leading rows (S504 says so)
 WHOLE = 1 << 24
+#: the largest tensor the §7.6 probes read whole; a larger one is probed on
+#: its leading rows (the probes sample 64 groups: they need few bytes, but
+#: a non-canonical placement is relayouted first, which costs more than the
+#: digest of the same bytes)
+PROBE = 1 << 20
 
 
 def _mv(p) -> memoryview:
@@ -77,18 +83,26 @@ def _copy(mv: memoryview, n: int, source: ByteSource | None):
     return source.read(off, n, "plane")
 
 
-def _prefix(t: Tensor, mvs: list[memoryview]) -> tuple[tuple[int, ...], list[int]] | None:
-    """(shape, plane sizes) of the leading-rows sub-tensor of at most WHOLE
-    plane bytes whose planes are prefixes of ``t``'s (None: none found)."""
+def _outer(t: Tensor) -> int:
+    """The outermost axis of the grouped view (lin order): the rows."""
+    ga = t.desc.group_axis
+    return next((i for i in range(len(t.shape)) if i != ga), ga)
+
+
+def _prefix(t: Tensor, mvs: list[memoryview],
+            bound: int) -> tuple[tuple[int, ...], list[int]] | None:
+    """(shape, plane sizes) of the leading-rows sub-tensor of at most
+    ``bound`` plane bytes whose planes are prefixes of ``t``'s (a per-tensor
+    plane, whose size does not grow with the rows, taken whole); None when
+    there is none."""
     shape = t.shape
     if not shape:
         return None
-    ga = t.desc.group_axis
-    outer = next((i for i in range(len(shape)) if i != ga), ga)
+    outer = _outer(t)
     rows = shape[outer]
     full = [m.nbytes for m in mvs]
     total = sum(full)
-    r0 = min(rows - 1, max(1, WHOLE * rows // max(1, total)))
+    r0 = min(rows - 1, max(1, bound * rows // max(1, total)))
     for r in range(r0, max(0, r0 - 512), -1):
         sub = shape[:outer] + (r,) + shape[outer + 1:]
         ps = plane_sizes(t.desc, sub)
@@ -96,7 +110,7 @@ def _prefix(t: Tensor, mvs: list[memoryview]) -> tuple[tuple[int, ...], list[int
             continue
         sizes = list(ps.sizes)
         if all(s == f or s * rows == f * r for s, f in zip(sizes, full)) \
-                and sum(sizes) <= WHOLE:
+                and sum(sizes) <= bound:
             return sub, sizes
     return None
 
@@ -113,6 +127,19 @@ def _digest_failed(ctx: Context, t: Tensor, got: bytes) -> None:
     ctx.detail("S501", t.file, t.name, det)
 
 
+def _bounded(t: Tensor, mvs: list[memoryview], source: ByteSource | None, bound: int):
+    """(shape, planes, whole) of ``t`` when its planes total at most ``bound``
+    bytes (a copy, whole = True), else of its leading-rows prefix of at most
+    ``bound`` bytes (whole = False); None when it has no such prefix."""
+    if sum(m.nbytes for m in mvs) <= bound:
+        return t.shape, [_copy(m, m.nbytes, source) for m in mvs], True
+    pre = _prefix(t, mvs, bound)
+    if pre is None:
+        return None
+    shape, sizes = pre
+    return shape, [_copy(m, n, source) for m, n in zip(mvs, sizes)], False
+
+
 def _one(ctx: Context, t: Tensor, planes, source: ByteSource | None) -> None:
     mvs = [_mv(p) for p in planes]
     if t.expected_digest is not None:
@@ -120,34 +147,38 @@ def _one(ctx: Context, t: Tensor, planes, source: ByteSource | None) -> None:
         if got != bytes(t.expected_digest):
             _digest_failed(ctx, t, got)
             return
-    shape = t.shape
-    if sum(m.nbytes for m in mvs) <= WHOLE:
-        sub = [_copy(m, m.nbytes, source) for m in mvs]
-    else:
-        pre = _prefix(t, mvs)
-        sparse_ordered = t.desc.flags & F_SPARSE and t.desc.sp_order == SPORDER_ASC_LSB
-        if pre is None:
-            ctx.add("S503", t.file, t.name,
-                    f"level-3 probes could not run: the tensor's {sum(m.nbytes for m in mvs)} "
-                    f"plane bytes are over the {WHOLE}-byte bound of --deep and no leading "
-                    "rows of it are a whole sub-tensor")
-            if sparse_ordered:
-                ctx.add("S504", t.file, t.name,
-                        "level 2: the SPORDER_ASC_LSB metadata order (§7.4) was not verified: "
-                        f"the tensor is over the {WHOLE}-byte bound of --deep")
-            return
-        shape, sizes = pre
-        sub = [_copy(m, m.nbytes if n == m.nbytes else n, source) for m, n in zip(mvs, sizes)]
-        if sparse_ordered:
-            outer = next((i for i in range(len(t.shape)) if i != t.desc.group_axis), 0)
+    d = t.desc
+    total = sum(m.nbytes for m in mvs)
+    if d.flags & F_SPARSE and d.sp_order == SPORDER_ASC_LSB:
+        b = _bounded(t, mvs, source, WHOLE)
+        if b is None:
             ctx.add("S504", t.file, t.name,
-                    "level 2: the SPORDER_ASC_LSB metadata order (§7.4) was verified on the "
-                    f"first {shape[outer]} of {t.shape[outer]} rows only (the tensor is over "
-                    f"the {WHOLE}-byte bound of --deep)")
-    rep = check(t.desc, shape, sub, level=3)
-    for w in rep.unverified:
-        ctx.add("S504", t.file, t.name, w)
-    for w in rep.probes:
+                    "level 2: the SPORDER_ASC_LSB metadata order (§7.4) was not verified: "
+                    f"the tensor's {total} plane bytes are over the {WHOLE}-byte bound of "
+                    "--deep and no leading rows of it are a whole sub-tensor")
+        else:
+            shape, sub, whole = b
+            det = diagnose(d, shape, sub, level=2)
+            if det.status != Status.OK:
+                ctx.detail("S501", t.file, t.name, det)
+                return
+            for w in det.lines:
+                ctx.add("S504", t.file, t.name, w)
+            if not whole:
+                outer = _outer(t)
+                ctx.add("S504", t.file, t.name,
+                        "level 2: the SPORDER_ASC_LSB metadata order (§7.4) was verified on "
+                        f"the first {shape[outer]} of {t.shape[outer]} rows only (the tensor's "
+                        f"{total} plane bytes are over the {WHOLE}-byte bound of --deep)")
+    b = _bounded(t, mvs, source, PROBE)
+    if b is None:
+        ctx.add("S503", t.file, t.name,
+                f"level-3 probes could not run: the tensor's {total} plane bytes are over the "
+                f"{PROBE}-byte bound of the probes and no leading rows of it are a whole "
+                "sub-tensor")
+        return
+    shape, sub, _ = b
+    for w in check(d, shape, sub, level=3).probes:
         ctx.add("S502", t.file, t.name, w)
 
 
