@@ -160,3 +160,46 @@ def test_findings_do_not_depend_on_the_chunk_size(tmp_path, monkeypatch):
         monkeypatch.setattr(D, "CHUNK", chunk)
         runs.append(_deep_findings(p))
     assert runs[0] == runs[1] and any(c == "S501" for c, _, _ in runs[0])
+
+
+def _gguf_q8_0(path, rows: int, cols: int, *, nan_scales=False, corrupt=False):
+    """A GGUF of one Q8_0 tensor written by gguf-py, its grit.digest KV entry
+    recorded from the bytes written (before any corruption)."""
+    import gguf
+    b = np.random.default_rng(9).integers(0, 256, (rows * cols // 32, 34), np.uint8)
+    b[:, 0], b[:, 1] = (0x00, 0x7E) if nan_scales else (0x00, 0x3C)   # NaN / 1.0
+    raw = b.reshape(-1)
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_string("grit.digest.w", grit.base32_encode(digest([raw, b"", b"", b""])))
+    w.add_tensor("w", b.reshape(rows, cols // 32 * 34), raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    if corrupt:
+        data = bytearray(path.read_bytes())
+        data[-1000] ^= 0x40
+        path.write_bytes(bytes(data))
+    return str(path)
+
+
+def test_gguf_digest_mismatch_through_the_byte_source(tmp_path, small_chunks):
+    p = _gguf_q8_0(tmp_path / "c.gguf", 64, 1024, corrupt=True)
+    bad = [f for f in scan([p], deep=True).findings if f.code == "S501"]
+    a = grit.load(p)["w"]
+    with pytest.raises(GritDigestError) as e:
+        check(a.descriptor, a.shape, a.planes, level=2,
+              expected_digest=grit.base32_decode(
+                  grit.io.gguf_file.read_gguf(p).value("grit.digest.w")))
+    assert [f.tensor for f in bad] == ["w"]
+    assert bad[0].detail["actual"] == e.value.detail.actual
+    assert _deep_findings(_gguf_q8_0(tmp_path / "ok.gguf", 64, 1024)) == []
+
+
+def test_the_probes_on_the_leading_rows_see_what_the_whole_tensor_shows(tmp_path,
+                                                                         monkeypatch):
+    p = _gguf_q8_0(tmp_path / "nan.gguf", 256, 1024, nan_scales=True)
+    whole = _deep_findings(p)
+    assert [c for c, _, _ in whole] == ["S502"]
+    monkeypatch.setattr(D, "PROBE", 32 * 1024)          # the tensor is 278 528 bytes
+    assert _deep_findings(p) == whole

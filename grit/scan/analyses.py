@@ -46,7 +46,8 @@ class Tensor:
     shape: tuple[int, ...]
     inferred: bool = False
     ok: bool = False                       # level 1 passed on the on-disk lengths
-    planes: Any = None                     # four buffers or the array, for --deep
+    planes: Any = None                     # --deep: four buffers, the array, or a
+    #                                        function building them (None: failed)
     expected_digest: bytes | None = None
     gid: str | None = None
     ggml_type: str | None = None           # GGUF: the tensor's ggml block type
@@ -256,8 +257,8 @@ def _recognised(ctx: Context, inp: Input, recognised: list[Recognised], trunc) -
                             + (trunc if det.status == Status.SIZE_MISMATCH else ()))
             else:
                 t.ok = True
-                if ctx.deep:
-                    t.planes = _inferred_planes(ctx, inp, r)
+                if ctx.deep:      # built when --deep comes to it, one tensor at a time
+                    t.planes = lambda inp=inp, r=r: _inferred_planes(ctx, inp, r)
             ctx.finish(t)
             inferred.setdefault((r.convention, r.grade), []).append(r)
         else:

@@ -45,7 +45,7 @@ WHOLE = 1 << 24
 #: its leading rows (the probes sample 64 groups: they need few bytes, but
 #: a non-canonical placement is relayouted first, which costs more than the
 #: digest of the same bytes)
-PROBE = 1 << 20
+PROBE = 1 << 18
 
 
 def _mv(p) -> memoryview:
@@ -189,6 +189,10 @@ def deep(ctx: Context, tensors: Sequence[Tensor], source: ByteSource | None = No
         planes, t.planes = t.planes, None
         if not t.ok or planes is None:
             continue
+        if callable(planes):                      # built now (None: it said why)
+            planes = planes()
+            if planes is None:
+                continue
         try:
             if isinstance(planes, GritArray):     # read through the array (lazy planes)
                 planes = planes.planes
