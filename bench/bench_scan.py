@@ -669,8 +669,9 @@ def deep_bench(gb: float, shards: int, repeat: int) -> dict:
                 "deep_over_digest": (B / ss) / (B / ds),
                 "level1_s": l1,
                 # what --deep adds to level 1, per plane byte, against the digest
-                "added_mbps": B / max(1e-9, ss - l1) / 1e6,
-                "added_over_digest": ds / max(1e-9, ss - l1),
+                # (None where the difference is within the noise of level 1 itself)
+                "added_mbps": B / (ss - l1) / 1e6 if ss - l1 > 0.05 * ss else None,
+                "added_over_digest": ds / (ss - l1) if ss - l1 > 0.05 * ss else None,
                 "findings": dp[0]["findings"], "exit": dp[0]["exit"]})
         return {"machine": platform.processor() or platform.machine(),
                 "cpus": os.cpu_count(), "python": platform.python_version(), "rows": rows}
@@ -688,10 +689,12 @@ def print_deep(r: dict) -> None:
           f"{'deep MB/s':>10s} {'digest MB/s':>12s} {'ratio':>6s} {'added':>6s} "
           f"{'deep RSS':>9s} {'base':>6s} {'digest RSS':>11s}  findings")
     for x in r["rows"]:
+        a = x["added_over_digest"]
+        added = "n/a" if a is None else f"{a:.2f}"
         print(f"{x['file']:14s} {x['file_bytes'] / 1e6:>7.0f} MB {x['plane_bytes'] / 1e6:>7.0f} MB "
               f"{x['level1_s']:>9.2f} "
               f"{x['deep_s']:>8.2f} {x['deep_mbps']:>10.0f} {x['digest_mbps']:>12.0f} "
-              f"{x['deep_over_digest']:>6.2f} {x['added_over_digest']:>6.2f} "
+              f"{x['deep_over_digest']:>6.2f} {added:>6s} "
               f"{x['deep_peak_rss_mib']:>5.0f} MiB "
               f"{x['deep_base_rss_mib']:>4.0f} M {x['digest_peak_rss_mib']:>7.0f} MiB  "
               f"{','.join(x['findings'])} (exit {x['exit']})")
