@@ -203,3 +203,44 @@ def test_the_probes_on_the_leading_rows_see_what_the_whole_tensor_shows(tmp_path
     assert [c for c, _, _ in whole] == ["S502"]
     monkeypatch.setattr(D, "PROBE", 32 * 1024)          # the tensor is 278 528 bytes
     assert _deep_findings(p) == whole
+
+
+def _sparse_file(tmp_path, bad_quad: int | None):
+    x = np.random.default_rng(11).standard_normal((64, 128)).astype(np.float32)
+    x.reshape(-1, 4)[:, 1:3] = 0                       # 2:4, indices (0, 3): aux 0xCC
+    a = grit.encode(x, grit.GRADE_I8S24)
+    p = tmp_path / f"sp{bad_quad}.safetensors"
+    grit.save(p, {"w": a})
+    if bad_quad is not None:                           # one nibble per quad: (3, 0)
+        f = grit.io.safetensors.read(p)
+        off, _ = f.span("w.grit.aux")
+        raw = bytearray(p.read_bytes())
+        i = off + bad_quad // 2
+        raw[i] = (raw[i] & 0xF0) | 0x3 if bad_quad % 2 == 0 else (raw[i] & 0x0F) | 0x30
+        p.write_bytes(bytes(raw))
+    return str(p)
+
+
+def test_sparse_metadata_order_whole_and_on_the_leading_rows(tmp_path, monkeypatch):
+    # quad 2 sits in row 0, quad 2000 in row 62 (32 quads a row)
+    early, late, ok = (_sparse_file(tmp_path, q) for q in (2, 2000, None))
+    for p in (early, late):
+        bad = [f for f in scan([p], deep=True).findings if f.code == "S501"]
+        a = grit.load(p, strict=False)["w"]
+        det = grit.diagnose(a.descriptor, a.shape, a.planes, level=2)
+        assert [f.message for f in bad] == [det.message]
+    assert _deep_findings(ok) == []
+    # bounds below the tensor (the probes' below the order's, as the defaults are):
+    # the order is checked on its leading rows, and said so
+    monkeypatch.setattr(D, "WHOLE", 2048)
+    monkeypatch.setattr(D, "PROBE", 1024)
+    assert [c for c, _, _ in _deep_findings(early)] == ["S501"]
+    got = _deep_findings(late)
+    assert [c for c, _, _ in got] == ["S504"] and "rows only" in got[0][2]
+    assert "of 64 rows" in got[0][2]
+
+
+def test_the_probe_sample_fits_inside_the_order_sample():
+    """The probes' check re-reads the metadata order on its sample: it must be
+    a part of what the order check read (else one tensor gets S501 and S504)."""
+    assert D.CHUNK > 0 and D.PROBE <= D.WHOLE
