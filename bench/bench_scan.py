@@ -63,7 +63,24 @@ RSS (VmHWM, Linux) and what the call added to the process after its imports:
   grit scan level 1         ``grit.scan.scan([path])``
   read_gguf                 ``grit.io.gguf_file.read_gguf(path)`` (the walk alone)
   gguf.GGUFReader           ``gguf.GGUFReader(path)`` (the peer)
+
+    python bench/bench_scan.py --deep [--gb 2] [--shards 4] [--repeat 3] [--json]
+
+the --deep section: in a temporary directory, a --gb GiB safetensors
+checkpoint (as above, --shards shards, digests recorded) and a --gb GiB GGUF
+written by gguf-py's GGUFWriter one tensor at a time (Q8_0 / Q4_K / MXFP4
+blocks, 4096 columns, each tensor's ``grit.digest.<name>`` KV entry
+recorded), plus the gemma-3-270m Q4_K_M GGUF where it is cached; each run in
+a fresh process (imports outside the timing), medians over --repeat runs,
+after one warm-up run (page cache warm):
+
+  scan --deep               ``grit.scan.scan([path], deep=True)``: wall time,
+                            peak RSS (VmHWM), plane MB/s
+  raw digest                ``grit.fingerprint.digest`` over every GRIT array's
+                            planes as ``grit.load`` maps them (only the
+                            digest() calls are timed): the peer, same bytes
 """
+
 from __future__ import annotations
 
 import argparse
@@ -521,6 +538,168 @@ def print_gguf(r: dict) -> None:
               f"{','.join(x['findings'] or [])}")
 
 
+# ---------------------------------------------------------------------------
+# --deep: streamed planes, bounded memory
+
+GEMMA = os.path.expanduser("~/.cache/grit-real-checkpoint/gemma-3-270m-q4_k_m.gguf")
+
+
+def make_deep_gguf(path: str, gb: float) -> int:
+    """A GGUF of ``gb`` GiB of Q8_0 / Q4_K / MXFP4 tensors (4096 columns), each
+    with its ``grit.digest.<name>`` KV entry, written one tensor at a time;
+    the plane bytes."""
+    import gguf  # noqa: PLC0415 - only the GGUF sections need it
+    q = gguf.GGMLQuantizationType
+    rng = np.random.default_rng(0)
+    cols, rows = 4096, 4096
+    bases = []
+    for typ in (q.Q8_0, q.Q4_K, q.MXFP4):
+        block, size = gguf.GGML_QUANT_SIZES[typ]
+        b = rng.integers(0, 256, (rows * cols // block, size), np.uint8)
+        if typ == q.Q8_0:
+            b[:, 0], b[:, 1] = 0, 0x3C                 # d = 1.0
+        elif typ == q.Q4_K:
+            b[:, 0:4] = (0, 0x3C, 0, 0x38)             # d = 1.0, dmin = 0.5
+        else:
+            b[:, 0] = rng.integers(120, 135, len(b))  # E8M0 2^-7 .. 2^7
+        raw = b.reshape(-1)
+        bases.append((typ, raw, digest([raw, b"", b"", b""])))
+    per = sum(r.nbytes for _, r, _ in bases) / 3
+    n = max(3, round(gb * 2**30 / per))
+    w = gguf.GGUFWriter(path, "llama")
+    w.add_name("bench-deep")
+    names = []
+    for i in range(n):
+        typ, raw, dg = bases[i % 3]
+        name = f"blk.{i // 3}.ffn_{('up', 'gate', 'down')[i % 3]}.weight"
+        w.add_string(f"grit.digest.{name}", grit.base32_encode(dg))
+        block, size = gguf.GGML_QUANT_SIZES[typ]
+        w.add_tensor_info(name, (rows, cols // block * size), np.dtype(np.uint8), raw.nbytes,
+                          raw_dtype=typ)
+        names.append(i % 3)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_ti_data_to_file()
+    total = 0
+    for k in names:
+        typ, raw, _ = bases[k]
+        block, size = gguf.GGML_QUANT_SIZES[typ]
+        w.write_tensor_data(raw.reshape(rows, cols // block * size))
+        total += raw.nbytes
+    w.close()
+    return total
+
+
+_DEEP_CHILD = """
+import json, sys, time
+tool, path = sys.argv[1], sys.argv[2]
+
+
+def hwm():
+    with open("/proc/self/status") as f:
+        return next(int(x.split()[1]) for x in f if x.startswith("VmHWM:"))
+
+
+import grit
+from grit.fingerprint import digest
+from grit.scan import scan
+import gguf  # noqa: F401 - imported outside the timing by both tools
+base = hwm()
+if tool in ("deep", "level1"):
+    t0 = time.perf_counter()
+    rep = scan([path], deep=tool == "deep")
+    dt = time.perf_counter() - t0
+    extra = {"findings": sorted({f.code for f in rep.findings}), "exit": rep.exit_code_graded}
+else:
+    import os
+    paths = [path] if os.path.isfile(path) else sorted(
+        os.path.join(path, n) for n in os.listdir(path) if n.endswith(".safetensors"))
+    dt, n = 0.0, 0
+    for p in paths:
+        got = grit.load(p)
+        for v in got.values():
+            if isinstance(v, grit.GritArray):
+                planes = list(v.planes)
+                t0 = time.perf_counter()
+                digest(planes)
+                dt += time.perf_counter() - t0
+                n += sum(memoryview(x).nbytes for x in planes)
+        del got
+    extra = {"bytes": n}
+print(json.dumps({"s": dt, "base_kib": base, "peak_kib": hwm(), **extra}))
+"""
+
+
+def deep_bench(gb: float, shards: int, repeat: int) -> dict:
+    root = tempfile.mkdtemp(prefix="grit-bench-deep-")
+    try:
+        ck = make_checkpoint(root, gb, shards, 0)
+        gg = os.path.join(root, "deep.gguf")
+        gbytes = make_deep_gguf(gg, gb)
+        files = [("safetensors", ck["big"], ck["plane_bytes"]), ("gguf", gg, gbytes)]
+        if os.path.exists(GEMMA):
+            files.append(("gemma Q4_K_M", GEMMA, None))
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([ROOT,
+                                                            os.environ.get("PYTHONPATH", "")])}
+
+        def child(tool, path):
+            r = subprocess.run([sys.executable, "-c", _DEEP_CHILD, tool, path],
+                               capture_output=True, text=True, check=True, env=env)
+            return json.loads(r.stdout.strip().splitlines()[-1])
+
+        rows = []
+        for label, path, nbytes in files:
+            child("digest", path)                     # warm the page cache
+            dig = [child("digest", path) for _ in range(repeat)]
+            dp = [child("deep", path) for _ in range(repeat)]
+            l1 = statistics.median(child("level1", path)["s"] for _ in range(repeat))
+            B = dig[0]["bytes"]
+            ds = statistics.median(x["s"] for x in dig)
+            ss = statistics.median(x["s"] for x in dp)
+            rows.append({
+                "file": label, "file_bytes": sum(os.path.getsize(os.path.join(path, n))
+                                                 for n in os.listdir(path))
+                if os.path.isdir(path) else os.path.getsize(path),
+                "plane_bytes": B, "runs": repeat,
+                "deep_s": ss, "deep_mbps": B / ss / 1e6,
+                "deep_peak_rss_mib": statistics.median(x["peak_kib"] for x in dp) / 1024,
+                "deep_base_rss_mib": statistics.median(x["base_kib"] for x in dp) / 1024,
+                "digest_s": ds, "digest_mbps": B / ds / 1e6,
+                "digest_peak_rss_mib": statistics.median(x["peak_kib"] for x in dig) / 1024,
+                "deep_over_digest": (B / ss) / (B / ds),
+                "level1_s": l1,
+                # what --deep adds to level 1, per plane byte, against the digest
+                # (None where the difference is within the noise of level 1 itself)
+                "added_mbps": B / (ss - l1) / 1e6 if ss - l1 > 0.05 * ss else None,
+                "added_over_digest": ds / (ss - l1) if ss - l1 > 0.05 * ss else None,
+                "findings": dp[0]["findings"], "exit": dp[0]["exit"]})
+        return {"machine": platform.processor() or platform.machine(),
+                "cpus": os.cpu_count(), "python": platform.python_version(), "rows": rows}
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def print_deep(r: dict) -> None:
+    print(f"grit scan --deep vs the raw §6.5 digest over the same planes; {r['machine']}, "
+          f"{r['cpus']} cpus, Python {r['python']}; fresh process per run, medians, warm cache")
+    print("peak RSS: the process's VmHWM (imports included: base); raw digest: digest() "
+          "over grit.load's mapped planes, only the digest() calls timed")
+    print("ratio: deep MB/s over digest MB/s; added: (deep − level 1) MB/s over digest MB/s")
+    print(f"{'file':14s} {'file size':>10s} {'planes':>10s} {'level1 s':>9s} {'deep s':>8s} "
+          f"{'deep MB/s':>10s} {'digest MB/s':>12s} {'ratio':>6s} {'added':>6s} "
+          f"{'deep RSS':>9s} {'base':>6s} {'digest RSS':>11s}  findings")
+    for x in r["rows"]:
+        a = x["added_over_digest"]
+        added = "n/a" if a is None else f"{a:.2f}"
+        print(f"{x['file']:14s} {x['file_bytes'] / 1e6:>7.0f} MB {x['plane_bytes'] / 1e6:>7.0f} MB "
+              f"{x['level1_s']:>9.2f} "
+              f"{x['deep_s']:>8.2f} {x['deep_mbps']:>10.0f} {x['digest_mbps']:>12.0f} "
+              f"{x['deep_over_digest']:>6.2f} {added:>6s} "
+              f"{x['deep_peak_rss_mib']:>5.0f} MiB "
+              f"{x['deep_base_rss_mib']:>4.0f} M {x['digest_peak_rss_mib']:>7.0f} MiB  "
+              f"{','.join(x['findings'])} (exit {x['exit']})")
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--gb", type=float, default=2.0, help="GiB of plane bytes (default 2)")
@@ -538,7 +717,16 @@ def main(argv=None) -> None:
                     help="GiB of (sparse) tensor data in sparse.gguf (default 4)")
     ap.add_argument("--peer-repeat", type=int, default=1,
                     help="runs of gguf.GGUFReader per file (default 1: it is slow)")
+    ap.add_argument("--deep", action="store_true",
+                    help="the --deep section: streamed planes, peak RSS, vs the raw digest")
     args = ap.parse_args(argv)
+    if args.deep:
+        d = deep_bench(args.gb, args.shards, args.repeat)
+        if args.json:
+            print(json.dumps(d, indent=2))
+        else:
+            print_deep(d)
+        return
     if args.render_child:
         _render_child(args.render_child[0], int(args.render_child[1]))
         return

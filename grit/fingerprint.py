@@ -14,7 +14,7 @@ from .errors import GritGradeError, GritUsageError
 
 __all__ = [
     "fnv1a64", "fnv1a128", "gid", "digest", "base32_encode", "base32_decode",
-    "display_prefix", "NATIVE", "FNV64_OFFSET", "FNV64_PRIME", "FNV128_OFFSET",
+    "display_prefix", "DigestStream", "NATIVE", "FNV64_OFFSET", "FNV64_PRIME", "FNV128_OFFSET",
     "FNV128_PRIME",
 ]
 
@@ -141,6 +141,49 @@ def digest(planes: Sequence) -> bytes:
         h = fnv1a128(struct.pack("<Q", mv.nbytes), h)
         h = fnv1a128(mv, h)
     return h.to_bytes(16, "big")
+
+
+class DigestStream:
+    """§6.5 computed over the planes in chunks, for bytes that are never
+    whole in memory: for each of the four planes in order, ``plane(n)``
+    declares its length (it hashes u64le(n)), then ``update(chunk)`` hashes
+    its bytes in any number of chunks totalling n; ``digest()`` is then
+    :func:`digest` of the same planes.  Out-of-order use is a
+    GritUsageError (a length that is not met, a fifth plane, …)."""
+
+    __slots__ = ("_h", "_planes", "_left")
+
+    def __init__(self) -> None:
+        self._h = FNV128_OFFSET
+        self._planes = 0
+        self._left = 0
+
+    def plane(self, length: int) -> None:
+        n = operator.index(length)
+        if self._left:
+            raise GritUsageError(f"plane {self._planes - 1} still needs {self._left} bytes")
+        if self._planes == 4:
+            raise GritUsageError("a digest covers exactly four planes")
+        if n < 0 or n >> 64:
+            raise GritUsageError(f"a plane length is a u64, got {n}")
+        self._h = fnv1a128(struct.pack("<Q", n), self._h)
+        self._planes += 1
+        self._left = n
+
+    def update(self, chunk) -> None:
+        mv = _buf(chunk)
+        if mv.nbytes > self._left:
+            raise GritUsageError(f"{mv.nbytes} bytes given where plane {self._planes - 1} has "
+                                 f"{self._left} left" if self._planes else
+                                 "update() before the first plane()")
+        self._h = fnv1a128(mv, self._h)
+        self._left -= mv.nbytes
+
+    def digest(self) -> bytes:
+        if self._planes != 4 or self._left:
+            raise GritUsageError(f"the digest is not complete: {self._planes} of 4 planes "
+                                 f"declared, {self._left} bytes missing")
+        return self._h.to_bytes(16, "big")
 
 
 # ---------------------------------------------------------------------------

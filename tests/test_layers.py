@@ -148,3 +148,14 @@ def test_the_graph_sees_function_local_imports():
     edges = _edges(_modules())
     assert "grit.codec.decode" in edges["grit.array"]
     assert "grit.io.safetensors" in edges["grit.io"]          # grit/io imports it lazily
+
+
+def test_the_byte_source_sits_below_the_container_readers():
+    """grit.io.source is what the readers read through: it imports no other
+    io module, and both container readers import it."""
+    layers = _layer_map()
+    assert layers["grit.io.source"] == 7
+    edges = _edges(_modules())
+    assert not {t for t in edges["grit.io.source"] if t.startswith("grit.io")}
+    assert "grit.io.source" in edges["grit.io.gguf_file"]
+    assert "grit.io.source" in edges["grit.io.safetensors"]

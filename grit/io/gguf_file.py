@@ -26,7 +26,6 @@ from __future__ import annotations
 import enum
 import functools
 import math
-import mmap
 import os
 import struct
 from dataclasses import dataclass, field
@@ -34,12 +33,12 @@ from typing import Any
 
 import numpy as np
 
-from .._files import open_regular
 from ..errors import GritUsageError
 from .problems import Problem, ProblemKind as K, Tally
+from .source import ByteSource, open_source
 
-__all__ = ["read_gguf", "GGUFFile", "GGUFField", "TensorInfo", "ValueType", "GGUF_MAGIC",
-           "ggml_types", "problem"]
+__all__ = ["read_gguf", "read_source", "GGUFFile", "GGUFField", "TensorInfo", "ValueType",
+           "GGUF_MAGIC", "ggml_types", "problem", "Cursor", "HeaderError"]
 
 GGUF_MAGIC = b"GGUF"
 VERSIONS = (2, 3)
@@ -87,11 +86,19 @@ def ggml_types() -> dict[int, tuple[str, int, int]]:
     return {int(t): (t.name, int(b), int(s)) for t, (b, s) in gguf.GGML_QUANT_SIZES.items()}
 
 
-class _Stop(Exception):
+class HeaderError(Exception):
     """The header cannot be walked further (the message says why)."""
 
 
-class _Cursor:
+_Stop = HeaderError
+
+
+class Cursor:
+    """A position in a GGUF header held in ``buf`` (a byte source's view),
+    in byte order ``order``: every step checks its length, and every count
+    the bytes it claims, against the bytes that remain (HeaderError says
+    what did not fit)."""
+
     def __init__(self, buf, pos: int, order: str):
         self.buf, self.pos, self.order, self.end = buf, pos, order, len(buf)
 
@@ -181,10 +188,14 @@ class GGUFField:
 
     def value(self):
         """The decoded value; raises ValueError for a string that is not UTF-8."""
-        return _decode(_Cursor(self.buf, self.offset, self.order), self.type)
+        return _decode(Cursor(self.buf, self.offset, self.order), self.type)
 
 
-def _decode(c: _Cursor, vt: int):
+#: the name grit.io.gguf imports
+_Cursor = Cursor
+
+
+def _decode(c: Cursor, vt: int):
     if vt in _SCALAR:
         return c.scalar(_SCALAR[vt], "value")
     if vt == ValueType.STRING:
@@ -235,7 +246,8 @@ class GGUFFile:
     tensors: list[TensorInfo] = field(default_factory=list)   # the readable ones
     problems: list[Problem] = field(default_factory=list)
     names: set[str] = field(default_factory=set)     # every tensor info's name
-    buf: Any = field(default=None, repr=False)
+    buf: Any = field(default=None, repr=False)       # the source's zero-copy view
+    source: ByteSource | None = field(default=None, repr=False, compare=False)
 
     @property
     def parsed(self) -> bool:
@@ -273,15 +285,26 @@ def read_gguf(path) -> GGUFFile:
     """Walk the GGUF file at ``path`` (see the module docstring).  Never
     raises for the file's content; an OSError opening it propagates."""
     path = os.fspath(path)
-    with open_regular(path) as f:
-        size = os.fstat(f.fileno()).st_size
-        out = GGUFFile(path, size)
-        if size < 24:
-            out.problems.append(problem(path, K.UNREADABLE, f"the file is {size} bytes; a "
-                                         "GGUF header needs at least 24",
-                                         prefix="not a readable GGUF file: "))
-            return out
-        out.buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    return read_source(open_source(path), path)
+
+
+def read_source(src: ByteSource, path: str | None = None) -> GGUFFile:
+    """:func:`read_gguf` over a byte source (``path`` names it in messages;
+    the source's name by default).  The file keeps the source (``source``)
+    for plane reads; the header is walked in the source's zero-copy view."""
+    path = src.name if path is None else path
+    size = src.size
+    out = GGUFFile(path, size, source=src)
+    if size < 24:
+        out.problems.append(problem(path, K.UNREADABLE, f"the file is {size} bytes; a "
+                                     "GGUF header needs at least 24",
+                                     prefix="not a readable GGUF file: "))
+        return out
+    buf = src.view(0, size)
+    if buf is None:
+        raise GritUsageError(f"{path}: this byte source gives no view; the GGUF header walk "
+                             "needs one")
+    out.buf = buf
     try:
         infos = _walk(out)
     except _Stop as e:
@@ -304,7 +327,7 @@ def _walk(out: GGUFFile) -> list[tuple[str, tuple[int, ...], int, int]]:
     if v not in VERSIONS:
         raise _Stop(f"version {v}; this reader reads GGUF versions "
                     f"{' and '.join(map(str, VERSIONS))}")
-    c = _Cursor(buf, 8, out.order)
+    c = Cursor(buf, 8, out.order)
     n_tensors = c.scalar("Q", "n_tensors")
     n_kv = c.count("n_kv", MIN_KV)
     for i in range(n_kv):

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import copy
 import json
-import mmap
 import os
 import re
 import struct
@@ -36,7 +35,7 @@ import numpy as np
 
 from .. import descriptor as D
 from ..facts import PLANE_NAMES
-from .._files import atomic_write, open_regular
+from .._files import atomic_write
 from ..array import GritArray
 from ..errors import GritError, GritUsageError
 from ..fingerprint import base32_encode, gid as _gid
@@ -45,8 +44,9 @@ from ..placement.expr import layout_word, parse_layout, register_layout, resolve
 from ..placement.words import CLASS_HASHED, CLASS_OPAQUE, placement_class
 from .dtypes import LOADABLE, ST_DTYPES, st_dtype_of
 from .problems import Problem, ProblemKind as K, Tally, raise_first
+from .source import ByteSource, ShortReadError, open_source
 
-__all__ = ["save", "load", "read", "SafetensorsFile", "StEntry",
+__all__ = ["save", "load", "read", "read_source", "SafetensorsFile", "StEntry",
            "GritDoc", "GritEntry", "SafetensorsTensors", "CheckFailed", "GritFileError",
            "SCHEMA", "VERSION", "GRIT_KEY", "ROLES", "plane_tensor_name", "is_safetensors"]
 
@@ -132,6 +132,7 @@ class SafetensorsFile:
     problems: list[Problem] = field(default_factory=list)
     doc: "GritDoc" = field(default_factory=lambda: GritDoc())
     buffer: Any = field(default=None, repr=False)   # the data buffer (a memoryview)
+    source: ByteSource | None = field(default=None, repr=False, compare=False)
 
     @property
     def parsed(self) -> bool:
@@ -154,6 +155,13 @@ class SafetensorsFile:
         """The bytes of ``name``'s span that the file holds (0 for no entry)."""
         b, end = self._held(name)
         return end - b
+
+    def span(self, name) -> tuple[int, int]:
+        """(offset in the source, length) of the bytes of ``name``'s span that
+        the file holds: what :meth:`view` shows, for reading them through
+        ``source`` instead ((0, 0) for no entry)."""
+        b, end = self._held(name)
+        return self.start + b, end - b
 
     def view(self, name):
         """A read-only view of the bytes of ``name``'s span that the file
@@ -232,23 +240,31 @@ def read(path) -> SafetensorsFile:
     document's, then SIZE (entries that are not GRIT planes or payloads),
     OVERLAP, BAD_OFFSETS and PAST_END."""
     path = os.fspath(path)
-    with open_regular(path) as f:
-        size = os.fstat(f.fileno()).st_size
-        out = SafetensorsFile(path, size)
-        add = _Collector(path, out.problems)
-        n, h = _parse(f, size, add)
-        if h is None:
-            return out
-        out.start = 8 + n
-        meta = h.get(META_KEY)
-        if meta is None:        # absent or null: the official reader's Option, no metadata
-            meta = {}
-        if not isinstance(meta, dict):
-            add(K.UNREADABLE, f"{META_KEY} must be an object of strings")
-            return out
-        out.metadata = meta
-        if size > out.start:
-            out.buffer = memoryview(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))[out.start:]
+    return read_source(open_source(path), path)
+
+
+def read_source(src: ByteSource, path: str | None = None) -> SafetensorsFile:
+    """:func:`read` over a byte source (``path`` names it in messages; the
+    source's name by default).  The file keeps the source (``source``): the
+    data buffer is its zero-copy view, and plane bytes can be read from it
+    (:meth:`SafetensorsFile.span`)."""
+    path = src.name if path is None else path
+    size = src.size
+    out = SafetensorsFile(path, size, source=src)
+    add = _Collector(path, out.problems)
+    n, h = _parse(src, size, add)
+    if h is None:
+        return out
+    out.start = 8 + n
+    meta = h.get(META_KEY)
+    if meta is None:        # absent or null: the official reader's Option, no metadata
+        meta = {}
+    if not isinstance(meta, dict):
+        add(K.UNREADABLE, f"{META_KEY} must be an object of strings")
+        return out
+    out.metadata = meta
+    if size > out.start:
+        out.buffer = src.view(out.start, size - out.start)
     bad = [k for k, v in meta.items() if not isinstance(v, str)]
     if bad:
         add(K.BAD_METADATA, f"{META_KEY} must be an object of strings: key {bad[0][:80]!r} "
@@ -263,18 +279,21 @@ def read(path) -> SafetensorsFile:
     return out
 
 
-def _parse(f, size: int, add) -> tuple[int, dict | None]:
-    """(header length, header object), or (0, None) with an UNREADABLE problem."""
+def _parse(src: ByteSource, size: int, add) -> tuple[int, dict | None]:
+    """(header length, header object), or (0, None) with an UNREADABLE
+    problem.  The length is checked against the source's size before the
+    header is read (nothing is allocated for a length that cannot fit)."""
     if size < 10:
         add(K.UNREADABLE, f"the file is {size} bytes; a header needs at least 10")
         return 0, None
-    n = struct.unpack("<Q", f.read(8))[0]
+    n = struct.unpack("<Q", src.read(0, 8, "header length"))[0]
     if n < 2 or n > MAX_HEADER or n > size - 8:
         add(K.UNREADABLE, f"header length {n} is outside [2, min({MAX_HEADER}, "
                           f"file size − 8 = {size - 8})]")
         return 0, None
-    hb = f.read(n)
-    if len(hb) != n:
+    try:
+        hb = src.read(8, n, "header")
+    except ShortReadError:
         add(K.UNREADABLE, "the file ended inside the header")
         return 0, None
     if hb[:1] != b"{":

@@ -20,8 +20,9 @@ Every finding has a code from one registry (:mod:`~grit.scan.findings`,
 
 Input files are opened read-only and never written.  Plane bytes are never
 read for the structural checks (headers are parsed, planes measured on
-disk); ``--deep`` reads the planes through read-only maps and hashes them,
-one file at a time; nothing is copied into memory as a whole.
+disk); ``--deep`` (:mod:`~grit.scan.deep`) streams every plane through the
+file's byte source in fixed-size chunks to hash it, one file at a time, so its
+memory is bounded by a constant, not by the file or its largest tensor.
 """
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ from ..errors import GritError
 from ..grade import grade_scope
 from ..placement.expr import layout_scope
 from . import analyses as _an
+from . import deep as _deep
 from .analyses import role_of
 from .collect import MODEL_SUFFIXES, ScannedFile, expand, open_input, why
 from .findings import (CATEGORIES, REGISTRY, SEVERITY, Category, Finding, ScanKind,
@@ -89,8 +91,10 @@ def _one_file(ctx: _an.Context, files: list[ScannedFile], p: str, deep: bool) ->
         return
     try:
         tensors = _an.file_analyses(ctx, inp)
-        if deep:      # file by file, so that one file's planes are mapped at a time
-            _an.deep(ctx, tensors)
+        if deep:      # file by file, each plane streamed through the file's byte source
+            src = inp.safetensors.source if inp.safetensors is not None else (
+                inp.gguf.file.source if inp.gguf is not None else None)
+            _deep.deep(ctx, tensors, src)
     except _BAD_INPUT as e:
         inp.file.error = why(e)
         ctx.add("S805", p, None, f"could not read as {inp.file.format}: {inp.file.error}")

@@ -3,7 +3,8 @@
 Per file (one file's planes mapped at a time): the container's problems and
 the §7.3 level-1 check of every GRIT tensor against its on-disk plane
 lengths (``structural``), recognised and ggml-typed tensors (``inferred``,
-``inexpressible``), and with ``--deep`` the level-2/3 checks (``deep``).
+``inexpressible``); with ``--deep``, :mod:`grit.scan.deep` then runs the
+level-2/3 checks.
 Across files: ``cross-file`` gid disagreement, grade ``drift`` per
 checkpoint and role, and ``escape-hatch`` exposure.
 """
@@ -15,7 +16,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .. import descriptor as D
 from ..array import GritArray
-from ..boundary import check, diagnose
+from ..boundary import diagnose
 from ..errors import Detail, GritError, Status
 from ..explain import diff, render, to_dict
 from ..fingerprint import base32_decode, base32_encode, gid as _gid
@@ -27,7 +28,7 @@ from ..io.safetensors import CheckFailed, SafetensorsFile, grit_array
 from .collect import Input
 from .findings import CHECK_CODES, MAX_PER_CODE, Finding
 
-__all__ = ["Tensor", "Context", "file_analyses", "deep", "cross_file", "drift",
+__all__ = ["Tensor", "Context", "file_analyses", "cross_file", "drift",
            "escape_hatch", "role_of", "RECIPES"]
 
 #: tensor names shown per finding in the human report; JSON carries every tensor
@@ -45,7 +46,8 @@ class Tensor:
     shape: tuple[int, ...]
     inferred: bool = False
     ok: bool = False                       # level 1 passed on the on-disk lengths
-    planes: Any = None                     # four buffers, for --deep
+    planes: Any = None                     # --deep: four buffers, the array, or a
+    #                                        function building them (None: failed)
     expected_digest: bytes | None = None
     gid: str | None = None
     ggml_type: str | None = None           # GGUF: the tensor's ggml block type
@@ -255,8 +257,8 @@ def _recognised(ctx: Context, inp: Input, recognised: list[Recognised], trunc) -
                             + (trunc if det.status == Status.SIZE_MISMATCH else ()))
             else:
                 t.ok = True
-                if ctx.deep:
-                    t.planes = _inferred_planes(ctx, inp, r)
+                if ctx.deep:      # built when --deep comes to it, one tensor at a time
+                    t.planes = lambda inp=inp, r=r: _inferred_planes(ctx, inp, r)
             ctx.finish(t)
             inferred.setdefault((r.convention, r.grade), []).append(r)
         else:
@@ -366,7 +368,7 @@ def _gguf(ctx: Context, inp: Input) -> None:
             rec.grit_tensors += 1
             t = Tensor(path, rec.checkpoint, name, v.descriptor, tuple(v.shape),
                        inferred=name not in got.annotated, ok=True,
-                       planes=v.planes if ctx.deep else None, ggml_type=gt,
+                       planes=v if ctx.deep else None, ggml_type=gt,
                        file_type=file_type)
             if t.inferred:
                 inferred.setdefault(gt, []).append(name)
@@ -393,33 +395,6 @@ def _gguf(ctx: Context, inp: Input) -> None:
         ctx.add("S702", path, _names(names),
                 f"{len(names)} {gt} tensor(s) are not GRIT v1 arrays and were not checked",
                 (f"Reason: {reason}",), {"ggml_type": gt, "reason": reason, "tensors": names})
-
-
-def deep(ctx: Context, tensors: Sequence[Tensor]) -> None:
-    """--deep: level 2 (digest, metadata order) and level-3 probes on every
-    tensor that passed level 1; each tensor's planes are released after."""
-    for t in tensors:
-        planes, t.planes = t.planes, None      # release the file's map once checked
-        if not t.ok or planes is None:
-            continue
-        try:
-            rep = check(t.desc, t.shape, list(planes), level=3,
-                        expected_digest=t.expected_digest)
-        except GritError as e:
-            det = e.detail
-            if det is None:
-                ctx.add("S503", t.file, t.name, str(e).splitlines()[0])
-            else:
-                ctx.detail("S501", t.file, t.name, det)
-            continue
-        except (ValueError, TypeError, IndexError, MemoryError, OverflowError) as e:
-            ctx.add("S503", t.file, t.name,
-                    f"level-3 probes could not run: {type(e).__name__}: {e}"[:300])
-            continue
-        for w in rep.unverified:
-            ctx.add("S504", t.file, t.name, w)
-        for w in rep.probes:
-            ctx.add("S502", t.file, t.name, w)
 
 
 # ---------------------------------------------------------------------------
