@@ -120,19 +120,34 @@ class GritArray:
         sset(self, "_source", source)
         return self
 
-    def _built(self) -> tuple:
-        """The planes of a deferred array, built once (checked at level 1)."""
-        build = self._build
-        if build is None:                  # built by another thread meanwhile
-            return self._planes
+    def _make(self, build) -> tuple:
         items = build()
         if isinstance(items, (bytes, bytearray, memoryview)) or len(items) != 4:
             raise GritUsageError("a deferred array's build() must return four planes")
         pl = tuple(_as_plane(i, p) for i, p in enumerate(items))
         check(self._desc, self._shape, pl, level=1)
+        return pl
+
+    def _built(self) -> tuple:
+        """The planes of a deferred array, built once (checked at level 1)."""
+        build = self._build
+        if build is None:                  # built by another thread meanwhile
+            return self._planes
+        pl = self._make(build)
         object.__setattr__(self, "_planes", pl)
         object.__setattr__(self, "_build", None)
         return pl
+
+    def transient_planes(self) -> tuple:
+        """The planes, as :attr:`planes`, except that a deferred array which
+        has not built them builds them for this call only and keeps nothing
+        (a reader that visits each array once, like ``grit scan --deep``,
+        then holds one array's planes at a time)."""
+        p = self._planes
+        if p is not None:
+            return p
+        build = self._build
+        return self._planes if build is None else self._make(build)
 
     @property
     def source(self):

@@ -139,3 +139,27 @@ def test_a_build_of_the_wrong_size_or_shape_is_a_typed_error():
         grit.GritArray.deferred(d, (2, 64), good.planes)
     with pytest.raises(GritSizeError):          # the shape is checked before any build
         grit.GritArray.deferred(d, (2, 60), lambda: good.planes)
+
+
+def test_leading_rows_convert_only_their_blocks_and_equal_a_slice(gguf_path, counted):
+    arrays = grit.load(str(gguf_path))
+    for name, a in arrays.items():
+        for rows in (1, 2, 3, 7):
+            sub = G.leading(a, rows)
+            r = min(rows, a.shape[0])
+            assert sub.shape == (r, *a.shape[1:])
+            assert sub == a[:r], (name, rows)          # the slicing law on the whole planes
+    assert G.leading(G._CONVERT["Q4_0"](blocks("Q4_0").reshape(-1, 18), SHAPE), 1) is None
+
+
+def test_deep_scan_of_converted_tensors_probes_the_same_rows_either_way(gguf_path, monkeypatch):
+    """--deep converts only the probed leading rows of a converted tensor; the
+    findings are those of building every plane."""
+    from grit.scan import deep as DP
+    from grit.scan import scan
+    def findings():
+        return sorted((f.code, f.tensor or "", f.message) for f in
+                      scan([str(gguf_path)], deep=True).findings)
+    fast = findings()
+    monkeypatch.setattr(DP, "_leading", lambda t, a: None)
+    assert findings() == fast

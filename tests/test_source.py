@@ -182,3 +182,15 @@ def test_stream_yields_the_range_in_order(blob, off, n, chunk):
             == data[off:off + n]
         with pytest.raises(SourceRangeError):
             list(s.stream(off, len(data) - off + 1, chunk))
+
+
+def test_release_keeps_the_bytes_and_ignores_what_is_not_a_view(blob):
+    p, data = blob
+    with LocalFile(p) as s:
+        v = s.view(5000, 3000)
+        assert bytes(v) == data[5000:8000]
+        s.release(v)                               # pages dropped; the view reads the same
+        assert bytes(v) == data[5000:8000] and bytes(s.view(0)) == data
+        s.release(bytes(v))                        # a copy: nothing to release
+        s.release(b"")
+        ByteSource.release(s, v)                   # the base: a no-op

@@ -67,7 +67,7 @@ __all__ = ["load", "read", "save_gguf", "Inexpressible", "GGUFTensors", "GGUFCon
            "GGML_GRADES", "INEXPRESSIBLE", "ggml_placement", "KV_DESC", "KV_SHAPE", "KV_GRADE",
            "KV_LAYOUT", "KV_SCHEMA", "KV_DIGEST", "GGUF_MAGIC", "Companion", "COMPANION_SUFFIX",
            "companion_names", "companion_rounding", "nvfp4_scaled_grade",
-           "nvfp4_scale_disagreements"]
+           "nvfp4_scale_disagreements", "leading"]
 
 _W = {n: w for n, (w, _) in REGISTERED.items()}
 
@@ -254,6 +254,21 @@ _CONVERT: dict[str, Callable[[np.ndarray, tuple], Any]] = {
     "Q2_K": _conv_q2_k, "Q5_K": _conv_q5_k, "Q6_K": _conv_q6_k, "Q8_K": _conv_q8_k,
     "TQ2_0": _conv_tq2_0,
 }
+
+
+def leading(a: GritArray, rows: int) -> GritArray | None:
+    """The first ``rows`` (at least one) along axis 0 of a converted tensor
+    :func:`read` loaded (its ``.source`` blocks), converting only their
+    blocks — the leading rows are a prefix of the blocks; None for any other
+    array."""
+    src = a.source
+    if not isinstance(src, Blocks) or src.type_name not in _CONVERT or len(a.shape) < 2:
+        return None
+    ct = CONVERTED[src.type_name]
+    sub = (max(1, min(int(rows), a.shape[0])), *a.shape[1:])
+    nb = int(np.prod(sub, dtype=np.int64)) // ct.block_elems
+    raw = _u8(src.data)[:nb * ct.block_bytes]
+    return _CONVERT[src.type_name](raw.reshape(nb, ct.block_bytes), sub)
 
 
 def _deferred(name: str, raw, type_size: int, shape: tuple[int, ...]) -> GritArray:

@@ -144,6 +144,11 @@ class ByteSource:
         (None otherwise, and for an empty buffer)."""
         return None
 
+    def release(self, buf) -> None:
+        """Drop the process's resident pages of ``buf`` when it is a view of
+        this source (a hint: its bytes read the same afterwards); a no-op
+        where the source keeps no pages."""
+
     def close(self) -> None:
         pass
 
@@ -229,6 +234,15 @@ class LocalFile(ByteSource):
                 a = off - off % page
                 self._mm.madvise(dontneed, a, off + k - a)
             off += k
+
+    def release(self, buf) -> None:
+        off = self.locate(buf)
+        dontneed = getattr(mmap, "MADV_DONTNEED", None)
+        if off is None or dontneed is None or self._mm is None:
+            return
+        page = mmap.PAGESIZE
+        a = off - off % page
+        self._mm.madvise(dontneed, a, off + memoryview(buf).nbytes - a)
 
     def locate(self, buf) -> int | None:
         if self._base is None:

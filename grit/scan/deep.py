@@ -23,6 +23,7 @@ passed level 1, in memory bounded by a constant, not by the file.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Sequence
 
 from ..array import GritArray
@@ -31,6 +32,7 @@ from ..check import plane_sizes
 from ..errors import Detail, GritError, Status
 from ..fingerprint import DigestStream
 from ..descriptor import F_SPARSE, SPORDER_ASC_LSB
+from ..io.gguf import leading
 from ..io.source import ByteSource
 from .analyses import Context, Tensor
 
@@ -182,6 +184,17 @@ def _one(ctx: Context, t: Tensor, planes, source: ByteSource | None) -> None:
         ctx.add("S502", t.file, t.name, w)
 
 
+def _leading(t: Tensor, a: GritArray) -> GritArray | None:
+    """A converted GGUF tensor without a digest to verify and not sparse:
+    only the probes read it, on leading rows up to :data:`PROBE` bytes, so
+    only those rows' blocks are converted (a bounded build, however large
+    the tensor)."""
+    if t.expected_digest is not None or t.desc.flags & F_SPARSE or not a.shape:
+        return None
+    row = max(1, a.nbytes // max(1, a.shape[0]))
+    return leading(a, max(1, PROBE // row))
+
+
 def deep(ctx: Context, tensors: Sequence[Tensor], source: ByteSource | None = None) -> None:
     """--deep over one file's tensors (``source``: the file they were read
     from); each tensor's planes are released once checked."""
@@ -194,9 +207,22 @@ def deep(ctx: Context, tensors: Sequence[Tensor], source: ByteSource | None = No
             if planes is None:
                 continue
         try:
-            if isinstance(planes, GritArray):     # read through the array (lazy planes)
-                planes = planes.planes
-            _one(ctx, t, list(planes), source)
+            held = ()
+            if isinstance(planes, GritArray):     # read through the array, keeping none
+                held = (getattr(planes.source, "data", None),)   # a deferred array's blocks
+                sub = _leading(t, planes)
+                if sub is not None:       # nothing to hash: the probes' rows, converted alone
+                    _one(ctx, replace(t, shape=sub.shape), list(sub.planes), None)
+                    planes = ()
+                else:
+                    planes = planes.transient_planes()
+                    _one(ctx, t, list(planes), source)
+            else:
+                _one(ctx, t, list(planes), source)
+            if source is not None:                # the file's pages this tensor touched
+                for p in (*planes, *held):
+                    if p is not None and not isinstance(p, bytes):
+                        source.release(p)
         except GritError as e:
             det = e.detail
             if det is None:
