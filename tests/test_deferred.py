@@ -163,3 +163,11 @@ def test_deep_scan_of_converted_tensors_probes_the_same_rows_either_way(gguf_pat
     fast = findings()
     monkeypatch.setattr(DP, "_leading", lambda t, a: None)
     assert findings() == fast
+
+
+def test_transient_planes_build_for_the_call_only(gguf_path, counted):
+    a = grit.load(str(gguf_path))["Q5_0"]
+    t1, t2 = a.transient_planes(), a.transient_planes()
+    assert counted == ["Q5_0", "Q5_0"] and t1 == t2
+    p = a.planes
+    assert counted == ["Q5_0"] * 3 and a.transient_planes() is p and p == t1
