@@ -222,10 +222,30 @@ def ggml_type_kernel(name: str, shape: tuple[int, ...]) -> GgmlKernel | None:
     return k
 
 
+_HUGE_OUT = 4 << 20          # outputs from this size on start on a 2 MiB boundary
+_HUGE_ALIGN = 2 << 20
+
+
+def _new_f32(numel: int) -> np.ndarray:
+    """np.empty(numel, float32); from 4 MiB on, a view that starts on a 2 MiB
+    boundary of a slightly larger array (the slack is address space, never
+    touched), so that the kernel backs all of it with transparent huge pages
+    (numpy asks for them) and not only its aligned middle, as grit_new_plane
+    does for relayout planes (common.c): a fresh output's page faults are
+    much of a decode's time."""
+    nbytes = 4 * numel
+    if nbytes < _HUGE_OUT:
+        return np.empty(numel, dtype=np.float32)
+    buf = np.empty(nbytes + 2 * _HUGE_ALIGN, dtype=np.uint8)
+    off = -buf.ctypes.data % _HUGE_ALIGN
+    return buf[off:off + nbytes].view(np.float32)
+
+
 def decode_ggml(k: GgmlKernel, data, numel: int) -> np.ndarray:
-    """decode() of whole ggml blocks read in place: float32 in lin order.
-    ``data`` must hold at least numel / block_elems blocks (ValueError)."""
-    out = np.empty(numel, dtype=np.float32)
+    """decode() of whole ggml blocks read in place: a new C-contiguous
+    float32 array of numel values in lin order.  ``data`` must hold at least
+    numel / block_elems blocks, and numel must be whole blocks (ValueError)."""
+    out = _new_f32(numel)
     _kernels.decode_ggml(k.kind, data, out, threads(numel))
     return out
 

@@ -285,3 +285,21 @@ def test_agrees_with_gguf_dequantize_apart_from_nan_bits(cases, name, simd):
         if shape == (37, 256):
             assert (ref.view(np.uint32) == NEG0).any()     # signed zero is compared
     assert nan_bits_differ > 0                            # the difference does occur
+
+
+def test_a_large_output_is_whole_huge_pages_and_still_the_same_bits():
+    """decode_ggml's output from 4 MiB on starts on a 2 MiB boundary (a view
+    of a larger array); it is an ordinary C-contiguous float32 array and the
+    bits are the general path's."""
+    rng = np.random.default_rng(7)
+    shape = (1 << 10, 1 << 10)                    # 4 MiB of float32: the threshold
+    for name in ("Q4_0", "Q6_K"):
+        b = random_blocks(name, shape, rng)
+        got = fused(name, b, shape)
+        assert got.ctypes.data % (2 << 20) == 0
+        assert got.dtype == np.float32 and got.flags.c_contiguous and got.flags.writeable
+        assert got.nbytes == 4 * got.size
+        assert same_bits(got, general(name, b, shape))
+    k = native.ggml_type_kernel("Q4_0", (4, 64))
+    small = native.decode_ggml(k, random_blocks("Q4_0", (4, 64), rng), 256)
+    assert small.flags.owndata and small.shape == (256,)

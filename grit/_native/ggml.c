@@ -80,19 +80,6 @@ ld16(const unsigned char *p)
 }
 
 #ifdef GRIT_AVX2
-/* halves_lookup for half a multiple of 8 */
-TARGET_AVX2 static inline void
-halves_lookup_avx2(const float *t, const unsigned char *qs, float *dst, size_t half)
-{
-    const __m256 tlo = _mm256_loadu_ps(t), thi = _mm256_loadu_ps(t + 8);
-    const __m256i m15 = _mm256_set1_epi32(15);
-    for (size_t l = 0; l < half; l += 8) {
-        __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(qs + l)));
-        _mm256_storeu_ps(dst + l, lut16(tlo, thi, _mm256_and_si256(v, m15)));
-        _mm256_storeu_ps(dst + l + half, lut16(tlo, thi, _mm256_srli_epi32(v, 4)));
-    }
-}
-
 TARGET_AVX2 static void
 ggml_q8_0_avx2(const unsigned char *src, float *out, size_t lo, size_t hi)
 {
@@ -106,10 +93,6 @@ ggml_q8_0_avx2(const unsigned char *src, float *out, size_t lo, size_t hi)
         }
     }
 }
-#define HALVES(t, qs, dst, half) \
-    (grit_use_avx2 ? halves_lookup_avx2(t, qs, dst, half) : halves_lookup(t, qs, dst, half))
-#else
-#define HALVES(t, qs, dst, half) halves_lookup(t, qs, dst, half)
 #endif
 
 static void
@@ -133,11 +116,54 @@ ggml_q8_0_range(void *vctx, int part, size_t lo, size_t hi)
     }
 }
 
+#ifdef GRIT_AVX2
+/* t[i] = canon(S · E2M1[i]) in two registers, then 2·half lookups in halves order */
+TARGET_AVX2 static inline void
+e2m1_scaled_halves_avx2(float S, const unsigned char *qs, float *dst, int half)
+{
+    const __m256i m15 = _mm256_set1_epi32(15);
+    __m256 s = _mm256_set1_ps(S);
+    __m256 tlo = canon8(_mm256_mul_ps(s, _mm256_loadu_ps(E2M1)));
+    __m256 thi = canon8(_mm256_mul_ps(s, _mm256_loadu_ps(E2M1 + 8)));
+    for (int l = 0; l < half; l += 8) {
+        __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(qs + l)));
+        _mm256_storeu_ps(dst + l, lut16(tlo, thi, _mm256_and_si256(v, m15)));
+        _mm256_storeu_ps(dst + l + half, lut16(tlo, thi, _mm256_srli_epi32(v, 4)));
+    }
+}
+
+TARGET_AVX2 static void
+ggml_mxfp4_avx2(const ggml_ctx *c, size_t lo, size_t hi)
+{
+    for (size_t b = lo; b < hi; b++) {
+        const unsigned char *p = c->src + 17 * b;
+        e2m1_scaled_halves_avx2(e8m0_value(p[0]), p + 1, c->out + 32 * b, 16);
+    }
+}
+
+TARGET_AVX2 static void
+ggml_nvfp4_avx2(const ggml_ctx *c, size_t lo, size_t hi)
+{
+    for (size_t b = lo; b < hi; b++) {
+        const unsigned char *p = c->src + 36 * b;
+        for (int s = 0; s < 4; s++) {
+            e2m1_scaled_halves_avx2(grit_e4m3[p[s]], p + 4 + 8 * s, c->out + 64 * b + 16 * s, 8);
+        }
+    }
+}
+#endif
+
 static void
 ggml_mxfp4_range(void *vctx, int part, size_t lo, size_t hi)
 {
     ggml_ctx *c = (ggml_ctx *)vctx;
     (void)part;
+#ifdef GRIT_AVX2
+    if (grit_use_avx2) {
+        ggml_mxfp4_avx2(c, lo, hi);
+        return;
+    }
+#endif
     float t[16];
     for (size_t b = lo; b < hi; b++) {
         const unsigned char *p = c->src + 17 * b;
@@ -145,7 +171,7 @@ ggml_mxfp4_range(void *vctx, int part, size_t lo, size_t hi)
         for (int i = 0; i < 16; i++) {
             t[i] = canon(S * E2M1[i]);
         }
-        HALVES(t, p + 1, c->out + 32 * b, 16);
+        halves_lookup(t, p + 1, c->out + 32 * b, 16);
     }
 }
 
@@ -154,6 +180,12 @@ ggml_nvfp4_range(void *vctx, int part, size_t lo, size_t hi)
 {
     ggml_ctx *c = (ggml_ctx *)vctx;
     (void)part;
+#ifdef GRIT_AVX2
+    if (grit_use_avx2) {
+        ggml_nvfp4_avx2(c, lo, hi);
+        return;
+    }
+#endif
     float t[16];
     for (size_t b = lo; b < hi; b++) {
         const unsigned char *p = c->src + 36 * b;
@@ -162,7 +194,7 @@ ggml_nvfp4_range(void *vctx, int part, size_t lo, size_t hi)
             for (int i = 0; i < 16; i++) {
                 t[i] = canon(S * E2M1[i]);
             }
-            HALVES(t, p + 4 + 8 * s, c->out + 64 * b + 16 * s, 8);
+            halves_lookup(t, p + 4 + 8 * s, c->out + 64 * b + 16 * s, 8);
         }
     }
 }
@@ -181,17 +213,40 @@ k4_scale_min(const unsigned char *q, int j, unsigned *sc, unsigned *m)
 }
 
 #ifdef GRIT_AVX2
-/* 64 elements of Q4_K: low nibbles through table t0, high through t1 */
-TARGET_AVX2 static void
-q4_k_run_avx2(const float *t0, const float *t1, const unsigned char *q, float *dst)
+/* t[i] = canon(f32(f32(S · i) − Z)) for i = 0..15 in two registers */
+TARGET_AVX2 static inline void
+affine_table_avx2(float S, float Z, __m256 *tlo, __m256 *thi)
 {
-    const __m256 a0 = _mm256_loadu_ps(t0), a1 = _mm256_loadu_ps(t0 + 8);
-    const __m256 b0 = _mm256_loadu_ps(t1), b1 = _mm256_loadu_ps(t1 + 8);
+    const __m256 i0 = _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256 i1 = _mm256_setr_ps(8, 9, 10, 11, 12, 13, 14, 15);
+    __m256 s = _mm256_set1_ps(S), z = _mm256_set1_ps(Z);
+    *tlo = canon8(_mm256_sub_ps(_mm256_mul_ps(s, i0), z));
+    *thi = canon8(_mm256_sub_ps(_mm256_mul_ps(s, i1), z));
+}
+
+TARGET_AVX2 static void
+ggml_q4_k_avx2(const ggml_ctx *c, size_t lo, size_t hi)
+{
     const __m256i m15 = _mm256_set1_epi32(15);
-    for (int l = 0; l < 32; l += 8) {
-        __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(q + l)));
-        _mm256_storeu_ps(dst + l, lut16(a0, a1, _mm256_and_si256(v, m15)));
-        _mm256_storeu_ps(dst + l + 32, lut16(b0, b1, _mm256_srli_epi32(v, 4)));
+    for (size_t b = lo; b < hi; b++) {
+        const unsigned char *p = c->src + 144 * b, *sc12 = p + 4, *qs = p + 16;
+        float d = half_value(ld16(p)), dmin = half_value(ld16(p + 2));
+        float *o = c->out + 256 * b;
+        for (int j = 0; j < 4; j++) {            /* 64 elements, sub-blocks 2j, 2j+1 */
+            __m256 a0, a1, b0, b1;
+            unsigned sc, m;
+            k4_scale_min(sc12, 2 * j, &sc, &m);
+            affine_table_avx2(d * (float)sc, dmin * (float)m, &a0, &a1);
+            k4_scale_min(sc12, 2 * j + 1, &sc, &m);
+            affine_table_avx2(d * (float)sc, dmin * (float)m, &b0, &b1);
+            const unsigned char *q = qs + 32 * j;
+            float *oj = o + 64 * j;
+            for (int l = 0; l < 32; l += 8) {
+                __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(q + l)));
+                _mm256_storeu_ps(oj + l, lut16(a0, a1, _mm256_and_si256(v, m15)));
+                _mm256_storeu_ps(oj + l + 32, lut16(b0, b1, _mm256_srli_epi32(v, 4)));
+            }
+        }
     }
 }
 #endif
@@ -201,6 +256,12 @@ ggml_q4_k_range(void *vctx, int part, size_t lo, size_t hi)
 {
     ggml_ctx *c = (ggml_ctx *)vctx;
     (void)part;
+#ifdef GRIT_AVX2
+    if (grit_use_avx2) {
+        ggml_q4_k_avx2(c, lo, hi);
+        return;
+    }
+#endif
     float t[2][16];
     for (size_t b = lo; b < hi; b++) {
         const unsigned char *p = c->src + 144 * b, *sc12 = p + 4, *qs = p + 16;
@@ -217,12 +278,6 @@ ggml_q4_k_range(void *vctx, int part, size_t lo, size_t hi)
             }
             const unsigned char *q = qs + 32 * j;
             float *oj = o + 64 * j;
-#ifdef GRIT_AVX2
-            if (grit_use_avx2) {
-                q4_k_run_avx2(t[0], t[1], q, oj);
-                continue;
-            }
-#endif
             for (int l = 0; l < 32; l++) {
                 oj[l] = t[0][q[l] & 15];
                 oj[l + 32] = t[1][q[l] >> 4];
