@@ -210,14 +210,15 @@ def ggml_kernel(d: D.Descriptor, shape: tuple[int, ...]) -> GgmlKernel | None:
 def ggml_type_kernel(name: str, shape: tuple[int, ...]) -> GgmlKernel | None:
     """The fused kernel for raw ggml blocks of type ``name`` (zero-copy or
     converted) holding an array of ``shape`` (ggml's ne[0] the last axis),
-    when the kernels are built and on, ``shape`` is non-empty and its last
-    axis is whole blocks; else None.  :func:`decode_ggml` with it gives the
-    bits of ``decode_canonical(grit.io.gguf._CONVERT[name](blocks, shape))``
-    (or of the zero-copy array's decode)."""
+    when the kernels are built and on, ``shape`` is not 0-d and its last
+    axis is whole blocks (0 blocks included: an empty array); else None.
+    :func:`decode_ggml` with it gives the bits of
+    ``decode_canonical(grit.io.gguf._CONVERT[name](blocks, shape))`` (or of
+    the zero-copy array's decode)."""
     if not _ggml_on() or not shape:
         return None
     k = _GGML_BY_NAME.get(name)
-    if k is None or shape[-1] <= 0 or shape[-1] % k.block_elems:
+    if k is None or shape[-1] % k.block_elems:
         return None
     return k
 

@@ -170,6 +170,9 @@ def test_the_lookup_by_type_name(monkeypatch):
         assert native.ggml_type_kernel(name, ()) is None                 # a scalar
         assert native.ggml_type_kernel(name, (2, n + 16)) is None        # not whole blocks
         assert native.ggml_type_kernel(name, (n + 16, n // 2)) is None
+        # no blocks at all: whole blocks, an empty result
+        assert native.ggml_type_kernel(name, (3, 0)) is k
+        assert native.decode_ggml(k, b"", 0).shape == (0,)
     # the zero-copy types by name too; names without a kernel: None
     for name, k in native.GGML_KERNELS.items():
         assert native.ggml_type_kernel(name, (k.block_elems,)) is k
