@@ -28,12 +28,13 @@ from ._sparse import meta_indices
 from . import descriptor as D
 from .formats import (BINARY16, CANONICAL_NAN, E2M1, E4M3, E8M0, S8, U4, U6, f32_bits,
                       fmt_decode, fmt_encode, ladder)
-from .ggml import ZERO_COPY, ZeroCopyType
+from .ggml import CONVERTED, ZERO_COPY, ConvertedType, ZeroCopyType
 from .grade import REGISTERED_GRADES
 
 __all__ = ["NATIVE", "THREADS", "kernels", "threads", "warn_missing", "frame_key",
            "DECODE_KIND", "ENCODE_KIND", "decode", "encode", "relayout_kernels",
-           "table_mismatches", "GGML_KERNELS", "GgmlKernel", "ggml_kernel", "decode_ggml"]
+           "table_mismatches", "GGML_KERNELS", "GGML_CONVERTED_KERNELS", "GgmlKernel",
+           "ggml_kernel", "ggml_type_kernel", "decode_ggml"]
 
 try:
     from . import _kernels
@@ -138,34 +139,57 @@ def encode(kind: str, flag, xl: np.ndarray) -> tuple:
 
 # ---------------------------------------------------------------------------
 # the fused ggml kernels (grit/_native/ggml.c): decode read in place from the
-# block structs of the GGUF types that load zero-copy as GRIT placements
+# block structs of the GGUF types -- those that load zero-copy as GRIT
+# placements (selected by descriptor) and those grit.io.gguf converts into the
+# canonical planes (selected by the ggml type name of the raw blocks)
 
 
 class GgmlKernel:
-    """One zero-copy ggml block type (grit.ggml.ZERO_COPY) with its kernel id
-    in ggml.c: block bytes and elements, grade, placement and the descriptor
-    (group axis 0) an array of that type has when loaded from GGUF."""
+    """One ggml block type (grit.ggml.ZERO_COPY or grit.ggml.CONVERTED) with
+    its kernel id in ggml.c: block bytes and elements and grade; for a
+    zero-copy type also the placement words and the descriptor (group axis
+    0) an array of that type has when loaded from GGUF (``zero_copy``)."""
 
-    __slots__ = ("name", "kind", "block_bytes", "block_elems", "grade", "placement", "_t")
+    __slots__ = ("name", "kind", "block_bytes", "block_elems", "grade", "placement",
+                 "zero_copy", "_t")
 
-    def __init__(self, t: ZeroCopyType, kind: int):
+    def __init__(self, t: ZeroCopyType | ConvertedType, kind: int):
         self.name, self.kind = t.name, kind
         self.block_bytes, self.block_elems = t.block_bytes, t.block_elems
         self.grade = t.grade
-        self.placement = t.placement               # (data, scale, meta) words
+        self.zero_copy = isinstance(t, ZeroCopyType)
+        # (data, scale, meta) words; a converted type's array is canonical
+        self.placement = t.placement if isinstance(t, ZeroCopyType) else None
         self._t = t
 
     def descriptor(self, group_axis: int = 0) -> D.Descriptor:
-        return self._t.descriptor(group_axis)
+        """The loaded array's descriptor: the zero-copy struct's, or for a
+        converted type the canonical one grit.io.gguf builds."""
+        if isinstance(self._t, ZeroCopyType):
+            return self._t.descriptor(group_axis)
+        return self.grade.descriptor(group_axis=group_axis)
 
 
-#: ggml type name -> its fused kernel (the kind ids of ggml.c)
+# ggml.c's kind ids: the zero-copy types 0..3, then grit.ggml.CONVERTED in its
+# order from 4 (ggml.c's enum lists the same order)
+_ZERO_COPY_KINDS = ("Q8_0", "MXFP4", "NVFP4", "Q4_K")
+
+#: zero-copy ggml type name -> its fused kernel, selected by descriptor
+#: (:func:`ggml_kernel`)
 GGML_KERNELS: dict[str, GgmlKernel] = {
-    name: GgmlKernel(ZERO_COPY[name], kind)
-    for name, kind in (("Q8_0", 0), ("MXFP4", 1), ("NVFP4", 2), ("Q4_K", 3))}
+    name: GgmlKernel(ZERO_COPY[name], kind) for kind, name in enumerate(_ZERO_COPY_KINDS)}
+#: converted ggml type name -> its fused kernel, selected by the type name of
+#: the raw blocks (:func:`ggml_type_kernel`)
+GGML_CONVERTED_KERNELS: dict[str, GgmlKernel] = {
+    name: GgmlKernel(t, len(_ZERO_COPY_KINDS) + i) for i, (name, t) in enumerate(CONVERTED.items())}
+_GGML_BY_NAME: dict[str, GgmlKernel] = {**GGML_KERNELS, **GGML_CONVERTED_KERNELS}
 # descriptor bytes (group axis 0) -> kernel
 _GGML_BY_DESC: dict[bytes, GgmlKernel] = {k.descriptor().to_bytes(): k
                                           for k in GGML_KERNELS.values()}
+
+
+def _ggml_on() -> bool:
+    return _kernels is not None and NATIVE and hasattr(_kernels, "decode_ggml")
 
 
 def ggml_kernel(d: D.Descriptor, shape: tuple[int, ...]) -> GgmlKernel | None:
@@ -173,7 +197,7 @@ def ggml_kernel(d: D.Descriptor, shape: tuple[int, ...]) -> GgmlKernel | None:
     its descriptor is exactly a zero-copy ggml type's with the group axis
     last (ggml's ne[0]), the row length is whole blocks, and the kernels are
     on; else None (the array takes the general path)."""
-    if _kernels is None or not NATIVE or not hasattr(_kernels, "decode_ggml") or not shape:
+    if not _ggml_on() or not shape:
         return None
     if d.group_axis != len(shape) - 1:
         return None
@@ -183,9 +207,46 @@ def ggml_kernel(d: D.Descriptor, shape: tuple[int, ...]) -> GgmlKernel | None:
     return k
 
 
+def ggml_type_kernel(name: str, shape: tuple[int, ...]) -> GgmlKernel | None:
+    """The fused kernel for raw ggml blocks of type ``name`` (zero-copy or
+    converted) holding an array of ``shape`` (ggml's ne[0] the last axis),
+    when the kernels are built and on, ``shape`` is not 0-d and its last
+    axis is whole blocks (0 blocks included: an empty array); else None.
+    :func:`decode_ggml` with it gives the bits of
+    ``decode_canonical(grit.io.gguf._CONVERT[name](blocks, shape))`` (or of
+    the zero-copy array's decode)."""
+    if not _ggml_on() or not shape:
+        return None
+    k = _GGML_BY_NAME.get(name)
+    if k is None or shape[-1] % k.block_elems:
+        return None
+    return k
+
+
+_HUGE_OUT = 4 << 20          # outputs from this size on start on a 2 MiB boundary
+_HUGE_ALIGN = 2 << 20
+
+
+def _new_f32(numel: int) -> np.ndarray:
+    """np.empty(numel, float32); from 4 MiB on, a view that starts on a 2 MiB
+    boundary of a slightly larger array (the slack is address space, never
+    touched), so that the kernel backs all of it with transparent huge pages
+    (numpy asks for them) and not only its aligned middle, as grit_new_plane
+    does for relayout planes (common.c): a fresh output's page faults are
+    much of a decode's time."""
+    nbytes = 4 * numel
+    if nbytes < _HUGE_OUT:
+        return np.empty(numel, dtype=np.float32)
+    buf = np.empty(nbytes + 2 * _HUGE_ALIGN, dtype=np.uint8)
+    off = -buf.ctypes.data % _HUGE_ALIGN
+    return buf[off:off + nbytes].view(np.float32)
+
+
 def decode_ggml(k: GgmlKernel, data, numel: int) -> np.ndarray:
-    """decode() of whole ggml blocks read in place: float32 in lin order."""
-    out = np.empty(numel, dtype=np.float32)
+    """decode() of whole ggml blocks read in place: a new C-contiguous
+    float32 array of numel values in lin order.  ``data`` must hold at least
+    numel / block_elems blocks, and numel must be whole blocks (ValueError)."""
+    out = _new_f32(numel)
     _kernels.decode_ggml(k.kind, data, out, threads(numel))
     return out
 
