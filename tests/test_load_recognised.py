@@ -15,7 +15,7 @@ from safetensors.numpy import save_file
 
 import grit
 from grit.cli import main as cli
-from grit.explain import resolve
+from grit.explain import VERDICT_PLACEMENT, resolve
 from grit.layouts import COL_MAJOR
 from grit.io.safetensors import CheckFailed
 from grit.scan import scan
@@ -135,4 +135,5 @@ def test_explain_resolves_every_name_scan_reports(tmp_path):
     other = str(tmp_path / "moved.safetensors")
     grit.save(other, {"w": moved})
     out = CliRunner().invoke(cli, ["explain", ref, f"{other}:w", "--json"])
-    assert json.loads(out.output)["verdict"].startswith("same grade, different placement")
+    assert out.exit_code == 1
+    assert json.loads(out.output)["verdict"] == VERDICT_PLACEMENT
