@@ -181,7 +181,7 @@ def _recognised_side(tensors, path: str, tensor: str):
     v = tensors.get(r.name)
     if isinstance(v, (GritArray, CheckFailed)):
         label = f"{path}:{r.name}" if r.name == tensor else \
-            f"{path}:{r.name} (the weight {tensor!r} holds a plane of)"
+            f"{path}:{r.name} (the weight that file tensor {tensor!r} holds a plane of)"
         return _from_loaded(v, path, r.name, label)
     raise _not_an_array(r, path, tensor)
 

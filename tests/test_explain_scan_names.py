@@ -214,7 +214,9 @@ EXPECT = {
     ("mxfp4", "l.weight"): True, ("int4", "l.weight"): True,
     ("int4", "a.weight"): "§0.3d", ("fp8", "c.weight"): True, ("fp8", "b.weight"): "§3.7",
     ("torchao", "t.weight"): True, ("torchao", "u.weight"): "tiled int4",
-    ("gptq", "k.weight"): "§0.3c", ("nf4", "m.weight"): "§0.3b",
+    ("gptq", "p.weight"): True, ("gptq", "p.qzeros"): True, ("awq", "p.weight"): True,
+    ("gptq", "k.weight"): "§0.3c", ("gptq", "k.qweight"): "§0.3c",
+    ("nf4", "m.weight"): "§0.3b",
     ("fnuz", "z.weight"): "§0.3a",
 }
 
