@@ -186,6 +186,43 @@ def _recognised_side(tensors, path: str, tensor: str):
     raise _not_an_array(r, path, tensor)
 
 
+def _in_role(name: str, role: list[str]) -> bool:
+    parts = name.split(".")
+    n = len(role)
+    return any(parts[i:i + n] == role for i in range(len(parts) - n + 1))
+
+
+def _role_side(tensors, path: str, role: str):
+    """``role`` as ``grit scan`` names it in a grade-drift finding (a tensor
+    name without its layer indices: ``attn_v`` for ``blk.3.attn_v.weight``):
+    the one descriptor its tensors share, or, when they carry several — the
+    drift scan reports —, an error listing its tensors per grade.  None when
+    no array of the file has ``role`` among its dotted parts."""
+    want = role.split(".")
+    members = [(n, v) for n, v in tensors.items()
+               if isinstance(v, GritArray) and _in_role(n, want)]
+    if not members:
+        return None
+    by_desc: dict[bytes, list] = {}
+    for n, v in members:
+        by_desc.setdefault(v.descriptor.to_bytes(), []).append((n, v))
+    if len(by_desc) == 1:
+        n, v = members[0]
+        shapes = {tuple(x.shape) for _, x in members}
+        return (v.descriptor, v.grade, shapes.pop() if len(shapes) == 1 else None,
+                f"{path}:{role} (the role of {len(members)} tensors, e.g. {n})")
+    parts = []
+    for group in by_desc.values():
+        g = group[0][1].grade
+        label = (g.name or g.canonical) if g is not None else "an unregistered grade"
+        shown = ", ".join(n for n, _ in group[:3]) + (", …" if len(group) > 3 else "")
+        parts.append(f"{label}: {len(group)} × {shown}")
+    raise ExplainInputError(
+        f"{role!r} is a role in {path}, not one tensor: its {len(members)} tensors carry "
+        f"{len(by_desc)} descriptors ({'; '.join(parts)}); name one of them as "
+        f"{path}:TENSOR")
+
+
 def _problem_for(problems, tensor: str):
     return next((p for p in problems if p.tensor == tensor), None)
 
@@ -249,6 +286,9 @@ def _file_side(path: str, tensor: str, loaded: dict | None):
         if side is not None:
             return side
     if tensor not in got:
+        role = _role_side(got, path, tensor)
+        if role is not None:
+            return role
         names = list(got)
         shown = ", ".join(names[:8]) + (", …" if len(names) > 8 else "")
         raise ExplainInputError(

@@ -102,6 +102,13 @@ def tree(tmp_path_factory):
         "blk.0.iq2": (raw_blocks(T.IQ2_XXS, OUT, IN), T.IQ2_XXS),
         "norm": (x[0], None),
     })
+    # grade drift: scan names the role (attn_v) that carries two grades
+    files["drift"] = gguf_file(gdir / "drift.gguf", {
+        "blk.0.attn_v.weight": (gguf.quants.quantize(x, T.Q8_0), T.Q8_0),
+        "blk.1.attn_v.weight": (gguf.quants.quantize(x, T.Q5_0), T.Q5_0),
+        "blk.0.ffn_up.weight": (gguf.quants.quantize(x, T.Q8_0), T.Q8_0),
+        "blk.1.ffn_up.weight": (gguf.quants.quantize(x, T.Q8_0), T.Q8_0),
+    })
     # a GGUF cut short: its last tensors are findings, not a refusal of the file
     whole = open(files["gguf"], "rb").read()
     files["cut"] = str(gdir / "cut.gguf")
@@ -208,6 +215,7 @@ EXPECT = {
     ("gguf", "blk.0.q3_k"): "not expressible in GRIT v1",
     ("gguf", "blk.0.iq2"): "not expressible in GRIT v1",
     ("gguf", "norm"): "not a GRIT array",
+    ("drift", "attn_v"): "is a role", ("drift", "ffn_up"): True,
     ("plain", "embed.weight"): "plain float32 array, not a GRIT array",
     ("grit", "bias"): "plain float32 array, not a GRIT array",
     ("nvfp4", "l.weight"): True, ("nvfp4", "l.weight_packed"): True,
@@ -253,7 +261,7 @@ def test_every_name_scan_reports_resolves(tree):
                 assert want in msg, (k, name, msg)
     # scan names what it inferred and what it refused, in every file kind
     for k in ("nvfp4", "mxfp4", "int4", "fp8", "torchao", "gguf", "gptq", "awq", "nf4",
-              "fnuz", "cut"):
+              "fnuz", "cut", "drift"):
         assert any(s[0] == k for s in seen), k
 
 
@@ -296,3 +304,14 @@ def test_shards_resolve_through_their_own_file(tree):
                            f"{s}/model-00002-of-00002.safetensors:layers.1.w")
     assert ex.same and ex.kind == "same"
     assert "shapes differ" in grit.explain.render(ex)
+
+
+def test_a_role_scan_reports_names_its_tensors_per_grade(tree):
+    _, files = tree
+    out = explain(files["drift"], "attn_v")
+    msg = json.loads(out.output)["message"]
+    assert out.exit_code == 4
+    assert "2 tensors carry 2 descriptors" in msg
+    assert "blk.0.attn_v.weight" in msg and "blk.1.attn_v.weight" in msg
+    d, g, shape, label = grit.explain.resolve(f"{files['drift']}:ffn_up")
+    assert shape == (OUT, IN) and g["e"] == "s8" and "role of 2 tensors" in label

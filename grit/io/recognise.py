@@ -185,7 +185,7 @@ class Recognised:
             view = _st.read(path).view
         raw = {n: view(n) for n in names}
         if self.kind == "converted":
-            return GritArray(self.descriptor, self.shape, self._converted(raw))
+            return GritArray(self.descriptor, self.shape or (), self._converted(raw))
         planes = []
         for p in self.planes:
             if p is None:
@@ -198,7 +198,7 @@ class Recognised:
                               if g.size == 1 else raw[p[1]])
             else:
                 planes.append(bytes([p[1]]) * _n_groups0(self))
-        return GritArray(self.descriptor, self.shape, planes)
+        return GritArray(self.descriptor, self.shape or (), planes)
 
     def _converted(self, raw: Mapping[str, Any]) -> list:
         g = lookup_grade(self.descriptor.grade_id) if self.descriptor is not None else None
