@@ -287,3 +287,19 @@ def test_torchao_layout_v1_cannot_express_stays_raw(tmp_path):
     r = t.recognised[f"{TA}.weight"]
     assert r.kind == "inexpressible" and "tiled" in r.reason
     assert not isinstance(t[f"{TA}._weight_qdata"], (grit.GritArray, CheckFailed))
+
+
+def test_gptq_bfloat16_scales(tmp_path):
+    q, z, s, tensors = gptq_case(4, 64, scale_dtype=ml_dtypes.bfloat16)
+    a = grit.load(write(tmp_path, tensors, gptq_cfg(4, 64)))[f"{P}.weight"]
+    np.testing.assert_array_equal(np.asarray(grit.decode(a)), dequant(q, z, s, 64))
+
+
+def test_gptq_v1_top_code_reads_as_stored_plus_one(tmp_path):
+    """§8.1 with ZP_MINUS1: z = stored + 1, so a stored 15 is z = 16."""
+    q, _, s, tensors = gptq_case(4, 32)
+    stored = np.full((IN // 32, OUT), 15)
+    _, qz = autogptq_pack(q, stored, 4, v1=False)          # the stored codes as they are
+    tensors[f"{P}.qzeros"] = qz
+    a = grit.load(write(tmp_path, tensors, gptq_cfg(4, 32)))[f"{P}.weight"]
+    np.testing.assert_array_equal(np.asarray(grit.decode(a)), dequant(q, stored + 1, s, 32))

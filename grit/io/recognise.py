@@ -8,6 +8,9 @@ returns one :class:`Recognised` record per quantised weight it can identify:
   with the file tensors that hold each plane, so that the §7.3 size equations
   can be run against the on-disk lengths and :meth:`Recognised.array` can build
   a :class:`~grit.array.GritArray` from the file;
+* ``kind == "converted"`` — a weight v1 expresses although the file's bytes are
+  not v1 planes in place (GPTQ, AWQ): ``section``/``reason`` say why for the
+  bytes, and :meth:`Recognised.array` builds the planes;
 * ``kind == "inexpressible"`` — a layout v1 cannot express, with the §0.3 item
   that excludes it and the arithmetic that shows it (never silently skipped).
 
@@ -30,7 +33,13 @@ metadata", has the table and every choice):
   constant zero-point plane (``zp=u4``/``zp=u8``) synthesised at n_groups0
   bytes, as the GGUF reader does for Q4_0;
 * asymmetric ``pack-quantized`` (zero points packed 8 to an int32 along the
-  output axis), GPTQ and AWQ (``qzeros`` dense nibbles) — inexpressible, §0.3d;
+  output axis) — inexpressible, §0.3d;
+* GPTQ (AutoGPTQ ``pack``: ``qweight`` [in·b/32, out], ``qzeros`` [in/g,
+  out·b/32], ``scales`` [in/g, out]; 2/4/8 bits) and AWQ GEMM (``qweight`` [in,
+  out/8], nibble order 0,2,4,6,1,3,5,7) — ``kind == "converted"``: their bytes
+  are not v1 planes (§0.3d, ``qzeros`` dense nibbles), and :meth:`Recognised.array`
+  moves them into the canonical placement (:func:`gptq_awq_planes`), with
+  ``zpc=minus1`` for GPTQ's v1 checkpoint format (it stores z − 1);
 * compressed-tensors ``float-quantized`` FP8 — ``weight`` F8_E4M3 [out, in] (one
   code per byte, ROW_MAJOR, zero-copy), ``weight_scale`` F32/BF16/F16:
   ``channel`` ([out, 1]) is ``grit1(e=e4m3,k0=in,s0=…,esr=ratiomaxabs)`` when
@@ -73,7 +82,7 @@ from .dtypes import ST_DTYPES
 
 __all__ = ["recognise", "Recognised", "nvfp4_global_exact", "SCALE_FORMATS",
            "ST_DTYPE_BYTES", "read_config", "recognise_file", "SMALL_MAX",
-           "with_recognised"]
+           "with_recognised", "gptq_awq_planes", "AWQ_ORDER"]
 
 #: the largest small tensor (a GPTQ g_idx, an NVFP4 global scale) the
 #: recogniser reads to decide a convention
@@ -812,7 +821,8 @@ def _gptq_awq(pre: str, t: dict, h: Header, q: dict, method: str,
     if kind == "gptq":
         notes.append("checkpoint_format gptq_v2: qzeros are the zero points" if v2 else
                      "checkpoint_format gptq (v1): qzeros hold z − 1, so zpc=minus1 "
-                     "(ZP_MINUS1, §8.4) adds the one back; a stored 0xF reads as z = 16")
+                     f"(ZP_MINUS1, §8.4) adds the one back; a stored {(1 << bits) - 1} reads "
+                     f"as z = {1 << bits}")
     if kind == "awq":
         notes.append(f"AWQ GEMM nibble order: nibble i holds column 8c + {list(AWQ_ORDER)}[i]")
     out.insert(0, Recognised(
