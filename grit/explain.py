@@ -227,6 +227,15 @@ def _problem_for(problems, tensor: str):
     return next((p for p in problems if p.tensor == tensor), None)
 
 
+def _plain_problem(value, problems, path: str, tensor: str) -> None:
+    """A tensor the reader keeps as plain data because of a problem (a GRIT
+    annotation that cannot be read): the problem is the reason it is no array."""
+    p = _problem_for(problems, tensor)
+    if isinstance(value, np.ndarray) and p is not None:
+        raise ExplainInputError(f"tensor {tensor!r} in {path} is a plain {value.dtype} "
+                                f"array, not a GRIT array: {p.message}")
+
+
 def _from_reader(path: str, tensor: str, err: GritError):
     """``tensor`` of a file that :func:`grit.load` refuses as a whole (a
     container problem somewhere in it): the problem-collecting reader's view
@@ -234,9 +243,10 @@ def _from_reader(path: str, tensor: str, err: GritError):
     kind = sniff(path)
     if kind == "gguf":
         got = _gguf.read(path)
-        if tensor in got.tensors:
-            return _from_loaded(got.tensors[tensor], path, tensor)
         problems = got.problems
+        if tensor in got.tensors:
+            _plain_problem(got.tensors[tensor], problems, path, tensor)
+            return _from_loaded(got.tensors[tensor], path, tensor)
     else:
         f = _st.read(path)
         problems = f.problems

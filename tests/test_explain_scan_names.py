@@ -315,3 +315,22 @@ def test_a_role_scan_reports_names_its_tensors_per_grade(tree):
     assert "blk.0.attn_v.weight" in msg and "blk.1.attn_v.weight" in msg
     d, g, shape, label = grit.explain.resolve(f"{files['drift']}:ffn_up")
     assert shape == (OUT, IN) and g["e"] == "s8" and "role of 2 tensors" in label
+
+
+HOSTILE = os.path.join(os.path.dirname(__file__), "corpus", "hostile")
+
+
+def test_every_name_scan_reports_in_the_hostile_corpus_resolves_or_says_why():
+    r = R.invoke(main, ["scan", HOSTILE, "--json"])
+    names = reported(json.loads(r.output))
+    assert len(names) >= 20
+    for path, name in sorted(names):
+        out = explain(path, name)
+        doc = json.loads(out.output)
+        assert out.exit_code in (0, 4), (path, name, out.output)
+        if out.exit_code == 4:
+            assert "has no tensor" not in doc["message"], (path, name, doc["message"])
+    out = explain(os.path.join(HOSTILE, "gguf-grit-bad-hex.gguf"), "blk.0.attn_q.weight")
+    # a tensor kept as plain data beside a GRIT annotation that cannot be read
+    msg = json.loads(out.output)["message"]
+    assert out.exit_code == 4 and "grit.desc." in msg and "not hexadecimal" in msg
