@@ -73,7 +73,6 @@ import numpy as np
 from .. import descriptor as D
 from .._files import open_regular
 from ..array import GritArray
-from ..codec.packing import pack_stream
 from ..errors import GritError, GritSizeError, GritUsageError
 from ..formats import FormatFields, fmt_decode, fmt_pack, format_token, REGISTERED
 from ..grade import Grade, lookup_grade, register_grade
@@ -797,6 +796,8 @@ def _gptq_awq(pre: str, t: dict, h: Header, q: dict, method: str,
         blockers.append(f"{bits}-bit GPTQ codes straddle int32 words, not converted here")
     if kind == "awq" and (bits != 4 or version != "gemm"):
         blockers.append(f"AWQ {version} {bits}-bit: only the 4-bit GEMM packing is converted")
+    if kind == "awq" and in_f % 2:
+        blockers.append(f"in_features = {in_f} is odd: a row does not end on a byte")
     if out_f % per or tuple(zshape) != (n_g, out_f // per) or wdt not in ("I32", "U32") \
             or zdt not in ("I32", "U32"):
         blockers.append(f"qweight {wdt} {list(wshape)} / qzeros {zdt} {list(zshape)} do not "
@@ -880,23 +881,27 @@ def gptq_awq_planes(kind: str, bits: int, qweight: np.ndarray, scales: np.ndarra
 
     GPTQ (AutoGPTQ ``pack``): qweight [in/per, out], code (r·per + k, j) at
     bits k·b of word (r, j); qzeros [n_g, out/per], zero (g, c·per + k) at
-    bits k·b of word (g, c).  AWQ GEMM: qweight [in, out/8] and qzeros
-    [n_g, out/8], nibble i of word (r, c) holds column 8c + AWQ_ORDER[i]."""
-    mask_rows = _shifted(qweight, bits)                 # [.., .., per]
-    zs = _shifted(qzeros, bits)
+    bits k·b of word (g, c).  AWQ GEMM (4-bit, in even): qweight [in, out/8]
+    and qzeros [n_g, out/8], nibble i of word (r, c) holds column
+    8c + AWQ_ORDER[i]."""
+    w = qweight.astype("<u4", copy=False)
+    zs = _shifted(qzeros, bits)                     # [n_g, out/per, per]
     if kind == "gptq":
-        rows, out_f = qweight.shape
-        codes = mask_rows.transpose(0, 2, 1).reshape(rows * mask_rows.shape[2], out_f).T
+        # the little-endian bytes of column j's words, top to bottom, are
+        # already row j of the LSB-first stream: a transpose of words
+        data = np.ascontiguousarray(w.T).tobytes()
         zero = zs.reshape(qzeros.shape[0], -1)
     else:
-        order = np.asarray(AWQ_ORDER)
-        cols = np.empty_like(mask_rows)
-        cols[..., order] = mask_rows
-        codes = cols.reshape(qweight.shape[0], -1).T
+        wt = np.ascontiguousarray(w.T)              # [out/8, in]: word c of input row r
+        lo, hi = wt[:, 0::2], wt[:, 1::2]           # input rows 2m and 2m + 1
+        d = np.empty((wt.shape[0], 8, wt.shape[1] // 2), np.uint8)
+        for i, col in enumerate(AWQ_ORDER):         # nibble i -> output row 8c + col
+            sh = np.uint32(4 * i)
+            d[:, col, :] = ((lo >> sh) & 15) | (((hi >> sh) & 15) << 4)
+        data = d.tobytes()
         zc = np.empty_like(zs)
-        zc[..., order] = zs
+        zc[..., list(AWQ_ORDER)] = zs
         zero = zc.reshape(qzeros.shape[0], -1)
-    data = pack_stream(np.ascontiguousarray(codes).reshape(-1), bits)
     return (data, np.ascontiguousarray(scales.T).tobytes(),
             np.ascontiguousarray(zero.T).astype(np.uint8).tobytes())
 
