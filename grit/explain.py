@@ -182,6 +182,8 @@ def _recognised_side(tensors, path: str, tensor: str):
     if isinstance(v, (GritArray, CheckFailed)):
         label = f"{path}:{r.name}" if r.name == tensor else \
             f"{path}:{r.name} (the weight that file tensor {tensor!r} holds a plane of)"
+        if r.kind == "converted":       # the descriptor is of the planes load built
+            label += f" (converted by grit.load from its {r.convention} tensors)"
         return _from_loaded(v, path, r.name, label)
     raise _not_an_array(r, path, tensor)
 
@@ -291,10 +293,9 @@ def _file_side(path: str, tensor: str, loaded: dict | None):
                 raise
             raise ExplainInputError(f"cannot read {path}: {got}") from None
     value = got.get(tensor)
-    if not isinstance(value, (GritArray, CheckFailed, Inexpressible)):
-        side = _recognised_side(got, path, tensor)
-        if side is not None:
-            return side
+    side = _recognised_side(got, path, tensor)
+    if side is not None:
+        return side
     if tensor not in got:
         role = _role_side(got, path, tensor)
         if role is not None:

@@ -334,3 +334,10 @@ def test_every_name_scan_reports_in_the_hostile_corpus_resolves_or_says_why():
     # a tensor kept as plain data beside a GRIT annotation that cannot be read
     msg = json.loads(out.output)["message"]
     assert out.exit_code == 4 and "grit.desc." in msg and "not hexadecimal" in msg
+
+
+def test_a_converted_weight_says_so_in_its_label(tree):
+    _, files = tree
+    d, g, shape, label = grit.explain.resolve(f"{files['gptq']}:p.weight")
+    assert "converted by grit.load from its gptq tensors" in label
+    assert shape == (OUT * 8, IN) and g["zpc"] == "minus1"
