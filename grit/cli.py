@@ -228,7 +228,9 @@ def explain_cmd(refs, as_json: bool, show_all: bool) -> None:
     \b
     A and B are each 128 hex digits (whitespace allowed), a grade string
     grit1(...), a registered grade name (GRADE_MXFP4 or mxfp4; a grade stands
-    for its canonical descriptor), or FILE:TENSOR (a tensor of a checkpoint).
+    for its canonical descriptor), or FILE:TENSOR (a tensor of a checkpoint: every
+    name grit scan reports resolves, a recognised weight under its logical name,
+    a role of a drift finding; FILE may be a sharded checkpoint's index.json).
 
     \b
     Example:  grit explain GRADE_MXFP4 GRADE_MXFP4_RNE

@@ -13,6 +13,7 @@ whether a supersedes edge joins them), or not interchangeable.
 """
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -23,6 +24,7 @@ from . import descriptor as D
 from .facts import PlaneRole
 from .array import GritArray
 from .descriptor import Descriptor
+from ._files import open_regular
 from .errors import GritError, GritUsageError
 from .fingerprint import base32_encode, gid as _gid
 from .formats import FORMAT_NAMES, fmt_classify, fmt_unpack, format_token
@@ -31,7 +33,7 @@ from .io import gguf as _gguf
 from .io import load, sniff
 from .io import safetensors as _st
 from .io.gguf import Inexpressible
-from .io.recognise import Recognised, read_config, recognise_file
+from .io.recognise import MAX_CONFIG, Recognised, read_config, recognise_file
 from .io.safetensors import CheckFailed
 from .placement.words import placement_name
 from .supersedes import equivalent
@@ -269,11 +271,48 @@ def _from_reader(path: str, tensor: str, err: GritError):
     raise ExplainInputError(f"cannot read {path}: {err}")
 
 
+def _shard_of(path: str, tensor: str) -> str | None:
+    """The shard an index (``model.safetensors.index.json``: a JSON object
+    whose ``weight_map`` maps tensor names to shard files beside it) names
+    for ``tensor``; None when ``path`` is no such index.  The index is read
+    bounded (:data:`grit.io.recognise.MAX_CONFIG`)."""
+    if not path.lower().endswith(".json"):
+        return None
+    try:
+        with open_regular(path) as f:
+            raw = f.read(MAX_CONFIG + 1)
+        doc = json.loads(raw.decode("utf-8")) if len(raw) <= MAX_CONFIG else None
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    wm = doc.get("weight_map") if isinstance(doc, dict) else None
+    if not isinstance(wm, dict):
+        return None
+    shard = wm.get(tensor)
+    if not isinstance(shard, str):
+        raise ExplainInputError(f"the index {path} maps no tensor {tensor!r} to a shard "
+                                f"({len(wm)} tensors in its weight_map)")
+    if not shard or os.path.basename(shard) != shard or shard in (".", ".."):
+        raise ExplainInputError(f"the index {path} puts {tensor!r} in {shard!r}, which is "
+                                "not a file name beside the index")
+    return os.path.join(os.path.dirname(path), shard)
+
+
 def _file_side(path: str, tensor: str, loaded: dict | None):
     """One side ``FILE:TENSOR``: every name ``grit scan FILE`` reports
     resolves (a GRIT tensor, a recognised weight under its logical name or
     one of its file tensors, a GGUF tensor, a tensor of a file that load
-    refuses as a whole), or raises saying why it is not an array."""
+    refuses as a whole; a sharded checkpoint's tensor through its index),
+    or raises saying why it is not an array."""
+    shard = _shard_of(path, tensor)
+    if shard is not None:
+        if not os.path.isfile(shard):
+            raise ExplainInputError(f"the index {path} puts {tensor!r} in {shard}, "
+                                    "which is not a file")
+        return _file_tensor(shard, tensor, loaded)
+    return _file_tensor(path, tensor, loaded)
+
+
+def _file_tensor(path: str, tensor: str, loaded: dict | None):
     key = os.path.realpath(path)
     got = None if loaded is None else loaded.get(key)
     if got is None:

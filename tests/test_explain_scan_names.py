@@ -297,9 +297,24 @@ def test_a_cut_gguf_resolves_the_tensors_it_still_holds(tree):
     assert out.exit_code == 4 and "has no tensor" not in json.loads(out.output)["message"]
 
 
-def test_shards_resolve_through_their_own_file(tree):
+def test_shards_resolve_through_their_own_file_and_the_index(tree):
     root, _ = tree
     s = root / "sharded"
+    index = s / "model.safetensors.index.json"
+    d, g, shape, label = grit.explain.resolve(f"{index}:layers.1.w")
+    assert shape == (4, IN) and label.endswith("model-00002-of-00002.safetensors:layers.1.w")
+    assert explain(index, "layers.0.w").exit_code == 0
+    out = explain(index, "layers.9.w")
+    assert out.exit_code == 4 and "maps no tensor" in json.loads(out.output)["message"]
+    out = explain(index, "norm")
+    assert out.exit_code == 4 and "not a GRIT array" in json.loads(out.output)["message"]
+    # an index that points outside its folder, or at itself, is refused, not followed
+    bad = s / "bad.index.json"
+    bad.write_text(json.dumps({"weight_map": {"a": "../grit/model.safetensors",
+                                              "b": "bad.index.json"}}))
+    out = explain(bad, "a")
+    assert out.exit_code == 4 and "not a file name beside" in json.loads(out.output)["message"]
+    assert explain(bad, "b").exit_code == 4
     ex = grit.explain.diff(f"{s}/model-00001-of-00002.safetensors:layers.0.w",
                            f"{s}/model-00002-of-00002.safetensors:layers.1.w")
     assert ex.same and ex.kind == "same"
