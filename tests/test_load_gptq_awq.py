@@ -173,6 +173,7 @@ def test_act_order_gptq_stays_raw_with_the_reason(tmp_path):
 @pytest.mark.parametrize("change,why", [
     ({"bits": 3}, "straddle int32 words"),
     ({"version": "gemv"}, "only the 4-bit GEMM packing"),
+    ({"checkpoint_format": "marlin"}, "neither gptq nor gptq_v2"),
 ])
 def test_layouts_not_converted_say_why(tmp_path, change, why):
     if "bits" in change:
@@ -180,6 +181,10 @@ def test_layouts_not_converted_say_why(tmp_path, change, why):
                    f"{P}.qzeros": np.zeros((IN // 32, OUT * 3 // 32), np.int32),
                    f"{P}.scales": np.ones((IN // 32, OUT), np.float16)}
         cfg = gptq_cfg(3, 32)
+    elif "checkpoint_format" in change:
+        *_, tensors = gptq_case(4, 32)
+        del tensors["model.norm.weight"], tensors[f"{P}.g_idx"]
+        cfg = gptq_cfg(4, 32, "marlin")
     else:
         tensors = {f"{P}.qweight": np.zeros((IN, OUT // 8), np.int32),
                    f"{P}.qzeros": np.zeros((IN // 32, OUT // 8), np.int32),

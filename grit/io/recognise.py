@@ -783,7 +783,8 @@ def _gptq_awq(pre: str, t: dict, h: Header, q: dict, method: str,
                          "groups are contiguous runs g0 = lin(i)/k0, and a permutation "
                          "changes decode, so it cannot be a placement (L1)", (why,)))
     # what keeps grit.load from converting the weight into a v1 array
-    v2 = str(q.get("checkpoint_format", "gptq")).lower() == "gptq_v2"
+    fmt = str(q.get("checkpoint_format", "gptq")).lower()
+    v2 = fmt == "gptq_v2"
     version = str(q.get("version", "gemm")).lower()
     blockers = []
     if act:
@@ -792,6 +793,8 @@ def _gptq_awq(pre: str, t: dict, h: Header, q: dict, method: str,
         blockers.append("its g_idx could not be read, so act-order is undecided")
     if conv != kind:
         blockers.append(f"the tensor shapes say {kind}, the config {method}")
+    if kind == "gptq" and fmt not in ("gptq", "gptq_v2"):
+        blockers.append(f"checkpoint_format {fmt!r} is neither gptq nor gptq_v2")
     if kind == "gptq" and bits not in _GPTQ_BITS:
         blockers.append(f"{bits}-bit GPTQ codes straddle int32 words, not converted here")
     if kind == "awq" and (bits != 4 or version != "gemm"):
