@@ -750,7 +750,7 @@ def _gptq_awq(pre: str, t: dict, h: Header, q: dict, method: str,
     kind = conv
     if method in ("gptq", "awq") and method != conv:
         conv = f"{conv} (config says {method})"
-    if n_g <= 0 or in_f % n_g:
+    if n_g <= 0 or in_f <= 0 or in_f % n_g:
         raise ValueError(f"{n_g} scale rows do not divide in_features = {in_f}")
     k0 = in_f // n_g
     numel = in_f * out_f
@@ -768,8 +768,9 @@ def _gptq_awq(pre: str, t: dict, h: Header, q: dict, method: str,
     if int(bits) >= 8:
         section, reason, rlines = (
             "not inferred", f"{bits}-bit {kind.upper()}: qzeros fill CT_PAD8 bytes "
-            f"({zn} present, {n_groups0} predicted), but the data plane packs along the "
-            "input axis and is not inferred by this version", lines[1:])
+            f"({zn} present, {n_groups0} predicted), but qweight packs the codes down the "
+            "input axis and qzeros across the output axis, so neither plane is the file's "
+            "bytes in place", lines[1:])
     else:
         section, reason, rlines = (
             "§0.3d", f"{kind.upper()} packs qzeros as dense {bits}-bit codes, {per} per "
