@@ -228,12 +228,24 @@ def explain_cmd(refs, as_json: bool, show_all: bool) -> None:
     \b
     A and B are each 128 hex digits (whitespace allowed), a grade string
     grit1(...), a registered grade name (GRADE_MXFP4 or mxfp4; a grade stands
-    for its canonical descriptor), or FILE:TENSOR (a tensor of a checkpoint).
+    for its canonical descriptor), or FILE:TENSOR (a tensor of a checkpoint: every
+    name grit scan reports resolves, a recognised weight under its logical name,
+    a role of a drift finding; FILE may be a sharded checkpoint's index.json).
 
     \b
     Example:  grit explain GRADE_MXFP4 GRADE_MXFP4_RNE
 
-    Exit status (A B): 0 same contract, 1 they differ, 4 an argument cannot be resolved.
+    \b
+    The verdict (A B; "verdict" in --json) is one of
+      same contract                      the frames are byte-identical (the note aside)
+      same decode, different placement   one grade, one frame but for the placement
+                                         words / INTERLEAVED flag: relayout connects them
+      same decode, different encode (…)  decode-equivalent grades (supersedes edge named)
+      different contracts: …             the bytes are not interchangeable
+
+    Exit status (A B): 0 same contract, 1 any other verdict, 4 an argument cannot be
+    resolved (also a tensor that is not a GRIT array: a plain tensor, a layout v1
+    cannot express — the message says why).
     """
     if len(refs) == 1:
         if refs[0].upper() in REGISTRY:
@@ -244,9 +256,10 @@ def explain_cmd(refs, as_json: bool, show_all: bool) -> None:
     if len(refs) != 2:
         raise click.UsageError("give one CODE or STATUS, or two descriptors A B")
     sides = []
+    loaded: dict = {}                  # a file named on both sides is read once
     for which, ref in zip("AB", refs):
         try:
-            sides.append(resolve(ref))
+            sides.append(resolve(ref, loaded=loaded))
         except (ExplainInputError, GritError, OSError) as e:
             msg = f"cannot resolve {which} ({ref!r}): {e}"
             if as_json:

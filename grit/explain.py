@@ -13,6 +13,7 @@ whether a supersedes edge joins them), or not interchangeable.
 """
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -23,24 +24,33 @@ from . import descriptor as D
 from .facts import PlaneRole
 from .array import GritArray
 from .descriptor import Descriptor
+from ._files import open_regular
 from .errors import GritError, GritUsageError
 from .fingerprint import base32_encode, gid as _gid
 from .formats import FORMAT_NAMES, fmt_classify, fmt_unpack, format_token
 from .grade import ACCUM_KEYS, ENCODE_KEYS, KEYS, Grade, grade_from, lookup_grade
-from .io import load
+from .io import gguf as _gguf
+from .io import load, sniff
+from .io import safetensors as _st
 from .io.gguf import Inexpressible
+from .io.recognise import MAX_CONFIG, Recognised, read_config, recognise_file
 from .io.safetensors import CheckFailed
 from .placement.words import placement_name
 from .supersedes import equivalent
 
 __all__ = [
     "ExplainInputError", "FieldDiff", "Explanation", "resolve", "diff", "render",
-    "to_dict", "grit_explain", "VERDICT_SAME", "VERDICT_DECODE", "VERDICT_DIFFERENT",
+    "to_dict", "grit_explain", "VERDICT_SAME", "VERDICT_DECODE", "VERDICT_PLACEMENT",
+    "VERDICT_DIFFERENT",
     "printable", "escape_char", "ESCAPE_ERRORS", "escape_errors",
 ]
 
 VERDICT_SAME = "same contract"
 VERDICT_DECODE = "same decode, different encode"
+#: one grade, the same frame but for the placement words and the INTERLEAVED
+#: flag (the flag says how the placement lays the planes out, §3.3): the
+#: values are the same, the bytes are not — relayout connects them (§5.4 L2)
+VERDICT_PLACEMENT = "same decode, different placement"
 VERDICT_DIFFERENT = "different contracts: bytes are not interchangeable"
 
 
@@ -135,30 +145,218 @@ def _split_file_ref(ref: str):
     return None
 
 
-def _from_loaded(value, path: str, tensor: str):
+def _from_loaded(value, path: str, tensor: str, label: str | None = None):
+    label = label or f"{path}:{tensor}"
     if isinstance(value, GritArray):
-        return value.descriptor, value.grade, tuple(value.shape), f"{path}:{tensor}"
+        return value.descriptor, value.grade, tuple(value.shape), label
     if isinstance(value, Inexpressible):
         raise ExplainInputError(
             f"tensor {tensor!r} in {path} ({value.ggml_type}) is not expressible in GRIT v1: "
             f"{value.reason}")
     if isinstance(value, CheckFailed):      # the descriptor stands; its bytes do not fit it
         d = Descriptor.from_hex(value.desc)
-        return d, lookup_grade(d.grade_id), tuple(value.shape), f"{path}:{tensor}"
+        return d, lookup_grade(d.grade_id), tuple(value.shape), label
     what = (f"a plain {value.dtype} array" if isinstance(value, np.ndarray)
             else type(value).__name__)
     raise ExplainInputError(
         f"tensor {tensor!r} in {path} is {what}, not a GRIT array: it has no descriptor")
 
 
-def resolve(ref) -> tuple[Descriptor, Grade | None, tuple[int, ...] | None, str]:
+def _not_an_array(r: Recognised, path: str, tensor: str) -> ExplainInputError:
+    part = "" if tensor == r.name else f"part of the weight {r.name!r}, "
+    return ExplainInputError(
+        f"tensor {tensor!r} in {path} is {part}a weight in the {r.convention} layout, "
+        f"which is not a GRIT v1 array ({r.section}): {r.reason}")
+
+
+def _recognised_side(tensors, path: str, tensor: str):
+    """The recogniser's view of ``tensor`` in a safetensors file without GRIT
+    metadata: its weight's side when ``tensor`` is the weight or one of the
+    file tensors holding it, the reason when v1 cannot express it, or None
+    when the recogniser did not place it."""
+    recs = getattr(tensors, "recognised", None) or {}
+    r = recs.get(tensor)
+    if r is None:
+        r = next((x for x in recs.values() if tensor in x.tensors), None)
+    if r is None:
+        return None
+    v = tensors.get(r.name)
+    if isinstance(v, (GritArray, CheckFailed)):
+        label = f"{path}:{r.name}" if r.name == tensor else \
+            f"{path}:{r.name} (the weight that file tensor {tensor!r} holds a plane of)"
+        if r.kind == "converted":       # the descriptor is of the planes load built
+            label += f" (converted by grit.load from its {r.convention} tensors)"
+        return _from_loaded(v, path, r.name, label)
+    raise _not_an_array(r, path, tensor)
+
+
+def _in_role(name: str, role: list[str]) -> bool:
+    parts = name.split(".")
+    n = len(role)
+    return any(parts[i:i + n] == role for i in range(len(parts) - n + 1))
+
+
+def _role_side(tensors, path: str, role: str):
+    """``role`` as ``grit scan`` names it in a grade-drift finding (a tensor
+    name without its layer indices: ``attn_v`` for ``blk.3.attn_v.weight``):
+    the one descriptor its tensors share, or, when they carry several — the
+    drift scan reports —, an error listing its tensors per grade.  None when
+    no array of the file has ``role`` among its dotted parts."""
+    want = role.split(".")
+    members = [(n, v) for n, v in tensors.items()
+               if isinstance(v, GritArray) and _in_role(n, want)]
+    if not members:
+        return None
+    by_desc: dict[bytes, list] = {}
+    for n, v in members:
+        by_desc.setdefault(v.descriptor.to_bytes(), []).append((n, v))
+    if len(by_desc) == 1:
+        n, v = members[0]
+        shapes = {tuple(x.shape) for _, x in members}
+        return (v.descriptor, v.grade, shapes.pop() if len(shapes) == 1 else None,
+                f"{path}:{role} (the role of {len(members)} tensors, e.g. {n})")
+    parts = []
+    for group in by_desc.values():
+        g = group[0][1].grade
+        label = (g.name or g.canonical) if g is not None else "an unregistered grade"
+        shown = ", ".join(n for n, _ in group[:3]) + (", …" if len(group) > 3 else "")
+        parts.append(f"{label}: {len(group)} × {shown}")
+    raise ExplainInputError(
+        f"{role!r} is a role in {path}, not one tensor: its {len(members)} tensors carry "
+        f"{len(by_desc)} descriptors ({'; '.join(parts)}); name one of them as "
+        f"{path}:TENSOR")
+
+
+def _problem_for(problems, tensor: str):
+    return next((p for p in problems if p.tensor == tensor), None)
+
+
+def _plain_problem(value, problems, path: str, tensor: str) -> None:
+    """A tensor the reader keeps as plain data because of a problem (a GRIT
+    annotation that cannot be read): the problem is the reason it is no array."""
+    p = _problem_for(problems, tensor)
+    if isinstance(value, np.ndarray) and p is not None:
+        raise ExplainInputError(f"tensor {tensor!r} in {path} is a plain {value.dtype} "
+                                f"array, not a GRIT array: {p.message}")
+
+
+def _from_reader(path: str, tensor: str, err: GritError):
+    """``tensor`` of a file that :func:`grit.load` refuses as a whole (a
+    container problem somewhere in it): the problem-collecting reader's view
+    of that one tensor, as ``grit scan`` sees it."""
+    kind = sniff(path)
+    if kind == "gguf":
+        got = _gguf.read(path)
+        problems = got.problems
+        if tensor in got.tensors:
+            _plain_problem(got.tensors[tensor], problems, path, tensor)
+            return _from_loaded(got.tensors[tensor], path, tensor)
+    else:
+        f = _st.read(path)
+        problems = f.problems
+        g = f.doc.tensors.get(tensor)
+        if g is not None and g.desc is not None and g.shape is not None:
+            return g.desc, lookup_grade(g.desc.grade_id), tuple(g.shape), f"{path}:{tensor}"
+        if not f.doc.present and f.parsed:
+            recs = recognise_file(f, read_config(path))
+            r = next((x for x in recs if tensor == x.name or tensor in x.tensors), None)
+            if r is not None:
+                if r.descriptor is None:
+                    raise _not_an_array(r, path, tensor)
+                return r.descriptor, lookup_grade(r.descriptor.grade_id), \
+                    tuple(r.shape or ()), f"{path}:{r.name}"
+    p = _problem_for(problems, tensor)
+    if p is not None:
+        raise ExplainInputError(f"tensor {tensor!r} in {path} cannot be read: {p.message}")
+    raise ExplainInputError(f"cannot read {path}: {err}")
+
+
+def _shard_of(path: str, tensor: str) -> str | None:
+    """The shard an index (``model.safetensors.index.json``: a JSON object
+    whose ``weight_map`` maps tensor names to shard files beside it) names
+    for ``tensor``; None when ``path`` is no such index.  The index is read
+    bounded (:data:`grit.io.recognise.MAX_CONFIG`)."""
+    if not path.lower().endswith(".json"):
+        return None
+    try:
+        with open_regular(path) as f:
+            raw = f.read(MAX_CONFIG + 1)
+        doc = json.loads(raw.decode("utf-8")) if len(raw) <= MAX_CONFIG else None
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    wm = doc.get("weight_map") if isinstance(doc, dict) else None
+    if not isinstance(wm, dict):
+        return None
+    shard = wm.get(tensor)
+    if not isinstance(shard, str):
+        raise ExplainInputError(f"the index {path} maps no tensor {tensor!r} to a shard "
+                                f"({len(wm)} tensors in its weight_map)")
+    if not shard or os.path.basename(shard) != shard or shard in (".", ".."):
+        raise ExplainInputError(f"the index {path} puts {tensor!r} in {shard!r}, which is "
+                                "not a file name beside the index")
+    return os.path.join(os.path.dirname(path), shard)
+
+
+def _file_side(path: str, tensor: str, loaded: dict | None):
+    """One side ``FILE:TENSOR``: every name ``grit scan FILE`` reports
+    resolves (a GRIT tensor, a recognised weight under its logical name or
+    one of its file tensors, a GGUF tensor, a tensor of a file that load
+    refuses as a whole; a sharded checkpoint's tensor through its index),
+    or raises saying why it is not an array."""
+    shard = _shard_of(path, tensor)
+    if shard is not None:
+        if not os.path.isfile(shard):
+            raise ExplainInputError(f"the index {path} puts {tensor!r} in {shard}, "
+                                    "which is not a file")
+        return _file_tensor(shard, tensor, loaded)
+    return _file_tensor(path, tensor, loaded)
+
+
+def _file_tensor(path: str, tensor: str, loaded: dict | None):
+    key = os.path.realpath(path)
+    got = None if loaded is None else loaded.get(key)
+    if got is None:
+        try:
+            got = load(path, strict=False)
+        except GritError as e:
+            got = e
+        except ImportError as e:
+            raise ExplainInputError(f"cannot read {path}: {e}") from None
+        if loaded is not None:
+            loaded[key] = got
+    if isinstance(got, GritError):
+        try:
+            return _from_reader(path, tensor, got)
+        except (OSError, GritError) as e:
+            if isinstance(e, ExplainInputError):
+                raise
+            raise ExplainInputError(f"cannot read {path}: {got}") from None
+    value = got.get(tensor)
+    side = _recognised_side(got, path, tensor)
+    if side is not None:
+        return side
+    if tensor not in got:
+        role = _role_side(got, path, tensor)
+        if role is not None:
+            return role
+        names = list(got)
+        shown = ", ".join(names[:8]) + (", …" if len(names) > 8 else "")
+        raise ExplainInputError(
+            f"{path} has no tensor {tensor!r} ({len(names)} tensors: {shown or 'none'})")
+    return _from_loaded(value, path, tensor)
+
+
+def resolve(ref, *, loaded: dict | None = None
+            ) -> tuple[Descriptor, Grade | None, tuple[int, ...] | None, str]:
     """``(descriptor, grade or None, shape or None, label)`` for one side.
 
     ``ref`` is a Descriptor, a Grade, a GritArray, 64 bytes, or a string: 128
     hex digits (whitespace allowed), a grade string ``grit1(...)``, a
     registered name (``GRADE_MXFP4`` / ``mxfp4``), or ``FILE:TENSOR`` (read
-    through :func:`grit.load`).  A grade resolves to its canonical descriptor
-    (``grade.descriptor()``).  Raises :class:`ExplainInputError`."""
+    through :func:`grit.load`; ``loaded``, a dict, keeps each file read so
+    that two sides in one file read it once).  A grade resolves to its
+    canonical descriptor (``grade.descriptor()``).  Raises
+    :class:`ExplainInputError`."""
     if isinstance(ref, Descriptor):
         return ref, lookup_grade(ref.grade_id), None, "descriptor"
     if isinstance(ref, Grade):
@@ -193,19 +391,7 @@ def resolve(ref) -> tuple[Descriptor, Grade | None, tuple[int, ...] | None, str]
         return g.descriptor(), g, None, g.name or g.canonical
     fr = _split_file_ref(text)
     if fr is not None:
-        path, tensor = fr
-        try:
-            tensors = load(path)
-        except GritError as e:
-            raise ExplainInputError(f"cannot read {path}: {e}") from None
-        except ImportError as e:
-            raise ExplainInputError(f"cannot read {path}: {e}") from None
-        if tensor not in tensors:
-            names = list(tensors)
-            shown = ", ".join(names[:8]) + (", …" if len(names) > 8 else "")
-            raise ExplainInputError(
-                f"{path} has no tensor {tensor!r} ({len(names)} tensors: {shown or 'none'})")
-        return _from_loaded(tensors[tensor], path, tensor)
+        return _file_side(fr[0], fr[1], loaded)
     if os.path.exists(text):
         raise ExplainInputError(
             f"{text} is a file: name a tensor in it as {text}:TENSOR")
@@ -328,6 +514,8 @@ class Explanation(list):
     a_grade: Grade | None
     b_grade: Grade | None
     verdict: str
+    #: the verdict as a closed set: "same", "placement", "decode", "different"
+    kind: str
     same: bool
     decode_equivalent: bool | None
     supersedes: str | None
@@ -352,8 +540,9 @@ def _note_parts(note: int) -> tuple[int, int, int]:
 
 def diff(a, b) -> Explanation:
     """Compare two descriptors (anything :func:`resolve` accepts) field by field."""
-    da, ga, sa, la = _side(a)
-    db, gb, sb, lb = _side(b)
+    loaded: dict = {}
+    da, ga, sa, la = _side(a, loaded)
+    db, gb, sb, lb = _side(b, loaded)
     # a grade given in full on one side names the other side's grade_id too
     if ga is None and gb is not None and da.grade_id == gb.id:
         ga = gb
@@ -415,11 +604,11 @@ def diff(a, b) -> Explanation:
     return out
 
 
-def _side(ref):
+def _side(ref, loaded: dict):
     # an already-resolved side (the tuple resolve returns) passes through
     if isinstance(ref, tuple) and len(ref) == 4 and isinstance(ref[0], Descriptor):
         return ref
-    return resolve(ref)
+    return resolve(ref, loaded=loaded)
 
 
 def _safe_gid(g, d, shape) -> str | None:
@@ -436,12 +625,13 @@ def _verdict(out: Explanation, da, db, ga, gb) -> None:
     note_differs = da.note != db.note
     out.decode_equivalent = None
     out.supersedes = None
+    out.kind = "different"
     if ga is not None and gb is not None:
         out.decode_equivalent = ga.decode_equivalent(gb)
     placements_differ = da.placements != db.placements
     if frame_same:
         out.same = True
-        out.verdict = VERDICT_SAME
+        out.verdict, out.kind = VERDICT_SAME, "same"
         if ga is None:
             out.remarks.append("the frames are byte-identical, but the grade is unknown")
         if note_differs:
@@ -453,10 +643,12 @@ def _verdict(out: Explanation, da, db, ga, gb) -> None:
     grades_same = ga is not None and gb is not None and ga == gb
     if grades_same:
         # the grade is one contract; the frame differs (placement or a frame field)
-        frame_only = [d.field for d in out if d.section == "frame" and not d.equal]
-        if placements_differ and not frame_only:
-            out.verdict = ("same grade, different placement: bytes are not interchangeable "
-                           "as stored; relayout connects them (§5.4 L2) unless one is opaque")
+        if _placement_only(out, da, db):
+            out.verdict, out.kind = VERDICT_PLACEMENT, "placement"
+            out.remarks.append(
+                "bytes are not interchangeable as stored: grit.relayout moves one into the "
+                "other's placement (§5.4 L2) unless a placement is opaque (class 0xF); the "
+                "gids differ because gid hashes the placement words (§6.3)")
         else:
             out.verdict = VERDICT_DIFFERENT
         return
@@ -466,11 +658,21 @@ def _verdict(out: Explanation, da, db, ga, gb) -> None:
         out.supersedes = scope
         edge = (f"supersedes edge: {scope} scope" if scope
                 else "no supersedes edge registered")
-        out.verdict = f"{VERDICT_DECODE} ({edge})"
+        out.verdict, out.kind = f"{VERDICT_DECODE} ({edge})", "decode"
         if placements_differ:
             out.verdict += "; placements differ: relayout first"
         return
     out.verdict = VERDICT_DIFFERENT
+
+
+def _placement_only(out: Explanation, da, db) -> bool:
+    """Whether the two frames differ only in their placement words and the
+    F_INTERLEAVED flag (and in at least one of them)."""
+    frame_only = [d.field for d in out if d.section == "frame" and not d.equal]
+    if frame_only not in ([], ["flags"]):
+        return False
+    flags = da.flags ^ db.flags
+    return flags in (0, D.F_INTERLEAVED) and (bool(flags) or da.placements != db.placements)
 
 
 # ---------------------------------------------------------------------------
@@ -553,6 +755,7 @@ def to_dict(diffs: Sequence[FieldDiff]) -> dict:
                   "canonical": diffs.b_grade.canonical if diffs.b_grade else None},
             "same_contract": diffs.same, "decode_equivalent": diffs.decode_equivalent,
             "supersedes": diffs.supersedes, "verdict": diffs.verdict,
+            "verdict_kind": diffs.kind,
             "remarks": list(diffs.remarks),
         })
     return out

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 import grit
 from grit.cli import main
 from grit.explain import (
-    VERDICT_DIFFERENT, VERDICT_SAME, ExplainInputError, diff, render, resolve, to_dict,
+    VERDICT_DIFFERENT, VERDICT_PLACEMENT, VERDICT_SAME, ExplainInputError, diff, render, resolve, to_dict,
 )
 
 R = CliRunner()
@@ -94,7 +94,8 @@ def test_placement_only_difference():
     d = grit.GRADE_MXFP4.descriptor()
     e = d.replace(placement_scale=placement_by_name("SWIZZLE_128X4B"))
     ex = diff(d, e)
-    assert not ex.same and "relayout" in ex.verdict
+    assert not ex.same and ex.verdict == VERDICT_PLACEMENT
+    assert any("relayout" in r for r in ex.remarks)
     assert "placement_scale: ROW_MAJOR (0x1000000000000001) → SWIZZLE_128X4B" in render(ex)
 
 
@@ -197,3 +198,33 @@ def test_file_tensor_unresolvable(gguf_path):
     assert r.exit_code == 4 and "no tensor 'nope'" in r.output and "w.q8" in r.output
     r = R.invoke(main, ["explain", "mxfp4", f"{gguf_path}:w.f32"])
     assert r.exit_code == 4 and "cannot resolve B" in r.output and "not a GRIT array" in r.output
+
+
+def test_gguf_zero_copy_vs_canonical_is_same_decode_different_placement(gguf_path, tmp_path):
+    gguf = pytest.importorskip("gguf")
+    q8 = grit.load(str(gguf_path))["w.q8"]
+    canon = grit.canonical(q8)
+    # the values agree with gguf-py's own reader + dequantize (the oracle), in both placements
+    [t] = [t for t in gguf.GGUFReader(str(gguf_path)).tensors if t.name == "w.q8"]
+    want = gguf.quants.dequantize(t.data, t.tensor_type)
+    assert np.array_equal(np.asarray(grit.decode(q8)), want)
+    assert np.array_equal(np.asarray(grit.decode(canon)), want)
+    other = str(tmp_path / "canon.safetensors")
+    grit.save(other, {"w": canon})
+    ex = diff(f"{gguf_path}:w.q8", f"{other}:w")
+    assert ex.verdict == VERDICT_PLACEMENT and ex.kind == "placement" and not ex.same
+    assert [d.field for d in ex.differences] == ["flags", "placement_data", "gid"]
+    assert "INTERLEAVED → 0x00" in render(ex)
+    r = R.invoke(main, ["explain", f"{gguf_path}:w.q8", f"{other}:w", "--json"])
+    assert r.exit_code == 1
+    out = json.loads(r.output)
+    assert (out["verdict"], out["verdict_kind"]) == (VERDICT_PLACEMENT, "placement")
+    # a frame field besides the placement (k0 here) is another contract
+    d = q8.descriptor
+    ex = diff((d, q8.grade, None, "a"), grit.Grade.parse(
+        "grit1(e=s8,k0=64,s0=binary16,esr=ratiomaxabs)"))
+    assert ex.verdict == VERDICT_DIFFERENT and ex.kind == "different"
+    # the same grade with a flag other than INTERLEAVED changed is not placement-only
+    e = d.replace(flags=d.flags ^ grit.descriptor.F_MSB_FIRST)
+    ex = diff((d, q8.grade, None, "a"), (e, q8.grade, None, "b"))
+    assert ex.verdict == VERDICT_DIFFERENT

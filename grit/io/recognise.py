@@ -8,6 +8,9 @@ returns one :class:`Recognised` record per quantised weight it can identify:
   with the file tensors that hold each plane, so that the §7.3 size equations
   can be run against the on-disk lengths and :meth:`Recognised.array` can build
   a :class:`~grit.array.GritArray` from the file;
+* ``kind == "converted"`` — a weight v1 expresses although the file's bytes are
+  not v1 planes in place (GPTQ, AWQ): ``section``/``reason`` say why for the
+  bytes, and :meth:`Recognised.array` builds the planes;
 * ``kind == "inexpressible"`` — a layout v1 cannot express, with the §0.3 item
   that excludes it and the arithmetic that shows it (never silently skipped).
 
@@ -30,7 +33,13 @@ metadata", has the table and every choice):
   constant zero-point plane (``zp=u4``/``zp=u8``) synthesised at n_groups0
   bytes, as the GGUF reader does for Q4_0;
 * asymmetric ``pack-quantized`` (zero points packed 8 to an int32 along the
-  output axis), GPTQ and AWQ (``qzeros`` dense nibbles) — inexpressible, §0.3d;
+  output axis) — inexpressible, §0.3d;
+* GPTQ (AutoGPTQ ``pack``: ``qweight`` [in·b/32, out], ``qzeros`` [in/g,
+  out·b/32], ``scales`` [in/g, out]; 2/4/8 bits) and AWQ GEMM (``qweight`` [in,
+  out/8], nibble order 0,2,4,6,1,3,5,7) — ``kind == "converted"``: their bytes
+  are not v1 planes (§0.3d, ``qzeros`` dense nibbles), and :meth:`Recognised.array`
+  moves them into the canonical placement (:func:`gptq_awq_planes`), with
+  ``zpc=minus1`` for GPTQ's v1 checkpoint format (it stores z − 1);
 * compressed-tensors ``float-quantized`` FP8 — ``weight`` F8_E4M3 [out, in] (one
   code per byte, ROW_MAJOR, zero-copy), ``weight_scale`` F32/BF16/F16:
   ``channel`` ([out, 1]) is ``grit1(e=e4m3,k0=in,s0=…,esr=ratiomaxabs)`` when
@@ -64,7 +73,7 @@ import numpy as np
 from .. import descriptor as D
 from .._files import open_regular
 from ..array import GritArray
-from ..errors import GritError, GritUsageError
+from ..errors import GritError, GritSizeError, GritUsageError
 from ..formats import FormatFields, fmt_decode, fmt_pack, format_token, REGISTERED
 from ..grade import Grade, lookup_grade, register_grade
 from . import safetensors as _st
@@ -72,7 +81,7 @@ from .dtypes import ST_DTYPES
 
 __all__ = ["recognise", "Recognised", "nvfp4_global_exact", "SCALE_FORMATS",
            "ST_DTYPE_BYTES", "read_config", "recognise_file", "SMALL_MAX",
-           "with_recognised"]
+           "with_recognised", "gptq_awq_planes", "AWQ_ORDER"]
 
 #: the largest small tensor (a GPTQ g_idx, an NVFP4 global scale) the
 #: recogniser reads to decide a convention
@@ -91,6 +100,9 @@ BF16_WORD = fmt_pack(FormatFields(w=16, p=8, has_inf=1, nan_enc=2, szero=1, unsi
 #: the safetensors dtype of a scale tensor -> its §2 format token
 SCALE_FORMATS = {"F16": "binary16", "F32": "binary32", "BF16": format_token(BF16_WORD),
                  "F8_E4M3": "e4m3", "U8": "e8m0", "F8_E8M0": "e8m0"}
+
+#: a scale format token -> the numpy dtype of its little-endian values
+_SCALE_NP = {"binary16": "<f2", "binary32": "<f4", format_token(BF16_WORD): "<u2"}
 
 #: safetensors FP8 weight dtype -> its §2 element token (float-quantized)
 _FP8_ELEMS = {"F8_E4M3": "e4m3", "F8_E5M2": "e5m2"}
@@ -122,7 +134,12 @@ class Recognised:
 
     name: str                               # the logical weight, e.g. "…q_proj.weight"
     convention: str                         # e.g. "compressed-tensors/nvfp4-pack-quantized"
-    kind: str                               # "inferred" | "inexpressible"
+    #: "inferred" — the file's bytes are the planes (a file tensor, a 4-byte
+    #: conversion or a synthesised constant per plane); "converted" — v1
+    #: expresses the weight but not the file's bytes in place (``section`` /
+    #: ``reason`` say why), and :meth:`array` moves them into the canonical
+    #: placement (``layout``); "inexpressible" — v1 cannot express it
+    kind: str
     tensors: tuple[str, ...] = ()           # the file tensors it accounts for
     shape: tuple[int, ...] | None = None    # logical shape (inferred)
     grade: str | None = None                # canonical grade string (inferred)
@@ -136,6 +153,8 @@ class Recognised:
     reason: str | None = None
     lines: tuple[str, ...] = ()             # derivation / arithmetic
     notes: tuple[str, ...] = ()             # declared-vs-actual remarks (inferred)
+    #: converted: (convention, bits, qweight, scales, qzeros) for gptq_awq_planes
+    layout: tuple | None = None
 
     def plane_lengths(self, on_disk: Callable[[str], int]) -> list[int]:
         """The four plane lengths §7.3 step 4 is run against: a file-backed
@@ -148,6 +167,8 @@ class Recognised:
                 out.append(on_disk(p[1]))
             elif p[0] == "global_recip":
                 out.append(4)
+            elif p[0] == "convert":     # the file tensor the plane is moved from
+                out.append(on_disk(p[1]))
             else:                                      # ("const", v): n_groups0 bytes
                 out.append(_n_groups0(self))
         return out
@@ -164,13 +185,15 @@ class Recognised:
         slices of a map the caller already holds).  Converted and
         synthesised planes are built (4 bytes for f32(1/g); n_groups0 bytes
         for a constant plane)."""
-        if self.kind != "inferred" or self.descriptor is None:
+        if self.kind not in ("inferred", "converted") or self.descriptor is None:
             raise GritUsageError(f"{self.name}: {self.convention} is not a GRIT v1 array "
                                  f"({self.section}: {self.reason})")
         names = [p[1] for p in self.planes if p is not None and p[0] != "const"]
         if view is None:
             view = _st.read(path).view
         raw = {n: view(n) for n in names}
+        if self.kind == "converted":
+            return GritArray(self.descriptor, self.shape or (), self._converted(raw))
         planes = []
         for p in self.planes:
             if p is None:
@@ -183,7 +206,31 @@ class Recognised:
                               if g.size == 1 else raw[p[1]])
             else:
                 planes.append(bytes([p[1]]) * _n_groups0(self))
-        return GritArray(self.descriptor, self.shape, planes)
+        return GritArray(self.descriptor, self.shape or (), planes)
+
+    def _converted(self, raw: Mapping[str, Any]) -> list:
+        g = lookup_grade(self.descriptor.grade_id) if self.descriptor is not None else None
+        if self.layout is None or self.shape is None or g is None:
+            raise GritUsageError(f"{self.name}: no conversion recorded")
+        kind, bits, qw, sc, qz = self.layout
+        out_f, in_f = self.shape
+        n_g = in_f // int(str(g["k0"]))
+        per = 32 // bits
+        sdt = np.dtype(_SCALE_NP[str(g["s0"])])
+        word = np.dtype("<u4")
+        want: dict[str, tuple[tuple[int, int], np.dtype]] = {
+            qw: ((in_f // per, out_f) if kind == "gptq" else (in_f, out_f // per), word),
+            sc: ((n_g, out_f), sdt), qz: ((n_g, out_f // per), word)}
+        arrays = {}
+        for tn, (shape, dt) in want.items():
+            buf = memoryview(raw[tn]).cast("B")
+            need = shape[0] * shape[1] * dt.itemsize
+            if len(buf) != need:
+                raise GritSizeError(f"{tn} holds {len(buf)} bytes, its shape {list(shape)} "
+                                    f"needs {need} (is the file cut short?)")
+            arrays[tn] = np.frombuffer(buf, dt).reshape(shape)
+        data, scale0, aux = gptq_awq_planes(kind, bits, arrays[qw], arrays[sc], arrays[qz])
+        return [data, scale0, b"", aux]
 
     def to_dict(self) -> dict:
         return {"name": self.name, "convention": self.convention, "kind": self.kind,
@@ -324,7 +371,7 @@ def with_recognised(path, tensors: "_st.SafetensorsTensors", *,
     first: dict[str, Recognised] = {}          # first file tensor -> its weight
     taken: set[str] = set()
     for r in recs:
-        if r.kind != "inferred":
+        if r.kind not in ("inferred", "converted"):
             continue
         parts = [tn for tn in tensors if tn in r.tensors]
         if not parts:
@@ -673,16 +720,25 @@ def _inex(name, conv, files, section, reason, lines=()) -> Recognised:
 # GPTQ / AWQ
 
 
+#: AutoAWQ's GEMM packing: nibble i of an int32 holds output column 8c + AWQ_ORDER[i]
+#: (awq/modules/linear/gemm.py ``pack``; its unpack is AWQ_REVERSE_ORDER)
+AWQ_ORDER = (0, 2, 4, 6, 1, 3, 5, 7)
+#: the widths whose codes tile an int32 exactly (GPTQ's 3-bit packing straddles words)
+_GPTQ_BITS = (2, 4, 8)
+
+
 def _gptq_awq(pre: str, t: dict, h: Header, q: dict, method: str,
               read: Reader | None) -> list[Recognised]:
     qw, qz, sc = t["qweight"], t["qzeros"], t["scales"]
-    _, wshape, wn = h[qw]
+    wdt, wshape, wn = h[qw]
     zdt, zshape, zn = h[qz]
     sdt, sshape, sn = h[sc]
     if len(wshape) != 2 or len(sshape) != 2 or len(zshape) != 2:
         raise ValueError("qweight/qzeros/scales are not 2-D")
     n_g, out_f = sshape
     bits = q.get("bits") or q.get("w_bit") or 4
+    if not isinstance(bits, int) or isinstance(bits, bool) or not 1 <= bits <= 8:
+        raise ValueError(f"bits = {bits!r} is not a width of 1 to 8")
     per = 32 // int(bits)
     if wshape[1] == out_f:                # GPTQ: qweight [in/8, out]
         conv, in_f = "gptq", wshape[0] * per
@@ -691,8 +747,11 @@ def _gptq_awq(pre: str, t: dict, h: Header, q: dict, method: str,
     else:
         raise ValueError(f"qweight {list(wshape)} fits neither GPTQ [in/{per}, out] nor "
                          f"AWQ [in, out/{per}] against scales {list(sshape)}")
+    kind = conv
     if method in ("gptq", "awq") and method != conv:
         conv = f"{conv} (config says {method})"
+    if n_g <= 0 or in_f <= 0 or in_f % n_g:
+        raise ValueError(f"{n_g} scale rows do not divide in_features = {in_f}")
     k0 = in_f // n_g
     numel = in_f * out_f
     n_groups0 = numel // k0
@@ -705,42 +764,150 @@ def _gptq_awq(pre: str, t: dict, h: Header, q: dict, method: str,
              f"{list(zshape)} = {zn} bytes, {per} zero points per int32",
              f"data: {(numel * int(bits) + 7) // 8} bytes predicted, {wn} present; scale0 "
              f"({s0}): {sn} present")
+    rlines: tuple[str, ...]
     if int(bits) >= 8:
-        return [_inex(name, conv, files, "not inferred",
-                      f"{bits}-bit {conv.split()[0].upper()}: qzeros fill CT_PAD8 bytes "
-                      f"({zn} present, {n_groups0} predicted), but the data plane packs "
-                      "along the input axis and is not inferred by this version", lines[1:])]
-    r = [_inex(name, conv, files, "§0.3d",
-               f"{conv.split()[0].upper()} packs qzeros as dense {bits}-bit codes, "
-               f"{per} per int32; v1 stores a sub-byte zero-point plane CT_PAD8 (one per "
-               f"byte), so the file holds {zn} aux bytes where the size equations require "
-               f"{n_groups0}", lines)]
-    gi = t.get("g_idx")
-    if gi is not None:
-        act, why = None, ""
-        if read is not None:
-            try:
-                v = read(gi)
-            except Exception:  # noqa: BLE001
-                v = None
-            if v is not None:
-                v = np.asarray(v).reshape(-1).astype(np.int64)
-                trivial = np.arange(v.size, dtype=np.int64) // max(k0, 1)
-                diff = np.nonzero(v != trivial)[0]
-                act = bool(diff.size)
-                if act:
-                    i = int(diff[0])
-                    why = (f"g_idx[{i}] = {int(v[i])}, contiguous grouping gives "
-                           f"{i} // {k0} = {i // k0} ({diff.size} of {v.size} columns differ)")
-        if act is None and q.get("desc_act") is not None:
-            act = bool(q.get("desc_act"))
-            why = f"config desc_act = {q.get('desc_act')}"
-        if act:
-            r.append(_inex(name, conv, (gi,), "§0.3c",
-                           "act-order: g_idx assigns columns to groups out of order; §3.7 "
-                           "groups are contiguous runs g0 = lin(i)/k0, and a permutation "
-                           "changes decode, so it cannot be a placement (L1)", (why,)))
-    return r
+        section, reason, rlines = (
+            "not inferred", f"{bits}-bit {kind.upper()}: qzeros fill CT_PAD8 bytes "
+            f"({zn} present, {n_groups0} predicted), but qweight packs the codes down the "
+            "input axis and qzeros across the output axis, so neither plane is the file's "
+            "bytes in place", lines[1:])
+    else:
+        section, reason, rlines = (
+            "§0.3d", f"{kind.upper()} packs qzeros as dense {bits}-bit codes, {per} per "
+            f"int32; v1 stores a sub-byte zero-point plane CT_PAD8 (one per byte), so the "
+            f"file holds {zn} aux bytes where the size equations require {n_groups0}", lines)
+    out: list[Recognised] = []
+    act, why = _act_order(t.get("g_idx"), k0, q, read)
+    if act:
+        out.append(_inex(name, conv, files, "§0.3c",
+                         "act-order: g_idx assigns columns to groups out of order; §3.7 "
+                         "groups are contiguous runs g0 = lin(i)/k0, and a permutation "
+                         "changes decode, so it cannot be a placement (L1)", (why,)))
+    # what keeps grit.load from converting the weight into a v1 array
+    fmt = str(q.get("checkpoint_format", "gptq")).lower()
+    v2 = fmt == "gptq_v2"
+    version = str(q.get("version", "gemm")).lower()
+    blockers = []
+    if act:
+        blockers.append("act-order (§0.3c)")
+    elif act is None and "g_idx" in t:
+        blockers.append("its g_idx could not be read, so act-order is undecided")
+    if conv != kind:
+        blockers.append(f"the tensor shapes say {kind}, the config {method}")
+    if kind == "gptq" and fmt not in ("gptq", "gptq_v2"):
+        blockers.append(f"checkpoint_format {fmt!r} is neither gptq nor gptq_v2")
+    if kind == "gptq" and bits not in _GPTQ_BITS:
+        blockers.append(f"{bits}-bit GPTQ codes straddle int32 words, not converted here")
+    if kind == "awq" and (bits != 4 or version != "gemm"):
+        blockers.append(f"AWQ {version} {bits}-bit: only the 4-bit GEMM packing is converted")
+    if kind == "awq" and in_f % 2:
+        blockers.append(f"in_features = {in_f} is odd: a row does not end on a byte")
+    if out_f % per or tuple(zshape) != (n_g, out_f // per) or wdt not in ("I32", "U32") \
+            or zdt not in ("I32", "U32"):
+        blockers.append(f"qweight {wdt} {list(wshape)} / qzeros {zdt} {list(zshape)} do not "
+                        f"fit [{n_g}, {out_f}] scales")
+    if sdt not in ("F16", "BF16", "F32"):
+        blockers.append(f"scales dtype {sdt} is not F16/BF16/F32")
+    if k0 > K0_MAX:
+        blockers.append(f"k0 = {k0} > {K0_MAX}, the largest k0 (a uint16)")
+    if blockers:
+        out.insert(0, _inex(name, conv, files, section,
+                            reason + "; not converted by grit.load: " + "; ".join(blockers),
+                            rlines))
+        return out
+    minus1 = kind == "gptq" and not v2
+    g = _grade(f"grit1(e=u{bits},k0={k0},s0={s0},zp=u{bits}"
+               f"{',zpc=minus1' if minus1 else ''},esr=affineminmax)")
+    how = ("qweight's codes moved to [out, in] rows (LSB-first), scales and the qzeros "
+           "unpacked one per byte transposed to [out, in/k0]")
+    notes = [f"decode is f32(s·f32(q − z)) (§8.1, zps=shared), the float32 value of "
+             f"{kind.upper()}'s (q − z)·s; a runtime that multiplies in {sdt} rounds it "
+             f"once more to {sdt}"]
+    if kind == "gptq":
+        notes.append("checkpoint_format gptq_v2: qzeros are the zero points" if v2 else
+                     "checkpoint_format gptq (v1): qzeros hold z − 1, so zpc=minus1 "
+                     f"(ZP_MINUS1, §8.4) adds the one back; a stored {(1 << bits) - 1} reads "
+                     f"as z = {1 << bits}")
+    if kind == "awq":
+        notes.append(f"AWQ GEMM nibble order: nibble i holds column 8c + {list(AWQ_ORDER)}[i]")
+    out.insert(0, Recognised(
+        name, conv, "converted", files, (out_f, in_f), g.canonical,
+        _desc(g, (out_f, in_f), True), (("convert", qw), ("convert", sc), None,
+                                         ("convert", qz)),
+        section=section,
+        reason=reason + f"; grit.load converts it into a v1 array ({how}): {g.canonical}",
+        lines=rlines, notes=tuple(notes), layout=(kind, int(bits), qw, sc, qz)))
+    return out
+
+
+def _act_order(gi: str | None, k0: int, q: dict, read: Reader | None
+               ) -> tuple[bool | None, str]:
+    """Whether ``g_idx`` assigns input columns to groups out of order (None:
+    undecided), and the arithmetic that shows it."""
+    act, why = None, ""
+    if gi is None:                    # no g_idx: the columns are in order unless declared
+        act = False
+    elif read is not None:
+        try:
+            v = read(gi)
+        except Exception:  # noqa: BLE001
+            v = None
+        if v is not None:
+            v = np.asarray(v).reshape(-1).astype(np.int64)
+            trivial = np.arange(v.size, dtype=np.int64) // max(k0, 1)
+            diff = np.nonzero(v != trivial)[0]
+            act = bool(diff.size)
+            if act:
+                i = int(diff[0])
+                why = (f"g_idx[{i}] = {int(v[i])}, contiguous grouping gives "
+                       f"{i} // {k0} = {i // k0} ({diff.size} of {v.size} columns differ)")
+    if (act is None or gi is None) and q.get("desc_act") is not None:
+        act = bool(q.get("desc_act"))
+        why = f"config desc_act = {q.get('desc_act')}"
+    return act, why
+
+
+def _shifted(words: np.ndarray, bits: int) -> np.ndarray:
+    """The 32/bits codes of each little-endian int32 word, LSB first, on a new
+    last axis."""
+    per = 32 // bits
+    w = words.astype("<u4", copy=False)[..., None]
+    shifts = (np.arange(per, dtype=np.uint32) * np.uint32(bits))
+    return ((w >> shifts) & np.uint32((1 << bits) - 1)).astype(np.uint8)
+
+
+def gptq_awq_planes(kind: str, bits: int, qweight: np.ndarray, scales: np.ndarray,
+                    qzeros: np.ndarray) -> tuple[bytes, bytes, bytes]:
+    """The data, scale0 and aux planes of a GPTQ / AWQ weight in GRIT's
+    canonical placement over the logical [out, in] shape: the codes row-major
+    LSB-first, one scale and one zero point (CT_PAD8) per group of k0
+    input columns, groups in g0 = lin(i)/k0 order.
+
+    GPTQ (AutoGPTQ ``pack``): qweight [in/per, out], code (r·per + k, j) at
+    bits k·b of word (r, j); qzeros [n_g, out/per], zero (g, c·per + k) at
+    bits k·b of word (g, c).  AWQ GEMM (4-bit, in even): qweight [in, out/8]
+    and qzeros [n_g, out/8], nibble i of word (r, c) holds column
+    8c + AWQ_ORDER[i]."""
+    w = qweight.astype("<u4", copy=False)
+    zs = _shifted(qzeros, bits)                     # [n_g, out/per, per]
+    if kind == "gptq":
+        # the little-endian bytes of column j's words, top to bottom, are
+        # already row j of the LSB-first stream: a transpose of words
+        data = np.ascontiguousarray(w.T).tobytes()
+        zero = zs.reshape(qzeros.shape[0], -1)
+    else:
+        wt = np.ascontiguousarray(w.T)              # [out/8, in]: word c of input row r
+        lo, hi = wt[:, 0::2], wt[:, 1::2]           # input rows 2m and 2m + 1
+        d = np.empty((wt.shape[0], 8, wt.shape[1] // 2), np.uint8)
+        for i, col in enumerate(AWQ_ORDER):         # nibble i -> output row 8c + col
+            sh = np.uint32(4 * i)
+            d[:, col, :] = ((lo >> sh) & 15) | (((hi >> sh) & 15) << 4)
+        data = d.tobytes()
+        zc = np.empty_like(zs)
+        zc[..., list(AWQ_ORDER)] = zs
+        zero = zc.reshape(qzeros.shape[0], -1)
+    return (data, np.ascontiguousarray(scales.T).tobytes(),
+            np.ascontiguousarray(zero.T).astype(np.uint8).tobytes())
 
 
 # ---------------------------------------------------------------------------
