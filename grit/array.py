@@ -398,4 +398,12 @@ def decode(array: GritArray) -> np.ndarray:
         # a zero-copy ggml block type: the fused kernel reads the blocks in
         # place (the same bits as relayout + decode_canonical, tests/test_native_ggml.py)
         return native.decode_ggml(k, a.planes[0], numel_of(a.shape)).reshape(a.shape)
+    src = a.source
+    if src is not None:
+        k = native.ggml_type_kernel(src.type_name, a.shape)
+        if k is not None and not k.zero_copy and \
+                a.descriptor == k.descriptor(group_axis=len(a.shape) - 1):
+            # a converted ggml type loaded from its blocks: decode them in place,
+            # building no plane (the same bits, tests/test_native_ggml_converted.py)
+            return native.decode_ggml(k, src.data, numel_of(a.shape)).reshape(a.shape)
     return decode_canonical(canonical(a))

@@ -171,3 +171,24 @@ def test_transient_planes_build_for_the_call_only(gguf_path, counted):
     assert counted == ["Q5_0", "Q5_0"] and t1 == t2
     p = a.planes
     assert counted == ["Q5_0"] * 3 and a.transient_planes() is p and p == t1
+
+
+def test_decode_reads_the_blocks_in_place_and_equals_the_general_path(gguf_path, counted,
+                                                                      monkeypatch):
+    from grit import native
+    if native.ggml_type_kernel("Q4_0", (1, 32)) is None:
+        pytest.skip("grit._kernels not built")
+    arrays = grit.load(str(gguf_path))
+    calls = []
+    real = native.decode_ggml
+    monkeypatch.setattr(native, "decode_ggml", lambda *a: calls.append(a[0].name) or real(*a))
+    fast = {n: grit.decode(a) for n, a in arrays.items()}
+    assert counted == [] and sorted(calls) == sorted(CONVERTED)      # no plane built
+    for name, a in arrays.items():
+        general = decode_canonical(G._CONVERT[name](blocks_of(gguf_path, name), a.shape))
+        np.testing.assert_array_equal(fast[name].view(np.uint32), general.view(np.uint32))
+    monkeypatch.setattr(native, "NATIVE", False)                  # kernels off: the general path
+    calls.clear()
+    for name, a in grit.load(str(gguf_path)).items():
+        np.testing.assert_array_equal(grit.decode(a).view(np.uint32), fast[name].view(np.uint32))
+    assert calls == []

@@ -1,0 +1,69 @@
+"""GGUF files grit writes load in llama.cpp (through its Python binding,
+llama-cpp-python, when it is installed — it builds llama.cpp from source, so
+CI does not install it) and compute what the original computes.
+
+On the real gemma checkpoint (tests/test_real_checkpoint.py fetches it):
+
+* the load -> save copy: llama.cpp loads it and its logits for a prompt are
+  the original's, bit for bit (every tensor is written as its own ggml type);
+* a copy whose Q8_0 token embedding was re-encoded by ``grit.encode`` from its
+  decoded values and saved with ``relayout=True``: llama.cpp loads it as
+  Q8_0 and its logits stay close to the original's."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+llama_cpp = pytest.importorskip("llama_cpp")
+gguf = pytest.importorskip("gguf")
+
+import grit  # noqa: E402
+
+from test_real_checkpoint import checkpoint  # noqa: E402,F401  (the fixture)
+
+PROMPT = b"The capital of France is"
+
+
+def logits(path: str) -> np.ndarray:
+    m = llama_cpp.Llama(model_path=path, n_ctx=64, n_threads=2, n_batch=64, verbose=False,
+                        logits_all=True, seed=0)
+    toks = m.tokenize(PROMPT, add_bos=True)
+    m.reset()
+    m.eval(toks)
+    out = np.array(m.scores[:len(toks)], dtype=np.float32)
+    m.close()
+    return out
+
+
+@pytest.fixture(scope="module")
+def original(checkpoint):  # noqa: F811
+    return logits(checkpoint)
+
+
+def test_the_round_trip_copy_computes_the_same_logits(checkpoint, original, tmp_path):  # noqa: F811
+    copy = str(tmp_path / "copy.gguf")
+    grit.save(copy, grit.load(checkpoint))
+    got = logits(copy)
+    assert got.shape == original.shape and np.isfinite(got).all()
+    assert np.array_equal(got.view(np.uint32), original.view(np.uint32))
+
+
+def test_a_tensor_grit_encoded_loads_as_its_ggml_type(checkpoint, original, tmp_path):  # noqa: F811
+    got = grit.load(checkpoint)
+    name = "token_embd.weight"
+    assert got.ggml_types[name] == "Q8_0"
+    x = grit.decode(got[name])
+    a = grit.encode(x, grit.io.gguf.GGML_GRADES["Q8_0"])      # canonical placement
+    got[name] = a
+    copy = str(tmp_path / "encoded.gguf")
+    grit.save(copy, got, relayout=True)
+    t = next(t for t in gguf.GGUFReader(copy).tensors if t.name == name)
+    assert t.tensor_type == gguf.GGMLQuantizationType.Q8_0
+    new = logits(copy)
+    assert new.shape == original.shape and np.isfinite(new).all()
+    # the same values re-quantised: the logits move little
+    spread = float(np.abs(original).max())
+    assert float(np.abs(new - original).max()) < 0.05 * spread
+    assert os.path.getsize(copy) > 0
