@@ -7,6 +7,7 @@ import numpy as np
 
 from . import descriptor as D
 from .formats import Format, fmt_classify, fmt_width
+from .codec.packing import unpack_stream
 from .vformats import decode_codes
 
 __all__ = ["probe", "SAMPLE_GROUPS"]
@@ -30,6 +31,36 @@ def _values(buf, word: int, count: int) -> np.ndarray | None:
     return decode_codes(word, codes)
 
 
+def _element_binades(d: D.Descriptor, data, groups: np.ndarray) -> int | None:
+    """How many binades apart the largest |element| of the sampled level-0
+    ``groups`` are (max − min of floor(log2)), over the groups that are not
+    all zero; None where the elements cannot be read here (sparse, a code
+    width that does not pack a group into whole bytes, fewer than 16 live
+    groups).  What a shared-exponent scale plane should be read against:
+    one scale for every group is what an encoder gives when the groups'
+    maxima share a binade, and a mislabelled plane when they do not."""
+    if fmt_classify(d.elem) is not None or d.flags & D.F_SPARSE:
+        return None
+    w = fmt_width(d.elem)
+    if (d.k0 * w) % 8:
+        return None
+    gbytes = d.k0 * w // 8
+    raw = np.frombuffer(data, dtype=np.uint8)
+    if raw.size < gbytes * (int(groups.max()) + 1 if groups.size else 0):
+        return None
+    peaks = []
+    for g in groups.tolist():
+        codes = unpack_stream(raw[g * gbytes:(g + 1) * gbytes], d.k0, w)
+        v = np.abs(decode_codes(d.elem, codes))
+        v = v[np.isfinite(v)]
+        if v.size and v.max() > 0:
+            peaks.append(float(v.max()))
+    if len(peaks) < 16:
+        return None
+    b = np.floor(np.log2(np.asarray(peaks)))
+    return int(b.max() - b.min())
+
+
 def probe(d: D.Descriptor, shape, planes) -> list[str]:
     warnings: list[str] = []
     if fmt_classify(d.scale0) is not None or d.k0 == 0:
@@ -51,9 +82,13 @@ def probe(d: D.Descriptor, shape, planes) -> list[str]:
     fmt = Format(d.scale0)
     finite = sampled[np.isfinite(sampled)]
     if fmt.kind == "exp" and finite.size >= 16 and np.unique(finite).size == 1:
-        warnings.append(
-            f"probe: all {finite.size} sampled {fmt.name} scales equal {float(finite[0])!r}: "
-            "a shared-exponent plane with no dynamic range suggests a mislabelled plane")
+        spread = _element_binades(d, planes[0], pick[np.isfinite(sampled)])
+        if spread is not None and spread > 1:
+            warnings.append(
+                f"probe: all {finite.size} sampled {fmt.name} scales equal "
+                f"{float(finite[0])!r}, but the groups' largest elements span {spread + 1} "
+                "binades: a shared-exponent encoder would have given them different scales "
+                "(a mislabelled plane?)")
     elem = Format(d.elem) if fmt_classify(d.elem) is None else None
     if (elem is not None and elem.kind == "int" and elem.width == 8 and not elem.unsigned
             and not d.flags & D.F_HAS_ZP):

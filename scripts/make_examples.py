@@ -16,8 +16,9 @@ What each file demonstrates (docs/scan.md has the expected findings):
   revisions/rev-{a,b}/model.safetensors   two revisions; lm_head.weight changed its grade
   revisions.txt                      a manifest naming the two revisions
   llama-ggml.gguf                    plain ggml Q8_0 / Q4_K / IQ4_NL blocks, no GRIT annotation
-  corrupted-bytes.safetensors        a recorded digest the bytes no longer match, and a scale
-                                     plane with no dynamic range (both reported by --deep)
+  corrupted-bytes.safetensors        a recorded digest the bytes no longer match, and one E8M0
+                                     scale for groups whose elements span binades (both
+                                     reported by --deep)
 """
 from __future__ import annotations
 
@@ -173,12 +174,30 @@ def ggml(out: str) -> None:
     w.close()
 
 
+def tensor_scaled_as_mx(x: np.ndarray) -> "grit.GritArray":
+    """``x`` quantised to E2M1 under one power-of-two scale for the whole
+    tensor (2^e with e = floor(log2(amax)) − 2, MX's rule applied once), and
+    labelled GRADE_MXFP4: every E8M0 code is 127 + e, while a group's largest
+    element shows how far below the tensor maximum that group is."""
+    from grit.codec.packing import pack_stream
+    from grit.formats import REGISTERED, fmt_encode
+    e = int(np.floor(np.log2(np.abs(x).max()))) - 2
+    q = (x.reshape(-1) / np.float32(2.0 ** e)).astype(np.float32)
+    codes = np.array([fmt_encode(REGISTERED["e2m1"], float(v)) for v in q], np.uint8)
+    d = grit.GRADE_MXFP4.descriptor(group_axis=x.ndim - 1)
+    scales = bytes([127 + e]) * (x.size // 32)
+    return grit.GritArray(d, x.shape, (pack_stream(codes, 4), scales, b"", b""))
+
+
 def corrupted(out: str) -> None:
     name = "decoder.layers.0.ffn.weight"
     a = grit.encode(values(700), grit.GRADE_MXFP4)
     stale = grit.encode(values(701), grit.GRADE_MXFP4)   # what the recorded digest was taken of
-    # every group at the same magnitude: an E8M0 plane with one value (a level-3 probe)
-    flat = grit.encode(np.ones(SHAPE, np.float32), grit.GRADE_MXFP4)
+    # per-tensor-scaled FP4 labelled MXFP4: one E8M0 value for every group while
+    # the groups' largest elements span several binades (a level-3 probe)
+    spread = np.exp2(np.random.default_rng(703).integers(-4, 1, (SHAPE[0] * SHAPE[1] // 32, 1)))
+    flat = tensor_scaled_as_mx((values(702).reshape(-1, 32) * spread.astype(np.float32))
+                               .reshape(SHAPE))
     save(os.path.join(out, "corrupted-bytes.safetensors"),
          {name: a, "decoder.layers.0.attn.weight": flat},
          {f"grit.digest.{name}": grit.base32_encode(stale.digest)})

@@ -3,6 +3,8 @@ hostile inputs."""
 import os
 import random
 
+import numpy as np
+
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
@@ -220,10 +222,32 @@ def test_usage_errors_are_grit_errors():
 
 
 def test_level3_probe_warns_never_fails():
-    # every scale identical across 64 groups: advisory warning, check still passes
+    # every scale identical across 64 groups while the groups' largest E2M1
+    # elements span four binades (codes 1, 2, 4, 7: 0.5, 1, 2, 6): a
+    # shared-exponent encoder would not give them one scale — advisory
+    # warning, the check still passes
     n = 64 * 32
+    data = bytearray(n // 2)
+    for g in range(64):
+        data[g * 16] = (1, 2, 4, 7)[g % 4]
+    rep = grit.check(MX, [n], [bytes(data), bytes([0x7F]) * 64, b"", b""], level=3)
+    assert rep.status == Status.OK and any("binades" in w for w in rep.warnings)
+    # elements that show nothing (all zero): no evidence either way, no warning
     rep = grit.check(MX, [n], [bytes(n // 2), bytes([0x7F]) * 64, b"", b""], level=3)
-    assert rep.status == Status.OK and any("dynamic range" in w for w in rep.warnings)
+    assert rep.status == Status.OK and not rep.warnings
+
+
+def test_level3_probe_accepts_a_legitimately_narrow_e8m0_plane():
+    # every group's maximum in one binade ([1, 2)): MXFP4's exp2floor scale
+    # rule gives every group the same E8M0 code, and the elements show why —
+    # each group's largest element is in E2M1's top binade (4 or 6)
+    rng = np.random.default_rng(7)
+    x = rng.uniform(-1, 1, (64, 32)).astype(np.float32)
+    x *= (rng.uniform(1, 1.99, (64, 1)) / np.abs(x).max(axis=1, keepdims=True)).astype(np.float32)
+    a = grit.encode(x.reshape(-1), "GRADE_MXFP4")
+    assert len(set(bytes(a.planes[1]))) == 1                  # one scale code for all
+    rep = grit.check(a.descriptor, a.shape, list(a.planes), level=3)
+    assert rep.status == Status.OK and not rep.warnings
 
 
 # --- fuzz: any 64 bytes, any shapes, any plane sizes -> one status, only GritError ------------

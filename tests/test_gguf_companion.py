@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import grit
+from grit.io import gguf as G
 from grit.scan import scan
 
 gguf = pytest.importorskip("gguf")
@@ -162,9 +163,16 @@ def test_round_trip_writes_blocks_and_companion_once(tmp_path):
     assert r["x.weight"].tensor_type == T.NVFP4
     assert np.asarray(r["x.weight"].data).tobytes() == b.tobytes()
     assert np.asarray(r["x.scale"].data).tobytes() == np.float32(0.1).tobytes()
-    # the array alone: save adds the companion; a conflicting one is refused
+    # the array alone: its GRIT payload (a mapping's tensors stay its tensors), or
+    # with relayout=True NVFP4 blocks plus the companion save adds
+    alone = tmp_path / "alone.gguf"
+    with pytest.warns(UserWarning, match="x.weight"):
+        grit.save(str(alone), {"x.weight": got["x.weight"]})
+    r = {t.name: t for t in gguf.GGUFReader(str(alone)).tensors}
+    assert set(r) == {"x.weight"} and r["x.weight"].tensor_type == T.I8
+    assert grit.load(str(alone))["x.weight"] == got["x.weight"]
     only = tmp_path / "only.gguf"
-    grit.save(str(only), {"x.weight": got["x.weight"]})
+    grit.save(str(only), {"x.weight": got["x.weight"]}, relayout=True)
     r = {t.name: t for t in gguf.GGUFReader(str(only)).tensors}
     assert set(r) == {"x.weight", "x.scale"}
     assert np.asarray(r["x.scale"].data).tobytes() == np.float32(0.1).tobytes()
@@ -191,3 +199,19 @@ def test_deep_scan_reports_scale_bytes_ggml_reads_otherwise(tmp_path):
     x = grit.decode(got["y"]).reshape(-1)
     assert np.isnan(x[:16]).all()
     assert not np.isnan(gguf.quants.dequantize(b.reshape(2, -1), T.NVFP4).reshape(-1)[:16]).any()
+
+
+def test_the_spec_nvf4_grade_is_written_for_ggml_with_relayout(tmp_path):
+    """grit.encode(x, GRADE_NVF4) (the spec's two-level NVFP4, one binary32
+    level-1 scale) is NVFP4 blocks plus the companion with relayout=True, and
+    loads back as the same array."""
+    x = RNG.standard_normal((4, 128)).astype(np.float32)
+    a = grit.encode(x, grit.GRADE_NVF4)
+    assert G.nvfp4_scaled_grade(0).id == a.grade.id
+    path = tmp_path / "nvf4.gguf"
+    grit.save(str(path), {"w.weight": a}, relayout=True)
+    r = {t.name: t for t in gguf.GGUFReader(str(path)).tensors}
+    assert r["w.weight"].tensor_type == T.NVFP4
+    assert np.asarray(r["w.scale"].data).tobytes() == bytes(a.planes[2])
+    back = grit.load(str(path))
+    assert back["w.weight"] == a and back.companions["w.weight"].attached

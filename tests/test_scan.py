@@ -470,12 +470,14 @@ def test_role_drift_outside_the_recipe_stays_a_disagreement(tmp_path):
 
 def test_deep_probes_inferred_tensors(tmp_path):
     """--deep runs the level-3 probes on tensors whose descriptor was inferred
-    (no GRIT metadata): here MXFP4 whose E8M0 scales all hold one value."""
+    (no GRIT metadata): here MXFP4 whose E8M0 scales all hold one value while
+    the groups' largest E2M1 codes (1, 2, 4, 7: 0.5 … 6) span four binades."""
     from safetensors.numpy import save_file
     d = tmp_path / "mx"
     d.mkdir()
     w = "model.layers.0.mlp.up_proj"
-    packed = np.random.default_rng(3).integers(0, 256, (8, 32), dtype=np.uint8)
+    top = np.array([1, 2, 4, 7], np.uint8)[np.arange(16) % 4]           # per 32-element group
+    packed = (top.repeat(16) * np.uint8(0x11)).reshape(8, 32)
     save_file({f"{w}.weight_packed": packed,
                f"{w}.weight_scale": np.full((8, 2), 127, np.uint8)}, str(d / "m.safetensors"))
     (d / "config.json").write_text(json.dumps({"quantization_config": {

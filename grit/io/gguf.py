@@ -1032,7 +1032,10 @@ def save_gguf(path, tensors, metadata=None, *, arch: str | None = None,
       (:func:`native_type`) is stored as that ggml type, its block bytes, so
       that ggml runtimes and ``gguf.quants.dequantize`` read it (with
       ``relayout=True`` also a canonical Q8_0 or MXFP4 array, which then
-      loads back in ggml's placement: same decode); any other
+      loads back in ggml's placement: same decode).  An NVFP4 array with a
+      binary32 scale1 (:class:`Companion`) is stored as NVFP4 blocks when the
+      mapping holds its companion tensor (as a loaded one does), or with
+      ``relayout=True``, which adds the companion ``<base>.scale``; any other
       GritArray as a one-dimensional I8 tensor of its payload, with a
       warning naming the tensor, annotated by ``grit.desc.``/``grit.shape.``
       entries (and ``grit.layout.`` for hashed placement words).  Every
@@ -1086,6 +1089,9 @@ def save_gguf(path, tensors, metadata=None, *, arch: str | None = None,
                     f"writer stores {KV_SHAPE}<name> as (at most {_INT32_MAX}); save it as "
                     "safetensors, whose shapes are 64-bit")
             nt = native_type(v, relayout=relayout)
+            if nt is not None and not relayout and _scaled_k1(v) is not None and \
+                    not any(c in tensors for c in companion_names(name)):
+                nt = None     # NVFP4 + scale1 adds a companion tensor: only with relayout=True
             if nt is not None:
                 t, blocks = nt
                 b, s = sizes[t]

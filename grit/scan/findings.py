@@ -367,8 +367,8 @@ REGISTRY: dict[str, FindingSpec] = _specs(
     ("S502", C.DEEP, V.WARNING, K.PROBE,
      "level-3 decode-sanity probe warning (--deep)",
      "--deep only: a §7.6 probe found a structurally valid tensor whose decoded values "
-     "look wrong: NaN scales, a scale plane with no dynamic range, int8 elements that "
-     "never approach ±127.",
+     "look wrong: NaN scales, one shared-exponent scale for groups whose elements "
+     "span several binades, int8 elements that never approach ±127.",
      "A descriptor that lies about its scale rule or plane order passes every size "
      "check; the probes catch some of those lies. Advisory: a probe never fails a load.",
      "Compare against the producer's dequantisation; a mislabelled plane is the usual "
