@@ -57,6 +57,14 @@ static const size_t BLOCK_BYTES[GGML_KINDS] = {34, 17, 36, 144, 18, 20, 22, 24, 
 static const size_t BLOCK_ELEMS[GGML_KINDS] = {32, 32, 64, 256, 32, 32, 32, 32, 256, 256, 256,
                                                256, 256};
 
+/* a range function's first statement: run its AVX2 loop instead when the CPU
+ * has AVX2 (nothing without GRIT_AVX2) */
+#ifdef GRIT_AVX2
+#define AVX2_FIRST(call) do { if (grit_use_avx2) { call; return; } } while (0)
+#else
+#define AVX2_FIRST(call) do { } while (0)
+#endif
+
 typedef struct {
     const unsigned char *src;
     float *out;
@@ -100,12 +108,7 @@ ggml_q8_0_range(void *vctx, int part, size_t lo, size_t hi)
 {
     ggml_ctx *c = (ggml_ctx *)vctx;
     (void)part;
-#ifdef GRIT_AVX2
-    if (grit_use_avx2) {
-        ggml_q8_0_avx2(c->src, c->out, lo, hi);
-        return;
-    }
-#endif
+    AVX2_FIRST(ggml_q8_0_avx2(c->src, c->out, lo, hi));
     for (size_t b = lo; b < hi; b++) {
         const unsigned char *p = c->src + 34 * b;
         const signed char *q = (const signed char *)(p + 2);
@@ -158,12 +161,7 @@ ggml_mxfp4_range(void *vctx, int part, size_t lo, size_t hi)
 {
     ggml_ctx *c = (ggml_ctx *)vctx;
     (void)part;
-#ifdef GRIT_AVX2
-    if (grit_use_avx2) {
-        ggml_mxfp4_avx2(c, lo, hi);
-        return;
-    }
-#endif
+    AVX2_FIRST(ggml_mxfp4_avx2(c, lo, hi));
     float t[16];
     for (size_t b = lo; b < hi; b++) {
         const unsigned char *p = c->src + 17 * b;
@@ -180,12 +178,7 @@ ggml_nvfp4_range(void *vctx, int part, size_t lo, size_t hi)
 {
     ggml_ctx *c = (ggml_ctx *)vctx;
     (void)part;
-#ifdef GRIT_AVX2
-    if (grit_use_avx2) {
-        ggml_nvfp4_avx2(c, lo, hi);
-        return;
-    }
-#endif
+    AVX2_FIRST(ggml_nvfp4_avx2(c, lo, hi));
     float t[16];
     for (size_t b = lo; b < hi; b++) {
         const unsigned char *p = c->src + 36 * b;
@@ -256,12 +249,7 @@ ggml_q4_k_range(void *vctx, int part, size_t lo, size_t hi)
 {
     ggml_ctx *c = (ggml_ctx *)vctx;
     (void)part;
-#ifdef GRIT_AVX2
-    if (grit_use_avx2) {
-        ggml_q4_k_avx2(c, lo, hi);
-        return;
-    }
-#endif
+    AVX2_FIRST(ggml_q4_k_avx2(c, lo, hi));
     float t[2][16];
     for (size_t b = lo; b < hi; b++) {
         const unsigned char *p = c->src + 144 * b, *sc12 = p + 4, *qs = p + 16;
@@ -387,12 +375,7 @@ static void
 q4q5_range(const ggml_ctx *c, size_t lo, size_t hi, size_t bytes, int l1, int qh_at, int qs_at,
            float z)
 {
-#ifdef GRIT_AVX2
-    if (grit_use_avx2) {
-        q4q5_avx2(c, lo, hi, bytes, l1, qh_at, qs_at, z);
-        return;
-    }
-#endif
+    AVX2_FIRST(q4q5_avx2(c, lo, hi, bytes, l1, qh_at, qs_at, z));
     for (size_t b = lo; b < hi; b++) {
         const unsigned char *p = c->src + bytes * b, *qs = p + qs_at;
         float *o = c->out + 32 * b;
@@ -473,12 +456,7 @@ ggml_q2_k_range(void *vctx, int part, size_t lo, size_t hi)
 {
     const ggml_ctx *c = (const ggml_ctx *)vctx;
     (void)part;
-#ifdef GRIT_AVX2
-    if (grit_use_avx2) {
-        q2_k_avx2(c, lo, hi);
-        return;
-    }
-#endif
+    AVX2_FIRST(q2_k_avx2(c, lo, hi));
     for (size_t b = lo; b < hi; b++) {
         const unsigned char *p = c->src + 84 * b, *qs = p + 16;
         float d = half_value(ld16(p + 80)), dmin = half_value(ld16(p + 82));
@@ -528,12 +506,7 @@ ggml_q5_k_range(void *vctx, int part, size_t lo, size_t hi)
 {
     const ggml_ctx *c = (const ggml_ctx *)vctx;
     (void)part;
-#ifdef GRIT_AVX2
-    if (grit_use_avx2) {
-        q5_k_avx2(c, lo, hi);
-        return;
-    }
-#endif
+    AVX2_FIRST(q5_k_avx2(c, lo, hi));
     for (size_t b = lo; b < hi; b++) {
         const unsigned char *p = c->src + 176 * b, *sc12 = p + 4, *qh = p + 16, *qs = p + 48;
         float d = half_value(ld16(p)), dmin = half_value(ld16(p + 2));
@@ -588,12 +561,7 @@ ggml_q6_k_range(void *vctx, int part, size_t lo, size_t hi)
 {
     const ggml_ctx *c = (const ggml_ctx *)vctx;
     (void)part;
-#ifdef GRIT_AVX2
-    if (grit_use_avx2) {
-        q6_k_avx2(c, lo, hi);
-        return;
-    }
-#endif
+    AVX2_FIRST(q6_k_avx2(c, lo, hi));
     for (size_t b = lo; b < hi; b++) {
         const unsigned char *p = c->src + 210 * b;
         const signed char *sc = (const signed char *)(p + 192);
@@ -634,12 +602,7 @@ ggml_q8_k_range(void *vctx, int part, size_t lo, size_t hi)
 {
     const ggml_ctx *c = (const ggml_ctx *)vctx;
     (void)part;
-#ifdef GRIT_AVX2
-    if (grit_use_avx2) {
-        q8_k_avx2(c, lo, hi);
-        return;
-    }
-#endif
+    AVX2_FIRST(q8_k_avx2(c, lo, hi));
     for (size_t b = lo; b < hi; b++) {
         const unsigned char *p = c->src + 292 * b;
         const signed char *q = (const signed char *)(p + 4);
@@ -679,12 +642,7 @@ ggml_tq2_0_range(void *vctx, int part, size_t lo, size_t hi)
 {
     const ggml_ctx *c = (const ggml_ctx *)vctx;
     (void)part;
-#ifdef GRIT_AVX2
-    if (grit_use_avx2) {
-        tq2_0_avx2(c, lo, hi);
-        return;
-    }
-#endif
+    AVX2_FIRST(tq2_0_avx2(c, lo, hi));
     for (size_t b = lo; b < hi; b++) {
         const unsigned char *p = c->src + 66 * b;
         float d = half_value(ld16(p + 64)), *o = c->out + 256 * b;
