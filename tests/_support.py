@@ -37,3 +37,20 @@ def assert_same_bits(a, b):
     bad = np.flatnonzero(ua != ub)
     assert bad.size == 0, (f"{bad.size} elements differ, first at {bad[:8].tolist()}: "
                            f"{[hex(v) for v in ua[bad[:8]]]} vs {[hex(v) for v in ub[bad[:8]]]}")
+
+
+def write_gguf(path, tensors, arch: str = "llama", kv=()) -> str:
+    """A GGUF file written by gguf-py's GGUFWriter: ``tensors`` is
+    ``{name: (array, raw ggml type or None)}`` in order, ``kv`` (key, value,
+    value type, sub type) entries.  Returns the path as a str."""
+    import gguf  # noqa: PLC0415 - only the GGUF tests need it
+    w = gguf.GGUFWriter(str(path), arch)
+    for k, v, vt, sub in kv:
+        w.add_key_value(k, v, vt, sub)
+    for name, (data, raw) in tensors.items():
+        w.add_tensor(name, data, raw_dtype=raw)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return str(path)

@@ -15,6 +15,7 @@ from grit.codec.decode import decode_canonical
 from grit.errors import GritSizeError, GritUsageError
 from grit.ggml import CONVERTED, Blocks
 from grit.io import gguf as G
+from _support import write_gguf
 
 gguf = pytest.importorskip("gguf")
 T = gguf.GGMLQuantizationType
@@ -37,13 +38,7 @@ def blocks(name, shape=SHAPE):
 @pytest.fixture(scope="module")
 def gguf_path(tmp_path_factory):
     path = tmp_path_factory.mktemp("deferred") / "converted.gguf"
-    w = gguf.GGUFWriter(str(path), "llama")
-    for name in CONVERTED:
-        w.add_tensor(name, blocks(name), raw_dtype=T[name])
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    write_gguf(path, {name: (blocks(name), T[name]) for name in CONVERTED})
     return path
 
 
@@ -111,12 +106,7 @@ def test_q8_k_bsums_of_the_file_are_kept_even_when_they_are_not_the_codes_sums(t
     b = blocks("Q8_K")
     b.reshape(-1, 292)[:, 260:292] = 0x5A           # bsums ggml would not derive
     path = tmp_path / "q8k.gguf"
-    w = gguf.GGUFWriter(str(path), "llama")
-    w.add_tensor("x", b, raw_dtype=T.Q8_K)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    write_gguf(path, {"x": (b, T.Q8_K)})
     a = grit.load(str(path))["x"]
     assert G.native_type(a)[1].tobytes() == b.tobytes()
     # the general path, from the planes alone, derives them from the codes

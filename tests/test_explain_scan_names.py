@@ -16,6 +16,7 @@ from safetensors.numpy import save_file
 
 import grit
 from grit.cli import main
+from _support import write_gguf
 
 gguf = pytest.importorskip("gguf")
 T = gguf.GGMLQuantizationType
@@ -56,14 +57,7 @@ def folder(root, name, tensors, config=None, metadata=None, file="model.safetens
 
 
 def gguf_file(path, tensors):
-    w = gguf.GGUFWriter(str(path), "names")
-    for name, (data, raw) in tensors.items():
-        w.add_tensor(name, data, raw_dtype=raw)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    return str(path)
+    return write_gguf(path, tensors, arch="names")
 
 
 def raw_blocks(ggml_type, rows, cols):

@@ -16,6 +16,7 @@ import pytest
 
 import grit
 from grit.io import gguf as G
+from _support import write_gguf as write
 from grit.scan import scan
 
 gguf = pytest.importorskip("gguf")
@@ -43,16 +44,6 @@ def reference(blocks, s1_per_block):
     codes = np.concatenate([qs & 15, qs >> 4], axis=2)          # (n, 4, 16)
     S = (s1_per_block.reshape(n, 1) * s0).astype(np.float32)
     return (S[:, :, None] * E2M1[codes]).astype(np.float32).reshape(-1)
-
-
-def write(path, tensors):
-    w = gguf.GGUFWriter(str(path), "llama")
-    for name, (data, t) in tensors.items():
-        w.add_tensor(name, data, raw_dtype=t)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
 
 
 def bits(x):
