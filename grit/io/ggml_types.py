@@ -9,8 +9,9 @@ from the ``type_traits`` table of ``ggml/src/ggml.c``, the sizes being the
 written as the sum of its struct's fields.  tests/test_ggml_types.py checks
 every type gguf-py's ``GGML_QUANT_SIZES`` knows against this table (they
 agree except Q8_1, where gguf-py keeps the float fields of an older
-``block_q8_1``: 40 bytes where ggml has 36); the rows gguf-py may not know are marked by ``since`` (added to ggml after the
-gguf-py release the tests run against) or ``removed`` (ids ggml once
+``block_q8_1``: 40 bytes where ggml has 36); the rows gguf-py may not know
+carry a ``note``: added to ggml after the gguf-py release the tests run
+against (Q2_0), or removed (ids ggml once
 defined and GGUF files were written with, which current ggml no longer
 reads: the Q4_0 / IQ4_NL rows repacked for ARM, whose blocks are Q4_0's and
 IQ4_NL's).  Ids 4 and 5 (Q4_2, Q4_3) were removed before GGUF existed and
