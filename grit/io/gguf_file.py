@@ -503,9 +503,10 @@ def _overlap(out: GGUFFile, tally: Tally, a: TensorInfo, b: TensorInfo) -> None:
             out.path, K.OVERLAP,
             f"tensor {a.name!r} ({_span(a)}) needs {a.nbytes} bytes from data offset "
             f"{a.offset}, but tensor {b.name!r} begins {room} bytes after it: {shared} bytes "
-            f"are shared, so a reader of {a.name!r} takes them from {b.name!r}"[:300], a.name,
-            lines=(f"[{a.offset}, {a_end}) and [{b.offset}, {b_end}) overlap; the file's "
-                   "bounds check cannot see it, only the spans' sizes can.",),
+            "are shared"[:300], a.name,
+            lines=(f"[{a.offset}, {a_end}) and [{b.offset}, {b_end}) overlap: a reader of "
+                   f"{a.name!r} takes its last {shared} bytes from {b.name!r}; a bounds check "
+                   "against the file end cannot see it, only the spans' sizes can.",),
             field="offset", expected=a_end, actual=b.offset,
             extra=(("other", b.name), ("shared", shared), ("needs", a.nbytes),
                    ("room", room))))
