@@ -211,6 +211,12 @@ def test_members_disagreeing_on_the_count(tmp_path):
     ('{"weight_map": [1, 2]}', "weight_map"),
     ('{"weight_map": {"a": "../../etc/passwd"}}', "not a file name"),
     ('{"metadata": {"total_size": "12"}, "weight_map": {}}', "not a byte count"),
+    ('{"metadata": {"total_size": -1}, "weight_map": {}}', "not a byte count"),
+    ('{"weight_map": {"a": ".."}}', "not a file name"),
+    ('{"weight_map": {"a": "x\\u0000.safetensors"}}', "not a file name"),
+    ('{"weight_map": {"a": "\\udc80.safetensors"}}', "not a file name"),
+    ('[1, 2, 3]', "not a JSON object"),
+    ('\xff\xfe', "not a JSON document"),
 ])
 def test_an_index_that_cannot_be_read(tmp_path, text, why):
     d = tmp_path / "ckpt"

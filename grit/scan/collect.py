@@ -86,6 +86,19 @@ class ShardIndex:
     total_size: int | None
 
 
+def _file_name(v: str) -> bool:
+    """Whether ``v`` names a file in the index's own folder (no separator,
+    no ``..``, nothing a path cannot hold)."""
+    if v in ("", ".", "..") or os.path.basename(v) != v or "/" in v or "\\" in v or \
+            any(ord(c) < 32 for c in v):
+        return False
+    try:
+        v.encode("utf-8")
+    except UnicodeEncodeError:           # a lone surrogate from JSON escapes
+        return False
+    return True
+
+
 def read_index(path: str) -> ShardIndex:
     """Parse a shard index; ValueError says what is wrong with it (OSError
     when it cannot be read)."""
@@ -102,8 +115,7 @@ def read_index(path: str) -> ShardIndex:
     wm = doc.get("weight_map")
     if not isinstance(wm, dict) or not all(isinstance(v, str) for v in wm.values()):
         raise ValueError('"weight_map" is not an object of tensor name -> shard file name')
-    bad = next((v for v in wm.values() if not v or os.path.isabs(v) or
-                os.path.basename(v) != v), None)
+    bad = next((v for v in wm.values() if not _file_name(v)), None)
     if bad is not None:
         raise ValueError(f'"weight_map" names {bad[:80]!r}, which is not a file name in the '
                          "index's folder")
