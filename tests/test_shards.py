@@ -226,3 +226,26 @@ def test_an_index_that_cannot_be_read(tmp_path, text, why):
         rc, doc = scan(arg)
         (f,) = only(doc, "S150")
         assert why in f["message"] and f["severity"] == 1 and rc == 1
+
+
+def test_an_index_may_name_grit_tensors_or_their_planes(tmp_path):
+    import grit
+    d = tmp_path / "g"
+    d.mkdir()
+    x = RNG.standard_normal((8, 64)).astype(np.float32)
+    a = grit.encode(x, grit.GRADE_MXFP4)
+    grit.save(str(d / _shard_name(1, 2)), {"layers.0.w": a})
+    grit.save(str(d / _shard_name(2, 2)), {"layers.1.w": a, "norm": x[0]})
+    planes = st.load_file(str(d / _shard_name(1, 2)))
+    for wm in ({"layers.0.w": _shard_name(1, 2), "layers.1.w": _shard_name(2, 2),
+                "norm": _shard_name(2, 2)},
+               {**{n: _shard_name(1, 2) for n in planes}, "layers.1.w": _shard_name(2, 2),
+                "norm": _shard_name(2, 2)}):
+        write_index(d, wm, 0)
+        rc, doc = scan(d)
+        assert codes(doc) == [("S155", None)] and rc == 3     # total_size 0: only that
+    # a GRIT tensor the index leaves out is named once, by its GRIT name
+    write_index(d, {"layers.1.w": _shard_name(2, 2), "norm": _shard_name(2, 2)}, 0)
+    rc, doc = scan(d)
+    assert [(f["tensor"], os.path.basename(f["file"])) for f in only(doc, "S153")] == \
+        [("layers.0.w", _shard_name(1, 2))] and rc == 1

@@ -46,6 +46,20 @@ class Shard:
     path: str
     avail: int = 0
     spans: dict[str, tuple[int, int]] | None = None
+    #: file tensor -> the GRIT tensor whose plane it is (an index may name either)
+    owner: dict[str, str] = field(default_factory=dict)
+
+    def holds(self, name: str) -> bool:
+        """Whether ``name`` is a tensor of the file or a GRIT tensor of it."""
+        return name in (self.spans or {}) or name in self.grit
+
+    @property
+    def grit(self) -> set[str]:
+        return set(self.owner.values())
+
+    def unit(self, t: str) -> str:
+        """The name a file tensor is listed under: its GRIT tensor's, or its own."""
+        return self.owner.get(t, t)
 
     @property
     def missing(self) -> int:
@@ -79,6 +93,7 @@ class Checkpoints:
         if f is not None and inp.file.parsed:
             sh.avail = f.avail
             sh.spans = {n: e.span for n, e in f.entries.items() if e.span is not None}
+            sh.owner = dict(f.doc.claimed)
         self.shards[_key(inp.file.path)] = sh
 
     # -----------------------------------------------------------------------
@@ -138,7 +153,7 @@ class Checkpoints:
             by_shard.setdefault(fname, []).append(t)
         holders: dict[str, list[str]] = {}      # tensor -> the shards holding it
         for s in shards:
-            for t in s.spans or {}:
+            for t in set(s.spans or {}) | s.grit:
                 holders.setdefault(t, []).append(s.path)
         for fname, tensors in sorted(by_shard.items()):
             path = os.path.join(folder, fname)
@@ -153,21 +168,22 @@ class Checkpoints:
             if s is None or s.spans is None:
                 continue               # not scanned, or unreadable (its own finding)
             for t in tensors:
-                if t not in s.spans:
+                if not s.holds(t):
                     where = holders.get(t)
                     ctx.add("S152", ip, t,
                             f"the index maps tensor {t!r} to {fname!r}, whose header has no "
                             "such tensor" + (f"; it is in {os.path.basename(where[0])!r}"
                                              if where else "; no shard holds it"),
                             detail={"shard": fname, "found_in": where or []})
+        wm = idx.weight_map
         for s in shards:
             fname = os.path.basename(s.path)
-            for t in sorted(s.spans or {}):
-                mapped = idx.weight_map.get(t)
-                if mapped is None:
-                    ctx.add("S153", s.path, t,
-                            f"tensor {t!r} of {fname!r} is not in the index's weight_map: "
-                            "loaders never read it", detail={"index": ip})
+            unlisted = {s.unit(t) for t in s.spans or {}
+                        if t not in wm and s.unit(t) not in wm}
+            for t in sorted(unlisted):
+                ctx.add("S153", s.path, t,
+                        f"tensor {t!r} of {fname!r} is not in the index's weight_map: "
+                        "loaders never read it", detail={"index": ip})
         if idx.total_size is not None and named and all(
                 s is not None and s.spans is not None for s in named.values()):
             total = sum(e - b for s in named.values() if s is not None
@@ -187,7 +203,7 @@ class Checkpoints:
         index's findings named already)."""
         seen: dict[str, str] = {}
         for s in sorted(shards, key=lambda s: s.path):
-            for t in sorted(s.spans or {}):
+            for t in sorted({s.unit(t) for t in s.spans or {}}):
                 first = seen.setdefault(t, s.path)
                 if first != s.path:
                     ctx.add("S154", s.path, t,
