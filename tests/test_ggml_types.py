@@ -225,3 +225,13 @@ def test_a_type_no_table_knows_is_reported_alone(tmp_path):
     rep = scan([str(p)])
     assert [(x.code, x.tensor) for x in rep.findings if x.severity == 1] == \
         [("S806", "x.weight")]
+
+
+def test_the_block_types_grit_expresses_agree_with_the_table():
+    # grit.ggml (layer 2) spells the sizes of the types it reads; they are this
+    # table's rows
+    from grit.ggml import CONVERTED, ZERO_COPY
+    by_name = {t.name: t for t in GT.GGML_TYPES}
+    for row in (*ZERO_COPY.values(), *CONVERTED.values()):
+        t = by_name[row.name]
+        assert (row.block_elems, row.block_bytes) == (t.block_elems, t.block_bytes), row.name
