@@ -51,6 +51,10 @@ KVS = [
     ("general.alignment", 64, VT.UINT32, None),
 ]
 VOCAB = 262_144
+#: ggml types whose block size gguf-py's table gives differently from ggml's
+#: (tests/test_ggml_types.py): Q8_1 is 2 halves + 32 codes in ggml, 2 floats
+#: + 32 codes in gguf-py; a file of it is read as ggml sizes it
+GGUF_PY_DRIFT = {9}
 
 
 def _vocab(n: int = VOCAB) -> list[str]:
@@ -63,6 +67,8 @@ def _every_type() -> list[tuple[str, int, bytes, tuple[int, ...]]]:
     rng = np.random.default_rng(7)
     out = []
     for t, (block, size) in sorted(gguf.GGML_QUANT_SIZES.items(), key=lambda kv: int(kv[0])):
+        if int(t) in GGUF_PY_DRIFT:      # gguf-py and ggml size it differently
+            continue
         shape = (2, 2 * size)
         out.append((f"blk.{int(t)}.{t.name.lower()}.weight", int(t),
                     rng.integers(0, 256, shape, np.uint8).tobytes(), shape))
@@ -163,7 +169,8 @@ def test_every_kv_type_and_ggml_type_agrees_with_gguf_py(tmp_path, big, version)
     for k, v in want.items():
         assert _bits(f.value(k)) == _bits(v), k
     assert f.alignment == 64 and f.data_start % 64 == 0
-    assert {t.type_id for t in f.tensors} == {int(t) for t in gguf.GGML_QUANT_SIZES}
+    assert {t.type_id for t in f.tensors} == {int(t) for t in gguf.GGML_QUANT_SIZES} - \
+        GGUF_PY_DRIFT
 
 
 @pytest.fixture(scope="module")
@@ -389,17 +396,20 @@ def test_overlapping_tensors_name_both_and_the_shared_bytes(tmp_path):
     _poke(p, where[2][3], "<Q", rel0 + 32)
     f = read_gguf(p)
     got = _by_kind(f)
+    # the tensor whose span runs into the other is named, with what it needs
+    # and the room it has
     (q,) = got[K.OVERLAP]
-    assert q.tensor == "blk.1.w" and dict(q.extra) == {"other": "blk.0.w",
-                                                      "shared": where[1][5] - 32}
-    assert "shares 104 bytes with tensor 'blk.0.w'" in q.message
+    assert q.tensor == "blk.0.w" and dict(q.extra) == {
+        "other": "blk.1.w", "shared": where[1][5] - 32, "needs": where[1][5], "room": 32}
+    assert f"needs {where[1][5]} bytes from data offset {rel0}, but tensor 'blk.1.w' begins 32 " \
+           "bytes after it: 104 bytes are shared" in q.message
     # out stays where it was, 32 bytes past the end of blk.1.w's moved slot:
     # the offset rule names it; nothing else is named
-    assert {x.tensor for qs in got.values() for x in qs} == {"blk.1.w", "out"}
+    assert {x.tensor for qs in got.values() for x in qs} == {"blk.0.w", "out"}
     assert [x.tensor for x in got.get(K.OFFSET, [])] == ["out"]
     rc, doc = scan_json(p)
-    assert ("S141", "blk.1.w") in _findings(doc) and rc != 4
-    with pytest.raises(grit.GritUsageError, match=r"blk\.1\.w.*shares 104 bytes"):
+    assert ("S141", "blk.0.w") in _findings(doc) and rc != 4
+    with pytest.raises(grit.GritUsageError, match=r"blk\.0\.w.*blk\.1\.w.*104 bytes are shared"):
         grit.load(p)
 
 

@@ -1113,6 +1113,9 @@ def save_gguf(path, tensors, metadata=None, *, arch: str | None = None,
             if v.raw is None or v.ggml_type not in sizes or not v.shape:
                 raise GritUsageError(f"tensor {name!r}: an Inexpressible record without its "
                                      "bytes cannot be written")
+            if v.ggml_type not in gguf.GGMLQuantizationType.__members__:
+                raise GritUsageError(f"tensor {name!r}: ggml type {v.ggml_type} is unknown to "
+                                     "the installed gguf-py, which writes the file")
             b, s = sizes[v.ggml_type]
             shp = _byte_shape(tuple(v.shape), b, s)
             raw = _u8(v.raw)

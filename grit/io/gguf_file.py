@@ -17,8 +17,10 @@ tensors before it, which is where ggml's loader requires it).  A tensor of
 an unknown type is reported alone: its size is unknown, so the offset rule
 restarts after it and every other tensor is still checked.
 
-The ggml block sizes come from gguf-py's tables (``gguf.constants``), so
-that every type gguf-py knows is known here by the same name.  Versions 2
+The ggml block sizes come from grit's own table of every type ggml defines
+(:mod:`grit.io.ggml_types`, checked against gguf-py's in the tests), so a
+tensor of a type newer than the installed gguf-py, or one GRIT v1 cannot
+express (IQ*, Q3_K, TQ1_0), is still accounted for byte by byte.  Versions 2
 and 3 are read, in either byte order, as gguf-py reads them.
 """
 from __future__ import annotations
@@ -34,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import GritUsageError
+from .ggml_types import GGML_TYPES
 from .problems import Problem, ProblemKind as K, Tally
 from .source import ByteSource, open_source
 
@@ -81,9 +84,9 @@ _MIN_ITEM = {**{t: struct.calcsize(c) for t, c in _SCALAR.items()},
 
 @functools.lru_cache(maxsize=1)
 def ggml_types() -> dict[int, tuple[str, int, int]]:
-    """{ggml type number: (name, elements per block, bytes per block)}."""
-    import gguf  # noqa: PLC0415 - gguf-py is heavy to import; only GGUF files need its tables
-    return {int(t): (t.name, int(b), int(s)) for t, (b, s) in gguf.GGML_QUANT_SIZES.items()}
+    """{ggml type number: (name, elements per block, bytes per block)} of
+    every type in :data:`grit.io.ggml_types.GGML_TYPES`."""
+    return {t.id: (t.name, t.block_elems, t.block_bytes) for t in GGML_TYPES}
 
 
 class HeaderError(Exception):
@@ -217,7 +220,7 @@ class TensorInfo:
     dims: tuple[int, ...]
     type_id: int
     offset: int
-    ggml_type: str | None            # None: a type number gguf-py does not know
+    ggml_type: str | None            # None: a type number no table knows
     block_size: int = 1
     type_size: int = 0
 
@@ -451,15 +454,8 @@ def _placement(out: GGUFFile, sized: list[TensorInfo | None], tally: Tally) -> N
     widest: TensorInfo | None = None      # the span reaching furthest so far
     for t in spans:
         if widest is not None and t.offset < widest.offset + widest.nbytes:
-            shared = min(t.offset + t.nbytes, widest.offset + widest.nbytes) - t.offset
             overlapping.update((t.name, widest.name))
-            tally.add(problem(
-                out.path, K.OVERLAP,
-                f"tensor {t.name!r} ({t.ggml_type}) shares {shared} bytes with tensor "
-                f"{widest.name!r}: data offsets [{t.offset}, {t.offset + t.nbytes}) and "
-                f"[{widest.offset}, {widest.offset + widest.nbytes})"[:300], t.name,
-                field="offset", expected=widest.offset + widest.nbytes, actual=t.offset,
-                extra=(("other", widest.name), ("shared", shared))))
+            _overlap(out, tally, widest, t)
         if widest is None or t.offset + t.nbytes > widest.offset + widest.nbytes:
             widest = t
     expected: int | None = 0
@@ -484,3 +480,41 @@ def _placement(out: GGUFFile, sized: list[TensorInfo | None], tally: Tally) -> N
         # tensor is named alone, not every tensor after it
         end = t.offset - t.offset % al + _pad(t.nbytes, al)
         expected = end if expected is None else max(expected, end)
+
+
+def _span(t: TensorInfo) -> str:
+    blocks = t.numel // t.block_size
+    return (f"{t.ggml_type}, {blocks} blocks of {t.block_size} elements × {t.type_size} bytes"
+            if t.block_size > 1 else f"{t.ggml_type}, {t.numel} elements × {t.type_size} bytes")
+
+
+def _overlap(out: GGUFFile, tally: Tally, a: TensorInfo, b: TensorInfo) -> None:
+    """``b`` begins inside ``a``'s span (``a`` starts at or before it).  When
+    ``a`` starts first, its span — fixed by its type and dims — is what runs
+    into ``b``: ``a`` is named, with the bytes it needs and the room before
+    ``b``, because a reader of ``a`` takes its tail from ``b`` (a writer that
+    sized a tensor wrongly spaces the offsets so).  Two tensors at one offset
+    name the later info."""
+    a_end, b_end = a.offset + a.nbytes, b.offset + b.nbytes
+    shared = min(a_end, b_end) - b.offset
+    if a.offset < b.offset:
+        room = b.offset - a.offset
+        tally.add(problem(
+            out.path, K.OVERLAP,
+            f"tensor {a.name!r} ({_span(a)}) needs {a.nbytes} bytes from data offset "
+            f"{a.offset}, but tensor {b.name!r} begins {room} bytes after it: {shared} bytes "
+            "are shared"[:300], a.name,
+            lines=(f"[{a.offset}, {a_end}) and [{b.offset}, {b_end}) overlap: a reader of "
+                   f"{a.name!r} takes its last {shared} bytes from {b.name!r}; a bounds check "
+                   "against the file end cannot see it, only the spans' sizes can.",),
+            field="offset", expected=a_end, actual=b.offset,
+            extra=(("other", b.name), ("shared", shared), ("needs", a.nbytes),
+                   ("room", room))))
+        return
+    tally.add(problem(
+        out.path, K.OVERLAP,
+        f"tensor {b.name!r} ({b.ggml_type}) shares {shared} bytes with tensor {a.name!r}: "
+        f"both begin at data offset {b.offset}; spans [{b.offset}, {b_end}) and "
+        f"[{a.offset}, {a_end})"[:300], b.name,
+        field="offset", expected=a_end, actual=b.offset,
+        extra=(("other", a.name), ("shared", shared))))

@@ -34,6 +34,7 @@ from ..grade import grade_scope
 from ..placement.expr import layout_scope
 from . import analyses as _an
 from . import deep as _deep
+from . import shards as _shards
 from .analyses import role_of
 from .collect import MODEL_SUFFIXES, ScannedFile, expand, open_input, why
 from .findings import (CATEGORIES, REGISTRY, SEVERITY, Category, Finding, ScanKind,
@@ -56,7 +57,8 @@ def scan(paths: Iterable[str], *, deep: bool = False,
     input — every problem is a finding."""
     ctx = _an.Context(deep)
     files: list[ScannedFile] = []
-    model_files = expand(list(paths), ctx.findings, files)
+    ckpts = _shards.Checkpoints()
+    model_files = expand(list(paths), ctx.findings, files, ckpts.indexes)
     for i, p in enumerate(model_files):
         if progress is not None:
             progress(i, len(model_files), p)
@@ -64,9 +66,10 @@ def scan(paths: Iterable[str], *, deep: bool = False,
         # read and checked, never for the next one: a verdict does not depend on
         # file order
         with grade_scope(), layout_scope():
-            _one_file(ctx, files, p, deep)
+            _one_file(ctx, files, p, deep, ckpts)
     if progress is not None:
         progress(len(model_files), len(model_files), "")
+    ckpts.check(ctx)          # the index against the shards, the shards against each other
     _an.cross_file(ctx)
     _an.drift(ctx)
     _an.escape_hatch(ctx)
@@ -82,9 +85,11 @@ def scan(paths: Iterable[str], *, deep: bool = False,
     return ScanReport(files, findings, deep)
 
 
-def _one_file(ctx: _an.Context, files: list[ScannedFile], p: str, deep: bool) -> None:
+def _one_file(ctx: _an.Context, files: list[ScannedFile], p: str, deep: bool,
+              ckpts: _shards.Checkpoints) -> None:
     inp = open_input(p)
     files.append(inp.file)
+    ckpts.note(inp)
     for f in inp.findings:
         ctx.keep(f)
     if not inp.file.parsed:

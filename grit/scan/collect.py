@@ -20,8 +20,9 @@ from ..io.recognise import read_config
 from ..io.safetensors import SafetensorsFile
 from .findings import Finding
 
-__all__ = ["MODEL_SUFFIXES", "MANIFEST_SUFFIXES", "ScannedFile", "Input", "expand", "sniff",
-           "checkpoint_of", "open_input", "why"]
+__all__ = ["MODEL_SUFFIXES", "MANIFEST_SUFFIXES", "INDEX_SUFFIX", "ScannedFile", "Input",
+           "expand", "sniff", "checkpoint_of", "index_of", "read_index", "ShardIndex",
+           "open_input", "why"]
 
 MODEL_SUFFIXES = (".safetensors", ".gguf")
 #: manifests are recognised by suffix; any other non-model file named on the
@@ -29,7 +30,13 @@ MODEL_SUFFIXES = (".safetensors", ".gguf")
 MANIFEST_SUFFIXES = (".json", ".txt", ".lst", ".manifest")
 #: the largest manifest read (config.json: grit.io.recognise.MAX_CONFIG)
 MAX_MANIFEST = 16 * 1024 * 1024
+#: a sharded safetensors checkpoint's index (``model.safetensors.index.json``)
+INDEX_SUFFIX = ".safetensors.index.json"
+#: the largest index read (a 1,000-shard MoE's weight_map is a few MiB)
+MAX_INDEX = 64 * 1024 * 1024
 
+#: what a shard file name in an index may not hold: separators, control characters
+_NOT_IN_NAME = re.compile(r"[/\\\x00-\x1f]")
 _SHARD = re.compile(r"^(?P<stem>.+)-\d{3,6}-of-\d{3,6}(?P<ext>\.[A-Za-z]+)$")
 
 
@@ -64,6 +71,63 @@ def checkpoint_of(path: str) -> str:
     return os.path.join(folder, m["stem"] + m["ext"]) if m else path
 
 
+def index_of(path: str) -> str:
+    """The index a checkpoint's shards are listed in: ``model.safetensors.index.json``
+    beside ``model-00001-of-00003.safetensors`` (and beside ``model.safetensors``)."""
+    return checkpoint_of(path) + ".index.json"
+
+
+@dataclass(frozen=True)
+class ShardIndex:
+    """A parsed ``*.safetensors.index.json``: ``weight_map`` {tensor: shard
+    file name, relative to the index's folder} and ``metadata.total_size``
+    (None when absent)."""
+
+    path: str
+    weight_map: dict[str, str]
+    total_size: int | None
+
+
+def _file_name(v: str) -> bool:
+    """Whether ``v`` names a file in the index's own folder (no separator,
+    no ``..``, nothing a path cannot hold)."""
+    if v in ("", ".", "..") or os.path.basename(v) != v or _NOT_IN_NAME.search(v):
+        return False
+    try:
+        v.encode("utf-8")
+    except UnicodeEncodeError:           # a lone surrogate from JSON escapes
+        return False
+    return True
+
+
+def read_index(path: str) -> ShardIndex:
+    """Parse a shard index; ValueError says what is wrong with it (OSError
+    when it cannot be read)."""
+    with open_regular(path) as f:
+        raw = f.read(MAX_INDEX + 1)
+    if len(raw) > MAX_INDEX:
+        raise ValueError(f"the index is larger than {MAX_INDEX >> 20} MiB")
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise ValueError(f"not a JSON document ({str(e)[:120]})") from None
+    if not isinstance(doc, dict):
+        raise ValueError("the index is not a JSON object")
+    wm = doc.get("weight_map")
+    if not isinstance(wm, dict) or not all(isinstance(v, str) for v in wm.values()):
+        raise ValueError('"weight_map" is not an object of tensor name -> shard file name')
+    bad = next((v for v in sorted(set(wm.values())) if not _file_name(v)), None)
+    if bad is not None:
+        raise ValueError(f'"weight_map" names {bad[:80]!r}, which is not a file name in the '
+                         "index's folder")
+    meta = doc.get("metadata", {})
+    total = meta.get("total_size") if isinstance(meta, dict) else None
+    if total is not None and (isinstance(total, bool) or not isinstance(total, int)
+                              or total < 0):
+        raise ValueError(f'"metadata.total_size" is {str(total)[:40]}, not a byte count')
+    return ShardIndex(path, dict(wm), total)
+
+
 def sniff(path: str) -> str | None:
     """The container a file's first bytes say it is ("gguf", "safetensors"),
     or None (also when it cannot be opened)."""
@@ -78,10 +142,15 @@ def sniff(path: str) -> str | None:
 
 
 def expand(paths: Sequence[str], findings: list[Finding],
-           files: list[ScannedFile]) -> list[str]:
+           files: list[ScannedFile], indexes: list[str] | None = None) -> list[str]:
     """Model files to scan, in a stable order: each PATH as given, directory
     trees walked sorted, manifests expanded (one level).  A path that fails
-    is a ScannedFile with ``error`` and an ``unreadable`` finding."""
+    is a ScannedFile with ``error`` and an ``unreadable`` finding.  Shard
+    indexes (``*.safetensors.index.json``) found in a tree or named as a PATH
+    are appended to ``indexes``; a named index adds the shards it lists that
+    exist (grit.scan.shards checks the rest)."""
+    if indexes is None:
+        indexes = []
     out: list[str] = []
     seen: set[str] = set()
 
@@ -102,12 +171,15 @@ def expand(paths: Sequence[str], findings: list[Finding],
             bad("S802", e.filename or root,
                 f"cannot list directory: {e.strerror or e}")
 
+        i0 = len(indexes)
         for folder, dirs, names in os.walk(root, onerror=onerror):
             dirs.sort()
             for n in sorted(names):
                 if n.lower().endswith(MODEL_SUFFIXES):
                     add(os.path.join(folder, n))
-        if len(out) == n0:
+                elif n.lower().endswith(INDEX_SUFFIX):
+                    indexes.append(os.path.join(folder, n))
+        if len(out) == n0 and len(indexes) == i0:
             bad("S803", root, "no .safetensors or .gguf files under this directory")
 
     def one(p: str, from_manifest: str | None) -> None:
@@ -118,6 +190,25 @@ def expand(paths: Sequence[str], findings: list[Finding],
                                                          if from_manifest else ""))
         elif p.lower().endswith(MODEL_SUFFIXES) or sniff(p) is not None:
             add(p)
+        elif p.lower().endswith(INDEX_SUFFIX):
+            indexes.append(p)
+            folder = os.path.dirname(p)
+            try:
+                listed = sorted(set(read_index(p).weight_map.values()))
+            except (OSError, ValueError):
+                # the index's own finding (grit.scan.shards); its checkpoint's
+                # shards, by name, are still scanned
+                stem = os.path.realpath(p[:-len(".index.json")])
+                try:
+                    listed = sorted(n for n in os.listdir(folder or ".")
+                                    if n.lower().endswith(MODEL_SUFFIXES) and os.path.realpath(
+                                        checkpoint_of(os.path.join(folder, n))) == stem)
+                except OSError:
+                    listed = []
+            for q in listed:
+                q = os.path.join(folder, q)
+                if os.path.isfile(q):
+                    add(q)
         elif from_manifest is not None:
             bad("S804", p, f"listed in {from_manifest} but neither a model file nor a "
                            "directory (manifests do not nest)")

@@ -315,6 +315,63 @@ REGISTRY: dict[str, FindingSpec] = _specs(
      "llama.cpp refuses the file (`tensor … has offset …, expected …`); `grit.load` "
      "refuses it too.",
      "Re-export the file with a conforming writer."),
+    # -- 1. structural, checkpoint-wide: a sharded checkpoint's index and shards
+    ("S150", C.STRUCTURAL, V.STRUCTURAL, K.BAD_HEADER,
+     "shard index cannot be read",
+     "A `*.safetensors.index.json` is not a JSON object with a `weight_map` of tensor name "
+     "→ shard file name (in the index's folder), or its `metadata.total_size` is not a "
+     "byte count.",
+     "Loaders find every tensor of a sharded checkpoint through the index; without one "
+     "they load nothing, or guess.",
+     "Rewrite the index (`save_pretrained` / huggingface_hub's `split_state_dict_into_shards` "
+     "write it)."),
+    ("S151", C.STRUCTURAL, V.STRUCTURAL, K.TRUNCATED,
+     "index names a shard that is not there",
+     "The index's `weight_map` maps tensors to a shard file that does not exist beside it "
+     "(the message counts the tensors and names the first).",
+     "Loading those tensors fails, or a loader that tolerates it leaves them at their "
+     "initial values.",
+     "Fetch the missing shard."),
+    ("S152", C.STRUCTURAL, V.STRUCTURAL, K.BAD_HEADER,
+     "tensor in the index is missing from its shard",
+     "The index maps a tensor to a shard whose header has no such tensor (the message says "
+     "which shard holds it, if any does).",
+     "The loader opens the named shard and fails, or skips the tensor and runs without it.",
+     "Regenerate the index from the shards' headers, or re-export the shard."),
+    ("S153", C.STRUCTURAL, V.STRUCTURAL, K.BAD_HEADER,
+     "shard tensor not in the index",
+     "A shard of an indexed checkpoint holds a tensor the index's `weight_map` does not list "
+     "(or lists in another shard).",
+     "Loaders read tensors through the index: this one is silently never loaded.",
+     "Regenerate the index from the shards' headers."),
+    ("S154", C.STRUCTURAL, V.STRUCTURAL, K.OVERLAP,
+     "tensor in two shards",
+     "Two shards of one checkpoint both hold a tensor of the same name (both shards are "
+     "named).",
+     "Which copy a loader uses depends on the loader and the shard order; the copies may "
+     "differ.",
+     "Keep one copy and regenerate the index."),
+    ("S155", C.STRUCTURAL, V.WARNING, K.BAD_HEADER,
+     "index total_size differs from the shards' tensor bytes",
+     "The index's `metadata.total_size` differs from the sum of the byte spans of the "
+     "tensors in its shards (checked when every shard it names was read).",
+     "Loaders use it to plan memory and to check a download; a wrong value usually means "
+     "the index was written for other shards.",
+     "Regenerate the index from the shards."),
+    ("S156", C.STRUCTURAL, V.STRUCTURAL, K.TRUNCATED,
+     "shards of one checkpoint are short",
+     "One or more shards of a checkpoint end before their headers' last data offset: how "
+     "many of the shards, the bytes missing in all and per shard, and the tensors cut "
+     "(each shard's cut tensors are S127 findings too).",
+     "A loader reads zeros or fails part-way; the symptom looks like a runtime bug, not a "
+     "download that stopped short.",
+     "Re-fetch the shards named."),
+    ("S157", C.STRUCTURAL, V.STRUCTURAL, K.TRUNCATED,
+     "shard series incomplete",
+     "Files named `<stem>-NNNNN-of-MMMMM` are the members 1…M of one checkpoint: a member is "
+     "missing from the folder, or the members disagree on M.",
+     "The checkpoint lacks the tensors of the missing member.",
+     "Fetch the missing shard, or rename the shards consistently."),
     # -- 2. cross-file
     ("S201", C.CROSS_FILE, V.DISAGREEMENT, K.GID_MISMATCH,
      "same tensor name, different gid across files",

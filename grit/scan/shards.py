@@ -1,0 +1,251 @@
+"""Checkpoint-wide byte checks of sharded safetensors checkpoints: the index
+(``model.safetensors.index.json``) against every shard header, and the
+shards' bytes against each other.
+
+Each shard's own header checks (a span that differs from numel × item size,
+overlaps, gaps and trailing bytes, tensors past the end of the file: S125–
+S129) are the per-file analyses'; what is checked here needs every shard at
+once:
+
+* the index against the shards (S150–S155): a shard it names that is not
+  there, a tensor it maps to a shard that does not hold it, a shard tensor it
+  does not list, ``metadata.total_size`` against the sum of the tensors' byte
+  spans;
+* the shards against each other (S154, S156, S157): a tensor in two shards,
+  short shards counted over the checkpoint (how many, the bytes missing, the
+  tensors cut), members missing from a ``-NNNNN-of-MMMMM`` series.
+
+A checkpoint is the shards :func:`grit.scan.collect.checkpoint_of` groups,
+with the index beside them (found whether a shard, the folder or the index
+itself was named).  Shards are read once, by the per-file pass; only their
+header spans are kept here (:class:`Shard`).
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import AbstractSet
+
+from .analyses import Context
+from .collect import Input, ShardIndex, checkpoint_of, index_of, read_index
+
+__all__ = ["Shard", "Checkpoints"]
+
+_MEMBER = re.compile(r"^(?P<stem>.+)-(?P<i>\d{3,6})-of-(?P<n>\d{3,6})(?P<ext>\.[A-Za-z]+)$")
+#: tensor names quoted in one message
+SHOWN = 3
+
+
+@dataclass
+class Shard:
+    """What the checkpoint checks need of one scanned safetensors file: its
+    size, data bytes and the declared [begin, end) of each tensor (None: the
+    file could not be read)."""
+
+    path: str
+    avail: int = 0
+    spans: dict[str, tuple[int, int]] | None = None
+    #: file tensor -> the GRIT tensor whose plane it is (an index may name either)
+    owner: dict[str, str] = field(default_factory=dict)
+
+    def holds(self, name: str) -> bool:
+        """Whether ``name`` is a tensor of the file or a GRIT tensor of it."""
+        return name in (self.spans or {}) or name in self.grit
+
+    @property
+    def grit(self) -> set[str]:
+        return set(self.owner.values())
+
+    def unit(self, t: str) -> str:
+        """The name a file tensor is listed under: its GRIT tensor's, or its own."""
+        return self.owner.get(t, t)
+
+    @property
+    def missing(self) -> int:
+        """Bytes the header places past the end of the file."""
+        ends = [e for _, e in (self.spans or {}).values()]
+        return max(0, max(ends, default=0) - self.avail)
+
+
+def _key(path: str) -> str:
+    return os.path.realpath(path)
+
+
+def _names(names: list[str]) -> str:
+    shown = ", ".join(repr(n) for n in names[:SHOWN])
+    return shown + (f" and {len(names) - SHOWN} more" if len(names) > SHOWN else "")
+
+
+@dataclass
+class Checkpoints:
+    """The safetensors files a scan read and the shard indexes it found."""
+
+    indexes: list[str] = field(default_factory=list)
+    shards: dict[str, Shard] = field(default_factory=dict)     # realpath -> shard
+
+    def note(self, inp: Input) -> None:
+        """Keep the spans of one scanned file (safetensors only)."""
+        if inp.file.format != "safetensors":
+            return
+        f = inp.safetensors
+        sh = Shard(inp.file.path)
+        if f is not None and inp.file.parsed:
+            sh.avail = f.avail
+            sh.spans = {n: e.span for n, e in f.entries.items() if e.span is not None}
+            sh.owner = dict(f.doc.claimed)
+        self.shards[_key(inp.file.path)] = sh
+
+    # -----------------------------------------------------------------------
+
+    def check(self, ctx: Context) -> None:
+        """Add the checkpoint-wide findings to ``ctx``."""
+        groups: dict[str, list[Shard]] = {}
+        for sh in self.shards.values():
+            groups.setdefault(_key(checkpoint_of(sh.path)), []).append(sh)
+        indexes: dict[str, str] = {}          # checkpoint key -> index path
+        for p in self.indexes:
+            indexes.setdefault(_key(p[:-len(".index.json")]), p)
+        for k, members in groups.items():
+            beside = index_of(members[0].path)
+            if k not in indexes and os.path.isfile(beside):
+                indexes[k] = beside
+        done: set[str] = set()
+        for k, ip in sorted(indexes.items()):
+            done.add(k)
+            self._indexed(ctx, ip, groups.get(k, []))
+        for k, members in sorted(groups.items()):
+            if k in done:
+                continue
+            if len(members) > 1 or _MEMBER.match(os.path.basename(members[0].path)):
+                self._shards(ctx, checkpoint_of(members[0].path), members)
+
+    def _indexed(self, ctx: Context, ip: str, members: list[Shard]) -> None:
+        folder = os.path.dirname(ip)
+        try:
+            idx = read_index(ip)
+        except OSError as e:
+            ctx.add("S150", ip, None, f"cannot read the shard index: {e.strerror or e}")
+            idx = None
+        except ValueError as e:
+            ctx.add("S150", ip, None, f"not a shard index: {e}")
+            idx = None
+        named: dict[str, Shard | None] = {}       # shard file name -> the scanned shard
+        if idx is not None:
+            for fname in sorted(set(idx.weight_map.values())):
+                named[fname] = self.shards.get(_key(os.path.join(folder, fname)))
+        shards = list({_key(s.path): s for s in
+                       [s for s in named.values() if s is not None] + members}.values())
+        shards.sort(key=lambda s: s.path)
+        reported: set[str] = set()
+        if idx is not None:
+            reported = self._against_index(ctx, idx, folder, named, shards)
+        self._shards(ctx, ip, shards, reported)
+
+    def _against_index(self, ctx: Context, idx: ShardIndex, folder: str,
+                       named: dict[str, Shard | None], shards: list[Shard]) -> set[str]:
+        """The index against the shards; the shard files it names that are
+        not there (reported here, not again as series members)."""
+        ip = idx.path
+        absent: set[str] = set()
+        by_shard: dict[str, list[str]] = {}
+        for t, fname in idx.weight_map.items():
+            by_shard.setdefault(fname, []).append(t)
+        holders: dict[str, list[str]] = {}      # tensor -> the shards holding it
+        for s in shards:
+            for t in set(s.spans or {}) | s.grit:
+                holders.setdefault(t, []).append(s.path)
+        for fname, tensors in sorted(by_shard.items()):
+            path = os.path.join(folder, fname)
+            if not os.path.exists(path):
+                ctx.add("S151", ip, None,
+                        f"the index maps {len(tensors)} tensors to {fname!r}, which is not "
+                        f"there: {_names(tensors)}",
+                        detail={"shard": fname, "tensors": len(tensors)})
+                absent.add(fname)
+                continue
+            s = named.get(fname)
+            if s is None or s.spans is None:
+                continue               # not scanned, or unreadable (its own finding)
+            for t in tensors:
+                if not s.holds(t):
+                    where = holders.get(t)
+                    ctx.add("S152", ip, t,
+                            f"the index maps tensor {t!r} to {fname!r}, whose header has no "
+                            "such tensor" + (f"; it is in {os.path.basename(where[0])!r}"
+                                             if where else "; no shard holds it"),
+                            detail={"shard": fname, "found_in": where or []})
+        wm = idx.weight_map
+        for s in shards:
+            fname = os.path.basename(s.path)
+            unlisted = {s.unit(t) for t in s.spans or {}
+                        if t not in wm and s.unit(t) not in wm}
+            for t in sorted(unlisted):
+                ctx.add("S153", s.path, t,
+                        f"tensor {t!r} of {fname!r} is not in the index's weight_map: "
+                        "loaders never read it", detail={"index": ip})
+        if idx.total_size is not None and named and all(
+                s is not None and s.spans is not None for s in named.values()):
+            total = sum(e - b for s in named.values() if s is not None
+                        for b, e in (s.spans or {}).values())
+            if total != idx.total_size:
+                ctx.add("S155", ip, None,
+                        f"metadata.total_size = {idx.total_size}, but the tensors of the "
+                        f"{len(named)} shards span {total} bytes ({total - idx.total_size:+d})",
+                        detail={"field": "metadata.total_size", "expected": total,
+                                "actual": idx.total_size})
+        return absent
+
+    def _shards(self, ctx: Context, where: str, shards: list[Shard],
+                reported: AbstractSet[str] = frozenset()) -> None:
+        """The checks across one checkpoint's shards (``where`` names the
+        checkpoint in the findings; ``reported``: absent shard files the
+        index's findings named already)."""
+        seen: dict[str, str] = {}
+        for s in sorted(shards, key=lambda s: s.path):
+            for t in sorted({s.unit(t) for t in s.spans or {}}):
+                first = seen.setdefault(t, s.path)
+                if first != s.path:
+                    ctx.add("S154", s.path, t,
+                            f"tensor {t!r} is in {os.path.basename(first)!r} and in "
+                            f"{os.path.basename(s.path)!r}",
+                            detail={"shards": [first, s.path]})
+        short = [s for s in shards if s.spans is not None and s.missing]
+        if short:
+            total = sum(s.missing for s in short)
+            per = [(os.path.basename(s.path), s.missing,
+                    sorted(t for t, (_, e) in (s.spans or {}).items() if e > s.avail))
+                   for s in short]
+            lines = tuple(f"{n}: {m} bytes missing; cut: {_names(ts)}" for n, m, ts in per)
+            ctx.add("S156", where, None,
+                    f"{len(short)} of {len(shards)} shards are short: {total} bytes missing in "
+                    f"all, {sum(len(ts) for _, _, ts in per)} tensors cut"[:300], lines,
+                    {"shards": [{"shard": n, "missing": m, "tensors": ts} for n, m, ts in per],
+                     "missing": total})
+        self._series(ctx, where, shards, reported)
+
+    def _series(self, ctx: Context, where: str, shards: list[Shard],
+                reported: AbstractSet[str]) -> None:
+        members = [(s, _MEMBER.match(os.path.basename(s.path))) for s in shards]
+        got = [(s, m) for s, m in members if m is not None]
+        if not got:
+            return
+        counts = sorted({int(m["n"]) for _, m in got})
+        if len(counts) > 1:
+            ctx.add("S157", where, None,
+                    f"the shards disagree on how many there are: -of-{counts} "
+                    f"({_names([os.path.basename(s.path) for s, _ in got])})",
+                    detail={"counts": counts})
+            return
+        s0, m0 = got[0]
+        n, width = counts[0], len(m0["i"])
+        folder = os.path.dirname(s0.path)
+        absent = []
+        for i in range(1, n + 1):
+            name = f"{m0['stem']}-{i:0{width}d}-of-{m0['n']}{m0['ext']}"
+            if name not in reported and not os.path.exists(os.path.join(folder, name)):
+                absent.append(name)
+        if absent:
+            ctx.add("S157", where, None,
+                    f"{len(absent)} of the {n} shards of the series are not in the folder: "
+                    f"{_names(absent)}", detail={"absent": absent, "count": n})
