@@ -69,6 +69,7 @@ def scan(paths: Iterable[str], *, deep: bool = False,
         progress(len(model_files), len(model_files), "")
     _an.cross_file(ctx)
     _an.drift(ctx)
+    _an.checkpoint_contracts(ctx)
     _an.escape_hatch(ctx)
     findings = ctx.findings
     if not any(f.parsed for f in files):
