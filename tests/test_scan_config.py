@@ -484,3 +484,30 @@ def test_odd_configs_never_raise(tmp_path, q):
     rep = scan([write(tmp_path, model(layers=1), {"quantization_config": q})])
     assert all(f.code in REGISTRY for f in rep.findings)
     assert rep.exit_code_graded in (1, 2, 3)
+
+
+def test_gguf_nvfp4_companion_scales_of_gate_up_differ(tmp_path):
+    """llama.cpp's converter writes an NVFP4 tensor's per-tensor scale as the
+    F32 tensor <base>.scale; gate/up of one block must agree."""
+    gguf = pytest.importorskip("gguf")
+    if not hasattr(gguf.GGMLQuantizationType, "NVFP4"):
+        pytest.skip("gguf-py without NVFP4")
+    nv = gguf.GGMLQuantizationType.NVFP4
+    path = tmp_path / "nv.gguf"
+    w = gguf.GGUFWriter(str(path), "llama")
+    for name, s in (("blk.0.ffn_gate", 0.5), ("blk.0.ffn_up", 0.05),
+                    ("blk.1.ffn_gate", 0.25), ("blk.1.ffn_up", 0.25)):
+        b = rng.integers(0, 256, (4, 36), dtype=np.uint8)
+        b[:, :4] = rng.integers(0x20, 0x7F, (4, 4), dtype=np.uint8)    # codes both read alike
+        w.add_tensor(f"{name}.weight", b.reshape(2, -1), raw_dtype=nv)
+        w.add_tensor(f"{name}.scale", np.array([s], np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    rep = scan([str(path)])
+    f = one(rep, "S321")
+    assert f.detail["values"] == {"blk.0.ffn_gate.scale": float(np.float32(0.5)),
+                                  "blk.0.ffn_up.scale": float(np.float32(0.05))}
+    assert f.detail["spread"] == pytest.approx(float(np.float32(0.5)) / float(np.float32(0.05)))
+    assert rep.exit_code_graded == int(Severity.DISAGREEMENT)

@@ -34,6 +34,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
+import numpy as np
+
 from ..io.recognise import read_modelopt_config
 
 __all__ = ["CT_FIELDS", "CT_ENUMS", "SERVED_GROUPS", "Checkpoint", "record",
@@ -661,8 +663,10 @@ def _weights(ck: Checkpoint, modules: Sequence[str]) -> list[str]:
 def _add(ctx, code: str, where: str, ck: Checkpoint, modules: Sequence[str], message: str,
          lines: Sequence[str], detail: dict) -> None:
     names = _weights(ck, modules)
-    ctx.add(code, where, _names(names), message, tuple(lines),
-            {**detail, "tensors": names})
+    # the one shard that holds them all, else the checkpoint (as S301/S303 name it)
+    files = {lf for pre in modules for (_, _, lf) in ck.modules.get(pre, {}).values()}
+    ctx.add(code, next(iter(files)) if len(files) == 1 else where, _names(names), message,
+            tuple(lines), {**detail, "tensors": names})
 
 
 def _list(v: Any) -> list:
@@ -777,7 +781,7 @@ def fused_scales(ctx, ckpts: Mapping[str, Checkpoint],
                 _names([tn for tn, _, _ in parts]),
                 f"{fam} parts of {prefix.rstrip('.')} have different {leaf}: spread "
                 f"max/min = {'∞ (a zero scale)' if spread is None else format(spread, '.6g')}",
-                tuple(f"{tn} = {v!r}" for tn, _, v in parts),
+                tuple(f"{tn} = {str(np.float32(v))}" for tn, _, v in parts),  # shortest f32
                 {"family": fam, "prefix": prefix, "leaf": leaf, "spread": spread,
                  "tensors": [tn for tn, _, _ in parts],
                  "values": {tn: v for tn, _, v in parts}})
