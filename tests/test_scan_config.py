@@ -378,7 +378,7 @@ def test_fused_parts_with_different_grades(tmp_path):
     f = one(rep, "S320")
     assert f.detail["tensors"] == [f"model.layers.0.self_attn.{p}.weight"
                                    for p in ("k_proj", "q_proj", "v_proj")]
-    assert sorted(len(v) for v in f.detail["grades"].values()) == [1, 2]
+    assert sorted(len(v["tensors"]) for v in f.detail["grades"].values()) == [1, 2]
     assert codes(rep) == ["S303", "S320"]     # S303: the roles' grades differ, too
     assert rep.exit_code_graded == int(Severity.DISAGREEMENT)
 

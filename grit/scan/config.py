@@ -739,7 +739,9 @@ def fused_grades(ctx, explained: Callable[[Sequence[Any]], Any]) -> None:
                 f"{fam} parts of {prefix.rstrip('.')} carry {len(grades)} grades; a fused "
                 "kernel takes one", lines,
                 {"family": fam, "prefix": prefix, "tensors": names,
-                 "grades": {f"0x{g:016X}": [t.name for t in gts] for g, gts in grades.items()}})
+                 "grades": {f"0x{g:016X}": {"grade": _label(ctx, g),
+                                            "tensors": [t.name for t in gts]}
+                            for g, gts in grades.items()}})
 
 
 def _label(ctx, gid_: int) -> str:
