@@ -191,6 +191,10 @@ def _quantised(fmt: str | None) -> bool:
 # compressed-tensors target matching
 
 
+#: a target that names a module class (compressed-tensors' class-name targets)
+_CLASS = re.compile(r"[A-Z][A-Za-z0-9_]*")
+
+
 def _match(name: str, target: str, linear: bool) -> str | None:
     """How ``target`` matches module ``name``: "exact", "re", "class" or None."""
     if target.startswith("re:"):
@@ -200,7 +204,7 @@ def _match(name: str, target: str, linear: bool) -> str | None:
             return None
     if target == name:
         return "exact"
-    if re.fullmatch(r"[A-Z][A-Za-z0-9_]*", target) and linear:
+    if linear and _CLASS.fullmatch(target):
         return "class"
     return None
 
@@ -436,6 +440,9 @@ def _compressed_tensors(ctx, ck: Checkpoint, q: dict, where: str) -> None:
     # an absent status is not read as the schema default ("initialized"): hand-written
     # configs leave it out, and the library always writes it
     status = str(q.get("quantization_status") or "compressed")
+    # each group's weights scheme, as text once: two groups overlap only if they differ
+    scheme_text = {gn: repr(g.get("weights")) for gn, g in groups.items()
+                   if isinstance(g, Mapping)}
     used_targets: set[str] = set()
     used_ignore: set[str] = set()
     overlaps: dict[tuple, list[str]] = {}
@@ -463,8 +470,7 @@ def _compressed_tensors(ctx, ck: Checkpoint, q: dict, where: str) -> None:
             continue
         g = groups[win]
         w = g.get("weights") if isinstance(g.get("weights"), Mapping) else None
-        schemes = {gn: groups[gn].get("weights") for _, gn in matched}
-        if len({repr(s) for s in schemes.values()}) > 1:
+        if len({scheme_text[gn] for _, gn in matched}) > 1:
             key = (win, tuple(dict.fromkeys(gn for _, gn in matched)),
                    tuple(t for t, _ in matched))
             overlaps.setdefault(key, []).append(pre)
