@@ -81,7 +81,7 @@ from .dtypes import ST_DTYPES
 
 __all__ = ["recognise", "Recognised", "nvfp4_global_exact", "SCALE_FORMATS",
            "ST_DTYPE_BYTES", "read_config", "recognise_file", "SMALL_MAX",
-           "with_recognised", "gptq_awq_planes", "AWQ_ORDER"]
+           "with_recognised", "gptq_awq_planes", "AWQ_ORDER", "read_modelopt_config"]
 
 #: the largest small tensor (a GPTQ g_idx, an NVFP4 global scale) the
 #: recogniser reads to decide a convention
@@ -321,6 +321,22 @@ def read_config(path: str) -> dict | None:
     except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return None
     return doc if isinstance(doc, dict) else None
+
+
+def read_modelopt_config(path: str) -> dict | None:
+    """The ``quantization`` object of ModelOpt's ``hf_quant_config.json``
+    beside a model file (None: absent, too large, not JSON or no such
+    object)."""
+    cfg = os.path.join(os.path.dirname(os.fspath(path)), "hf_quant_config.json")
+    try:
+        if not os.path.isfile(cfg) or os.path.getsize(cfg) > MAX_CONFIG:
+            return None
+        with open_regular(cfg) as f:
+            doc = json.loads(f.read().decode("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    q = doc.get("quantization") if isinstance(doc, dict) else None
+    return q if isinstance(q, dict) else None
 
 
 def recognise_file(f: "_st.SafetensorsFile", config: Mapping | None) -> list[Recognised]:

@@ -72,6 +72,7 @@ def scan(paths: Iterable[str], *, deep: bool = False,
     ckpts.check(ctx)          # the index against the shards, the shards against each other
     _an.cross_file(ctx)
     _an.drift(ctx)
+    _an.checkpoint_contracts(ctx)
     _an.escape_hatch(ctx)
     findings = ctx.findings
     if not any(f.parsed for f in files):

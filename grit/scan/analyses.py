@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+import numpy as np
+
 from .. import descriptor as D
 from ..array import GritArray
 from ..boundary import diagnose
@@ -25,11 +27,12 @@ from ..io.gguf import KV_DIGEST, GGUFContents, Inexpressible, nvfp4_scale_disagr
 from ..io.problems import Problem, ProblemKind as PK
 from ..io.recognise import Recognised, recognise_file
 from ..io.safetensors import CheckFailed, SafetensorsFile, grit_array
+from . import config as _cfg
 from .collect import Input
 from .findings import CHECK_CODES, MAX_PER_CODE, Finding
 
 __all__ = ["Tensor", "Context", "file_analyses", "cross_file", "drift",
-           "escape_hatch", "role_of", "RECIPES"]
+           "escape_hatch", "role_of", "RECIPES", "checkpoint_contracts"]
 
 #: tensor names shown per finding in the human report; JSON carries every tensor
 SHOW_NAMES = 3
@@ -66,6 +69,10 @@ class Context:
         #: only while it is read (grit.grade.grade_scope); the cross-file
         #: analyses label grades from here
         self.grades: dict[int, Any] = {}
+        #: per checkpoint, its modules and per-tensor scales (grit.scan.config)
+        self.checkpoints: dict[str, _cfg.Checkpoint] = {}
+        #: GGUF NVFP4 companion scales of one value: (checkpoint, file, tensor, value)
+        self.companion_scales: list[tuple[str, str, str, float]] = []
         self._listed: dict[tuple, int] = {}
         self._last: dict[tuple, Finding] = {}
 
@@ -192,6 +199,10 @@ def _safetensors(ctx: Context, inp: Input) -> None:
             if r.kind == "inferred":
                 owner.update((p[1], r.name) for p in r.planes
                              if p is not None and p[0] != "const")
+    _cfg.record(ctx.checkpoints, rec.checkpoint or path, path,
+                {n: (e.dtype, e.shape) for n, e in f.entries.items()
+                 if e.dtype is not None and e.shape is not None},
+                inp.config, lambda tn: f.tensor_values(tn, 16))
     claimed = set(owner)
     past_end: list[Problem] = []
     for p in f.problems:
@@ -310,12 +321,18 @@ def _inferred_planes(ctx: Context, inp: Input, r: Recognised) -> list | None:
     return None
 
 
-def _companions(ctx: Context, path: str, got: GGUFContents) -> None:
+def _companions(ctx: Context, path: str, got: GGUFContents, ctx_ckpt: str = "") -> None:
     """S603/S604 for the NVFP4 tensors' companion scales, and under --deep
     S505 for scale bytes ggml and GRIT read differently."""
     companions = getattr(got.tensors, "companions", {})
     missing: dict[str, list[str]] = {}
     for name, c in companions.items():
+        a = got.tensors.get(name)
+        if c.attached and c.scale is not None and isinstance(a, GritArray) and \
+                len(memoryview(a.planes[2]).cast("B")) == 4:
+            ctx.companion_scales.append(
+                (ctx_ckpt, path, c.scale,
+                 float(np.frombuffer(memoryview(a.planes[2]).cast("B"), "<f4")[0])))
         if not c.attached:
             missing.setdefault(c.reason if c.scale is None else f"{c.scale}: {c.reason}",
                                []).append(name)
@@ -390,7 +407,7 @@ def _gguf(ctx: Context, inp: Input) -> None:
                 (f"grade {g.canonical if g else '?'}",),
                 {"ggml_type": gt, "tensors": names,
                  "grade": g.canonical if g else None})
-    _companions(ctx, path, got)
+    _companions(ctx, path, got, rec.checkpoint or path)
     for (gt, reason), names in sorted(inexpr.items()):
         ctx.add("S702", path, _names(names),
                 f"{len(names)} {gt} tensor(s) are not GRIT v1 arrays and were not checked",
@@ -581,3 +598,11 @@ def escape_hatch(ctx: Context) -> None:
                 ("Fix: grit.verify_placement(x, p) reads the bytes, proves the claim and clears "
                  "the flag.",),
                 {"producer": prod, "tensors": names})
+
+
+def checkpoint_contracts(ctx: Context) -> None:
+    """Per checkpoint: the quantisation config against the tensors
+    (S310–S319) and the parts runtimes fuse (S320, S321); grit.scan.config."""
+    _cfg.config_vs_tensors(ctx, ctx.checkpoints)
+    _cfg.fused_grades(ctx, lambda ts: _by_design(ts) is not None)
+    _cfg.fused_scales(ctx, ctx.checkpoints, ctx.companion_scales)

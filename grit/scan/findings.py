@@ -81,6 +81,8 @@ class ScanKind(_StrEnum):
     GID_MISMATCH = "GidMismatch"
     ROLE_DRIFT = "RoleDrift"
     ARTIFACT_DRIFT = "ArtifactDrift"
+    CONFIG_MISMATCH = "ConfigMismatch"
+    FUSED_MISMATCH = "FusedMismatch"
     ASSUMED = "Assumed"
     PROBE = "Probe"
     PROBE_SKIPPED = "ProbeSkipped"
@@ -404,6 +406,115 @@ REGISTRY: dict[str, FindingSpec] = _specs(
      "grades (mixed precision by role, e.g. lm_head at another grade).",
      "Often intended; worth a look when it is not.",
      "Nothing to fix if intended."),
+    # -- 3. config vs tensors, fused parts (checkpoint-wide contracts)
+    ("S310", C.DRIFT, V.DISAGREEMENT, K.CONFIG_MISMATCH,
+     "declared format is not what the shards hold",
+     "The `quantization_config` (config.json; ModelOpt hf_quant_config.json) declares a "
+     "storage format for a module — compressed-tensors `format` of its config group or of "
+     "the whole config, ModelOpt `quant_algo`, GPTQ/AWQ — but the module's tensors on disk "
+     "are another layout (e.g. `pack-quantized` declared, `weight`/`weight_scale` FP8 "
+     "shipped), or `quantization_status` is not `compressed` while packed tensors are "
+     "shipped.",
+     "The loader picks its decompressor from the declared format: it unpacks bytes that "
+     "are not packed, or fails, or leaves the checkpoint as garbage without an error.",
+     "Re-save the config with the format the tensors were written in "
+     "(`ModelCompressor.update_config`), or re-export the tensors."),
+    ("S311", C.DRIFT, V.DISAGREEMENT, K.CONFIG_MISMATCH,
+     "declared group size / strategy disagrees with the scale plane",
+     "The config's `group_size` / `strategy` (compressed-tensors weights args, GPTQ/AWQ "
+     "`group_size`, ModelOpt `group_size`) predicts a number of scales per row that the "
+     "module's scale tensor does not have (the lines give in_features / group_size against "
+     "the scale tensor's shape).",
+     "A kernel configured from the config walks the scales with the wrong stride: every "
+     "group after the first is scaled by the wrong value.",
+     "Fix `group_size` in the config to in_features / scale columns, or re-export."),
+    ("S312", C.DRIFT, V.DISAGREEMENT, K.CONFIG_MISMATCH,
+     "declared element type / bits disagree with the tensors",
+     "The config's `type`/`num_bits` (compressed-tensors), `bits` (GPTQ/AWQ) or "
+     "`quant_algo` (ModelOpt) names one element type, and the module's tensors hold "
+     "another (e.g. a declared FP8 checkpoint whose tensors read as 4-bit affine).",
+     "A runtime that trusts the config reads the codes as the wrong type and produces "
+     "garbage instead of an error.",
+     "Correct the config to the element the tensors hold, or re-export."),
+    ("S313", C.DRIFT, V.DISAGREEMENT, K.CONFIG_MISMATCH,
+     "config_groups overlap with different schemes",
+     "A module matches targets of two or more compressed-tensors `config_groups` whose "
+     "weights schemes differ. compressed-tensors applies one: the first of its matched "
+     "targets ordered exact names, then `re:` patterns (sorted), then class names; for a "
+     "target string repeated across groups the later group. The lines say which group "
+     "wins for which modules.",
+     "The modules get the winning group's type; a config author who expected the other "
+     "group gets the wrong quantisation for them (the issue's case: 8 layers).",
+     "Make the targets disjoint (narrow the `re:` patterns or add the modules to one "
+     "group's exact names)."),
+    ("S314", C.DRIFT, V.WARNING, K.CONFIG_MISMATCH,
+     "config target or ignore entry matches no module",
+     "A `config_groups` target or an `ignore` / `exclude_modules` entry matches no module "
+     "of the checkpoint (class names such as `Linear` match every 2-D weight).",
+     "Usually a renamed module or a pattern typo; the scheme then silently applies to "
+     "fewer modules than intended.",
+     "Fix the pattern, or remove it."),
+    ("S315", C.DRIFT, V.DISAGREEMENT, K.CONFIG_MISMATCH,
+     "ignored layer is quantised on disk",
+     "A module the config lists in `ignore` (ModelOpt `exclude_modules`, GPTQ/AWQ "
+     "`modules_to_not_convert`) ships quantised tensors (packed weights, scales).",
+     "The loader builds a dense layer for it and reads packed codes as weights.",
+     "Remove the module from the ignore list, or ship its dense weight."),
+    ("S316", C.DRIFT, V.DISAGREEMENT, K.CONFIG_MISMATCH,
+     "targeted layer is not quantised on disk",
+     "A module matched by a quantisation scheme (and not ignored) ships only a dense "
+     "floating-point weight.",
+     "The loader expects packed codes and scales for it: it fails, or reads the dense "
+     "weight as codes.",
+     "Add the module to `ignore`, or quantise it."),
+    ("S317", C.DRIFT, V.WARNING, K.CONFIG_MISMATCH,
+     "act-order declared (§0.3 c)",
+     "The config declares activation ordering — GPTQ `desc_act: true`, compressed-tensors "
+     "`actorder: group` — or the modules ship a `g_idx` / `weight_g_idx`: the input "
+     "columns are assigned to groups by a permutation, which §0.3 (c) leaves out of v1 "
+     "(groups are contiguous runs, g0 = lin(i)/k0). `actorder: weight` only reorders "
+     "calibration and changes nothing on disk; it is not reported.",
+     "Kernels that assume contiguous groups read the wrong scale for every permuted "
+     "column; v1 cannot describe the permutation.",
+     "Re-quantise without act-order, or permute the columns into group order at export "
+     "(and the previous layer's rows to match)."),
+    ("S318", C.DRIFT, V.WARNING, K.CONFIG_MISMATCH,
+     "declared group size no kernel serves",
+     "The group size of a scheme is not one the runtime kernels for its type serve "
+     "(docs/spec-decisions.md lists the table and its sources): int4 GPTQ/AWQ/pack-"
+     "quantized Marlin kernels serve -1 (channel), 32, 64 and 128; NVFP4 serves 16; "
+     "MXFP4 32.",
+     "The checkpoint loads only through a slow fallback path, or not at all.",
+     "Re-quantise with a served group size."),
+    ("S319", C.DRIFT, V.WARNING, K.CONFIG_MISMATCH,
+     "quantization_config does not fit the compressed-tensors schema",
+     "A field of the compressed-tensors config (QuantizationConfig, QuantizationScheme, "
+     "QuantizationArgs) is unknown where the schema forbids extra fields, or holds a "
+     "value the schema refuses (an unknown strategy, type, status or format; a group_size "
+     "below -1; a strategy the group_size contradicts).",
+     "compressed-tensors refuses to load the config (pydantic validation error), or reads "
+     "a default where the author meant the misspelt field.",
+     "Fix the field the message names (the schema's field names and defaults are in "
+     "grit.scan.config.CT_FIELDS)."),
+    ("S320", C.DRIFT, V.DISAGREEMENT, K.FUSED_MISMATCH,
+     "tensors a runtime fuses carry different grades",
+     "Tensors that runtimes fuse into one matmul — the q/k/v projections of one attention "
+     "block, gate/up of one MLP, the experts of one MoE layer — do not share a grade "
+     "(GGUF tensors whose mix a declared llama.cpp recipe explains, S302, are left out: "
+     "llama.cpp does not fuse them).",
+     "A fused kernel takes one grade for all parts: the others are decoded with the wrong "
+     "element type or group size.",
+     "Re-quantise the parts with one scheme."),
+    ("S321", C.DRIFT, V.DISAGREEMENT, K.FUSED_MISMATCH,
+     "tensors a runtime fuses have different per-tensor scales",
+     "The per-tensor / global scales of parts a runtime fuses differ — NVFP4 "
+     "`weight_scale_2` (ModelOpt) or `weight_global_scale` (compressed-tensors), an FP8 "
+     "per-tensor `weight_scale`, a GGUF NVFP4 companion `.scale` — the spread (max/min) "
+     "and the names are given.",
+     "The fused kernel has one scale for all parts: runtimes warn and use one (usually the "
+     "max), so the other parts decode scaled by the wrong value — by up to the spread.",
+     "Re-quantise the fused parts with one shared global scale (llm-compressor and "
+     "ModelOpt both have an option to fuse the global scales of q/k/v and gate/up)."),
     # -- 4. escape hatch
     ("S401", C.ESCAPE_HATCH, V.WARNING, K.ASSUMED,
      "tensors carry `NOTE_ASSUMED`",
