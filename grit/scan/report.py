@@ -10,6 +10,7 @@ import io
 import json
 import os
 import pathlib
+import re
 import sys
 import urllib.parse
 from dataclasses import dataclass, field
@@ -351,14 +352,17 @@ def _width(out) -> int:
 
 
 def _tokens(text: str) -> list[str]:
-    """``text`` split at the spaces outside brackets: a word is never split,
-    and a bracketed group — a grade string ``GRIT1(esr=ocpmx, s0=ue8m0, k0=32,
-    e=fp4)``, a shape, a list — stays whole."""
+    """``text`` split at its spaces, except those inside a bracket opened
+    within a word: a word is never split, and a grade string
+    ``GRIT1(esr=ocpmx, s0=ue8m0, k0=32, e=fp4)`` or an indexed name stays
+    whole."""
     out: list[str] = []
     cur: list[str] = []
     depth = 0
     for ch in text:
-        if ch in "([{":
+        # a bracket opened inside a word (grit1(…), x[…]) holds its group
+        # together; a parenthesis that starts a word is prose and may break
+        if ch in "([{" and (depth or cur):
             depth += 1
         elif ch in ")]}" and depth:
             depth -= 1
@@ -373,21 +377,42 @@ def _tokens(text: str) -> list[str]:
     return out
 
 
-def wrap(text: str, width: int, indent: str) -> list[str]:
-    """``text`` filled to ``width`` columns after ``indent``, breaking only
-    between :func:`_tokens` (a token longer than the line stands alone on
-    its line, whole)."""
+def fill(tokens: Iterable[str], width: int, indent: str, first: str | None = None) -> list[str]:
+    """``tokens`` joined by spaces and filled to ``width`` columns, breaking
+    only between tokens (one longer than the line stands alone on its line,
+    whole); the first line begins with ``first`` (default ``indent``), the
+    others with ``indent``."""
     lines: list[str] = []
     cur = ""
-    room = max(1, width - len(indent))
-    for tok in _tokens(text):
-        if cur and len(cur) + 1 + len(tok) > room:
-            lines.append(indent + cur)
-            cur = tok
+    lead = indent if first is None else first
+    for tok in tokens:
+        if cur and len(lead) + len(cur) + 1 + len(tok) > width:
+            lines.append(lead + cur)
+            lead, cur = indent, tok
         else:
             cur = f"{cur} {tok}" if cur else tok
-    lines.append(indent + cur)
+    lines.append(lead + cur)
     return lines
+
+
+def wrap(text: str, width: int, indent: str) -> list[str]:
+    """``text`` filled to ``width`` columns after ``indent`` (continuation
+    lines two columns further in), breaking only between :func:`_tokens`."""
+    return fill(_tokens(text), width, indent + "  ", indent)
+
+
+_GROUP = re.compile(r"^(\d+ tensors:) (.+)$", re.S)
+
+
+def _name_tokens(text: str) -> list[str]:
+    """A finding's tensor field as tokens: one name is one token (a name is
+    never broken, spaces and all); ``N tensors: a, b, c`` breaks only after
+    the commas between names."""
+    m = _GROUP.match(text)
+    if m is None:
+        return [text]
+    names = m[2].split(", ")
+    return m[1].split(" ") + [n + "," for n in names[:-1]] + names[-1:]
 
 
 def _inferred_title(fs: list[Finding]) -> str:
@@ -487,13 +512,20 @@ def render(report: ScanReport, policy: str, file=None, fail_on: str | None = Non
                     f"    {label('file')}{where(f.file)}"]
             if f.tensor:
                 what = "role" if cat is Category.DRIFT else "tensor"
-                rows.append(f"    {label(what)}{sgr(P(f.tensor), '1')}")
+                head = f"    {label(what)}"
+                if tty:
+                    rows.extend(sgr(ln, "1") if i else head + sgr(ln[len(head):], "1")
+                                for i, ln in enumerate(fill(_name_tokens(P(f.tensor)), width,
+                                                            " " * len(head), head)))
+                else:
+                    rows.append(head + P(f.tensor))
             rows.extend(text_rows(P(f.message), "    "))
             for ln in f.lines:
                 rows.extend(text_rows(P(ln), "      ", "2"))
             n = getattr(f, "omitted", 0)
             if n:
-                rows.append(f"    … and {n:,} more {f.code} in this file (not listed)")
+                rows.extend(text_rows(f"… and {n:,} more {f.code} in this file (not listed)",
+                                      "    "))
             write("\n".join(rows) + "\n\n")
     s = report.summary()
     code = exit_code(report, policy, fail_on)
@@ -508,10 +540,10 @@ def render(report: ScanReport, policy: str, file=None, fail_on: str | None = Non
     policy_note = "" if fail_on is None else f"; --fail-on {fail_on}"
     tail = (f"exit {code} ({_VERDICT.get(report.exit_code_graded)}{policy_note}; graded "
             f"{report.exit_code_graded}, simple {report.exit_code_simple})")
-    write("; ".join(parts) + " — " + tail + "\n")
+    write("\n".join(text_rows("; ".join(parts) + " — " + tail, "")) + "\n")
     if report.findings:
-        write(sgr("grit explain CODE explains a finding code (the code is beside each "
-                  "severity).", "2") + "\n")
+        write("\n".join(text_rows("grit explain CODE explains a finding code (the code is "
+                                  "beside each severity).", "", "2")) + "\n")
     out.flush()
 
 
