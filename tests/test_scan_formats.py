@@ -259,6 +259,36 @@ def test_sarif_regions_are_the_tensors_byte_ranges(files):
     assert checked >= 1
 
 
+def test_sarif_regions_of_a_recognised_checkpoint(files):
+    """compressed-tensors: the planes of one weight are not adjacent in the
+    file (safetensors sorts by name), so each weight's region is its data
+    plane and each plane is a related location; no region takes in bytes of
+    a tensor that is not the weight's own."""
+    p, W = files["ct"], files["ct_weight"]
+    start, h = st_header(p)
+    span = {n: (start + v["data_offsets"][0], v["data_offsets"][1] - v["data_offsets"][0])
+            for n, v in h.items()}
+    _, out = cli("--format", "sarif", p)
+    [res] = [r for r in json.loads(out)["runs"][0]["results"] if r["ruleId"] == "S601"]
+    own = {f"{W}.weight_packed", f"{W}.weight_scale", f"{W}.weight_global_scale"}
+    by_text = {r["message"]["text"]: r["physicalLocation"]["region"]
+               for r in res["relatedLocations"]}
+    off, n = span[f"{W}.weight_packed"]
+    # one weight: the finding names it, and its region is the result's own
+    assert res["properties"]["tensor"] == f"{W}.weight"
+    assert res["locations"][0]["physicalLocation"]["region"] == {"byteOffset": off,
+                                                                 "byteLength": n}
+    by_text["primary"] = res["locations"][0]["physicalLocation"]["region"]
+    for role, t in (("data", "weight_packed"), ("scale0", "weight_scale"),
+                    ("scale1", "weight_global_scale")):
+        off, n = span[f"{W}.{t}"]
+        assert by_text[f"{W}.weight: {role} plane"] == {"byteOffset": off, "byteLength": n}
+    for reg in by_text.values():
+        a, b = reg["byteOffset"], reg["byteOffset"] + reg["byteLength"]
+        inside = {t for t, (o, m) in span.items() if o < b and a < o + m}
+        assert inside <= own, inside
+
+
 def test_sarif_artifact_uris(files, tmp_path):
     _, out = cli("--format", "sarif", files["clean"])
     [run] = json.loads(out)["runs"]

@@ -205,37 +205,44 @@ def _account_gguf(inp: Input, fs: list[Finding], cov: Coverage, ranges: Ranges) 
             _bump(cov.not_checkable, "plain", held)
 
 
-def _envelope(spans: list[tuple[str, int, int]]) -> tuple[int, int]:
-    lo = min(s[1] for s in spans)
-    return lo, max(s[1] + s[2] for s in spans) - lo
+def _where(spans: list[tuple[str, int, int]]) -> tuple[int, int]:
+    """A tensor's byte range: all its planes when they lie back to back in
+    the file, else its first (data) plane — never a range that takes in
+    another tensor's bytes."""
+    order = sorted(spans, key=lambda s: s[1])
+    if all(a[1] + a[2] == b[1] for a, b in zip(order, order[1:])):
+        return order[0][1], sum(s[2] for s in order)
+    return spans[0][1], spans[0][2]
+
+
+def _range(spans: list[tuple[str, int, int]]) -> dict[str, Any]:
+    off, n = _where(spans)
+    br: dict[str, Any] = {"offset": off, "length": n}
+    if len(spans) > 1:
+        br["planes"] = {s[0]: {"offset": s[1], "length": s[2]} for s in spans}
+    return br
 
 
 def attach_ranges(findings: Iterable[Finding], ranges: Mapping[str, Ranges]) -> None:
     """Put the byte range of each finding's tensor into its detail:
-    ``byte_range`` {offset, length} (the envelope of its planes; ``planes``
-    each plane's own range when there are several) for a finding naming one
-    tensor, ``byte_ranges`` {tensor: {offset, length}} for one listing several
-    (``detail.tensors``).  Offsets are from the start of the file."""
+    ``byte_range`` {offset, length[, planes]} for a finding naming one
+    tensor, ``byte_ranges`` {tensor: {offset, length[, planes]}} for one
+    listing several (``detail.tensors``).  A range is the tensor's bytes
+    when its planes lie back to back, else its data plane's; ``planes`` (a
+    tensor of several planes) gives each plane's range.  Offsets are from the
+    start of the file."""
     for f in findings:
         rs = ranges.get(f.file or "")
         if not rs:
             continue
         spans = rs.get(f.tensor or "")
         if spans:
-            off, n = _envelope(spans)
-            br: dict[str, Any] = {"offset": off, "length": n}
-            if len(spans) > 1:
-                br["planes"] = {s[0]: {"offset": s[1], "length": s[2]} for s in spans}
-            f.detail.setdefault("byte_range", br)
+            f.detail.setdefault("byte_range", _range(spans))
             continue
         names = f.detail.get("tensors")
         if isinstance(names, list):
-            got = {}
-            for name in names:
-                sp = rs.get(name) if isinstance(name, str) else None
-                if sp:
-                    off, n = _envelope(sp)
-                    got[name] = {"offset": off, "length": n}
+            got = {name: _range(rs[name]) for name in names
+                   if isinstance(name, str) and rs.get(name)}
             if got:
                 f.detail.setdefault("byte_ranges", got)
 
@@ -647,22 +654,35 @@ def _results(report: ScanReport, artifacts: dict[str, int]) -> Iterator[dict]:
             if f.file in artifacts:
                 loc["index"] = artifacts[f.file]
             phys: dict[str, Any] = {"artifactLocation": loc}
-            reg = _region(f.detail.get("byte_range"))
+            br = f.detail.get("byte_range")
+            reg = _region(br)
             if reg is not None:
                 phys["region"] = reg
             location: dict[str, Any] = {"physicalLocation": phys}
-            if f.tensor:
+            group = f.detail.get("tensors")
+            if f.tensor and not (isinstance(group, list) and f.tensor not in group):
                 location["logicalLocations"] = [{"name": f.tensor, "kind": "member"}]
             res["locations"] = [location]
-            related = []
+            related: list[dict] = []
+
+            def relate(text: str, name: str, r) -> None:
+                reg = _region(r)
+                if reg is not None:
+                    related.append({"id": len(related), "message": {"text": text},
+                                    "physicalLocation": {"artifactLocation": loc,
+                                                         "region": reg},
+                                    "logicalLocations": [{"name": name, "kind": "member"}]})
+
+            if isinstance(br, dict) and isinstance(br.get("planes"), dict):
+                for role, r in br["planes"].items():
+                    relate(f"{f.tensor}: {role} plane", str(f.tensor), r)
             brs = f.detail.get("byte_ranges")
             if isinstance(brs, dict):
-                for i, (name, br) in enumerate(brs.items()):
-                    reg = _region(br)
-                    if reg is not None:
-                        related.append({"id": i, "message": {"text": str(name)},
-                                        "physicalLocation": {"artifactLocation": loc,
-                                                             "region": reg}})
+                for name, r in brs.items():
+                    relate(str(name), str(name), r)
+                    if isinstance(r, dict) and isinstance(r.get("planes"), dict):
+                        for role, pr in r["planes"].items():
+                            relate(f"{name}: {role} plane", str(name), pr)
             if related:
                 res["relatedLocations"] = related
         res["properties"] = {"category": d["category"], "severity": d["severity"],
