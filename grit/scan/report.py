@@ -673,16 +673,21 @@ def _results(report: ScanReport, artifacts: dict[str, int]) -> Iterator[dict]:
                                                          "region": reg},
                                     "logicalLocations": [{"name": name, "kind": "member"}]})
 
+            # a tensor of several planes: each plane but the one the region is
             if isinstance(br, dict) and isinstance(br.get("planes"), dict):
                 for role, r in br["planes"].items():
-                    relate(f"{f.tensor}: {role} plane", str(f.tensor), r)
+                    if _region(r) != reg:
+                        relate(f"{f.tensor}: {role} plane", str(f.tensor), r)
+            # several tensors: each tensor, or each plane of a tensor of several
             brs = f.detail.get("byte_ranges")
             if isinstance(brs, dict):
                 for name, r in brs.items():
-                    relate(str(name), str(name), r)
-                    if isinstance(r, dict) and isinstance(r.get("planes"), dict):
-                        for role, pr in r["planes"].items():
+                    planes = r.get("planes") if isinstance(r, dict) else None
+                    if isinstance(planes, dict):
+                        for role, pr in planes.items():
                             relate(f"{name}: {role} plane", str(name), pr)
+                    else:
+                        relate(str(name), str(name), r)
             if related:
                 res["relatedLocations"] = related
         res["properties"] = {"category": d["category"], "severity": d["severity"],
