@@ -503,3 +503,24 @@ def test_wrap_keeps_grade_strings_and_names_whole():
             assert ln.startswith("    ")
             assert len(ln) <= width or grade in ln or name in ln or " " not in ln.strip()
     assert len(scan_report.wrap(text, 40, "")) > 2                # it does wrap
+
+
+def test_cross_file_findings_carry_the_tensors_range(tmp_path):
+    """S201 is made after every file was read: the GRIT tensor's range is
+    kept for it (its planes back to back in grit.save's file)."""
+    name = "lm_head.weight"
+    paths = []
+    for rev, g in (("a", grit.GRADE_MXFP4), ("b", grit.GRADE_MXFP4_RNE)):
+        p = str(tmp_path / rev / "model.safetensors")
+        os.makedirs(os.path.dirname(p))
+        grit.save(p, {"model.norm.weight": np.ones(64, np.float32),
+                      name: grit.encode(values(9), g)})
+        paths.append(p)
+    _, out = cli("--format", "sarif", *paths)
+    [res] = [r for r in json.loads(out)["runs"][0]["results"] if r["ruleId"] == "S201"]
+    loc = res["locations"][0]["physicalLocation"]
+    where = paths[0] if loc["artifactLocation"]["uri"].endswith("/a/model.safetensors") \
+        else paths[1]
+    _, h = st_header(where)
+    off, n = st_span(where, [t for t in h if t.startswith(f"{name}.grit.")])
+    assert loc["region"] == {"byteOffset": off, "byteLength": n}

@@ -68,13 +68,17 @@ def scan(paths: Iterable[str], *, deep: bool = False,
         # read and checked, never for the next one: a verdict does not depend on
         # file order
         with grade_scope(), layout_scope():
-            first = len(ctx.findings)
+            first, tfirst = len(ctx.findings), len(ctx.tensors)
             inp = _one_file(ctx, files, p, deep)
             try:
-                coverage[p], ranges[p] = account(inp, ctx.findings[first:])
+                coverage[p], rs = account(inp, ctx.findings[first:])
             except _BAD_INPUT:                   # the readers' records are odd: count
                 inp.safetensors = inp.gguf = None   # the file as not checkable
-                coverage[p], ranges[p] = account(inp, ())
+                coverage[p], rs = account(inp, ())
+            # the file's own findings get their byte ranges now; only the GRIT
+            # tensors' ranges are kept, for the findings made across files
+            attach_ranges(ctx.findings[first:], {p: rs})
+            ranges[p] = {t.name: rs[t.name] for t in ctx.tensors[tfirst:] if t.name in rs}
     if progress is not None:
         progress(len(model_files), len(model_files), "")
     _an.cross_file(ctx)
