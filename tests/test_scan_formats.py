@@ -524,3 +524,15 @@ def test_cross_file_findings_carry_the_tensors_range(tmp_path):
     _, h = st_header(where)
     off, n = st_span(where, [t for t in h if t.startswith(f"{name}.grit.")])
     assert loc["region"] == {"byteOffset": off, "byteLength": n}
+
+
+@pytest.mark.parametrize("keys", [("clean",), ("short", "half", "ggml", "ct", "junk")])
+def test_streamed_sarif_is_the_log_to_sarif_builds(files, keys):
+    """write_sarif writes result by result; what it writes parses to the
+    dict to_sarif builds (no results and many)."""
+    rep = scan([files[k] for k in keys])
+    out = io.StringIO()
+    scan_report.write_sarif(rep, "graded", file=out, fail_on="disagreement", version="9.9")
+    assert json.loads(out.getvalue()) == scan_report.to_sarif(rep, "graded", "disagreement",
+                                                              "9.9")
+    assert out.getvalue().isascii()

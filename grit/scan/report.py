@@ -163,9 +163,11 @@ def _account_safetensors(inp: Input, fs: list[Finding], cov: Coverage, ranges: R
             own = [("payload", *spans[g.payload])] if g.payload in spans else []
         if own:
             ranges[name] = own
-    for n in f.entries:
-        held = f.on_disk(n)
-        if n in f.doc.claimed:
+    avail, claimed = f.avail, f.doc.claimed
+    for n, e in f.entries.items():
+        # the bytes of the span the file holds (SafetensorsFile.on_disk, inline)
+        held = 0 if e.span is None else max(0, min(e.span[1], avail) - min(e.span[0], avail))
+        if n in claimed:
             cov.checked += held
         elif n in inferred:
             _bump(cov.inferred, inferred[n], held)
@@ -358,11 +360,16 @@ def _width(out) -> int:
             return 80
 
 
+_IN_WORD = re.compile(r"[^ ][(\[{]")
+
+
 def _tokens(text: str) -> list[str]:
     """``text`` split at its spaces, except those inside a bracket opened
     within a word: a word is never split, and a grade string
     ``GRIT1(esr=ocpmx, s0=ue8m0, k0=32, e=fp4)`` or an indexed name stays
     whole."""
+    if _IN_WORD.search(text) is None:        # no bracket opened inside a word
+        return [t for t in text.split(" ") if t]
     out: list[str] = []
     cur: list[str] = []
     depth = 0
@@ -644,13 +651,17 @@ def _region(br) -> dict | None:
 
 def _results(report: ScanReport, artifacts: dict[str, int]) -> Iterator[dict]:
     index = {code: i for i, code in enumerate(sorted(REGISTRY))}
+    uris: dict[str, dict] = {}
     for f in report.findings:
         d = f.to_dict()
         text = f.message if not f.lines else f.message + "\n" + "\n".join(f.lines)
         res: dict[str, Any] = {"ruleId": f.code, "ruleIndex": index[f.code],
                                "level": SARIF_LEVEL[f.severity], "message": {"text": text}}
         if f.file:
-            loc: dict[str, Any] = {**_uri(f.file)}
+            u = uris.get(f.file)
+            if u is None:
+                u = uris[f.file] = _uri(f.file)
+            loc: dict[str, Any] = dict(u)
             if f.file in artifacts:
                 loc["index"] = artifacts[f.file]
             phys: dict[str, Any] = {"artifactLocation": loc}
@@ -697,15 +708,10 @@ def _results(report: ScanReport, artifacts: dict[str, int]) -> Iterator[dict]:
         yield res
 
 
-def to_sarif(report: ScanReport, policy: str = "graded", fail_on: str | None = None,
-             version: str | None = None) -> dict:
-    """The SARIF 2.1.0 log of a scan: one run of the ``grit`` tool, one rule
-    per finding code (:data:`REGISTRY`: id, name, short / full description,
-    help, default level from the severity), one result per finding (the file
-    as artifact location; the tensor's byte range in the file, where known,
-    as the region's byteOffset / byteLength; several tensors' ranges as
-    related locations), the scanned files as artifacts (with their size), and
-    the coverage, summary and exit codes as run properties."""
+def _sarif_run(report: ScanReport, policy: str, fail_on: str | None,
+               version: str | None) -> tuple[dict, dict[str, int]]:
+    """The run object of the SARIF log, less its results, and the artifact
+    index of each file."""
     artifacts: dict[str, int] = {}
     arts: list[dict] = []
     for sf in report.files:
@@ -729,17 +735,44 @@ def to_sarif(report: ScanReport, policy: str = "graded", fail_on: str | None = N
         "originalUriBaseIds": {"SRCROOT": {"uri": pathlib.Path(os.getcwd()).as_uri() + "/"}},
         "invocations": [{"executionSuccessful": True, "exitCode": code}],
         "artifacts": arts,
-        "results": list(_results(report, artifacts)),
         "properties": {**report._head(policy, fail_on), "summary": report.summary(),
                        "coverage": report.coverage_dict()}}
+    return run, artifacts
+
+
+def to_sarif(report: ScanReport, policy: str = "graded", fail_on: str | None = None,
+             version: str | None = None) -> dict:
+    """The SARIF 2.1.0 log of a scan: one run of the ``grit`` tool, one rule
+    per finding code (:data:`REGISTRY`: id, name, short / full description,
+    help, default level from the severity), one result per finding (the file
+    as artifact location; the tensor's byte range in the file, where known,
+    as the region's byteOffset / byteLength; other planes and several
+    tensors' ranges as related locations), the scanned files as artifacts
+    (with their size), and the coverage, summary and exit codes as run
+    properties."""
+    run, artifacts = _sarif_run(report, policy, fail_on, version)
+    run["results"] = list(_results(report, artifacts))
     return {"$schema": SARIF_SCHEMA, "version": SARIF_VERSION, "runs": [run]}
 
 
 def write_sarif(report: ScanReport, policy: str, file=None, fail_on: str | None = None,
                 version: str | None = None) -> None:
-    """The SARIF 2.1.0 log (``--format sarif``), streamed as it is encoded."""
+    """The SARIF 2.1.0 log (``--format sarif``): :func:`to_sarif`'s log,
+    written result by result as each is formed (the results are never held
+    together), one result a line.  ASCII."""
     out = file if file is not None else sys.stdout
-    _stream(to_sarif(report, policy, fail_on, version), out)
+    run, artifacts = _sarif_run(report, policy, fail_on, version)
+    head = json.dumps(run, indent=2, default=str)           # "{ ... }", run less results
+    pad = " " * 8
+    out.write(f'{{\n  "$schema": {json.dumps(SARIF_SCHEMA)},\n  "version": '
+              f'{json.dumps(SARIF_VERSION)},\n  "runs": [\n    '
+              + head[:-1].rstrip().replace("\n", "\n    ") + ',\n      "results": [')
+    enc = json.JSONEncoder(default=str)        # one result a line (the C encoder)
+    sep = "\n"
+    for res in _results(report, artifacts):
+        out.write(sep + pad + enc.encode(res))
+        sep = ",\n"
+    out.write(("\n      ]" if sep != "\n" else "]") + "\n    }\n  ]\n}\n")
     out.flush()
 
 
