@@ -536,3 +536,29 @@ def test_streamed_sarif_is_the_log_to_sarif_builds(files, keys):
     assert json.loads(out.getvalue()) == scan_report.to_sarif(rep, "graded", "disagreement",
                                                               "9.9")
     assert out.getvalue().isascii()
+
+
+REAL = os.path.expanduser("~/.cache/grit-real-checkpoint/gemma-3-270m-q4_k_m.gguf")
+
+
+@pytest.mark.skipif(not os.path.exists(REAL), reason="real GGUF not cached")
+def test_real_gguf_sarif_and_coverage(validator):
+    _, out = cli("--format", "sarif", REAL)
+    log = json.loads(out)
+    assert not list(validator.iter_errors(log))
+    [run] = log["runs"]
+    c = run["properties"]["coverage"]
+    ts = gguf.GGUFReader(REAL).tensors
+    plain = {"F32", "F16", "BF16"}
+    assert c["bytes_total"] == sum(int(t.n_bytes) for t in ts)
+    assert c["not_checkable_because"].get("plain", 0) == sum(
+        int(t.n_bytes) for t in ts if t.tensor_type.name in plain)
+    assert c["bytes_checked"] == 0                     # no grit.desc annotations
+    by_name = {t.name: (int(t.data_offset), int(t.n_bytes)) for t in ts}
+    n = 0
+    for res in run["results"]:
+        for rel in res.get("relatedLocations", ()):
+            off, size = by_name[rel["message"]["text"]]
+            assert rel["physicalLocation"]["region"] == {"byteOffset": off, "byteLength": size}
+            n += 1
+    assert n > 100
