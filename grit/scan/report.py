@@ -130,7 +130,8 @@ def account(inp: Input, findings: Iterable[Finding]) -> tuple[Coverage, Ranges]:
 
 def _account_safetensors(inp: Input, fs: list[Finding], cov: Coverage, ranges: Ranges) -> None:
     f = inp.safetensors
-    assert f is not None
+    if f is None:
+        return
     spans: dict[str, tuple[int, int]] = {}
     for n, e in f.entries.items():
         if e.span is not None:
@@ -179,7 +180,8 @@ def _account_safetensors(inp: Input, fs: list[Finding], cov: Coverage, ranges: R
 
 def _account_gguf(inp: Input, fs: list[Finding], cov: Coverage, ranges: Ranges) -> None:
     got = inp.gguf
-    assert got is not None
+    if got is None:
+        return
     from_grit = got.annotated
     companions = {c.scale for c in getattr(got.tensors, "companions", {}).values()
                   if c.attached and c.scale is not None}
