@@ -281,10 +281,17 @@ def explain_cmd(refs, as_json: bool, show_all: bool) -> None:
 @click.option("--deep", is_flag=True,
               help="Also read the planes: level-2 digest and sparse metadata order, level-3 "
                    "probe warnings.")
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable report (both exit codes).")
+@click.option("--format", "fmt", type=click.Choice(scan_report.FORMATS), default=None,
+              help="Report format: text (default), json, jsonl (one finding per line, then a "
+                   "summary line) or sarif (SARIF 2.1.0).")
+@click.option("--json", "as_json", is_flag=True, help="Alias of --format json.")
 @click.option("--exit-policy", type=click.Choice(["graded", "simple"]), default="graded",
               show_default=True, help="How findings map to the exit status.")
-def scan_cmd(paths, deep: bool, as_json: bool, exit_policy: str) -> None:
+@click.option("--fail-on", type=click.Choice(list(scan_report.FAIL_ON)), default=None,
+              help="Exit non-zero iff a finding at or above this severity exists "
+                   "(replaces --exit-policy).")
+def scan_cmd(paths, deep: bool, fmt: str | None, as_json: bool, exit_policy: str,
+             fail_on: str | None) -> None:
     """Check every tensor of safetensors / GGUF checkpoints against its bytes (§13).
 
     PATH is a .safetensors or .gguf file, a directory tree (walked in sorted
@@ -297,7 +304,9 @@ def scan_cmd(paths, deep: bool, as_json: bool, exit_policy: str) -> None:
     drift within one checkpoint (same role: disagreement; across roles:
     warning), (4) NOTE_ASSUMED tensors by producer tag, (5) with --deep,
     digest / metadata-order failures and level-3 probe warnings; plus
-    inferred descriptors, tensors v1 cannot express, and unreadable inputs.
+    inferred descriptors, tensors v1 cannot express, and unreadable inputs;
+    and the coverage: tensor bytes checked against a recorded descriptor,
+    against an inferred one, and not checkable.
     Every finding has a code (S101 …): grit explain CODE says what it means
     and how to fix it.
 
@@ -306,17 +315,33 @@ def scan_cmd(paths, deep: bool, as_json: bool, exit_policy: str) -> None:
       0 clean   1 structural violation   2 disagreement (no structural)
       3 warnings only   4 no input could be parsed
     --exit-policy simple:  0 clean   1 any finding   2 no input could be parsed
+    --fail-on LEVEL (structural | disagreement | warning):
+      0 no finding at or above LEVEL; otherwise the graded code of the most
+      severe finding (1, 2 or 3); 4 no input could be parsed.
+      --fail-on warning exits as graded does; --fail-on structural
+      passes a report with disagreements and warnings only.
 
     \b
     Example:  grit scan examples/
+              grit scan --format sarif --fail-on disagreement ckpt/ > scan.sarif
     """
-    with _scan_progress(enabled=not as_json) as progress:
+    if as_json and fmt not in (None, "json"):
+        raise click.UsageError(f"--json is --format json; it cannot be given with "
+                               f"--format {fmt}")
+    fmt = "json" if as_json else (fmt or "text")
+    if fail_on is not None and exit_policy != "graded":
+        raise click.UsageError("--fail-on replaces --exit-policy; give one of them")
+    with _scan_progress(enabled=fmt == "text") as progress:
         report = scan(paths, deep=deep, progress=progress)
-    if as_json:
-        scan_report.write_json(report, exit_policy)
+    if fmt == "json":
+        scan_report.write_json(report, exit_policy, fail_on=fail_on)
+    elif fmt == "jsonl":
+        scan_report.write_jsonl(report, exit_policy, fail_on=fail_on)
+    elif fmt == "sarif":
+        scan_report.write_sarif(report, exit_policy, fail_on=fail_on, version=__version__)
     else:
-        scan_report.render(report, exit_policy)
-    sys.exit(exit_code(report, exit_policy))
+        scan_report.render(report, exit_policy, fail_on=fail_on)
+    sys.exit(exit_code(report, exit_policy, fail_on))
 
 
 #: trees with at least this many model files get a progress bar (on a TTY only)

@@ -123,7 +123,7 @@ def test_scan_human_output_escapes_file_and_tensor_names(hostile_dir):
     _no_raw_controls(r.stdout)
     out = r.stdout.decode()
     assert "m\\x1b[2J\\xff\\u202e.safetensors" in out
-    assert "tensor  w\\x1b]0;pwn\\x07\\u202e\\u009b\\x0ax" in out
+    assert "tensor: w\\x1b]0;pwn\\x07\\u202e\\u009b\\x0ax" in out   # piped: no padding
     assert b"Traceback" not in r.stderr
 
 
@@ -337,13 +337,13 @@ def test_each_finding_has_its_own_severity_code_and_names():
     scan_report.render(rep, "graded", file=out)
     blocks = [b.splitlines() for b in out.getvalue().split("\n\n")]
     found = [b for b in blocks if b and b[0].startswith("  ")]
-    f = "    file    /m/model.safetensors"
+    f = "    file: /m/model.safetensors"          # not a terminal: no alignment padding
     assert found == [
-        ["  1 structural  S101 SizeMismatch", f, "    tensor  a.weight", "    m1"],
-        ["  1 structural  S101 SizeMismatch", f, "    tensor  c.weight", "    m4"],
-        ["  2 disagreement  S301 RoleDrift", f, "    role    mlp.up_proj", "    m2",
+        ["  1 structural  S101 SizeMismatch", f, "    tensor: a.weight", "    m1"],
+        ["  1 structural  S101 SizeMismatch", f, "    tensor: c.weight", "    m4"],
+        ["  2 disagreement  S301 RoleDrift", f, "    role: mlp.up_proj", "    m2",
          "      GRADE_NVF4: 1 × a"],
-        ["  3 warning  S602 Inferred", f, "    tensor  b.weight", "    m3"],
+        ["  3 warning  S602 Inferred", f, "    tensor: b.weight", "    m3"],
     ]
 
 

@@ -168,7 +168,7 @@ def test_nothing_parsed_is_4_or_2(tmp_path):
 def test_json_schema(ex):
     _, doc = js("--deep", ex)
     assert set(doc) == {"version", "exit_policy", "exit_code", "exit_code_graded",
-                        "exit_code_simple", "files", "findings", "summary"}
+                        "exit_code_simple", "files", "findings", "summary", "coverage"}
     assert doc["version"] == 1
     for f in doc["findings"]:
         assert set(f) == {"category", "severity", "file", "tensor", "status", "message",

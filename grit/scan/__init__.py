@@ -12,8 +12,10 @@ safetensors and GGUF checkpoints against the bytes on disk.
   findings, then across files cross-file gid disagreement, grade drift and
   escape-hatch exposure;
 * :mod:`~grit.scan.report` is the :class:`ScanReport`: JSON (streamed),
-  the human report (written one finding at a time, file text escaped) and
-  the graded / simple exit codes.
+  JSON Lines, SARIF 2.1.0, the human report (written one finding at a time,
+  file text escaped), the graded / simple / ``--fail-on`` exit codes, and
+  the byte accounting (each file's coverage, each tensor's byte range in its
+  file, put into the findings' detail).
 
 Every finding has a code from one registry (:mod:`~grit.scan.findings`,
 ``grit explain CODE``); docs/scan.md is the reference.
@@ -36,10 +38,10 @@ from . import analyses as _an
 from . import deep as _deep
 from . import shards as _shards
 from .analyses import role_of
-from .collect import MODEL_SUFFIXES, ScannedFile, expand, open_input, why
+from .collect import MODEL_SUFFIXES, Input, ScannedFile, expand, open_input, why
 from .findings import (CATEGORIES, REGISTRY, SEVERITY, Category, Finding, ScanKind,
                        Severity)
-from .report import SCHEMA_VERSION, ScanReport, exit_code
+from .report import SCHEMA_VERSION, Coverage, Ranges, ScanReport, account, attach_ranges, exit_code
 
 __all__ = ["scan", "ScanReport", "Finding", "CATEGORIES", "SEVERITY", "role_of",
            "MODEL_SUFFIXES", "exit_code", "SCHEMA_VERSION", "Category", "Severity",
@@ -58,6 +60,8 @@ def scan(paths: Iterable[str], *, deep: bool = False,
     ctx = _an.Context(deep)
     files: list[ScannedFile] = []
     ckpts = _shards.Checkpoints()
+    coverage: dict[str, Coverage] = {}
+    ranges: dict[str, Ranges] = {}
     model_files = expand(list(paths), ctx.findings, files, ckpts.indexes)
     for i, p in enumerate(model_files):
         if progress is not None:
@@ -66,7 +70,17 @@ def scan(paths: Iterable[str], *, deep: bool = False,
         # read and checked, never for the next one: a verdict does not depend on
         # file order
         with grade_scope(), layout_scope():
-            _one_file(ctx, files, p, deep, ckpts)
+            first, tfirst = len(ctx.findings), len(ctx.tensors)
+            inp = _one_file(ctx, files, p, deep, ckpts)
+            try:
+                coverage[p], rs = account(inp, ctx.findings[first:])
+            except _BAD_INPUT:                   # the readers' records are odd: count
+                inp.safetensors = inp.gguf = None   # the file as not checkable
+                coverage[p], rs = account(inp, ())
+            # the file's own findings get their byte ranges now; only the GRIT
+            # tensors' ranges are kept, for the findings made across files
+            attach_ranges(ctx.findings[first:], {p: rs})
+            ranges[p] = {t.name: rs[t.name] for t in ctx.tensors[tfirst:] if t.name in rs}
     if progress is not None:
         progress(len(model_files), len(model_files), "")
     ckpts.check(ctx)          # the index against the shards, the shards against each other
@@ -75,6 +89,7 @@ def scan(paths: Iterable[str], *, deep: bool = False,
     _an.checkpoint_contracts(ctx)
     _an.escape_hatch(ctx)
     findings = ctx.findings
+    attach_ranges(findings, ranges)
     if not any(f.parsed for f in files):
         for f in findings:
             if f.category is Category.UNREADABLE:
@@ -83,18 +98,18 @@ def scan(paths: Iterable[str], *, deep: bool = False,
     findings.sort(key=lambda f: (order.index(f.category), f.severity, f.file or "",
                                  f.tensor or ""))
     files.sort(key=lambda f: f.path)
-    return ScanReport(files, findings, deep)
+    return ScanReport(files, findings, deep, coverage)
 
 
 def _one_file(ctx: _an.Context, files: list[ScannedFile], p: str, deep: bool,
-              ckpts: _shards.Checkpoints) -> None:
+              ckpts: _shards.Checkpoints) -> Input:
     inp = open_input(p)
     files.append(inp.file)
     ckpts.note(inp)
     for f in inp.findings:
         ctx.keep(f)
     if not inp.file.parsed:
-        return
+        return inp
     try:
         tensors = _an.file_analyses(ctx, inp)
         if deep:      # file by file, each plane streamed through the file's byte source
@@ -104,3 +119,4 @@ def _one_file(ctx: _an.Context, files: list[ScannedFile], p: str, deep: bool,
     except _BAD_INPUT as e:
         inp.file.error = why(e)
         ctx.add("S805", p, None, f"could not read as {inp.file.format}: {inp.file.error}")
+    return inp
