@@ -186,7 +186,7 @@ def test_json_schema(ex):
 def test_human_output(ex):
     r = run(ex)
     assert r.exit_code == 1
-    for title in ("1. Descriptor-vs-bytes", "2. Cross-file", "3. Grade-drift",
+    for title in ("1. Descriptor-vs-bytes", "2. Cross-file", "3. Grade drift",
                   "4. Escape-hatch", "Inferred descriptors", "cannot express"):
         assert title in r.output
     assert "group_size=64" in r.output

@@ -26,6 +26,9 @@ __all__ = ["ScanReport", "Coverage", "exit_code", "render", "write_json", "write
            "write_sarif", "to_sarif", "account", "attach_ranges", "FORMATS", "FAIL_ON",
            "SCHEMA_VERSION", "SARIF_SCHEMA"]
 
+#: the findings whose tensor field names a role (grade drift), not tensors
+_ROLE_CODES = frozenset({"S301", "S302"})
+
 SCHEMA_VERSION = 1
 #: the output formats of ``grit scan --format``
 FORMATS = ("text", "json", "jsonl", "sarif")
@@ -527,7 +530,7 @@ def render(report: ScanReport, policy: str, file=None, fail_on: str | None = Non
             rows = [f"  {sev_label[f.severity]}  {f.code} {P(f.status)}",
                     f"    {label('file')}{where(f.file)}"]
             if f.tensor:
-                what = "role" if cat is Category.DRIFT else "tensor"
+                what = "role" if f.code in _ROLE_CODES else "tensor"
                 head = f"    {label(what)}"
                 if tty:
                     rows.extend(sgr(ln, "1") if i else head + sgr(ln[len(head):], "1")
