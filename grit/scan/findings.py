@@ -103,7 +103,8 @@ def status_name(status: Status | ScanKind) -> str:
 CATEGORIES: dict[Category, str] = {
     Category.STRUCTURAL: "1. Descriptor-vs-bytes violations (§7.3, on-disk plane lengths)",
     Category.CROSS_FILE: "2. Cross-file gid disagreement (same tensor name, different gid)",
-    Category.DRIFT: "3. Grade drift and checkpoint contracts (roles, fused parts, the quantisation config)",
+    Category.DRIFT: ("3. Grade drift and checkpoint contracts (roles, fused parts, the "
+                     "quantisation config)"),
     Category.ESCAPE_HATCH: "4. Escape-hatch exposure (NOTE_ASSUMED, by producer tag)",
     Category.DEEP: "5. Deep checks (level-2 digest / metadata order, level-3 probes)",
     Category.INFERRED: "Inferred descriptors (ggml block types without GRIT annotations)",
