@@ -309,10 +309,10 @@ def _desc(grade: Grade, shape: Sequence[int], has_zp: bool) -> D.Descriptor:
 # ---------------------------------------------------------------------------
 
 
-def read_config(path: str) -> dict | None:
-    """The ``config.json`` beside a model file (None: absent, too large or
-    not a JSON object)."""
-    cfg = os.path.join(os.path.dirname(os.fspath(path)), "config.json")
+def _json_beside(path: str, name: str) -> dict | None:
+    """The JSON object in file ``name`` beside a model file (None: absent,
+    larger than MAX_CONFIG, not JSON or not an object)."""
+    cfg = os.path.join(os.path.dirname(os.fspath(path)), name)
     try:
         if not os.path.isfile(cfg) or os.path.getsize(cfg) > MAX_CONFIG:
             return None
@@ -323,19 +323,18 @@ def read_config(path: str) -> dict | None:
     return doc if isinstance(doc, dict) else None
 
 
+def read_config(path: str) -> dict | None:
+    """The ``config.json`` beside a model file (None: absent, too large or
+    not a JSON object)."""
+    return _json_beside(path, "config.json")
+
+
 def read_modelopt_config(path: str) -> dict | None:
     """The ``quantization`` object of ModelOpt's ``hf_quant_config.json``
     beside a model file (None: absent, too large, not JSON or no such
     object)."""
-    cfg = os.path.join(os.path.dirname(os.fspath(path)), "hf_quant_config.json")
-    try:
-        if not os.path.isfile(cfg) or os.path.getsize(cfg) > MAX_CONFIG:
-            return None
-        with open_regular(cfg) as f:
-            doc = json.loads(f.read().decode("utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
-        return None
-    q = doc.get("quantization") if isinstance(doc, dict) else None
+    doc = _json_beside(path, "hf_quant_config.json")
+    q = doc.get("quantization") if doc is not None else None
     return q if isinstance(q, dict) else None
 
 
