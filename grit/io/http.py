@@ -1,0 +1,163 @@
+"""Remote files read by HTTP ``Range`` requests, behind the byte-source
+interface (:class:`grit.io.source.ByteSource`) the container readers use.
+
+:class:`HTTPSource` learns the file's size from one ``Range: bytes=0-0``
+request (``206`` and ``Content-Range: bytes 0-0/SIZE``) and then reads each
+``(offset, length)`` the readers ask for as one ranged GET, checked three
+ways before its bytes are used: the status is 206, the ``Content-Range``
+names exactly the range asked for and the size first seen (a file that
+changes while it is read is an error, not a mixture), and the body holds
+the bytes its Content-Range promised (fewer is a :class:`RemoteError`).
+It never gives a zero-copy view: readers read.
+
+Bad servers and networks are typed errors, never a hang: every request has
+a timeout; a connection error, a timeout, 429 or a 5xx status is retried a
+bounded number of times with exponential backoff, then raised as
+:class:`RemoteError`; 401, 403, 404 and other 4xx are raised at once (416 as
+:class:`~grit.io.source.SourceRangeError`); a server that ignores ``Range``
+(200 with the whole body) is refused after reading nothing past the status
+line — the body is not downloaded.  Redirects are followed (urllib's rules:
+at most 10).  Nothing is written anywhere.
+"""
+from __future__ import annotations
+
+import http.client
+import re
+import socket
+import time
+import urllib.error
+import urllib.request
+
+from ..errors import GritUsageError
+from .source import ByteSource, SourceRangeError
+
+__all__ = ["HTTPSource", "RemoteError", "is_url"]
+
+_CONTENT_RANGE = re.compile(r"^\s*bytes\s+(\d+)-(\d+)/(\d+|\*)\s*$", re.IGNORECASE)
+#: statuses worth asking again
+_RETRY = frozenset({408, 429, 500, 502, 503, 504})
+
+
+class RemoteError(GritUsageError):
+    """A remote file that cannot be read as asked: ``status`` is the HTTP
+    status when the server answered (None for a network failure)."""
+
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.status = status
+
+
+def is_url(path) -> bool:
+    """Whether ``path`` names a remote file this module reads (http/https)."""
+    return isinstance(path, str) and path[:8].lower().startswith(("http://", "https://"))
+
+
+class HTTPSource(ByteSource):
+    """A remote file by HTTP ``Range`` requests (see the module docstring).
+    ``requests`` and ``bytes_read`` count what was asked of the server;
+    ``etag`` and ``last_modified`` are the server's validators (None when it
+    sends none)."""
+
+    def __init__(self, url: str, *, timeout: float = 10.0, retries: int = 3,
+                 backoff: float = 0.25, headers: dict | None = None):
+        if not is_url(url):
+            raise GritUsageError(f"not an http(s) URL: {url!r:.200}")
+        self.name = self.url = url
+        self.timeout = float(timeout)
+        self.retries = max(0, int(retries))
+        self.backoff = float(backoff)
+        self.headers = dict(headers or {})
+        self.requests = 0
+        self.bytes_read = 0
+        self.size = 0
+        resp = self._get(0, 0, probe=True)
+        try:
+            if resp.status == 200:
+                raise RemoteError(f"{url}: the server ignores Range requests (it answered "
+                                  "200 with the whole file); grit reads remote files by "
+                                  "range only, and read none of the body", 200)
+            first, last, size = self._content_range(resp)
+            if (first, last) != (0, 0) or size is None:
+                raise RemoteError(f"{url}: asked for byte 0, the server sent "
+                                  f"{resp.headers.get('Content-Range')!r}", resp.status)
+            self.size = size
+            self.etag = resp.headers.get("ETag")
+            self.last_modified = resp.headers.get("Last-Modified")
+        finally:
+            resp.close()
+
+    # -- one request, retried -------------------------------------------------
+    def _get(self, offset: int, last: int, probe: bool = False):
+        req = urllib.request.Request(self.url, headers={
+            **self.headers, "Range": f"bytes={offset}-{last}", "Accept-Encoding": "identity"})
+        delay = self.backoff
+        for attempt in range(self.retries + 1):
+            self.requests += 1
+            why: str
+            status: int | None = None
+            try:
+                resp = urllib.request.urlopen(req, timeout=self.timeout)  # noqa: S310 - http(s) only
+                return resp
+            except urllib.error.HTTPError as e:
+                status = e.code
+                e.close()
+                if e.code == 416:
+                    if probe:                 # an empty file has no byte 0
+                        raise RemoteError(f"{self.url}: the server has no byte 0 to send "
+                                          "(416: an empty file?)", 416) from None
+                    raise SourceRangeError(f"{self.url}: bytes {offset}-{last}: the server "
+                                           "says the range is not satisfiable (416)") from None
+                if e.code not in _RETRY:
+                    raise RemoteError(f"{self.url}: HTTP {e.code} {e.reason}", e.code) from None
+                why = f"HTTP {e.code} {e.reason}"
+            except (urllib.error.URLError, socket.timeout, TimeoutError, ConnectionError,
+                    http.client.HTTPException, OSError) as e:
+                why = f"{type(e).__name__}: {getattr(e, 'reason', e)}"
+            if attempt == self.retries:
+                raise RemoteError(f"{self.url}: {why} (after {self.retries + 1} attempts)",
+                                  status)
+            time.sleep(delay)
+            delay *= 2
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _content_range(self, resp) -> tuple[int, int, int | None]:
+        m = _CONTENT_RANGE.match(resp.headers.get("Content-Range") or "")
+        if resp.status != 206 or m is None:
+            raise RemoteError(f"{self.url}: expected 206 with a Content-Range, got "
+                              f"{resp.status} {resp.headers.get('Content-Range')!r}", resp.status)
+        size = None if m.group(3) == "*" else int(m.group(3))
+        return int(m.group(1)), int(m.group(2)), size
+
+    # -- ByteSource ------------------------------------------------------------
+    def _readinto(self, offset: int, mv: memoryview) -> int:
+        n = mv.nbytes
+        resp = self._get(offset, offset + n - 1)
+        try:
+            if resp.status == 200:
+                raise RemoteError(f"{self.url}: the server stopped honouring Range requests "
+                                  "(200 with the whole file)", 200)
+            first, last, size = self._content_range(resp)
+            if size is not None and size != self.size:
+                raise RemoteError(f"{self.url}: the file changed while it was read: "
+                                  f"{self.size} bytes, now {size}", resp.status)
+            if first != offset or last > offset + n - 1 or last < first:
+                raise RemoteError(f"{self.url}: asked for bytes {offset}-{offset + n - 1}, "
+                                  f"the server sent {first}-{last}", resp.status)
+            want = last - first + 1
+            got = 0
+            while got < want:
+                try:
+                    k = resp.readinto(mv[got:want])
+                except (OSError, http.client.HTTPException) as e:
+                    raise RemoteError(f"{self.url}: the body broke off after {got} of {want} "
+                                      f"bytes ({type(e).__name__})") from None
+                if not k:
+                    break
+                got += k
+            self.bytes_read += got
+            if got < want:          # a body shorter than its own Content-Range: not retried
+                raise RemoteError(f"{self.url}: the body broke off after {got} of {want} bytes "
+                                  f"(bytes {first}-{last})", resp.status)
+            return got
+        finally:
+            resp.close()

@@ -1,0 +1,100 @@
+"""A real HTTP server on loopback for the remote-read tests: threaded,
+serving in-memory files with single ``Range`` requests (206 and
+Content-Range, 416 past the end), counting requests and body bytes, with
+faults to inject per path — latency, a fixed status, ignoring Range,
+truncated bodies, a redirect, a status for the first N requests."""
+from __future__ import annotations
+
+import re
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+_RANGE = re.compile(r"^bytes=(\d+)-(\d*)$")
+
+
+class Server:
+    def __init__(self):
+        self.files: dict[str, bytes] = {}
+        self.faults: dict[str, dict] = {}
+        self.requests = 0
+        self.body_bytes = 0
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                with server._lock:
+                    server.requests += 1
+                path = self.path.split("?")[0]
+                f = server.faults.get(path, {})
+                if f.get("latency"):
+                    time.sleep(f["latency"])
+                if "redirect" in f:
+                    self.send_response(302)
+                    self.send_header("Location", f["redirect"])
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                fail = f.get("fail_first")
+                if fail and fail[1] > 0:
+                    fail[1] -= 1
+                    return self._status(fail[0])
+                if "status" in f:
+                    return self._status(f["status"])
+                data = server.files.get(path)
+                if data is None:
+                    return self._status(404)
+                m = _RANGE.match(self.headers.get("Range", ""))
+                if m is None or f.get("ignore_range"):
+                    return self._body(200, data, None)
+                a = int(m.group(1))
+                b = int(m.group(2)) if m.group(2) else len(data) - 1
+                if a >= len(data):
+                    self.send_response(416)
+                    self.send_header("Content-Range", f"bytes */{len(data)}")
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                b = min(b, len(data) - 1)
+                self._body(206, data[a:b + 1], f"bytes {a}-{b}/{len(data)}",
+                           cut=f.get("truncate"))
+
+            def _status(self, code):
+                self.send_response(code)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def _body(self, code, body, crange, cut=None):
+                self.send_response(code)
+                self.send_header("Content-Length", str(len(body)))
+                self.send_header("ETag", '"v1"')
+                if crange:
+                    self.send_header("Content-Range", crange)
+                self.end_headers()
+                sent = body if cut is None else body[:cut]
+                with server._lock:            # counted before the client can see them
+                    server.body_bytes += len(sent)
+                try:
+                    self.wfile.write(sent)
+                    if cut is not None:
+                        self.close_connection = True
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_port}{path}"
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
