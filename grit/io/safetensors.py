@@ -165,9 +165,16 @@ class SafetensorsFile:
 
     def view(self, name):
         """A read-only view of the bytes of ``name``'s span that the file
-        holds (cut short at the end of the file; b"" for no entry)."""
+        holds (cut short at the end of the file; b"" for no entry).  A source
+        without views (a remote file) reads them instead: a copy."""
         b, end = self._held(name)
-        return self.buffer[b:end] if end > b and self.buffer is not None else b""
+        if end <= b:
+            return b""
+        if self.buffer is not None:
+            return self.buffer[b:end]
+        if self.source is not None and self.source.view(0, 0) is None:
+            return self.source.read(self.start + b, end - b, f"tensor {name!r}")
+        return b""
 
     def tensor_values(self, name: str, max_bytes: int):
         """A small tensor's values (a copy), or None: unknown entry, a dtype

@@ -10,11 +10,12 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from .._files import open_regular
-from ..errors import GritError
+from ..errors import GritError, GritUsageError
 from ..io import gguf as _gguf
 from ..io import safetensors as _st
 from ..io import sniff as _sniff_file
 from ..io.gguf import GGUFContents
+from ..io.http import HTTPSource, is_url
 from ..io.problems import ProblemKind
 from ..io.recognise import read_config
 from ..io.safetensors import SafetensorsFile
@@ -183,6 +184,11 @@ def expand(paths: Sequence[str], findings: list[Finding],
             bad("S803", root, "no .safetensors or .gguf files under this directory")
 
     def one(p: str, from_manifest: str | None) -> None:
+        if is_url(p):                    # a remote file: its reader says what it is
+            if p not in seen:
+                seen.add(p)
+                out.append(p)
+            return
         if os.path.isdir(p):
             walk(p)
         elif not os.path.exists(p):
@@ -281,6 +287,8 @@ def open_input(path: str) -> Input:
     parsed has ``file.error`` set and an ``unreadable`` finding."""
     rec = ScannedFile(path, checkpoint=checkpoint_of(path))
     inp = Input(rec)
+    if is_url(path):
+        return _open_remote(inp)
     sniffed = sniff(path)
     low = path.lower()
     by_suffix = "gguf" if low.endswith(".gguf") else (
@@ -315,4 +323,31 @@ def open_input(path: str) -> Input:
         inp.safetensors = inp.gguf = None
         inp.findings.append(Finding("S805", path, None,
                                     f"could not read as {kind}: {rec.error}"))
+    return inp
+
+
+def _open_remote(inp: Input) -> Input:
+    """A remote file (http/https): read by Range requests, safetensors only
+    for now (the GGUF header walk needs a view of the file); the header is
+    all a level-1 scan reads."""
+    rec = inp.file
+    path = rec.path
+    rec.format = "safetensors"
+    try:
+        if path.split("?")[0].lower().endswith(".gguf"):
+            raise GritUsageError("remote GGUF files are not read yet (the header walk needs "
+                                 "a view of the whole file)")
+        inp.safetensors = _st.read_source(HTTPSource(path), path)
+    except (OSError, GritError, ValueError) as e:
+        rec.error = why(e)
+    else:
+        fatal = [p for p in inp.safetensors.problems if p.kind is ProblemKind.UNREADABLE]
+        if fatal:
+            rec.error = f"safetensors: {fatal[0].message}"
+        else:
+            rec.parsed = True
+    if rec.error:
+        inp.safetensors = None
+        inp.findings.append(Finding("S805", path, None, f"could not read as safetensors: "
+                                                        f"{rec.error}"))
     return inp

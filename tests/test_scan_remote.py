@@ -1,0 +1,70 @@
+"""grit scan of http(s) URLs (safetensors; a real server on loopback): a
+level-1 scan reads the header alone and reports what the local scan of the
+same bytes reports; --deep reads each tensor's planes once and verifies
+recorded digests; an unreachable file or a remote GGUF is an S805 finding."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import grit
+from grit.scan import scan
+
+from http_server import Server
+
+
+@pytest.fixture
+def served(tmp_path):
+    s = Server()
+    x = np.random.default_rng(1).standard_normal((8, 256)).astype(np.float32)
+    a = grit.encode(x, grit.GRADE_MXFP4)
+    stale = grit.encode(x * 2, grit.GRADE_MXFP4)
+    files = {}
+    grit.save(str(tmp_path / "clean.safetensors"), {"w": a})
+    grit.save(str(tmp_path / "digest.safetensors"), {"w": a},
+              {"grit.digest.w": grit.base32_encode(stale.digest)})
+    files["clean"] = (tmp_path / "clean.safetensors").read_bytes()
+    files["digest"] = (tmp_path / "digest.safetensors").read_bytes()
+    files["cut"] = files["clean"][:-300]
+    (tmp_path / "cut.safetensors").write_bytes(files["cut"])
+    for k, b in files.items():
+        s.files[f"/{k}.safetensors"] = b
+    yield s, tmp_path, files
+    s.close()
+
+
+def verdicts(rep):
+    return sorted((f.code, f.status, f.tensor or "", f.message) for f in rep.findings)
+
+
+@pytest.mark.parametrize("name", ["clean", "cut", "digest"])
+@pytest.mark.parametrize("deep", [False, True])
+def test_a_remote_scan_reports_what_the_local_scan_reports(served, name, deep):
+    s, tmp, files = served
+    url = s.url(f"/{name}.safetensors")
+    remote = scan([url], deep=deep)
+    local = scan([str(tmp / f"{name}.safetensors")], deep=deep)
+    assert verdicts(remote) == verdicts(local)
+    assert remote.exit_code_graded == local.exit_code_graded
+    assert [f.tensors for f in remote.files] == [f.tensors for f in local.files] == [1]
+    if name == "digest" and deep:
+        assert any(f.code == "S501" for f in remote.findings)
+
+
+def test_level_one_reads_the_header_alone(served):
+    s, _, files = served
+    s.body_bytes = 0
+    rep = scan([s.url("/clean.safetensors")])
+    header = 8 + int.from_bytes(files["clean"][:8], "little")
+    assert rep.exit_code_graded == 0
+    assert header <= s.body_bytes <= header + 1 < len(files["clean"])
+
+
+def test_unreachable_files_and_remote_gguf_are_findings(served):
+    s, _, _ = served
+    rep = scan([s.url("/missing.safetensors")])
+    [f] = rep.findings
+    assert f.code == "S805" and "404" in f.message and rep.exit_code_graded == 4
+    s.files["/m.gguf"] = b"GGUF" + bytes(100)
+    [f] = scan([s.url("/m.gguf")]).findings
+    assert f.code == "S805" and "not read yet" in f.message
