@@ -287,11 +287,14 @@ def explain_cmd(refs, as_json: bool, show_all: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Alias of --format json.")
 @click.option("--exit-policy", type=click.Choice(["graded", "simple"]), default="graded",
               show_default=True, help="How findings map to the exit status.")
+@click.option("--no-cache", "no_cache", is_flag=True,
+              help="Read remote headers afresh (do not use or fill the header cache, "
+                   "$GRIT_CACHE_DIR or ~/.cache/grit).")
 @click.option("--fail-on", type=click.Choice(list(scan_report.FAIL_ON)), default=None,
               help="Exit non-zero iff a finding at or above this severity exists "
                    "(replaces --exit-policy).")
 def scan_cmd(paths, deep: bool, fmt: str | None, as_json: bool, exit_policy: str,
-             fail_on: str | None) -> None:
+             fail_on: str | None, no_cache: bool) -> None:
     """Check every tensor of safetensors / GGUF checkpoints against its bytes (§13).
 
     PATH is a .safetensors or .gguf file, a directory tree (walked in sorted
@@ -333,7 +336,7 @@ def scan_cmd(paths, deep: bool, fmt: str | None, as_json: bool, exit_policy: str
     if fail_on is not None and exit_policy != "graded":
         raise click.UsageError("--fail-on replaces --exit-policy; give one of them")
     with _scan_progress(enabled=fmt == "text") as progress:
-        report = scan(paths, deep=deep, progress=progress)
+        report = scan(paths, deep=deep, progress=progress, cache=not no_cache)
     if fmt == "json":
         scan_report.write_json(report, exit_policy, fail_on=fail_on)
     elif fmt == "jsonl":

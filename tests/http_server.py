@@ -73,7 +73,7 @@ class Server:
             def _body(self, code, body, crange, cut=None):
                 self.send_response(code)
                 self.send_header("Content-Length", str(len(body)))
-                self.send_header("ETag", '"v1"')
+                self.send_header("ETag", f'"{server.etag(self.path)}"')
                 if crange:
                     self.send_header("Content-Range", crange)
                 self.end_headers()
@@ -91,6 +91,12 @@ class Server:
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()
+
+    def etag(self, path: str) -> str:
+        """The file's current ETag: a hash of its bytes, as a real server's
+        changes with the content."""
+        import hashlib  # noqa: PLC0415
+        return hashlib.sha256(self.files.get(path.split("?")[0], b"")).hexdigest()[:16]
 
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.httpd.server_port}{path}"

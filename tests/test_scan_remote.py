@@ -13,6 +13,13 @@ from grit.scan import scan
 from http_server import Server
 
 
+@pytest.fixture(autouse=True)
+def cache_dir(tmp_path, monkeypatch):
+    d = tmp_path / "cache"
+    monkeypatch.setenv("GRIT_CACHE_DIR", str(d))
+    return d
+
+
 @pytest.fixture
 def served(tmp_path):
     s = Server()
@@ -68,3 +75,42 @@ def test_unreachable_files_and_remote_gguf_are_findings(served):
     s.files["/m.gguf"] = b"GGUF" + bytes(100)
     [f] = scan([s.url("/m.gguf")]).findings
     assert f.code == "S805" and "not read yet" in f.message
+
+
+def test_a_rescan_of_an_unchanged_file_moves_no_payload_byte(served, cache_dir):
+    s, _, files = served
+    url = s.url("/digest.safetensors")
+    first = scan([url])
+    header = 8 + int.from_bytes(files["digest"][:8], "little")
+    s.body_bytes = 0
+    again = scan([url])
+    assert verdicts(again) == verdicts(first)
+    assert s.body_bytes <= 1                       # the size probe's one byte, nothing else
+    assert any(cache_dir.rglob("*")) and all(p.is_relative_to(cache_dir)
+                                             for p in cache_dir.rglob("*"))
+    # the file changes (a new ETag): its header is read afresh
+    s.files["/digest.safetensors"] = files["cut"]
+    s.body_bytes = 0
+    changed = scan([url])
+    assert any(f.code == "S101" for f in changed.findings)
+    assert s.body_bytes >= 8 + int.from_bytes(files["cut"][:8], "little")
+    # cache=False (grit scan --no-cache): read afresh, nothing written
+    s.files["/digest.safetensors"] = files["digest"]
+    for p in sorted(cache_dir.rglob("*"), reverse=True):
+        p.unlink() if p.is_file() else p.rmdir()
+    s.body_bytes = 0
+    assert verdicts(scan([url], cache=False)) == verdicts(first)
+    assert s.body_bytes >= header and not any(cache_dir.rglob("*.*")) \
+        and not [p for p in cache_dir.rglob("*") if p.is_file()]
+
+
+def test_a_damaged_cache_entry_is_a_miss(served, cache_dir):
+    s, _, files = served
+    url = s.url("/clean.safetensors")
+    first = scan([url])
+    for p in cache_dir.rglob("*"):
+        if p.is_file():
+            p.write_bytes(p.read_bytes()[:-1])
+    s.body_bytes = 0
+    assert verdicts(scan([url])) == verdicts(first)
+    assert s.body_bytes > 1

@@ -17,12 +17,17 @@ bounded number of times with exponential backoff, then raised as
 :class:`~grit.io.source.SourceRangeError`); a server that ignores ``Range``
 (200 with the whole body) is refused after reading nothing past the status
 line — the body is not downloaded.  Redirects are followed (urllib's rules:
-at most 10).  Nothing is written anywhere.
+at most 10).  Nothing is written anywhere but the optional header cache
+(:class:`HeaderCache`: container headers keyed by URL, ETag/Last-Modified,
+size and range, so a rescan of an unchanged file moves no payload byte).
 """
 from __future__ import annotations
 
+import hashlib
 import http.client
+import os
 import re
+import tempfile
 import socket
 import time
 import urllib.error
@@ -31,7 +36,8 @@ import urllib.request
 from ..errors import GritUsageError
 from .source import ByteSource, SourceRangeError
 
-__all__ = ["HTTPSource", "RemoteError", "is_url"]
+__all__ = ["HTTPSource", "RemoteError", "is_url", "HeaderCache", "default_cache",
+           "CACHED_READS"]
 
 _CONTENT_RANGE = re.compile(r"^\s*bytes\s+(\d+)-(\d+)/(\d+|\*)\s*$", re.IGNORECASE)
 #: statuses worth asking again
@@ -59,7 +65,8 @@ class HTTPSource(ByteSource):
     sends none)."""
 
     def __init__(self, url: str, *, timeout: float = 10.0, retries: int = 3,
-                 backoff: float = 0.25, headers: dict | None = None):
+                 backoff: float = 0.25, headers: dict | None = None,
+                 cache: "HeaderCache | None" = None):
         if not is_url(url):
             raise GritUsageError(f"not an http(s) URL: {url!r:.200}")
         self.name = self.url = url
@@ -69,7 +76,10 @@ class HTTPSource(ByteSource):
         self.headers = dict(headers or {})
         self.requests = 0
         self.bytes_read = 0
+        self.cache_hits = 0
         self.size = 0
+        self.cache = cache
+        self.etag = self.last_modified = None
         resp = self._get(0, 0, probe=True)
         try:
             if resp.status == 200:
@@ -129,6 +139,23 @@ class HTTPSource(ByteSource):
         return int(m.group(1)), int(m.group(2)), size
 
     # -- ByteSource ------------------------------------------------------------
+    def read(self, offset, length, what: str = "read") -> bytes:
+        """As :meth:`ByteSource.read`; a container header (``what`` in
+        :data:`CACHED_READS`) of a file the server names by a validator
+        (ETag or Last-Modified) is served from, or kept in, the cache."""
+        validator = self.etag or self.last_modified
+        if self.cache is None or what not in CACHED_READS or validator is None:
+            return super().read(offset, length, what)
+        off, n = self.check_range(offset, length, what)
+        key = (self.url, validator, self.size, off, n)
+        hit = self.cache.get(*key)
+        if hit is not None:
+            self.cache_hits += 1
+            return hit
+        data = super().read(off, n, what)
+        self.cache.put(*key, data)
+        return data
+
     def _readinto(self, offset: int, mv: memoryview) -> int:
         n = mv.nbytes
         resp = self._get(offset, offset + n - 1)
@@ -161,3 +188,55 @@ class HTTPSource(ByteSource):
             return got
         finally:
             resp.close()
+
+
+#: the reads a header cache keeps: what the container readers read at level 1
+CACHED_READS = frozenset({"header length", "header"})
+
+
+class HeaderCache:
+    """Container headers of remote files, on disk, keyed by URL, validator
+    (ETag or Last-Modified), file size and byte range: a rescan of a file the
+    server still names the same way moves no payload byte.  Entries are
+    written atomically under ``root`` and nowhere else; a damaged entry is a
+    miss.  At most ``max_entry`` bytes are kept per read."""
+
+    def __init__(self, root, max_entry: int = 1 << 27):
+        self.root = os.fspath(root)
+        self.max_entry = max_entry
+
+    def _path(self, url: str, validator: str, size: int, off: int, n: int) -> str:
+        h = hashlib.sha256(repr((url, validator, size, off, n)).encode("utf-8", "replace"))
+        return os.path.join(self.root, h.hexdigest()[:2], h.hexdigest())
+
+    def get(self, url, validator, size, off, n) -> bytes | None:
+        try:
+            with open(self._path(url, validator, size, off, n), "rb") as f:
+                data = f.read(n + 1)
+        except OSError:
+            return None
+        return data if len(data) == n else None
+
+    def put(self, url, validator, size, off, n, data: bytes) -> None:
+        if len(data) != n or n > self.max_entry:
+            return
+        path = self._path(url, validator, size, off, n)
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".grit-", suffix=".tmp")
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)
+        except OSError:            # a cache that cannot be written is only slower
+            return
+
+
+def default_cache() -> HeaderCache:
+    """The header cache: ``$GRIT_CACHE_DIR/http``, else
+    ``$XDG_CACHE_HOME/grit/http``, else ``~/.cache/grit/http``."""
+    root = os.environ.get("GRIT_CACHE_DIR")
+    if not root:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
+                                                                 ".cache")
+        root = os.path.join(base, "grit")
+    return HeaderCache(os.path.join(root, "http"))

@@ -54,9 +54,11 @@ _BAD_INPUT = (GritError, OSError, ValueError, KeyError, IndexError, TypeError, s
 
 
 def scan(paths: Iterable[str], *, deep: bool = False,
-         progress: Callable[[int, int, str], None] | None = None) -> ScanReport:
-    """Scan ``paths`` (files, directories, manifests); never raises for bad
-    input — every problem is a finding."""
+         progress: Callable[[int, int, str], None] | None = None,
+         cache: bool = True) -> ScanReport:
+    """Scan ``paths`` (files, directories, manifests, http(s) URLs); never
+    raises for bad input — every problem is a finding.  ``cache=False``
+    bypasses the header cache of remote files (grit.io.http.default_cache)."""
     ctx = _an.Context(deep)
     files: list[ScannedFile] = []
     ckpts = _shards.Checkpoints()
@@ -71,7 +73,7 @@ def scan(paths: Iterable[str], *, deep: bool = False,
         # file order
         with grade_scope(), layout_scope():
             first, tfirst = len(ctx.findings), len(ctx.tensors)
-            inp = _one_file(ctx, files, p, deep, ckpts)
+            inp = _one_file(ctx, files, p, deep, ckpts, cache)
             try:
                 coverage[p], rs = account(inp, ctx.findings[first:])
             except _BAD_INPUT:                   # the readers' records are odd: count
@@ -102,8 +104,8 @@ def scan(paths: Iterable[str], *, deep: bool = False,
 
 
 def _one_file(ctx: _an.Context, files: list[ScannedFile], p: str, deep: bool,
-              ckpts: _shards.Checkpoints) -> Input:
-    inp = open_input(p)
+              ckpts: _shards.Checkpoints, cache: bool = True) -> Input:
+    inp = open_input(p, cache)
     files.append(inp.file)
     ckpts.note(inp)
     for f in inp.findings:

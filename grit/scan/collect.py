@@ -15,7 +15,7 @@ from ..io import gguf as _gguf
 from ..io import safetensors as _st
 from ..io import sniff as _sniff_file
 from ..io.gguf import GGUFContents
-from ..io.http import HTTPSource, is_url
+from ..io.http import HTTPSource, default_cache, is_url
 from ..io.problems import ProblemKind
 from ..io.recognise import read_config
 from ..io.safetensors import SafetensorsFile
@@ -281,14 +281,14 @@ class Input:
     findings: list[Finding] = field(default_factory=list)
 
 
-def open_input(path: str) -> Input:
+def open_input(path: str, cache: bool = True) -> Input:
     """Read one model file with the reader its content (else its suffix)
     names.  Never raises for bad input: a file that cannot be opened or
     parsed has ``file.error`` set and an ``unreadable`` finding."""
     rec = ScannedFile(path, checkpoint=checkpoint_of(path))
     inp = Input(rec)
     if is_url(path):
-        return _open_remote(inp)
+        return _open_remote(inp, cache)
     sniffed = sniff(path)
     low = path.lower()
     by_suffix = "gguf" if low.endswith(".gguf") else (
@@ -326,7 +326,7 @@ def open_input(path: str) -> Input:
     return inp
 
 
-def _open_remote(inp: Input) -> Input:
+def _open_remote(inp: Input, cache: bool = True) -> Input:
     """A remote file (http/https): read by Range requests, safetensors only
     for now (the GGUF header walk needs a view of the file); the header is
     all a level-1 scan reads."""
@@ -337,7 +337,8 @@ def _open_remote(inp: Input) -> Input:
         if path.split("?")[0].lower().endswith(".gguf"):
             raise GritUsageError("remote GGUF files are not read yet (the header walk needs "
                                  "a view of the whole file)")
-        inp.safetensors = _st.read_source(HTTPSource(path), path)
+        src = HTTPSource(path, cache=default_cache() if cache else None)
+        inp.safetensors = _st.read_source(src, path)
     except (OSError, GritError, ValueError) as e:
         rec.error = why(e)
     else:
