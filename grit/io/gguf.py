@@ -516,10 +516,11 @@ def nvfp4_scale_disagreements(a: GritArray) -> tuple[int, int]:
     gives it, with or without its companion), how many ggml's UE4M3 reads
     otherwise than GRIT's E4M3 — bit 7 set, or the code 0x7F — and how many
     there are.  Reads the scale bytes."""
-    if a.planes[1] and len(memoryview(a.planes[1])):
-        sc = _u8(a.planes[1])                        # canonical: the scale0 plane
+    planes = a.transient_planes()                    # a deferred array keeps none
+    if len(memoryview(planes[1])):
+        sc = _u8(planes[1])                          # canonical: the scale0 plane
     else:
-        sc = _u8(a.planes[0]).reshape(-1, 36)[:, :4]  # the blocks: four scales each
+        sc = _u8(planes[0]).reshape(-1, 36)[:, :4]   # the blocks: four scales each
     return int(np.count_nonzero((sc & np.uint8(0x80)) | (sc == np.uint8(0x7F)))), int(sc.size)
 
 
