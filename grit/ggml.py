@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import descriptor as D
+from .ggml_types import GGML_TYPES
 from .grade import Grade
 from .placement.expr import Interleave, Perm
 from .placement.words import REGISTERED as _PLACEMENTS
@@ -21,6 +22,8 @@ __all__ = ["halves", "ZeroCopyType", "ZERO_COPY", "ConvertedType", "CONVERTED", 
            "Q4_K_DATA", "MXFP4_DATA", "NVFP4_DATA"]
 
 _P = {n: w for n, (w, _) in _PLACEMENTS.items()}
+#: every ggml type by name: the one table of block sizes (grit.ggml_types)
+_TYPES = {t.name: t for t in GGML_TYPES}
 
 
 def halves(n: int) -> tuple[int, ...]:
@@ -42,14 +45,15 @@ NVFP4_DATA = Interleave(Perm(halves(16)), 4)
 
 @dataclass(frozen=True)
 class ZeroCopyType:
-    """One ggml block type read in place: block bytes and elements (gguf-py's
-    GGML_QUANT_SIZES), the grade, and the (data, scale, meta) placement words."""
+    """One ggml block type read in place: the grade and the (data, scale,
+    meta) placement words; block bytes and elements from grit.ggml_types."""
 
     name: str
-    block_bytes: int
-    block_elems: int
     grade_text: str
     placement: tuple[int, int, int]
+
+    block_bytes = property(lambda self: _TYPES[self.name].block_bytes)
+    block_elems = property(lambda self: _TYPES[self.name].block_elems)
 
     @property
     def grade(self) -> Grade:
@@ -64,30 +68,30 @@ class ZeroCopyType:
 
 ZERO_COPY: dict[str, ZeroCopyType] = {z.name: z for z in (
     # d·q, q int8: 2-byte d then 32 codes
-    ZeroCopyType("Q8_0", 34, 32, "grit1(e=s8,k0=32,s0=binary16,esr=ratiomaxabs)",
+    ZeroCopyType("Q8_0", "grit1(e=s8,k0=32,s0=binary16,esr=ratiomaxabs)",
                  (_P["BLOCK_AOS"], _P["ROW_MAJOR"], 0)),
     # one E8M0 byte then 16 bytes of nibbles in halves order
-    ZeroCopyType("MXFP4", 17, 32, "grit1(e=e2m1,k0=32,s0=e8m0,esr=exp2floormaxabs)",
+    ZeroCopyType("MXFP4", "grit1(e=e2m1,k0=32,s0=e8m0,esr=exp2floormaxabs)",
                  (MXFP4_DATA.word, _P["ROW_MAJOR"], 0)),
     # four E4M3 block scales then 32 bytes of nibbles, halves order per 16
-    ZeroCopyType("NVFP4", 36, 64, "grit1(e=e2m1,k0=16,s0=e4m3,esr=ratiomaxabs)",
+    ZeroCopyType("NVFP4", "grit1(e=e2m1,k0=16,s0=e4m3,esr=ratiomaxabs)",
                  (NVFP4_DATA.word, _P["ROW_MAJOR"], 0)),
     # d, dmin, 12 bytes of packed 6-bit scales/mins, 128 bytes of nibbles
-    ZeroCopyType("Q4_K", 144, 256,
-                 "grit1(e=u4,k0=32,s0=u6,k1=8,s1=binary16,zp=u6,zps=l1,esr=affineminmax)",
+    ZeroCopyType("Q4_K", "grit1(e=u4,k0=32,s0=u6,k1=8,s1=binary16,zp=u6,zps=l1,esr=affineminmax)",
                  (Q4_K_DATA.word, _P["PACK_K4_12B"], _P["PACK_K4_12B"])),
 )}
 
 
 @dataclass(frozen=True)
 class ConvertedType:
-    """One ggml block type moved into the canonical placement: block bytes
-    and elements (gguf-py's GGML_QUANT_SIZES) and the grade."""
+    """One ggml block type moved into the canonical placement: the grade;
+    block bytes and elements from grit.ggml_types."""
 
     name: str
-    block_bytes: int
-    block_elems: int
     grade_text: str
+
+    block_bytes = property(lambda self: _TYPES[self.name].block_bytes)
+    block_elems = property(lambda self: _TYPES[self.name].block_elems)
 
     @property
     def grade(self) -> Grade:
@@ -96,25 +100,23 @@ class ConvertedType:
 
 CONVERTED: dict[str, ConvertedType] = {c.name: c for c in (
     # d·(q − 8): u4 with the constant zero point 8
-    ConvertedType("Q4_0", 18, 32, "grit1(e=u4,k0=32,s0=binary16,zp=u4,esr=affineminmax)"),
+    ConvertedType("Q4_0", "grit1(e=u4,k0=32,s0=binary16,zp=u4,esr=affineminmax)"),
     # d·q + m: two levels per 32-element block, s0 = 1 and zp = −1 constant
-    ConvertedType("Q4_1", 20, 32,
-                  "grit1(e=u4,k0=32,s0=u8,k1=1,s1=binary16,zp=s8,zps=l1,esr=affineminmax)"),
-    ConvertedType("Q5_0", 22, 32, "grit1(e=x43e4,k0=32,s0=binary16,zp=x43e4,esr=affineminmax)"),
-    ConvertedType("Q5_1", 24, 32,
+    ConvertedType("Q4_1", "grit1(e=u4,k0=32,s0=u8,k1=1,s1=binary16,zp=s8,zps=l1,esr=affineminmax)"),
+    ConvertedType("Q5_0", "grit1(e=x43e4,k0=32,s0=binary16,zp=x43e4,esr=affineminmax)"),
+    ConvertedType("Q5_1",
                   "grit1(e=x43e4,k0=32,s0=u8,k1=1,s1=binary16,zp=s8,zps=l1,esr=affineminmax)"),
     # (d·sc)·q − (dmin·m)
-    ConvertedType("Q2_K", 84, 256,
+    ConvertedType("Q2_K",
                   "grit1(e=u2,k0=16,s0=u4,k1=16,s1=binary16,zp=u4,zps=l1,esr=affineminmax)"),
-    ConvertedType("Q5_K", 176, 256,
+    ConvertedType("Q5_K",
                   "grit1(e=x43e4,k0=32,s0=u6,k1=8,s1=binary16,zp=u6,zps=l1,esr=affineminmax)"),
     # (d·sc)·(q − 32), sc int8
-    ConvertedType("Q6_K", 210, 256,
-                  "grit1(e=u6,k0=16,s0=s8,k1=16,s1=binary16,zp=u6,esr=affineminmax)"),
+    ConvertedType("Q6_K", "grit1(e=u6,k0=16,s0=s8,k1=16,s1=binary16,zp=u6,esr=affineminmax)"),
     # d·q, q int8 (the 16 int16 bsums are sums of the codes: derived, not values)
-    ConvertedType("Q8_K", 292, 256, "grit1(e=s8,k0=256,s0=binary32,esr=ratiomaxabs)"),
+    ConvertedType("Q8_K", "grit1(e=s8,k0=256,s0=binary32,esr=ratiomaxabs)"),
     # d·(q − 1)
-    ConvertedType("TQ2_0", 66, 256, "grit1(e=u2,k0=256,s0=binary16,zp=u2,esr=affineminmax)"),
+    ConvertedType("TQ2_0", "grit1(e=u2,k0=256,s0=binary16,zp=u2,esr=affineminmax)"),
 )}
 
 

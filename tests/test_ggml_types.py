@@ -1,4 +1,4 @@
-"""grit's table of ggml types (grit.io.ggml_types) against gguf-py's
+"""grit's table of ggml types (grit.ggml_types) against gguf-py's
 GGML_QUANT_SIZES, and the byte accounting of GGUF files that uses it: every
 tensor's span (from its type's block size) against the next tensor's offset
 and the end of the file, for types GRIT v1 cannot express and types the
@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from grit.cli import main
-from grit.io import ggml_types as GT
+from grit import ggml_types as GT
 from grit.io.gguf_file import read_gguf
 from grit.io.problems import ProblemKind as K
 from grit.scan import scan

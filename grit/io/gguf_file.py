@@ -18,7 +18,7 @@ an unknown type is reported alone: its size is unknown, so the offset rule
 restarts after it and every other tensor is still checked.
 
 The ggml block sizes come from grit's own table of every type ggml defines
-(:mod:`grit.io.ggml_types`, checked against gguf-py's in the tests), so a
+(:mod:`grit.ggml_types`, checked against gguf-py's in the tests), so a
 tensor of a type newer than the installed gguf-py, or one GRIT v1 cannot
 express (IQ*, Q3_K, TQ1_0), is still accounted for byte by byte.  Versions 2
 and 3 are read, in either byte order, as gguf-py reads them.
@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import GritUsageError
-from .ggml_types import GGML_TYPES
+from ..ggml_types import GGML_TYPES
 from .problems import Problem, ProblemKind as K, Tally
 from .source import ByteSource, open_source
 
@@ -85,7 +85,7 @@ _MIN_ITEM = {**{t: struct.calcsize(c) for t, c in _SCALAR.items()},
 @functools.lru_cache(maxsize=1)
 def ggml_types() -> dict[int, tuple[str, int, int]]:
     """{ggml type number: (name, elements per block, bytes per block)} of
-    every type in :data:`grit.io.ggml_types.GGML_TYPES`."""
+    every type in :data:`grit.ggml_types.GGML_TYPES`."""
     return {t.id: (t.name, t.block_elems, t.block_bytes) for t in GGML_TYPES}
 
 

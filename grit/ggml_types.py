@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import pin
+from .errors import pin
 
 __all__ = ["GgmlType", "GGML_TYPES", "BY_ID", "QK_K"]
 
