@@ -383,6 +383,13 @@ def render_bench(counts, repeat: int, before_max: int, before_repeat: int) -> li
     return rows
 
 
+
+def _machine() -> dict:
+    """The machine a result was measured on, for the printed header."""
+    return {"machine": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
+            "python": platform.python_version()}
+
+
 # ---------------------------------------------------------------------------
 # GGUF level 1 (--gguf)
 
@@ -516,8 +523,7 @@ def gguf_bench(gb: float, repeat: int, peer_repeat: int) -> dict:
             peer = next((x for x in rows if x["file"] == r["file"]
                          and x["tool"] == "gguf.GGUFReader"), None)
             r["speedup_vs_gguf_py"] = peer["seconds"] / r["seconds"] if peer else None
-        return {"machine": platform.processor() or platform.machine(),
-                "cpus": os.cpu_count(), "python": platform.python_version(), "rows": rows}
+        return {**_machine(), "rows": rows}
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -673,8 +679,7 @@ def deep_bench(gb: float, shards: int, repeat: int) -> dict:
                 "added_mbps": B / (ss - l1) / 1e6 if ss - l1 > 0.05 * ss else None,
                 "added_over_digest": ds / (ss - l1) if ss - l1 > 0.05 * ss else None,
                 "findings": dp[0]["findings"], "exit": dp[0]["exit"]})
-        return {"machine": platform.processor() or platform.machine(),
-                "cpus": os.cpu_count(), "python": platform.python_version(), "rows": rows}
+        return {**_machine(), "rows": rows}
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -39,12 +39,15 @@ def assert_same_bits(a, b):
                            f"{[hex(v) for v in ua[bad[:8]]]} vs {[hex(v) for v in ub[bad[:8]]]}")
 
 
-def write_gguf(path, tensors, arch: str = "llama", kv=()) -> str:
+def write_gguf(path, tensors, arch: str = "llama", kv=(), alignment=None) -> str:
     """A GGUF file written by gguf-py's GGUFWriter: ``tensors`` is
     ``{name: (array, raw ggml type or None)}`` in order, ``kv`` (key, value,
-    value type, sub type) entries.  Returns the path as a str."""
+    value type, sub type) entries, ``alignment`` a custom data alignment.
+    Returns the path as a str."""
     import gguf  # noqa: PLC0415 - only the GGUF tests need it
     w = gguf.GGUFWriter(str(path), arch)
+    if alignment:
+        w.add_custom_alignment(alignment)
     for k, v, vt, sub in kv:
         w.add_key_value(k, v, vt, sub)
     for name, (data, raw) in tensors.items():

@@ -13,6 +13,7 @@ import pytest
 
 import grit
 from grit.io.gguf import GGML_GRADES, GGUFValue, Inexpressible
+from _support import write_gguf
 
 gguf = pytest.importorskip("gguf")
 T = gguf.GGMLQuantizationType
@@ -42,17 +43,7 @@ def blocks(t, shape):
 
 
 def write(path, tensors, kv=(), alignment=None):
-    w = gguf.GGUFWriter(str(path), "llama")
-    if alignment:
-        w.add_custom_alignment(alignment)
-    for k, v, vt, sub in kv:
-        w.add_key_value(k, v, vt, sub)
-    for name, (data, t) in tensors.items():
-        w.add_tensor(name, data, raw_dtype=t)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    write_gguf(path, tensors, kv=kv, alignment=alignment)
 
 
 def fields(path):
