@@ -19,6 +19,7 @@ class Server:
         self.faults: dict[str, dict] = {}
         self.requests = 0
         self.body_bytes = 0
+        self.largest = 0                     # the longest body sent
         self._lock = threading.Lock()
         server = self
 
@@ -80,6 +81,7 @@ class Server:
                 sent = body if cut is None else body[:cut]
                 with server._lock:            # counted before the client can see them
                     server.body_bytes += len(sent)
+                    server.largest = max(server.largest, len(sent))
                 try:
                     self.wfile.write(sent)
                     if cut is not None:

@@ -114,3 +114,32 @@ def test_a_damaged_cache_entry_is_a_miss(served, cache_dir):
     s.body_bytes = 0
     assert verdicts(scan([url])) == verdicts(first)
     assert s.body_bytes > 1
+
+
+def test_deep_streams_remote_planes_in_chunks(tmp_path, monkeypatch):
+    """--deep over HTTP hashes each plane in CHUNK-byte ranged reads and the
+    probes read a bounded prefix: no response is longer than the larger of
+    the two bounds, however large the tensor, and the digest verdicts are
+    the local scan's."""
+    import grit.scan.deep as deep_mod
+    monkeypatch.setattr(deep_mod, "CHUNK", 4096)
+    monkeypatch.setattr(deep_mod, "PROBE", 8192)
+    monkeypatch.setattr(deep_mod, "WHOLE", 8192)
+    x = np.random.default_rng(2).standard_normal((256, 1024)).astype(np.float32)
+    a = grit.encode(x, grit.GRADE_MXFP4)                     # 128 KiB of elements
+    stale = grit.encode(x * 2, grit.GRADE_MXFP4)
+    s = Server()
+    try:
+        for name, meta in (("clean", None),
+                           ("digest", {"grit.digest.w": grit.base32_encode(stale.digest)})):
+            path = tmp_path / f"{name}.safetensors"
+            grit.save(str(path), {"w": a}, meta)
+            s.files[f"/{name}.safetensors"] = path.read_bytes()
+            s.largest = 0
+            remote = scan([s.url(f"/{name}.safetensors")], deep=True, cache=False)
+            local = scan([str(path)], deep=True)
+            assert verdicts(remote) == verdicts(local)
+            assert 0 < s.largest <= 8192 < a.nbytes
+            assert any(f.code == "S501" for f in remote.findings) == (name == "digest")
+    finally:
+        s.close()

@@ -44,7 +44,7 @@ from ..placement.expr import layout_word, parse_layout, register_layout, resolve
 from ..placement.words import CLASS_HASHED, CLASS_OPAQUE, placement_class
 from .dtypes import LOADABLE, ST_DTYPES, st_dtype_of
 from .problems import Problem, ProblemKind as K, Tally, raise_first
-from .source import ByteSource, ShortReadError, open_source
+from .source import ByteSource, ShortReadError, Span, open_source
 
 __all__ = ["save", "load", "read", "read_source", "SafetensorsFile", "StEntry",
            "GritDoc", "GritEntry", "SafetensorsTensors", "CheckFailed", "GritFileError",
@@ -175,6 +175,15 @@ class SafetensorsFile:
         if self.source is not None and self.source.view(0, 0) is None:
             return self.source.read(self.start + b, end - b, f"tensor {name!r}")
         return b""
+
+    def plane(self, name):
+        """``name``'s held bytes as a plane for a consumer that streams them:
+        :meth:`view` where the source has views, else a
+        :class:`~grit.io.source.Span` of the source (nothing is read yet)."""
+        if self.buffer is None and self.source is not None and self.source.view(0, 0) is None:
+            off, n = self.span(name)
+            return Span(self.source, off, n) if n > 0 else b""
+        return self.view(name)
 
     def tensor_values(self, name: str, max_bytes: int):
         """A small tensor's values (a copy), or None: unknown entry, a dtype

@@ -27,8 +27,8 @@ import numpy as np
 from .._files import open_regular
 from ..errors import GritUsageError
 
-__all__ = ["ByteSource", "LocalFile", "SourceRangeError", "ShortReadError", "open_source",
-           "address_of"]
+__all__ = ["ByteSource", "LocalFile", "Span", "SourceRangeError", "ShortReadError",
+           "open_source", "address_of"]
 
 
 class SourceRangeError(GritUsageError):
@@ -61,6 +61,36 @@ def address_of(buf) -> int | None:
     if not mv.nbytes or not mv.c_contiguous:
         return None
     return int(np.frombuffer(mv.cast("B"), np.uint8).ctypes.data)
+
+
+class Span:
+    """``nbytes`` bytes of ``source`` from ``offset``, not read yet: what a
+    plane of a source without views (a remote file) is until a consumer
+    streams it (``grit scan --deep`` hashes it chunk by chunk) or reads a
+    bounded prefix of it.  The range was checked against the source when
+    the span was made."""
+
+    __slots__ = ("source", "offset", "nbytes")
+
+    def __init__(self, source: "ByteSource", offset: int, nbytes: int):
+        self.offset, self.nbytes = source.check_range(offset, nbytes, "span")
+        self.source = source
+
+    def read(self, n: int | None = None, what: str = "plane") -> bytes:
+        """The span's first ``n`` bytes (all of them when None), a copy."""
+        k = self.nbytes if n is None else min(self.nbytes, _index(n, "span read length"))
+        return self.source.read(self.offset, k, what)
+
+    def stream(self, chunk: int = 1 << 22):
+        """The span's bytes in consecutive buffers of at most ``chunk`` bytes
+        (:meth:`ByteSource.stream`)."""
+        return self.source.stream(self.offset, self.nbytes, chunk)
+
+    def __len__(self) -> int:
+        return self.nbytes
+
+    def __repr__(self) -> str:
+        return f"Span({self.source.name!r}, {self.offset}, {self.nbytes})"
 
 
 class ByteSource:

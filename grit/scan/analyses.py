@@ -229,7 +229,7 @@ def _safetensors(ctx: Context, inp: Input) -> None:
                 det, planes = Detail(status=Status.OK, message="Ok"), list(a.planes)
         else:
             det = diagnose(g.desc, g.shape, [f.on_disk(tn) for tn in g.planes], level=1)
-            planes = [f.view(tn) for tn in g.planes] if ctx.deep else None
+            planes = [f.plane(tn) for tn in g.planes] if ctx.deep else None
         if det is None:
             ctx.add("S104", path, name, "the level-1 check could not run")
         elif det.status != Status.OK:

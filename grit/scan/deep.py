@@ -33,7 +33,7 @@ from ..errors import Detail, GritError, Status
 from ..fingerprint import DigestStream
 from ..descriptor import F_SPARSE, SPORDER_ASC_LSB
 from ..io.gguf import leading
-from ..io.source import ByteSource
+from ..io.source import ByteSource, Span
 from .analyses import Context, Tensor
 
 __all__ = ["deep", "stream_digest", "CHUNK", "WHOLE", "PROBE"]
@@ -50,12 +50,20 @@ WHOLE = 1 << 24
 PROBE = 1 << 18
 
 
-def _mv(p) -> memoryview:
+def _mv(p) -> "memoryview | Span":
+    """A plane as a byte view, or the span of a source without views (a
+    remote file's plane, read only as it is streamed or copied)."""
+    if isinstance(p, Span):
+        return p
     return memoryview(p if p is not None else b"").cast("B")
 
 
-def _pieces(mv: memoryview, source: ByteSource | None):
-    """``mv``'s bytes in chunks: through the source when it is a view of it."""
+def _pieces(mv: "memoryview | Span", source: ByteSource | None):
+    """``mv``'s bytes in chunks: through the source when it is a view of it
+    (or a span of one)."""
+    if isinstance(mv, Span):
+        yield from mv.stream(CHUNK)
+        return
     off = source.locate(mv) if source is not None else None
     if source is None or off is None:
         for i in range(0, mv.nbytes, CHUNK):
@@ -78,7 +86,10 @@ def stream_digest(planes: Sequence, source: ByteSource | None = None) -> bytes:
 
 def _copy(mv: memoryview, n: int, source: ByteSource | None):
     """The first ``n`` bytes of ``mv``, read through the source when ``mv``
-    is a view of it (so its pages never become the process's)."""
+    is a view of it (so its pages never become the process's), or from the
+    source a span lies in."""
+    if isinstance(mv, Span):
+        return mv.read(n)
     off = source.locate(mv) if source is not None else None
     if source is None or off is None:
         return mv[:n]
@@ -221,7 +232,7 @@ def deep(ctx: Context, tensors: Sequence[Tensor], source: ByteSource | None = No
                 _one(ctx, t, list(planes), source)
             if source is not None:                # the file's pages this tensor touched
                 for p in (*planes, *held):
-                    if p is not None and not isinstance(p, bytes):
+                    if p is not None and not isinstance(p, (bytes, Span)):
                         source.release(p)
         except GritError as e:
             det = e.detail
