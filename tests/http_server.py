@@ -83,7 +83,15 @@ class Server:
                     server.body_bytes += len(sent)
                     server.largest = max(server.largest, len(sent))
                 try:
-                    self.wfile.write(sent)
+                    trickle = server.faults.get(self.path.split("?")[0], {}).get("trickle")
+                    if trickle:                  # (bytes per send, seconds between sends)
+                        k, pause = trickle
+                        for i in range(0, len(sent), k):
+                            self.wfile.write(sent[i:i + k])
+                            self.wfile.flush()
+                            time.sleep(pause)
+                    else:
+                        self.wfile.write(sent)
                     if cut is not None:
                         self.close_connection = True
                 except (BrokenPipeError, ConnectionResetError):

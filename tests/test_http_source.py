@@ -140,6 +140,19 @@ def test_timeouts_and_refused_connections_end_in_bounded_time(server):
         HTTPSource(f"http://127.0.0.1:{port}/x", retries=0)
 
 
+def test_a_trickling_body_is_abandoned_in_bounded_time(server):
+    """Each recv has its timeout, so a server sending a byte every 50 ms
+    never trips it; the average-rate deadline does (timeout + n / min_rate)."""
+    h = HTTPSource(server.url("/a.bin"), timeout=0.5, retries=0)
+    server.faults["/a.bin"] = {"trickle": (4, 0.05)}
+    t = time.monotonic()
+    with pytest.raises(RemoteError, match="slower than"):
+        h.read(0, 400)                                     # 5 s at the server's pace
+    assert time.monotonic() - t < 2.5
+    server.faults["/a.bin"] = {"trickle": (64, 0.01)}      # slow but within the rate
+    assert HTTPSource(server.url("/a.bin"), min_rate=1000).read(0, 256) == DATA[:256]
+
+
 def test_only_http_urls():
     assert is_url("https://x/y") and is_url("HTTP://x") and not is_url("/tmp/x")
     assert not is_url("hf://org/repo") and not is_url(b"http://x")

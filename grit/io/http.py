@@ -66,11 +66,15 @@ class HTTPSource(ByteSource):
 
     def __init__(self, url: str, *, timeout: float = 10.0, retries: int = 3,
                  backoff: float = 0.25, headers: dict | None = None,
-                 cache: "HeaderCache | None" = None):
+                 cache: "HeaderCache | None" = None, min_rate: int = 1 << 16):
         if not is_url(url):
             raise GritUsageError(f"not an http(s) URL: {url!r:.200}")
         self.name = self.url = url
         self.timeout = float(timeout)
+        #: the slowest body accepted, bytes per second on average: a read of n
+        #: bytes is abandoned past timeout + n / min_rate seconds, so a server
+        #: that trickles its body cannot hold a scan (each recv has its timeout)
+        self.min_rate = max(1, int(min_rate))
         self.retries = max(0, int(retries))
         self.backoff = float(backoff)
         self.headers = dict(headers or {})
@@ -172,15 +176,22 @@ class HTTPSource(ByteSource):
                                   f"the server sent {first}-{last}", resp.status)
             want = last - first + 1
             got = 0
+            deadline = time.monotonic() + self.timeout + want / self.min_rate
             while got < want:
-                try:
-                    k = resp.readinto(mv[got:want])
+                try:       # one recv at a time, so the deadline is looked at between them
+                    piece = resp.read1(min(want - got, 1 << 20))
                 except (OSError, http.client.HTTPException) as e:
                     raise RemoteError(f"{self.url}: the body broke off after {got} of {want} "
                                       f"bytes ({type(e).__name__})") from None
-                if not k:
+                if not piece:
                     break
-                got += k
+                mv[got:got + len(piece)] = piece
+                got += len(piece)
+                if got < want and time.monotonic() > deadline:
+                    raise RemoteError(f"{self.url}: the body came slower than "
+                                      f"{self.min_rate} bytes/s on average ({got} of {want} "
+                                      f"bytes in {self.timeout + want / self.min_rate:.1f} s)",
+                                      resp.status)
             self.bytes_read += got
             if got < want:          # a body shorter than its own Content-Range: not retried
                 raise RemoteError(f"{self.url}: the body broke off after {got} of {want} bytes "

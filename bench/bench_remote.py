@@ -1,0 +1,218 @@
+#!/usr/bin/env python3
+"""``grit scan`` of remote checkpoints: bytes moved at level 1, ``--jobs``
+against a slow server, and a rescan with a warm header cache.
+
+    python bench/bench_remote.py [--size-mb 1024] [--shards 8] [--files 64]
+                                 [--latency 0.05] [--jobs 1,2,4,8,16] [--repeat 3] [--json]
+
+Everything is served by the loopback test server (tests/http_server.py:
+threaded, Range requests, counting requests and body bytes, a fixed latency
+per request), from a checkpoint written in a temporary directory:
+
+  level 1            a --size-mb checkpoint of --shards safetensors shards of
+                     MXFP4 tensors (grit.save) with its shard index and
+                     config.json, scanned by URL: requests, body bytes, and
+                     body bytes / checkpoint bytes (target <= 0.01 %); the
+                     peer, huggingface_hub's get_safetensors_metadata (two
+                     range requests per shard) against the Hub-shaped
+                     endpoint (tests/hub_server.py), when both are there
+  --jobs N           --files small safetensors files, every request delayed
+                     --latency s, scanned with jobs = each of --jobs: median
+                     wall time over --repeat runs and the speed-up over
+                     jobs = 1 (target >= 0.8 N up to N = 16); the reports
+                     are checked equal to the jobs = 1 one
+  warm cache         the level-1 scan run again on a filled header cache:
+                     body bytes past the one-byte size probes (target 0)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests"))
+
+
+def _checkpoint(d: str, size: int, shards: int) -> tuple[dict[str, bytes], int]:
+    """A synthetic checkpoint of about ``size`` bytes: the files' bytes by name."""
+    import numpy as np
+
+    import grit
+
+    rng = np.random.default_rng(0)
+    a = grit.encode(rng.standard_normal((1024, 4096)).astype(np.float32), grit.GRADE_MXFP4)
+    per = max(1, size // shards // a.nbytes)
+    names = [f"model-{i:05d}-of-{shards:05d}.safetensors" for i in range(1, shards + 1)]
+    wm = {}
+    for i, name in enumerate(names):
+        ts = {f"model.layers.{i * per + j}.mlp.down_proj.weight": a for j in range(per)}
+        grit.save(os.path.join(d, name), ts)
+        wm.update((t, name) for t in ts)
+    files = {n: open(os.path.join(d, n), "rb").read() for n in names}
+    total = sum(len(b) for b in files.values())
+    tensor_bytes = sum(len(b) - 8 - int.from_bytes(b[:8], "little") for b in files.values())
+    files["model.safetensors.index.json"] = json.dumps(
+        {"metadata": {"total_size": tensor_bytes}, "weight_map": wm}).encode()
+    files["config.json"] = json.dumps({"architectures": ["LlamaForCausalLM"],
+                                       "model_type": "llama"}).encode()
+    return files, total
+
+
+def _verdicts(rep) -> list:
+    return [(f.code, f.file, f.tensor, f.message) for f in rep.findings]
+
+
+def level_one(args, out: dict) -> None:
+    from http_server import Server
+
+    from grit.scan import scan
+
+    with tempfile.TemporaryDirectory() as d:
+        files, total = _checkpoint(d, args.size_mb << 20, args.shards)
+    s = Server()
+    try:
+        for n, b in files.items():
+            s.files[f"/ckpt/{n}"] = b
+        urls = [s.url(f"/ckpt/{n}") for n in sorted(files) if n.endswith(".safetensors")]
+        with tempfile.TemporaryDirectory() as cache:
+            os.environ["GRIT_CACHE_DIR"] = cache
+            s.requests = s.body_bytes = 0
+            t0 = time.perf_counter()
+            rep = scan(urls)
+            wall = time.perf_counter() - t0
+            row = {"files": len(urls), "checkpoint_bytes": total, "requests": s.requests,
+                   "body_bytes": s.body_bytes, "ratio_percent": 100 * s.body_bytes / total,
+                   "wall_s": wall, "exit": rep.exit_code_graded,
+                   "tensors": sum(f.tensors for f in rep.files)}
+            out["level1"] = row
+            s.requests = s.body_bytes = 0
+            again = scan(urls)
+            out["warm_cache"] = {"requests": s.requests, "body_bytes": s.body_bytes,
+                                 "payload_bytes": s.body_bytes - len(urls),
+                                 "same_report": _verdicts(again) == _verdicts(rep)}
+        out["level1_peer"] = _peer(files, total)
+    finally:
+        s.close()
+
+
+def _peer(files: dict[str, bytes], total: int) -> dict | None:
+    """huggingface_hub.get_safetensors_metadata over the Hub-shaped endpoint."""
+    try:
+        import huggingface_hub
+        from hub_server import HubServer  # noqa: F401
+    except ImportError as e:
+        return {"skipped": f"{type(e).__name__}: {e}"}
+    return _hub_peer(huggingface_hub, files, total)
+
+
+def _hub_peer(huggingface_hub, files, total) -> dict:
+    from hub_server import HubServer
+
+    hub = HubServer()
+    try:
+        hub.add_repo("org/ckpt", files)
+        hub.requests = hub.body_bytes = 0
+        t0 = time.perf_counter()
+        api = huggingface_hub.HfApi(endpoint=hub.endpoint)
+        meta = api.get_safetensors_metadata("org/ckpt")
+        wall = time.perf_counter() - t0
+        n = sum(len(m.tensors) for m in meta.files_metadata.values())
+        return {"tool": f"huggingface_hub {huggingface_hub.__version__} "
+                        "get_safetensors_metadata", "requests": hub.requests,
+                "body_bytes": hub.body_bytes, "ratio_percent": 100 * hub.body_bytes / total,
+                "wall_s": wall, "tensors": n}
+    finally:
+        hub.close()
+
+
+def jobs(args, out: dict) -> None:
+    import numpy as np
+    from http_server import Server
+
+    import grit
+    from grit.scan import scan
+
+    s = Server()
+    rows = []
+    try:
+        x = np.random.default_rng(1).standard_normal((64, 256)).astype(np.float32)
+        a = grit.encode(x, grit.GRADE_MXFP4)
+        with tempfile.TemporaryDirectory() as d:
+            for i in range(args.files):
+                p = os.path.join(d, f"m{i:03d}.safetensors")
+                grit.save(p, {f"layer{i}.weight": a})
+                s.files[f"/many/m{i:03d}.safetensors"] = open(p, "rb").read()
+                s.faults[f"/many/m{i:03d}.safetensors"] = {"latency": args.latency}
+        urls = [s.url(f"/many/m{i:03d}.safetensors") for i in range(args.files)]
+        ref = None
+        base = None
+        for n in args.jobs:
+            times = []
+            for _ in range(args.repeat):
+                t0 = time.perf_counter()
+                rep = scan(urls, cache=False, jobs=n)
+                times.append(time.perf_counter() - t0)
+                same = json.dumps(rep.to_dict(), default=str)
+                ref = same if ref is None else ref
+                assert same == ref, f"jobs={n}: the report differs from jobs=1's"
+            med = statistics.median(times)
+            base = med if base is None else base
+            rows.append({"jobs": n, "median_s": med, "speedup": base / med,
+                         "target": 0.8 * n, "met": base / med >= 0.8 * n})
+    finally:
+        s.close()
+    out["jobs"] = {"files": args.files, "latency_s": args.latency, "rows": rows}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size-mb", type=int, default=1024)
+    ap.add_argument("--shards", type=int, default=8)
+    ap.add_argument("--files", type=int, default=64)
+    ap.add_argument("--latency", type=float, default=0.05)
+    ap.add_argument("--jobs", type=lambda v: [int(x) for x in v.split(",")],
+                    default=[1, 2, 4, 8, 16])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--skip", default="", help="comma-separated sections to skip: level1,jobs")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    out: dict = {"python": sys.version.split()[0], "cpus": os.cpu_count()}
+    skip = set(filter(None, args.skip.split(",")))
+    if "level1" not in skip:
+        level_one(args, out)
+    if "jobs" not in skip:
+        jobs(args, out)
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return
+    if "level1" in out:
+        r = out["level1"]
+        print(f"level 1: {r['files']} shards, {r['tensors']} tensors, "
+              f"{r['checkpoint_bytes'] / 2**20:.0f} MiB: {r['requests']} requests, "
+              f"{r['body_bytes']:,} body bytes = {r['ratio_percent']:.5f} % of the checkpoint "
+              f"({r['wall_s']:.2f} s, exit {r['exit']})")
+        p = out.get("level1_peer") or {}
+        if "skipped" in p:
+            print(f"  peer: skipped ({p['skipped']})")
+        elif p:
+            print(f"  peer {p['tool']}: {p['requests']} requests, {p['body_bytes']:,} body "
+                  f"bytes = {p['ratio_percent']:.5f} % ({p['wall_s']:.2f} s, "
+                  f"{p['tensors']} tensors)")
+        w = out["warm_cache"]
+        print(f"warm cache: {w['requests']} requests, {w['body_bytes']} body bytes, "
+              f"{w['payload_bytes']} past the size probes; same report: {w['same_report']}")
+    if "jobs" in out:
+        j = out["jobs"]
+        print(f"--jobs: {j['files']} files, {j['latency_s'] * 1000:.0f} ms per request")
+        for r in j["rows"]:
+            print(f"  jobs {r['jobs']:>2}: {r['median_s']:.3f} s  speed-up {r['speedup']:.2f} "
+                  f"(target {r['target']:.1f}: {'met' if r['met'] else 'NOT met'})")
+
+
+if __name__ == "__main__":
+    main()
