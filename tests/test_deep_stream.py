@@ -13,7 +13,7 @@ from grit.boundary import check
 from grit.errors import GritDigestError, GritUsageError
 from grit.fingerprint import DigestStream, digest
 from grit.io.gguf import _zero_copy
-from grit.io.source import open_source
+from grit.io.source import Span, open_source
 from grit.scan import deep as D
 from grit.scan import scan
 
@@ -42,8 +42,14 @@ def test_streamed_digest_equals_one_shot(tmp_path, small_chunks, sizes):
     with open_source(p) as src:
         offs = np.cumsum([13] + list(sizes))
         views = [src.view(int(o), n) for o, n in zip(offs, sizes)]
-        assert D.stream_digest(views, src) == want
+        seen: list[int] = []
+        assert D.stream_digest(views, src, seen.append) == want
         assert all(n == 0 or src.locate(v) == o for v, o, n in zip(views, offs, sizes))
+        # the progress feed: every byte once, in pieces of at most one chunk
+        assert sum(seen) == sum(sizes) and all(0 < k <= CHUNK for k in seen)
+        # spans of the source (a source without views): the same digest, read in chunks
+        spans = [Span(src, int(o), n) for o, n in zip(offs, sizes)]
+        assert D.stream_digest(spans) == want
 
 
 @pytest.mark.parametrize("cuts", [[1], [7, 1000], [4096] * 3, [1] * 50])

@@ -24,7 +24,7 @@ passed level 1, in memory bounded by a constant, not by the file.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Sequence
+from typing import Callable, Sequence
 
 from ..array import GritArray
 from ..boundary import check, diagnose
@@ -72,15 +72,19 @@ def _pieces(mv: "memoryview | Span", source: ByteSource | None):
         yield from source.stream(off, mv.nbytes, CHUNK)
 
 
-def stream_digest(planes: Sequence, source: ByteSource | None = None) -> bytes:
+def stream_digest(planes: Sequence, source: ByteSource | None = None,
+                  advance: Callable[[int], None] | None = None) -> bytes:
     """§6.5 of four planes, hashed chunk by chunk (planes that are views of
-    ``source`` are read through it): equal to grit.fingerprint.digest."""
+    ``source`` are read through it): equal to grit.fingerprint.digest.
+    ``advance(n)`` is told each chunk's size once it is hashed."""
     ds = DigestStream()
     for p in planes:
         mv = _mv(p)
         ds.plane(mv.nbytes)
         for c in _pieces(mv, source):
             ds.update(c)
+            if advance is not None:
+                advance(c.nbytes)
     return ds.digest()
 
 
@@ -153,10 +157,11 @@ def _bounded(t: Tensor, mvs: list[memoryview], source: ByteSource | None, bound:
     return shape, [_copy(m, n, source) for m, n in zip(mvs, sizes)], False
 
 
-def _one(ctx: Context, t: Tensor, planes, source: ByteSource | None) -> None:
+def _one(ctx: Context, t: Tensor, planes, source: ByteSource | None,
+         advance: Callable[[int], None] | None = None) -> None:
     mvs = [_mv(p) for p in planes]
     if t.expected_digest is not None:
-        got = stream_digest(mvs, source)
+        got = stream_digest(mvs, source, advance)
         if got != bytes(t.expected_digest):
             _digest_failed(ctx, t, got)
             return
@@ -206,9 +211,12 @@ def _leading(t: Tensor, a: GritArray) -> GritArray | None:
     return leading(a, max(1, PROBE // row))
 
 
-def deep(ctx: Context, tensors: Sequence[Tensor], source: ByteSource | None = None) -> None:
+def deep(ctx: Context, tensors: Sequence[Tensor], source: ByteSource | None = None,
+         advance: Callable[[int], None] | None = None) -> None:
     """--deep over one file's tensors (``source``: the file they were read
-    from); each tensor's planes are released once checked."""
+    from); each tensor's planes are released once checked.  ``advance(n)``
+    is told the plane bytes hashed, chunk by chunk, as they are (a progress
+    bar's feed; it may be called from several threads at once)."""
     for t in tensors:
         planes, t.planes = t.planes, None
         if not t.ok or planes is None:
@@ -227,9 +235,9 @@ def deep(ctx: Context, tensors: Sequence[Tensor], source: ByteSource | None = No
                     planes = ()
                 else:
                     planes = planes.transient_planes()
-                    _one(ctx, t, list(planes), source)
+                    _one(ctx, t, list(planes), source, advance)
             else:
-                _one(ctx, t, list(planes), source)
+                _one(ctx, t, list(planes), source, advance)
             if source is not None:                # the file's pages this tensor touched
                 for p in (*planes, *held):
                     if p is not None and not isinstance(p, (bytes, Span)):
