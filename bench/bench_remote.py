@@ -9,9 +9,10 @@ Everything is served by the loopback test server (tests/http_server.py:
 threaded, Range requests, counting requests and body bytes, a fixed latency
 per request), from a checkpoint written in a temporary directory:
 
-  level 1            a --size-mb checkpoint of --shards safetensors shards of
-                     MXFP4 tensors (grit.save) with its shard index and
-                     config.json, scanned by URL: requests, body bytes, and
+  level 1            a --size-mb checkpoint of --shards safetensors shards
+                     (grit.save: decoder layers of Llama-3.2-1B's shapes, the
+                     projections MXFP4, the norms F32) with its shard index
+                     and config.json, scanned by URL: requests, body bytes, and
                      body bytes / checkpoint bytes (target <= 0.01 %); the
                      peer, huggingface_hub's get_safetensors_metadata (two
                      range requests per shard) against the Hub-shaped
@@ -38,20 +39,44 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 
 
-def _checkpoint(d: str, size: int, shards: int) -> tuple[dict[str, bytes], int]:
-    """A synthetic checkpoint of about ``size`` bytes: the files' bytes by name."""
+#: one decoder layer of a 2048-wide model with an 8192-wide MLP (the shapes of
+#: Llama-3.2-1B), its projections MXFP4 and its norms F32
+LAYER = {"self_attn.q_proj": (2048, 2048), "self_attn.k_proj": (512, 2048),
+         "self_attn.v_proj": (512, 2048), "self_attn.o_proj": (2048, 2048),
+         "mlp.gate_proj": (8192, 2048), "mlp.up_proj": (8192, 2048),
+         "mlp.down_proj": (2048, 8192)}
+
+
+def _checkpoint(d: str, size: int, shards: int,
+                plain: bool = False) -> tuple[dict[str, bytes], int]:
+    """A synthetic checkpoint of about ``size`` bytes, layers of :data:`LAYER`
+    spread over ``shards`` shards (MXFP4 GRIT arrays; F16 tensors written by
+    safetensors.numpy when ``plain``): the files' bytes by name, and the
+    bytes of its shards."""
     import numpy as np
+    from safetensors.numpy import save_file
 
     import grit
 
     rng = np.random.default_rng(0)
-    a = grit.encode(rng.standard_normal((1024, 4096)).astype(np.float32), grit.GRADE_MXFP4)
-    per = max(1, size // shards // a.nbytes)
+    enc = {k: (rng.standard_normal(shape).astype(np.float16) if plain else
+               grit.encode(rng.standard_normal(shape).astype(np.float32), grit.GRADE_MXFP4))
+           for k, shape in LAYER.items()}
+    norm = rng.standard_normal(2048).astype(np.float32)
+    per_layer = sum(a.nbytes for a in enc.values()) + 2 * norm.nbytes
+    layers = max(shards, round(size / per_layer))
     names = [f"model-{i:05d}-of-{shards:05d}.safetensors" for i in range(1, shards + 1)]
     wm = {}
     for i, name in enumerate(names):
-        ts = {f"model.layers.{i * per + j}.mlp.down_proj.weight": a for j in range(per)}
-        grit.save(os.path.join(d, name), ts)
+        ts: dict = {}
+        for j in range(i * layers // shards, (i + 1) * layers // shards):
+            ts.update((f"model.layers.{j}.{k}.weight", a) for k, a in enc.items())
+            ts[f"model.layers.{j}.input_layernorm.weight"] = norm
+            ts[f"model.layers.{j}.post_attention_layernorm.weight"] = norm
+        if plain:
+            save_file(ts, os.path.join(d, name), metadata={"format": "pt"})
+        else:
+            grit.save(os.path.join(d, name), ts)
         wm.update((t, name) for t in ts)
     files = {n: open(os.path.join(d, n), "rb").read() for n in names}
     total = sum(len(b) for b in files.values())
@@ -68,12 +93,20 @@ def _verdicts(rep) -> list:
 
 
 def level_one(args, out: dict) -> None:
+    for plain in (False, True):
+        key = "plain" if plain else "grit"
+        with tempfile.TemporaryDirectory() as d:
+            files, total = _checkpoint(d, args.size_mb << 20, args.shards, plain)
+        out["level1"][key] = _remote_scan(files, total)
+        out["level1"][key]["peer"] = _peer(files, total)
+        del files
+
+
+def _remote_scan(files: dict[str, bytes], total: int) -> dict:
     from http_server import Server
 
     from grit.scan import scan
 
-    with tempfile.TemporaryDirectory() as d:
-        files, total = _checkpoint(d, args.size_mb << 20, args.shards)
     s = Server()
     try:
         for n, b in files.items():
@@ -89,13 +122,12 @@ def level_one(args, out: dict) -> None:
                    "body_bytes": s.body_bytes, "ratio_percent": 100 * s.body_bytes / total,
                    "wall_s": wall, "exit": rep.exit_code_graded,
                    "tensors": sum(f.tensors for f in rep.files)}
-            out["level1"] = row
             s.requests = s.body_bytes = 0
             again = scan(urls)
-            out["warm_cache"] = {"requests": s.requests, "body_bytes": s.body_bytes,
+            row["warm_cache"] = {"requests": s.requests, "body_bytes": s.body_bytes,
                                  "payload_bytes": s.body_bytes - len(urls),
                                  "same_report": _verdicts(again) == _verdicts(rep)}
-        out["level1_peer"] = _peer(files, total)
+        return row
     finally:
         s.close()
 
@@ -184,27 +216,28 @@ def main() -> None:
     out: dict = {"python": sys.version.split()[0], "cpus": os.cpu_count()}
     skip = set(filter(None, args.skip.split(",")))
     if "level1" not in skip:
+        out["level1"] = {}
         level_one(args, out)
     if "jobs" not in skip:
         jobs(args, out)
     if args.json:
         print(json.dumps(out, indent=2))
         return
-    if "level1" in out:
-        r = out["level1"]
-        print(f"level 1: {r['files']} shards, {r['tensors']} tensors, "
+    for key, r in out.get("level1", {}).items():
+        what = "MXFP4 GRIT arrays" if key == "grit" else "plain F16 tensors"
+        print(f"level 1, {what}: {r['files']} shards, {r['tensors']} tensors, "
               f"{r['checkpoint_bytes'] / 2**20:.0f} MiB: {r['requests']} requests, "
               f"{r['body_bytes']:,} body bytes = {r['ratio_percent']:.5f} % of the checkpoint "
               f"({r['wall_s']:.2f} s, exit {r['exit']})")
-        p = out.get("level1_peer") or {}
+        p = r.get("peer") or {}
         if "skipped" in p:
             print(f"  peer: skipped ({p['skipped']})")
         elif p:
             print(f"  peer {p['tool']}: {p['requests']} requests, {p['body_bytes']:,} body "
                   f"bytes = {p['ratio_percent']:.5f} % ({p['wall_s']:.2f} s, "
-                  f"{p['tensors']} tensors)")
-        w = out["warm_cache"]
-        print(f"warm cache: {w['requests']} requests, {w['body_bytes']} body bytes, "
+                  f"{p['tensors']} entries)")
+        w = r["warm_cache"]
+        print(f"  warm cache: {w['requests']} requests, {w['body_bytes']} body bytes, "
               f"{w['payload_bytes']} past the size probes; same report: {w['same_report']}")
     if "jobs" in out:
         j = out["jobs"]

@@ -72,16 +72,16 @@ class Server:
                 self.end_headers()
 
             def _body(self, code, body, crange, cut=None):
+                sent = body if cut is None else body[:cut]
+                with server._lock:   # counted before the client sees a byte, headers included
+                    server.body_bytes += len(sent)
+                    server.largest = max(server.largest, len(sent))
                 self.send_response(code)
                 self.send_header("Content-Length", str(len(body)))
                 self.send_header("ETag", f'"{server.etag(self.path)}"')
                 if crange:
                     self.send_header("Content-Range", crange)
                 self.end_headers()
-                sent = body if cut is None else body[:cut]
-                with server._lock:            # counted before the client can see them
-                    server.body_bytes += len(sent)
-                    server.largest = max(server.largest, len(sent))
                 try:
                     trickle = server.faults.get(self.path.split("?")[0], {}).get("trickle")
                     if trickle:                  # (bytes per send, seconds between sends)
