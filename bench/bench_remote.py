@@ -2,7 +2,7 @@
 """``grit scan`` of remote checkpoints: bytes moved at level 1, ``--jobs``
 against a slow server, and a rescan with a warm header cache.
 
-    python bench/bench_remote.py [--size-mb 1024] [--shards 8] [--files 64]
+    python bench/bench_remote.py [--size-mb 1024] [--shards 8] [--model 1b|8b] [--files 64]
                                  [--latency 0.05] [--jobs 1,2,4,8,16] [--repeat 3] [--json]
 
 Everything is served by the loopback test server (tests/http_server.py:
@@ -10,8 +10,10 @@ threaded, Range requests, counting requests and body bytes, a fixed latency
 per request), from a checkpoint written in a temporary directory:
 
   level 1            a --size-mb checkpoint of --shards safetensors shards
-                     (grit.save: decoder layers of Llama-3.2-1B's shapes, the
-                     projections MXFP4, the norms F32) with its shard index
+                     (decoder layers of Llama-3.2-1B's shapes, or --model 8b
+                     Llama-3.1-8B's: the projections MXFP4 GRIT arrays by
+                     grit.save, the norms F32; then the same layers as F16
+                     tensors by safetensors.numpy) with its shard index
                      and config.json, scanned by URL: requests, body bytes, and
                      body bytes / checkpoint bytes (target <= 0.01 %); the
                      peer, huggingface_hub's get_safetensors_metadata (two
@@ -39,16 +41,20 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 
 
-#: one decoder layer of a 2048-wide model with an 8192-wide MLP (the shapes of
-#: Llama-3.2-1B), its projections MXFP4 and its norms F32
-LAYER = {"self_attn.q_proj": (2048, 2048), "self_attn.k_proj": (512, 2048),
-         "self_attn.v_proj": (512, 2048), "self_attn.o_proj": (2048, 2048),
-         "mlp.gate_proj": (8192, 2048), "mlp.up_proj": (8192, 2048),
-         "mlp.down_proj": (2048, 8192)}
+def _layer(d: int, kv: int, mlp: int) -> dict[str, tuple[int, int]]:
+    return {"self_attn.q_proj": (d, d), "self_attn.k_proj": (kv, d),
+            "self_attn.v_proj": (kv, d), "self_attn.o_proj": (d, d),
+            "mlp.gate_proj": (mlp, d), "mlp.up_proj": (mlp, d), "mlp.down_proj": (d, mlp)}
 
 
-def _checkpoint(d: str, size: int, shards: int,
-                plain: bool = False) -> tuple[dict[str, bytes], int]:
+#: the projections of one decoder layer (their norms are two F32 vectors):
+#: Llama-3.2-1B's shapes and Llama-3.1-8B's
+LAYERS = {"1b": _layer(2048, 512, 8192), "8b": _layer(4096, 1024, 14336)}
+LAYER = LAYERS["1b"]
+
+
+def _checkpoint(d: str, size: int, shards: int, plain: bool = False,
+                layer: dict = LAYER) -> tuple[dict[str, bytes], int]:
     """A synthetic checkpoint of about ``size`` bytes, layers of :data:`LAYER`
     spread over ``shards`` shards (MXFP4 GRIT arrays; F16 tensors written by
     safetensors.numpy when ``plain``): the files' bytes by name, and the
@@ -61,10 +67,11 @@ def _checkpoint(d: str, size: int, shards: int,
     rng = np.random.default_rng(0)
     enc = {k: (rng.standard_normal(shape).astype(np.float16) if plain else
                grit.encode(rng.standard_normal(shape).astype(np.float32), grit.GRADE_MXFP4))
-           for k, shape in LAYER.items()}
-    norm = rng.standard_normal(2048).astype(np.float32)
+           for k, shape in layer.items()}
+    norm = rng.standard_normal(next(iter(layer.values()))[1]).astype(np.float32)
     per_layer = sum(a.nbytes for a in enc.values()) + 2 * norm.nbytes
-    layers = max(shards, round(size / per_layer))
+    layers = max(1, round(size / per_layer))
+    shards = min(shards, layers)                   # a shard holds whole layers
     names = [f"model-{i:05d}-of-{shards:05d}.safetensors" for i in range(1, shards + 1)]
     wm = {}
     for i, name in enumerate(names):
@@ -94,9 +101,10 @@ def _verdicts(rep) -> list:
 
 def level_one(args, out: dict) -> None:
     for plain in (False, True):
-        key = "plain" if plain else "grit"
+        key = f"{args.model} {'plain F16 tensors' if plain else 'MXFP4 GRIT arrays'}"
         with tempfile.TemporaryDirectory() as d:
-            files, total = _checkpoint(d, args.size_mb << 20, args.shards, plain)
+            files, total = _checkpoint(d, args.size_mb << 20, args.shards, plain,
+                                       LAYERS[args.model])
         out["level1"][key] = _remote_scan(files, total)
         out["level1"][key]["peer"] = _peer(files, total)
         del files
@@ -205,6 +213,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size-mb", type=int, default=1024)
     ap.add_argument("--shards", type=int, default=8)
+    ap.add_argument("--model", choices=sorted(LAYERS), default="1b",
+                    help="the layer shapes: Llama-3.2-1B's or Llama-3.1-8B's")
     ap.add_argument("--files", type=int, default=64)
     ap.add_argument("--latency", type=float, default=0.05)
     ap.add_argument("--jobs", type=lambda v: [int(x) for x in v.split(",")],
@@ -224,8 +234,7 @@ def main() -> None:
         print(json.dumps(out, indent=2))
         return
     for key, r in out.get("level1", {}).items():
-        what = "MXFP4 GRIT arrays" if key == "grit" else "plain F16 tensors"
-        print(f"level 1, {what}: {r['files']} shards, {r['tensors']} tensors, "
+        print(f"level 1, {key}: {r['files']} shards, {r['tensors']} tensors, "
               f"{r['checkpoint_bytes'] / 2**20:.0f} MiB: {r['requests']} requests, "
               f"{r['body_bytes']:,} body bytes = {r['ratio_percent']:.5f} % of the checkpoint "
               f"({r['wall_s']:.2f} s, exit {r['exit']})")
