@@ -293,8 +293,12 @@ def explain_cmd(refs, as_json: bool, show_all: bool) -> None:
 @click.option("--fail-on", type=click.Choice(list(scan_report.FAIL_ON)), default=None,
               help="Exit non-zero iff a finding at or above this severity exists "
                    "(replaces --exit-policy).")
+@click.option("--jobs", "-j", type=click.IntRange(1, 256), default=1, show_default=True,
+              metavar="N",
+              help="Read and check N files at once (threads: remote headers and --deep "
+                   "streams overlap); the report is the same as with 1.")
 def scan_cmd(paths, deep: bool, fmt: str | None, as_json: bool, exit_policy: str,
-             fail_on: str | None, no_cache: bool) -> None:
+             fail_on: str | None, no_cache: bool, jobs: int) -> None:
     """Check every tensor of safetensors / GGUF checkpoints against its bytes (§13).
 
     PATH is a .safetensors or .gguf file, a directory tree (walked in sorted
@@ -336,7 +340,7 @@ def scan_cmd(paths, deep: bool, fmt: str | None, as_json: bool, exit_policy: str
     if fail_on is not None and exit_policy != "graded":
         raise click.UsageError("--fail-on replaces --exit-policy; give one of them")
     with _scan_progress(enabled=fmt == "text") as progress:
-        report = scan(paths, deep=deep, progress=progress, cache=not no_cache)
+        report = scan(paths, deep=deep, progress=progress, cache=not no_cache, jobs=jobs)
     if fmt == "json":
         scan_report.write_json(report, exit_policy, fail_on=fail_on)
     elif fmt == "jsonl":
