@@ -312,3 +312,8 @@ def test_a_failing_task_is_a_record_and_is_retried(tmp_path, monkeypatch, refere
     run2 = many.scan_many([ok, "boom"], out=str(out), resume=True)
     assert run2.skipped == [ok]
     assert run2.results["boom"]["complete"] is True
+
+
+def test_an_unreachable_scheduler_is_a_clear_error():
+    with pytest.raises(grit.GritError, match="cannot reach the Dask scheduler"):
+        many.connect("tcp://127.0.0.1:1", timeout=1)
