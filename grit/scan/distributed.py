@@ -264,8 +264,7 @@ def scan_many(entries: Sequence[str], *, client: Any = None, deep: bool = False,
             if sink is not None:
                 sink.write("".join(json.dumps(r, default=str) + "\n" for r in recs))
                 sink.flush()
-            else:
-                assert run.records is not None
+            elif run.records is not None:
                 run.records.extend(recs)
             run.results[e] = recs[-1]
             if progress is not None:
