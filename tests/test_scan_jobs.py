@@ -129,13 +129,36 @@ def test_jobs_must_be_a_positive_integer(jobs):
         scan(["x"], jobs=jobs)
 
 
-def test_cli_jobs_gives_the_same_json(tree):
+@pytest.mark.parametrize("fmt", ["json", "jsonl", "sarif", "text"])
+def test_cli_jobs_gives_the_same_output(tree, fmt):
     root, _ = tree
-    r1 = CliRunner().invoke(main, ["scan", "--json", "--deep", root])
-    r8 = CliRunner().invoke(main, ["scan", "--json", "--deep", "--jobs", "8", root])
+    r1 = CliRunner().invoke(main, ["scan", "--format", fmt, "--deep", root])
+    r8 = CliRunner().invoke(main, ["scan", "--format", fmt, "--deep", "--jobs", "8", root])
     assert r1.exit_code == r8.exit_code == 1
     assert r1.output == r8.output
-    bad = CliRunner().invoke(main, ["scan", "--jobs", "0", root])
+
+
+@pytest.mark.parametrize("jobs", [1, 3])
+def test_at_most_two_jobs_files_are_ahead(tree, monkeypatch, jobs):
+    import grit.scan as gs  # noqa: PLC0415
+    root, _ = tree
+    started = []
+    real = gs._check_file
+
+    def counted(p, *a):
+        started.append(p)
+        return real(p, *a)
+
+    ahead: list[int] = []
+    monkeypatch.setattr(gs, "_check_file", counted)
+    scan([root], jobs=jobs, progress=lambda i, n, p: ahead.append(len(started) - i))
+    assert max(ahead) <= 2 * jobs       # files begun before file i is taken in: i + 2·jobs
+    assert len(started) == len(set(started)) == len(ahead) - 1
+
+
+
+def test_cli_jobs_must_be_positive(tree):
+    bad = CliRunner().invoke(main, ["scan", "--jobs", "0", tree[0]])
     assert bad.exit_code == 2 and "--jobs" in bad.output
 
 
