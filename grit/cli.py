@@ -293,8 +293,27 @@ def explain_cmd(refs, as_json: bool, show_all: bool) -> None:
 @click.option("--fail-on", type=click.Choice(list(scan_report.FAIL_ON)), default=None,
               help="Exit non-zero iff a finding at or above this severity exists "
                    "(replaces --exit-policy).")
+@click.option("--jobs", "-j", type=click.IntRange(1, 256), default=1, show_default=True,
+              metavar="N",
+              help="Read and check N files at once (threads: remote headers and --deep "
+                   "streams overlap); the report is the same as with 1.")
+@click.option("--engine", type=click.Choice(["local", "dask"]), default=None,
+              help="dask: one task per entry (checkpoint) of the PATHs/manifests on a Dask "
+                   "cluster — the one --scheduler names, else a LocalCluster started for the "
+                   "run — records streamed as JSON Lines (needs grit[dask]).  local "
+                   "(default): one report, or with --output the same records entry by entry "
+                   "in this process.")
+@click.option("--scheduler", metavar="ADDRESS", default=None,
+              help="The Dask scheduler to run on (tcp://HOST:PORT); implies --engine dask.")
+@click.option("--output", "-o", "output", metavar="OUT.jsonl", default=None,
+              type=click.Path(dir_okay=False),
+              help="Write the per-entry JSONL records to OUT (afresh) instead of stdout.")
+@click.option("--resume", metavar="OUT.jsonl", default=None, type=click.Path(dir_okay=False),
+              help="Like --output, but skip the entries OUT already holds complete and append "
+                   "the rest; OUT's complete records are never rewritten.")
 def scan_cmd(paths, deep: bool, fmt: str | None, as_json: bool, exit_policy: str,
-             fail_on: str | None, no_cache: bool) -> None:
+             fail_on: str | None, no_cache: bool, jobs: int, engine: str | None,
+             scheduler: str | None, output: str | None, resume: str | None) -> None:
     """Check every tensor of safetensors / GGUF checkpoints against its bytes (§13).
 
     PATH is a .safetensors or .gguf file, a directory tree (walked in sorted
@@ -326,17 +345,43 @@ def scan_cmd(paths, deep: bool, fmt: str | None, as_json: bool, exit_policy: str
       passes a report with disagreements and warnings only.
 
     \b
+    Many checkpoints (--engine dask, --scheduler, --output, --resume): each
+    entry — a PATH, or each path a manifest PATH lists — is one checkpoint,
+    scanned on its own (one Dask task; its shard and config checks within
+    it).  The output is JSON Lines: per entry one "file" record per file
+    (path, format, parsed, error, coverage, findings) and an "entry" record
+    that marks it complete (its exit codes); entries in completion order.
+    The exit status is the worst entry's under the policy (an entry nothing
+    of which parsed counts as structural; 4 only if no entry parsed).
+    --jobs N reads N files at once within each scan.
+
+    \b
     Example:  grit scan examples/
               grit scan --format sarif --fail-on disagreement ckpt/ > scan.sarif
+              grit scan --jobs 8 https://host/ckpt/model.safetensors
+              grit scan --scheduler tcp://10.0.0.5:8786 --resume out.jsonl repos.txt
     """
     if as_json and fmt not in (None, "json"):
         raise click.UsageError(f"--json is --format json; it cannot be given with "
                                f"--format {fmt}")
-    fmt = "json" if as_json else (fmt or "text")
     if fail_on is not None and exit_policy != "graded":
         raise click.UsageError("--fail-on replaces --exit-policy; give one of them")
+    if scheduler is not None and engine == "local":
+        raise click.UsageError("--scheduler runs on Dask; it cannot be given with "
+                               "--engine local")
+    if output is not None and resume is not None:
+        raise click.UsageError("--resume OUT writes OUT too; give one of --output, --resume")
+    if scheduler is not None or engine == "dask" or output is not None or resume is not None:
+        if as_json or fmt not in (None, "jsonl"):
+            raise click.UsageError("many-checkpoint runs write their own JSON Lines records; "
+                                   "--format/--json cannot be given with --engine dask, "
+                                   "--scheduler, --output or --resume")
+        _scan_many(paths, deep, not no_cache, jobs, engine == "dask" or scheduler is not None,
+                   scheduler, output or resume, resume is not None, exit_policy, fail_on)
+        return
+    fmt = "json" if as_json else (fmt or "text")
     with _scan_progress(enabled=fmt == "text") as progress:
-        report = scan(paths, deep=deep, progress=progress, cache=not no_cache)
+        report = scan(paths, deep=deep, progress=progress, cache=not no_cache, jobs=jobs)
     if fmt == "json":
         scan_report.write_json(report, exit_policy, fail_on=fail_on)
     elif fmt == "jsonl":
@@ -348,12 +393,41 @@ def scan_cmd(paths, deep: bool, fmt: str | None, as_json: bool, exit_policy: str
     sys.exit(exit_code(report, exit_policy, fail_on))
 
 
+def _scan_many(paths, deep: bool, cache: bool, jobs: int, dask: bool, scheduler: str | None,
+               out: str | None, resume: bool, policy: str, fail_on: str | None) -> None:
+    """grit scan over entries, one checkpoint each (grit.scan.distributed)."""
+    from .scan import distributed as many  # noqa: PLC0415 - only these runs need it
+    entries = many.entries_of(paths)
+    sink = out if out is not None else click.get_text_stream("stdout")
+    try:
+        with _scan_progress(enabled=True, label="entries") as progress:
+            if not dask:
+                run = many.scan_many(entries, deep=deep, cache=cache, jobs=jobs, out=sink,
+                                     resume=resume, progress=progress)
+            else:
+                opened = (many.connect(scheduler) if scheduler is not None
+                          else many.local_client())
+                with opened as client:
+                    run = many.scan_many(entries, client=client, deep=deep, cache=cache,
+                                         jobs=jobs, out=sink, resume=resume,
+                                         progress=progress)
+    except GritError as e:
+        click.echo(f"grit scan: {e}", err=True)
+        sys.exit(int(scan_report.Severity.UNPARSED))
+    if run.skipped:
+        click.echo(f"grit scan: {len(run.skipped)} of {len(entries)} entries already complete "
+                   f"in {out}", err=True)
+    for e, why in sorted(run.failed.items()):
+        click.echo(f"grit scan: entry {printable(e)} failed: {printable(why)}", err=True)
+    sys.exit(run.exit_code(policy, fail_on))
+
+
 #: trees with at least this many model files get a progress bar (on a TTY only)
 _PROGRESS_MIN_FILES = 8
 
 
 @contextlib.contextmanager
-def _scan_progress(enabled: bool):
+def _scan_progress(enabled: bool, label: str = "scanning"):
     """A rich progress bar on stderr, only on a terminal and for large trees;
     JSON output never has one."""
     if not enabled or not sys.stderr.isatty():
@@ -363,7 +437,7 @@ def _scan_progress(enabled: bool):
     from rich.console import Console  # noqa: PLC0415
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn  # noqa: PLC0415
     state: dict = {}
-    bar = Progress(TextColumn("scanning"), BarColumn(), MofNCompleteColumn(),
+    bar = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(),
                    TextColumn("{task.description}", markup=False),
                    console=Console(stderr=True), transient=True)
 

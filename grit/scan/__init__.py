@@ -28,10 +28,14 @@ memory is bounded by a constant, not by the file or its largest tensor.
 """
 from __future__ import annotations
 
+import contextvars
 import struct
-from typing import Callable, Iterable
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Callable, Iterable, Iterator, Sequence
 
-from ..errors import GritError
+from ..errors import GritError, GritUsageError
 from ..grade import grade_scope
 from ..placement.expr import layout_scope
 from . import analyses as _an
@@ -55,34 +59,31 @@ _BAD_INPUT = (GritError, OSError, ValueError, KeyError, IndexError, TypeError, s
 
 def scan(paths: Iterable[str], *, deep: bool = False,
          progress: Callable[[int, int, str], None] | None = None,
-         cache: bool = True) -> ScanReport:
+         cache: bool = True, jobs: int = 1) -> ScanReport:
     """Scan ``paths`` (files, directories, manifests, http(s) URLs); never
     raises for bad input — every problem is a finding.  ``cache=False``
-    bypasses the header cache of remote files (grit.io.http.default_cache)."""
+    bypasses the header cache of remote files (grit.io.http.default_cache).
+
+    ``jobs`` > 1 reads and checks up to that many files at once, on threads
+    (the work is I/O: remote headers, deep streams).  Each file is checked by
+    the same code either way, on an accumulator of its own, and the files'
+    results are taken into the scan in input order, so the report is the
+    sequential one's, finding for finding; at most ``2 * jobs`` files'
+    results are held before they are taken in."""
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise GritUsageError(f"jobs must be a positive integer, not {jobs!r}")
     ctx = _an.Context(deep)
     files: list[ScannedFile] = []
     ckpts = _shards.Checkpoints()
     coverage: dict[str, Coverage] = {}
     ranges: dict[str, Ranges] = {}
     model_files = expand(list(paths), ctx.findings, files, ckpts.indexes)
-    for i, p in enumerate(model_files):
-        if progress is not None:
-            progress(i, len(model_files), p)
-        # the grades and layouts a file carries are known while that file is
-        # read and checked, never for the next one: a verdict does not depend on
-        # file order
-        with grade_scope(), layout_scope():
-            first, tfirst = len(ctx.findings), len(ctx.tensors)
-            inp = _one_file(ctx, files, p, deep, ckpts, cache)
-            try:
-                coverage[p], rs = account(inp, ctx.findings[first:])
-            except _BAD_INPUT:                   # the readers' records are odd: count
-                inp.safetensors = inp.gguf = None   # the file as not checkable
-                coverage[p], rs = account(inp, ())
-            # the file's own findings get their byte ranges now; only the GRIT
-            # tensors' ranges are kept, for the findings made across files
-            attach_ranges(ctx.findings[first:], {p: rs})
-            ranges[p] = {t.name: rs[t.name] for t in ctx.tensors[tfirst:] if t.name in rs}
+    for i, r in enumerate(_checked(model_files, deep, cache, jobs, progress)):
+        files.append(r.file)
+        ckpts.shards.update(r.shards.shards)
+        ctx.merge(r.ctx)
+        coverage[r.file.path] = r.coverage
+        ranges[r.file.path] = r.ranges
     if progress is not None:
         progress(len(model_files), len(model_files), "")
     ckpts.check(ctx)          # the index against the shards, the shards against each other
@@ -103,10 +104,77 @@ def scan(paths: Iterable[str], *, deep: bool = False,
     return ScanReport(files, findings, deep, coverage)
 
 
-def _one_file(ctx: _an.Context, files: list[ScannedFile], p: str, deep: bool,
+@dataclass
+class _Checked:
+    """One model file, read and checked on its own: its report record, its
+    findings and tensors (on a Context of its own), its shard record, its
+    coverage and its GRIT tensors' byte ranges."""
+
+    file: ScannedFile
+    ctx: _an.Context
+    shards: _shards.Checkpoints
+    coverage: Coverage
+    ranges: Ranges
+
+
+def _checked(model_files: Sequence[str], deep: bool, cache: bool, jobs: int,
+             progress: Callable[[int, int, str], None] | None) -> Iterator[_Checked]:
+    """Each model file's :func:`_check_file`, in input order: one after the
+    other in this thread (``jobs`` 1), or on ``jobs`` threads with at most
+    ``2 * jobs`` files submitted ahead of the one taken next.  Each thread
+    task runs in a copy of the caller's context (the grade and layout scopes
+    it is inside)."""
+    n = len(model_files)
+    if jobs == 1 or n <= 1:
+        for i, p in enumerate(model_files):
+            if progress is not None:
+                progress(i, n, p)
+            yield _check_file(p, deep, cache)
+        return
+    ahead: deque[Future[_Checked]] = deque()
+    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="grit-scan") as pool:
+        try:
+            todo = iter(model_files)
+            for i, p in enumerate(model_files):
+                while len(ahead) < 2 * jobs:
+                    q = next(todo, None)
+                    if q is None:
+                        break
+                    ahead.append(pool.submit(contextvars.copy_context().run, _check_file,
+                                             q, deep, cache))
+                if progress is not None:
+                    progress(i, n, p)
+                yield ahead.popleft().result()
+        finally:                 # an error (or a caller that stops): drop what waits
+            for fut in ahead:
+                fut.cancel()
+
+
+def _check_file(p: str, deep: bool, cache: bool) -> _Checked:
+    """Read one model file and run its per-file analyses (and, under
+    ``deep``, its deep checks) on a fresh Context."""
+    ctx = _an.Context(deep)
+    ckpts = _shards.Checkpoints()
+    # the grades and layouts a file carries are known while that file is
+    # read and checked, never for the next one: a verdict does not depend on
+    # file order
+    with grade_scope(), layout_scope():
+        inp = _one_file(ctx, p, deep, ckpts, cache)
+        try:
+            cov, rs = account(inp, ctx.findings)
+        except _BAD_INPUT:                   # the readers' records are odd: count
+            inp.safetensors = inp.gguf = None   # the file as not checkable
+            cov, rs = account(inp, ())
+        # the file's own findings get their byte ranges now; only the GRIT
+        # tensors' ranges are kept, for the findings made across files
+        attach_ranges(ctx.findings, {p: rs})
+        kept = {t.name: rs[t.name] for t in ctx.tensors if t.name in rs}
+    return _Checked(inp.file, ctx, ckpts, cov, kept)
+
+
+def _one_file(ctx: _an.Context, p: str, deep: bool,
               ckpts: _shards.Checkpoints, cache: bool = True) -> Input:
     inp = open_input(p, cache)
-    files.append(inp.file)
     ckpts.note(inp)
     for f in inp.findings:
         ctx.keep(f)

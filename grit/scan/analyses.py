@@ -104,6 +104,27 @@ class Context:
         """A level-1 failure (S101–S103 by its status)."""
         self.detail(CHECK_CODES[det.status], path, name, det, extra, omitted)
 
+    def merge(self, other: "Context") -> None:
+        """Take in ``other``'s accumulators (one file's, checked on its own
+        Context) as if its analyses had run on this Context: findings through
+        :meth:`keep`, grades first seen first, checkpoint records extended in
+        the order the files come."""
+        for f in other.findings:
+            self.keep(f)
+        self.tensors.extend(other.tensors)
+        for k, g in other.grades.items():
+            self.grades.setdefault(k, g)
+        for name, ck in other.checkpoints.items():
+            mine = self.checkpoints.get(name)
+            if mine is None:
+                self.checkpoints[name] = ck
+                continue
+            mine.files.extend(ck.files)
+            for pre, leaves in ck.modules.items():
+                mine.modules.setdefault(pre, {}).update(leaves)
+            mine.scalars.update(ck.scalars)
+        self.companion_scales.extend(other.companion_scales)
+
     def finish(self, t: Tensor) -> None:
         g = lookup_grade(t.desc.grade_id)
         if g is not None:
