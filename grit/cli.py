@@ -7,6 +7,7 @@ import io
 import json
 import os
 import sys
+import threading
 
 import click
 
@@ -380,8 +381,9 @@ def scan_cmd(paths, deep: bool, fmt: str | None, as_json: bool, exit_policy: str
                    scheduler, output or resume, resume is not None, exit_policy, fail_on)
         return
     fmt = "json" if as_json else (fmt or "text")
-    with _scan_progress(enabled=fmt == "text") as progress:
-        report = scan(paths, deep=deep, progress=progress, cache=not no_cache, jobs=jobs)
+    with _scan_progress(enabled=fmt == "text", deep=deep) as (progress, hashed):
+        report = scan(paths, deep=deep, progress=progress, cache=not no_cache, jobs=jobs,
+                      advance=hashed)
     if fmt == "json":
         scan_report.write_json(report, exit_policy, fail_on=fail_on)
     elif fmt == "jsonl":
@@ -400,7 +402,7 @@ def _scan_many(paths, deep: bool, cache: bool, jobs: int, dask: bool, scheduler:
     entries = many.entries_of(paths)
     sink = out if out is not None else click.get_text_stream("stdout")
     try:
-        with _scan_progress(enabled=True, label="entries") as progress:
+        with _scan_progress(enabled=True, label="entries") as (progress, _):
             if not dask:
                 run = many.scan_many(entries, deep=deep, cache=cache, jobs=jobs, out=sink,
                                      resume=resume, progress=progress)
@@ -426,35 +428,75 @@ def _scan_many(paths, deep: bool, cache: bool, jobs: int, dask: bool, scheduler:
 _PROGRESS_MIN_FILES = 8
 
 
+def _size(n: int) -> str:
+    """A byte count for people: 812 B, 8.0 KiB, 1.3 GiB."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n} B" if unit == "B" else f"{n:,.1f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+class _Bar:
+    """The feeds of the progress bar: ``files(i, n, path)`` as each file is
+    taken in, ``hashed(nbytes)`` as --deep hashes plane bytes (thread-safe:
+    the worker threads of --jobs call it)."""
+
+    def __init__(self, bar, min_files: int):
+        self.bar, self.min_files = bar, min_files
+        self.task = None
+        self.total = 0
+        self.done = 0
+        self.nbytes = 0
+        self.path = ""
+        self.lock = threading.Lock()
+
+    def _show(self) -> None:
+        if self.task is None:
+            if self.total < self.min_files:
+                return
+            self.bar.start()
+            self.task = self.bar.add_task("", total=max(1, self.total))
+        hashed = f"{_size(self.nbytes)} hashed  " if self.nbytes else ""
+        self.bar.update(self.task, completed=self.done,
+                        description=hashed + printable(os.path.basename(self.path)))
+
+    def files(self, done: int, total: int, path: str) -> None:
+        with self.lock:
+            self.done, self.total, self.path = done, total, path
+            self._show()
+
+    def hashed(self, n: int) -> None:
+        with self.lock:
+            self.nbytes += n
+            self._show()
+
+    def stop(self) -> None:
+        if self.task is not None:
+            self.bar.stop()
+
+
 @contextlib.contextmanager
-def _scan_progress(enabled: bool, label: str = "scanning"):
-    """A rich progress bar on stderr, only on a terminal and for large trees;
-    JSON output never has one."""
-    if not enabled or not sys.stderr.isatty():
-        yield None
+def _scan_progress(enabled: bool, label: str = "scanning", deep: bool = False):
+    """A rich progress bar on stderr, only on a terminal: for trees of at
+    least _PROGRESS_MIN_FILES files, and under --deep for any input (with
+    the plane bytes hashed so far), whatever the report's format, since the
+    report goes to stdout; otherwise (None, None).  Yields the two feeds
+    (files, hashed)."""
+    if not (enabled or deep) or not sys.stderr.isatty():
+        yield None, None
         return
     # rich is heavy to import and only a terminal's progress bar needs it
     from rich.console import Console  # noqa: PLC0415
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn  # noqa: PLC0415
-    state: dict = {}
-    bar = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(),
-                   TextColumn("{task.description}", markup=False),
-                   console=Console(stderr=True), transient=True)
-
-    def update(done: int, total: int, path: str) -> None:
-        if total < _PROGRESS_MIN_FILES:
-            return
-        if "task" not in state:
-            bar.start()
-            state["task"] = bar.add_task("", total=total)
-        bar.update(state["task"], completed=done,
-                   description=printable(os.path.basename(path)))
-
+    bar = _Bar(Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(),
+                        TextColumn("{task.description}", markup=False),
+                        console=Console(stderr=True), transient=True),
+               1 if deep else _PROGRESS_MIN_FILES)
     try:
-        yield update
+        yield bar.files, (bar.hashed if deep else None)
     finally:
-        if "task" in state:
-            bar.stop()
+        bar.stop()
 
 
 def _explain_code(code: str, as_json: bool) -> None:

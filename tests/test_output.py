@@ -351,11 +351,37 @@ def test_progress_bar_shows_file_names_escaped_and_without_markup(monkeypatch):
     from grit.cli import _scan_progress
     err = _Tty()
     monkeypatch.setattr(sys, "stderr", err)
-    with _scan_progress(True) as update:
+    with _scan_progress(True) as (update, hashed):
         update(1, 10, "/x/a\x1b[2J[bold]b\u202e.safetensors")
     text = err.getvalue()
     assert "a\\x1b[2J[bold]b\\u202e.safetensors" in text   # escaped; [bold] is not markup
     assert "\x1b[2J" not in text and "\u202e" not in text
+    assert hashed is None                                  # no byte feed without --deep
+
+
+def test_deep_progress_counts_hashed_bytes_for_one_file_and_any_format(monkeypatch, tmp_path):
+    """--deep gets a bar for a single file, fed the plane bytes hashed (the
+    scan's advance callback), on stderr only; not on a pipe."""
+    import numpy as np
+
+    import grit
+    from grit.cli import _scan_progress
+    from grit.scan import scan
+    a = grit.encode(np.ones((64, 256), np.float32), grit.GRADE_MXFP4)
+    path = tmp_path / "m.safetensors"
+    grit.save(str(path), {"w": a}, {"grit.digest.w": grit.base32_encode(a.digest)})
+    err = _Tty()
+    monkeypatch.setattr(sys, "stderr", err)
+    seen: list[int] = []
+    with _scan_progress(False, deep=True) as (update, hashed):
+        rep = scan([str(path)], deep=True, progress=update,
+                   advance=lambda n: (seen.append(n), hashed(n)))
+    assert rep.exit_code_graded == 0
+    assert sum(seen) == sum(memoryview(p).nbytes for p in a.planes if p is not None)
+    assert "8.5 KiB hashed" in err.getvalue()       # 8192 element + 512 scale bytes
+    monkeypatch.setattr(sys, "stderr", io.StringIO())       # not a terminal
+    with _scan_progress(True, deep=True) as feeds:
+        assert feeds == (None, None)
 
 
 def test_write_json_is_json_dumps_byte_for_byte():

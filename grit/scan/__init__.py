@@ -59,10 +59,14 @@ _BAD_INPUT = (GritError, OSError, ValueError, KeyError, IndexError, TypeError, s
 
 def scan(paths: Iterable[str], *, deep: bool = False,
          progress: Callable[[int, int, str], None] | None = None,
-         cache: bool = True, jobs: int = 1) -> ScanReport:
+         cache: bool = True, jobs: int = 1,
+         advance: Callable[[int], None] | None = None) -> ScanReport:
     """Scan ``paths`` (files, directories, manifests, http(s) URLs); never
     raises for bad input — every problem is a finding.  ``cache=False``
     bypasses the header cache of remote files (grit.io.http.default_cache).
+    ``progress(i, n, path)`` is told each file as it is taken in;
+    ``advance(nbytes)``, under ``deep``, the plane bytes hashed as they are
+    (from the worker threads when ``jobs`` > 1).
 
     ``jobs`` > 1 reads and checks up to that many files at once, on threads
     (the work is I/O: remote headers, deep streams).  Each file is checked by
@@ -78,7 +82,7 @@ def scan(paths: Iterable[str], *, deep: bool = False,
     coverage: dict[str, Coverage] = {}
     ranges: dict[str, Ranges] = {}
     model_files = expand(list(paths), ctx.findings, files, ckpts.indexes)
-    for i, r in enumerate(_checked(model_files, deep, cache, jobs, progress)):
+    for i, r in enumerate(_checked(model_files, deep, cache, jobs, progress, advance)):
         files.append(r.file)
         ckpts.shards.update(r.shards.shards)
         ctx.merge(r.ctx)
@@ -118,7 +122,8 @@ class _Checked:
 
 
 def _checked(model_files: Sequence[str], deep: bool, cache: bool, jobs: int,
-             progress: Callable[[int, int, str], None] | None) -> Iterator[_Checked]:
+             progress: Callable[[int, int, str], None] | None,
+             advance: Callable[[int], None] | None = None) -> Iterator[_Checked]:
     """Each model file's :func:`_check_file`, in input order: one after the
     other in this thread (``jobs`` 1), or on ``jobs`` threads with at most
     ``2 * jobs`` files submitted ahead of the one taken next.  Each thread
@@ -129,7 +134,7 @@ def _checked(model_files: Sequence[str], deep: bool, cache: bool, jobs: int,
         for i, p in enumerate(model_files):
             if progress is not None:
                 progress(i, n, p)
-            yield _check_file(p, deep, cache)
+            yield _check_file(p, deep, cache, advance)
         return
     ahead: deque[Future[_Checked]] = deque()
     with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="grit-scan") as pool:
@@ -141,7 +146,7 @@ def _checked(model_files: Sequence[str], deep: bool, cache: bool, jobs: int,
                     if q is None:
                         break
                     ahead.append(pool.submit(contextvars.copy_context().run, _check_file,
-                                             q, deep, cache))
+                                             q, deep, cache, advance))
                 if progress is not None:
                     progress(i, n, p)
                 yield ahead.popleft().result()
@@ -150,7 +155,8 @@ def _checked(model_files: Sequence[str], deep: bool, cache: bool, jobs: int,
                 fut.cancel()
 
 
-def _check_file(p: str, deep: bool, cache: bool) -> _Checked:
+def _check_file(p: str, deep: bool, cache: bool,
+                advance: Callable[[int], None] | None = None) -> _Checked:
     """Read one model file and run its per-file analyses (and, under
     ``deep``, its deep checks) on a fresh Context."""
     ctx = _an.Context(deep)
@@ -159,7 +165,7 @@ def _check_file(p: str, deep: bool, cache: bool) -> _Checked:
     # read and checked, never for the next one: a verdict does not depend on
     # file order
     with grade_scope(), layout_scope():
-        inp = _one_file(ctx, p, deep, ckpts, cache)
+        inp = _one_file(ctx, p, deep, ckpts, cache, advance)
         try:
             cov, rs = account(inp, ctx.findings)
         except _BAD_INPUT:                   # the readers' records are odd: count
@@ -172,8 +178,8 @@ def _check_file(p: str, deep: bool, cache: bool) -> _Checked:
     return _Checked(inp.file, ctx, ckpts, cov, kept)
 
 
-def _one_file(ctx: _an.Context, p: str, deep: bool,
-              ckpts: _shards.Checkpoints, cache: bool = True) -> Input:
+def _one_file(ctx: _an.Context, p: str, deep: bool, ckpts: _shards.Checkpoints,
+              cache: bool = True, advance: Callable[[int], None] | None = None) -> Input:
     inp = open_input(p, cache)
     ckpts.note(inp)
     for f in inp.findings:
@@ -185,7 +191,7 @@ def _one_file(ctx: _an.Context, p: str, deep: bool,
         if deep:      # file by file, each plane streamed through the file's byte source
             src = inp.safetensors.source if inp.safetensors is not None else (
                 inp.gguf.file.source if inp.gguf is not None else None)
-            _deep.deep(ctx, tensors, src)
+            _deep.deep(ctx, tensors, src, advance)
     except _BAD_INPUT as e:
         inp.file.error = why(e)
         ctx.add("S805", p, None, f"could not read as {inp.file.format}: {inp.file.error}")
