@@ -20,7 +20,8 @@ per request), from a checkpoint written in a temporary directory:
                      range requests per shard) against the Hub-shaped
                      endpoint (tests/hub_server.py), when both are there
   --jobs N           --files small safetensors files, every request delayed
-                     --latency s, scanned with jobs = each of --jobs: median
+                     --latency s, scanned (level 1, then --deep) with jobs =
+                     each of --jobs: median
                      wall time over --repeat runs and the speed-up over
                      jobs = 1 (target >= 0.8 N up to N = 16); the reports
                      are checked equal to the jobs = 1 one
@@ -189,21 +190,24 @@ def jobs(args, out: dict) -> None:
                 s.files[f"/many/m{i:03d}.safetensors"] = open(p, "rb").read()
                 s.faults[f"/many/m{i:03d}.safetensors"] = {"latency": args.latency}
         urls = [s.url(f"/many/m{i:03d}.safetensors") for i in range(args.files)]
-        ref = None
-        base = None
-        for n in args.jobs:
-            times = []
-            for _ in range(args.repeat):
-                t0 = time.perf_counter()
-                rep = scan(urls, cache=False, jobs=n)
-                times.append(time.perf_counter() - t0)
-                same = json.dumps(rep.to_dict(), default=str)
-                ref = same if ref is None else ref
-                assert same == ref, f"jobs={n}: the report differs from jobs=1's"
-            med = statistics.median(times)
-            base = med if base is None else base
-            rows.append({"jobs": n, "median_s": med, "speedup": base / med,
-                         "target": 0.8 * n, "met": base / med >= 0.8 * n})
+        for deep in (False, True):
+            ref = None
+            base = None
+            for n in args.jobs:
+                times = []
+                for _ in range(args.repeat):
+                    s.requests = 0
+                    t0 = time.perf_counter()
+                    rep = scan(urls, cache=False, jobs=n, deep=deep)
+                    times.append(time.perf_counter() - t0)
+                    same = json.dumps(rep.to_dict(), default=str)
+                    ref = same if ref is None else ref
+                    assert same == ref, f"jobs={n}: the report differs from jobs=1's"
+                med = statistics.median(times)
+                base = med if base is None else base
+                rows.append({"deep": deep, "jobs": n, "median_s": med, "speedup": base / med,
+                             "requests": s.requests, "target": 0.8 * n,
+                             "met": base / med >= 0.8 * n})
     finally:
         s.close()
     out["jobs"] = {"files": args.files, "latency_s": args.latency, "rows": rows}
@@ -252,7 +256,8 @@ def main() -> None:
         j = out["jobs"]
         print(f"--jobs: {j['files']} files, {j['latency_s'] * 1000:.0f} ms per request")
         for r in j["rows"]:
-            print(f"  jobs {r['jobs']:>2}: {r['median_s']:.3f} s  speed-up {r['speedup']:.2f} "
+            print(f"  {'--deep ' if r['deep'] else 'level 1'} jobs {r['jobs']:>2}: "
+                  f"{r['median_s']:.3f} s ({r['requests']} requests)  speed-up {r['speedup']:.2f} "
                   f"(target {r['target']:.1f}: {'met' if r['met'] else 'NOT met'})")
 
 

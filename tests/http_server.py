@@ -13,6 +13,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 _RANGE = re.compile(r"^bytes=(\d+)-(\d*)$")
 
 
+class _Threading(ThreadingHTTPServer):
+    request_queue_size = 128       # the listen backlog: --jobs 16 opens 16 at once
+
+
 class Server:
     def __init__(self):
         self.files: dict[str, bytes] = {}
@@ -97,7 +101,7 @@ class Server:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = _Threading(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()
