@@ -293,6 +293,10 @@ def made(tmp_path_factory):
         write_gguf(d / f"{name}.gguf", small,
                    kv=[("grit.digest.blk.0.w", grit.base32_encode(dg), VT.STRING, None)])
         files[name] = (d / f"{name}.gguf").read_bytes()
+    x = rng.standard_normal((256, 4096)).astype(np.float32)
+    with pytest.warns(UserWarning, match="GRIT payload"):
+        grit.save(str(d / "annotated.gguf"), {"blk.0.w": grit.encode(x, grit.GRADE_MXFP4)})
+    files["annotated"] = (d / "annotated.gguf").read_bytes()
     for k, b in files.items():
         (d / f"{k}.gguf").write_bytes(b)
     return d, files
@@ -308,7 +312,8 @@ def served(made):
     s.close()
 
 
-@pytest.mark.parametrize("name", ["clean", "cut", "offsets", "nvfp4", "digest", "stale"])
+@pytest.mark.parametrize("name", ["clean", "cut", "offsets", "nvfp4", "digest", "stale",
+                                  "annotated"])
 @pytest.mark.parametrize("deep", [False, True])
 def test_a_remote_gguf_scan_reports_what_the_local_scan_reports(served, name, deep):
     s, d, files = served
@@ -329,6 +334,39 @@ def test_a_remote_gguf_scan_reports_what_the_local_scan_reports(served, name, de
         assert "S501" in codes
     if deep and name == "digest":
         assert "S501" not in codes
+    if name == "annotated":
+        assert remote.files[0].grit_tensors == 1 and "S602" not in codes
+
+
+def test_a_grit_annotated_payload_is_not_read_at_level_one(served):
+    s, d, files = served
+    s.body_bytes = 0
+    rep = scan([s.url("/annotated.gguf")])
+    assert rep.files[0].parsed and rep.exit_code_graded == 0
+    f = read_gguf(d / "annotated.gguf")
+    assert f.data_start < GF.FIRST_WINDOW < len(files["annotated"]) // 8
+    assert s.body_bytes <= 1 + 8 + GF.FIRST_WINDOW
+
+
+@pytest.mark.parametrize("name", sorted(n for n in os.listdir(CORPUS)
+                                        if n.endswith(".gguf") or n.startswith("gguf")))
+def test_every_hostile_gguf_scans_remotely_as_locally(name):
+    with open(os.path.join(CORPUS, name), "rb") as fh:
+        blob = fh.read()
+    s = Server()
+    try:
+        s.files["/" + name] = blob
+        t0 = time.monotonic()
+        remote = scan([s.url("/" + name)], deep=True)
+        assert time.monotonic() - t0 < 10
+        local = scan([os.path.join(CORPUS, name)], deep=True)
+        if not blob:          # an empty file: the server has no byte 0 to send
+            assert [f.code for f in remote.findings] == ["S805"]
+            return
+        assert verdicts(remote) == verdicts(local)
+        assert remote.exit_code_graded == local.exit_code_graded
+    finally:
+        s.close()
 
 
 def test_level_one_reads_the_header_windows_alone(served):

@@ -651,7 +651,8 @@ def read_source(src: ByteSource, path: str | None = None) -> GGUFContents:
     GritArray's planes are read through the source on first use, a plain
     tensor is an :class:`Unread` record, an Inexpressible one has no
     ``raw``; the bytes that are read now are an NVFP4 tensor's companion
-    scale and a GRIT-annotated tensor's payload.  The problems are those
+    scale and the payload of a GRIT-annotated tensor that fails its level-1
+    check (the CheckFailed record holds it).  The problems are those
     :func:`read` finds in the same bytes."""
     return _contents(_read_file_source(src, path))
 
@@ -824,6 +825,15 @@ def _annotated(f: GGUFFile, t: TensorInfo, notes):
     shape = notes["shape"].get(t.name)
     if shape is None:
         shape = list(t.shape)
+    if f.buf is None:      # a file without a view: the payload is read on first use
+        try:
+            a = GritArray.deferred(
+                d, shape, lambda: GritArray.from_payload(d, shape, f.data(t)).planes)
+        except GritError:
+            a = None
+        if a is not None and a.nbytes == t.nbytes:
+            return a
+        # (a payload that fails its check: read, and failed as from a view)
     raw = f.data(t)
     try:
         return GritArray.from_payload(d, shape, raw)

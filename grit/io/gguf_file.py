@@ -296,7 +296,19 @@ class Cursor:
         elif it == ValueType.STRING:          # a tokenizer's vocabulary: the hot loop
             pos, end, fmt, hb = self.pos, self.end, self.order + "Q", self.buf
             buf, base, wend = hb.window(pos) if pos < end else (b"", pos, pos)
-            for i in range(n):
+            rest = n
+            if base == 0 and wend == end:     # the whole file in one buffer (a view)
+                rest = 0                      # (the windowed loop below: nothing left)
+                for i in range(n):
+                    if end - pos < 8:
+                        raise _Stop(f"{what}: item {i} length runs past the end of the file")
+                    (ln,) = struct.unpack_from(fmt, buf, pos)
+                    pos += 8
+                    if ln > end - pos:
+                        raise _Stop(f"{what}: item {i} length = {ln}: the file has "
+                                    f"{end - pos} bytes left")
+                    pos += ln
+            for i in range(rest):
                 if end - pos < 8:
                     raise _Stop(f"{what}: item {i} length runs past the end of the file")
                 if pos + 8 > wend:            # (a view holds the whole file: never)
