@@ -468,8 +468,7 @@ def _unread_tensor(f: GGUFFile, t: TensorInfo):
     :class:`Unread` plain tensor, or an Inexpressible record without
     ``raw``.  The level-1 check runs now, on the sizes the bytes would have,
     so the array exists, or the error is raised, exactly as from a view."""
-    name, shape = t.ggml_type, t.shape
-    assert name is not None
+    name, shape = t.ggml_type or "", t.shape      # (a readable info's type is known)
     if name in _PLAIN or name == "BF16":
         return Unread(t.name, name, shape, lambda: _read_plain(f, t))
     if name in _ZERO_COPY:
