@@ -25,6 +25,7 @@ class Server:
         self.body_bytes = 0
         self.largest = 0                     # the longest body sent
         self._lock = threading.Lock()
+        self._etags: dict[int, tuple[bytes, str]] = {}
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -108,9 +109,18 @@ class Server:
 
     def etag(self, path: str) -> str:
         """The file's current ETag: a hash of its bytes, as a real server's
-        changes with the content."""
+        changes with the content (computed once per bytes object put in
+        ``files``, so a large file is not hashed per request)."""
         import hashlib  # noqa: PLC0415
-        return hashlib.sha256(self.files.get(path.split("?")[0], b"")).hexdigest()[:16]
+        data = self.files.get(path.split("?")[0], b"")
+        with self._lock:
+            hit = self._etags.get(id(data))
+        if hit is not None and hit[0] is data:
+            return hit[1]
+        tag = hashlib.sha256(data).hexdigest()[:16]
+        with self._lock:
+            self._etags[id(data)] = (data, tag)
+        return tag
 
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.httpd.server_port}{path}"

@@ -1,7 +1,7 @@
 """grit scan of http(s) URLs (safetensors; a real server on loopback): a
 level-1 scan reads the header alone and reports what the local scan of the
 same bytes reports; --deep reads each tensor's planes once and verifies
-recorded digests; an unreachable file or a remote GGUF is an S805 finding."""
+recorded digests; an unreachable file is an S805 finding."""
 from __future__ import annotations
 
 import numpy as np
@@ -67,14 +67,15 @@ def test_level_one_reads_the_header_alone(served):
     assert header <= s.body_bytes <= header + 1 < len(files["clean"])
 
 
-def test_unreachable_files_and_remote_gguf_are_findings(served):
+def test_unreachable_files_are_findings(served):
     s, _, _ = served
     rep = scan([s.url("/missing.safetensors")])
     [f] = rep.findings
     assert f.code == "S805" and "404" in f.message and rep.exit_code_graded == 4
+    # (a remote GGUF is read: tests/test_scan_remote_gguf.py)
     s.files["/m.gguf"] = b"GGUF" + bytes(100)
     [f] = scan([s.url("/m.gguf")]).findings
-    assert f.code == "S805" and "not read yet" in f.message
+    assert f.code == "S805" and "could not read as gguf" in f.message and "version 0" in f.message
 
 
 def test_a_rescan_of_an_unchanged_file_moves_no_payload_byte(served, cache_dir):

@@ -36,6 +36,7 @@ every difference from ggml's own dequantisation is in docs/placements.md
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import struct
 import warnings
@@ -48,6 +49,7 @@ import numpy as np
 from .. import descriptor as D
 from .._files import atomic_write
 from ..array import GritArray, canonical
+from ..check import check as _check
 from ..codec.packing import pack_stream, unpack_stream
 from ..errors import GritError, GritGradeError, GritUsageError
 from ..formats import REGISTERED as _FORMATS, fmt_decode
@@ -58,12 +60,14 @@ from ..placement.expr import (layout_word, parse_layout, register_layout,
 from ..placement.registered import pack_k4_12b, unpack_k4_12b
 from ..placement.words import CLASS_HASHED, CLASS_OPAQUE, REGISTERED, placement_class
 from .gguf_file import (GGUF_MAGIC, GGUFField, GGUFFile, TensorInfo, ValueType, _Cursor,
-                        ggml_types, problem, read_gguf)
+                        ggml_types, header_bytes, problem, read_gguf)
+from .gguf_file import read_source as _read_file_source
+from .source import ByteSource
 from .problems import Problem, ProblemKind as K, Tally, raise_first
 from .safetensors import CheckFailed, renamed_error
 
-__all__ = ["load", "read", "save_gguf", "Inexpressible", "GGUFTensors", "GGUFContents",
-           "GGUFValue", "GGUFMetadata", "metadata_of", "native_type",
+__all__ = ["load", "read", "read_source", "Unread", "save_gguf", "Inexpressible",
+           "GGUFTensors", "GGUFContents", "GGUFValue", "GGUFMetadata", "metadata_of", "native_type",
            "GGML_GRADES", "INEXPRESSIBLE", "ggml_placement", "KV_DESC", "KV_SHAPE", "KV_GRADE",
            "KV_LAYOUT", "KV_SCHEMA", "KV_DIGEST", "GGUF_MAGIC", "Companion", "COMPANION_SUFFIX",
            "companion_names", "companion_rounding", "nvfp4_scaled_grade",
@@ -138,13 +142,16 @@ _ZERO_COPY: dict[str, tuple[tuple[int, int, int]]] = {
     n: (z.placement,) for n, z in ZERO_COPY.items()}
 
 
-def _zero_copy(name: str, raw: np.ndarray, shape: tuple[int, ...]):
+def _zero_copy_descriptor(name: str, shape: tuple[int, ...]) -> D.Descriptor:
     g = _grade(name)
     pd, ps, pm = _ZERO_COPY[name][0]
     d = g.descriptor(group_axis=len(shape) - 1, placement_data=pd, placement_scale=ps,
                      placement_meta=pm)
-    d = d.replace(flags=d.flags | D.F_INTERLEAVED)
-    return GritArray(d, shape, (raw, b"", b"", b""))
+    return d.replace(flags=d.flags | D.F_INTERLEAVED)
+
+
+def _zero_copy(name: str, raw: np.ndarray, shape: tuple[int, ...]):
+    return GritArray(_zero_copy_descriptor(name, shape), shape, (raw, b"", b"", b""))
 
 
 # ---------------------------------------------------------------------------
@@ -353,7 +360,7 @@ class GGUFValue:
             c.skip_value(self.type, "value")
             end = c.pos
             object.__setattr__(self, "_end", end)
-        return memoryview(self._buf)[self._start:end]
+        return header_bytes(self._buf).bytes(self._start, end - self._start)
 
     @property
     def value(self):
@@ -390,7 +397,7 @@ def metadata_of(f: GGUFFile) -> GGUFMetadata:
         if f.order == "<":
             nxt = flds[i + 1] if i + 1 < len(flds) else None
             end = None if nxt is None else nxt.offset - 12 - len(nxt.key.encode("utf-8"))
-            out[fld.key] = GGUFValue(fld.type, sub, None, f.buf, fld.offset, end)
+            out[fld.key] = GGUFValue(fld.type, sub, None, f.header, fld.offset, end)
         else:     # a big-endian file: decoded, re-encoded little-endian on save
             out[fld.key] = GGUFValue(fld.type, sub, fld.value())
     return out
@@ -416,6 +423,8 @@ class GGUFContents:
 def _tensor(f: GGUFFile, t: TensorInfo):
     name = t.ggml_type
     shape = t.shape
+    if f.buf is None:
+        return _unread_tensor(f, t)
     if name in _PLAIN:
         return f.data(t, _PLAIN[name]).reshape(shape)
     if name == "BF16":
@@ -431,6 +440,58 @@ def _tensor(f: GGUFFile, t: TensorInfo):
     reason = INEXPRESSIBLE.get(name, f"ggml type {name} has no GRIT v1 mapping in this version")
     return Inexpressible(t.name, name, shape, reason, raw)
 
+
+
+@dataclass(frozen=True)
+class Unread:
+    """A plain tensor (F32, F16, BF16, F64, the integer types) of a file
+    read through a source without a zero-copy view (a remote file), not
+    read by :func:`read_source`: ``read()`` reads it, giving the array
+    :func:`read` gives for a local file."""
+
+    name: str
+    ggml_type: str
+    shape: tuple[int, ...]
+    _read: Callable[[], np.ndarray] = field(repr=False, compare=False)
+
+    def read(self) -> np.ndarray:
+        return self._read()
+
+    def __array__(self, dtype=None, copy=None):
+        a = self._read()
+        return a if dtype is None else a.astype(dtype)
+
+
+def _unread_tensor(f: GGUFFile, t: TensorInfo):
+    """:func:`_tensor` for a file without a view, reading none of the
+    tensor's bytes: a GritArray whose planes are read on first use, an
+    :class:`Unread` plain tensor, or an Inexpressible record without
+    ``raw``.  The level-1 check runs now, on the sizes the bytes would have,
+    so the array exists, or the error is raised, exactly as from a view."""
+    name, shape = t.ggml_type or "", t.shape      # (a readable info's type is known)
+    if name in _PLAIN or name == "BF16":
+        return Unread(t.name, name, shape, lambda: _read_plain(f, t))
+    if name in _ZERO_COPY:
+        d = _zero_copy_descriptor(name, shape)
+        _check(d, shape, (t.nbytes, 0, 0, 0), level=1)
+        return GritArray.deferred(d, shape, lambda: (f.data(t), b"", b"", b""))
+    if name in _CONVERT:
+        ts = t.type_size
+
+        def build():
+            return _CONVERT[name](f.data(t).reshape(-1, ts), shape).planes
+        return GritArray.deferred(_grade(name).descriptor(group_axis=len(shape) - 1), shape,
+                                  build)
+    reason = INEXPRESSIBLE.get(name, f"ggml type {name} has no GRIT v1 mapping in this version")
+    return Inexpressible(t.name, name, shape, reason)
+
+
+def _read_plain(f: GGUFFile, t: TensorInfo):
+    """A plain tensor of a file without a view: its bytes read now, then
+    made the array :func:`_tensor` makes from a view of them."""
+    one = GGUFFile(f.path, t.nbytes, order=f.order, data_start=0)
+    one.buf = f.data(t)
+    return _tensor(one, dataclasses.replace(t, offset=0))
 
 
 # ---------------------------------------------------------------------------
@@ -548,6 +609,8 @@ def _attach(out: "GGUFTensors", annotated) -> None:
             continue
         c = out[cname]
         ctype = out.ggml_types.get(cname)
+        if ctype == "F32" and isinstance(c, Unread):   # a remote file: read it now
+            c = out[cname] = c.read()
         if ctype != "F32" or not isinstance(c, np.ndarray):
             out.companions[name] = Companion(
                 name, cname, False, reason=f"the companion is {ctype}, not F32")
@@ -577,8 +640,24 @@ def _attach(out: "GGUFTensors", annotated) -> None:
 def read(path) -> GGUFContents:
     """Read a GGUF file without stopping at its first defect (see the
     module docstring).  An OSError opening the file propagates."""
-    path = os.fspath(path)
-    f = read_gguf(path)
+    return _contents(read_gguf(os.fspath(path)))
+
+
+def read_source(src: ByteSource, path: str | None = None) -> GGUFContents:
+    """:func:`read` over a byte source (``path`` names it in messages; the
+    source's name by default).  A source without a zero-copy view (a remote
+    file) has its header read in windows and no tensor byte read here: each
+    GritArray's planes are read through the source on first use, a plain
+    tensor is an :class:`Unread` record, an Inexpressible one has no
+    ``raw``; the bytes that are read now are an NVFP4 tensor's companion
+    scale and the payload of a GRIT-annotated tensor that fails its level-1
+    check (the CheckFailed record holds it).  The problems are those
+    :func:`read` finds in the same bytes."""
+    return _contents(_read_file_source(src, path))
+
+
+def _contents(f: GGUFFile) -> GGUFContents:
+    path = f.path
     problems = list(f.problems)
     out = GGUFTensors()
     out.ggml_types = {}
@@ -745,6 +824,15 @@ def _annotated(f: GGUFFile, t: TensorInfo, notes):
     shape = notes["shape"].get(t.name)
     if shape is None:
         shape = list(t.shape)
+    if f.buf is None:      # a file without a view: the payload is read on first use
+        try:
+            a = GritArray.deferred(
+                d, shape, lambda: GritArray.from_payload(d, shape, f.data(t)).planes)
+        except GritError:
+            a = None
+        if a is not None and a.nbytes == t.nbytes:
+            return a
+        # (a payload that fails its check: read, and failed as from a view)
     raw = f.data(t)
     try:
         return GritArray.from_payload(d, shape, raw)

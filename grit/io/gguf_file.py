@@ -1,8 +1,8 @@
 """The GGUF container: header, KV entries and tensor infos, bounds-checked.
 
 :func:`read_gguf` maps the file read-only once and walks it with a cursor
-that checks every count and length against the bytes that remain before
-using it (a string length, an array count, ``n_kv``, ``n_tensors``,
+that checks every count and length against the bytes that remain in the
+file before using it (a string length, an array count, ``n_kv``, ``n_tensors``,
 ``n_dims``), so a lying header costs neither memory nor time.  It returns a
 :class:`GGUFFile`: the KV entries (decoded on demand), the tensor infos and
 the problems — UNREADABLE, and nothing else, when the header cannot be
@@ -22,14 +22,23 @@ The ggml block sizes come from grit's own table of every type ggml defines
 tensor of a type newer than the installed gguf-py, or one GRIT v1 cannot
 express (IQ*, Q3_K, TQ1_0), is still accounted for byte by byte.  Versions 2
 and 3 are read, in either byte order, as gguf-py reads them.
+
+:func:`read_source` walks any byte source the same way: the cursor reads
+the header through a :class:`ViewBytes` (a source's zero-copy view, as
+above) or, for a source without a view (a remote file), a
+:class:`WindowedBytes`, which reads bounded windows through ``src.read`` as
+the walk reaches them — one walk, whose fields, tensor infos and problems do
+not depend on which (tests/test_scan_remote_gguf.py).
 """
 from __future__ import annotations
 
+import bisect
 import enum
 import functools
 import math
 import os
 import struct
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,7 +50,8 @@ from .problems import Problem, ProblemKind as K, Tally
 from .source import ByteSource, open_source
 
 __all__ = ["read_gguf", "read_source", "GGUFFile", "GGUFField", "TensorInfo", "ValueType",
-           "GGUF_MAGIC", "ggml_types", "problem", "Cursor", "HeaderError"]
+           "GGUF_MAGIC", "ggml_types", "problem", "Cursor", "HeaderError", "ViewBytes",
+           "WindowedBytes", "header_bytes", "FIRST_WINDOW", "MAX_WINDOW", "WINDOW_READ"]
 
 GGUF_MAGIC = b"GGUF"
 VERSIONS = (2, 3)
@@ -95,15 +105,130 @@ class HeaderError(Exception):
 
 _Stop = HeaderError
 
+#: a source without a zero-copy view (a remote file) has its header read in
+#: windows: the first of FIRST_WINDOW bytes, each next one the walk runs on
+#: into twice the one before, up to MAX_WINDOW; a window after a skip (a KV
+#: array of fixed-size items, stepped over by arithmetic) starts again at
+#: FIRST_WINDOW, at the multiple of FIRST_WINDOW below where the walk
+#: needs it.  The walk is deterministic, so a rescan asks for the same
+#: windows and a header cache answers them.
+FIRST_WINDOW = 1 << 16
+MAX_WINDOW = 1 << 20
+#: the most window bytes kept after the walk for decoding KV values (the
+#: least recently used are dropped and read again if needed)
+KEEP_WINDOWS = 1 << 26
+#: the label header windows are read with (grit.io.http.CACHED_READS keeps it)
+WINDOW_READ = "header"
+
+
+class ViewBytes:
+    """A header held whole in one buffer (a byte source's zero-copy view):
+    every position is in the one window."""
+
+    def __init__(self, buf):
+        self.buf = buf
+        self.size = memoryview(buf).nbytes
+
+    def window(self, pos: int):
+        """(buffer, first offset it holds, offset past its last byte) of a
+        window holding byte ``pos``."""
+        return self.buf, 0, self.size
+
+    def at(self, pos: int, n: int):
+        """(buffer, index): the ``n`` bytes at file offset ``pos`` are
+        buffer[index:index + n] (the range lies inside the file)."""
+        return self.buf, pos
+
+    def bytes(self, pos: int, n: int):
+        """The ``n`` bytes at ``pos``: a view here, without a copy."""
+        return memoryview(self.buf)[pos:pos + n]
+
+
+class WindowedBytes:
+    """A header read from a byte source in windows (see FIRST_WINDOW),
+    through ``src.read`` with the label WINDOW_READ.  Callers ask only for
+    ranges inside the file (the cursor checks them against ``size`` first),
+    so a window is never read past the end of the file, and nothing is read
+    for a range the walk steps over.  ``windows`` / ``window_bytes`` count
+    what was read."""
+
+    def __init__(self, src: ByteSource):
+        self.src, self.size = src, src.size
+        self._starts: list[int] = []                 # sorted
+        self._wins: OrderedDict[int, bytes] = OrderedDict()   # start -> bytes, LRU order
+        self._kept = 0
+        self._end = -1           # where the last window read ends
+        self._last = 0           # its length
+        self.windows = self.window_bytes = 0
+
+    def window(self, pos: int):
+        i = bisect.bisect_right(self._starts, pos) - 1
+        if i >= 0:
+            s = self._starts[i]
+            b = self._wins[s]
+            if pos < s + len(b):
+                self._wins.move_to_end(s)
+                return b, s, s + len(b)
+        return self._read(pos, i + 1)
+
+    def _read(self, pos: int, nxt: int):
+        start = pos - pos % FIRST_WINDOW
+        n = min(2 * self._last, MAX_WINDOW) if start == self._end else FIRST_WINDOW
+        n = min(n, self.size - start)
+        if nxt < len(self._starts):               # windows never overlap
+            n = min(n, self._starts[nxt] - start)
+        b = self.src.read(start, n, WINDOW_READ)
+        self.windows += 1
+        self.window_bytes += n
+        self._end, self._last = start + n, n
+        bisect.insort(self._starts, start)
+        self._wins[start] = b
+        self._kept += n
+        while self._kept > KEEP_WINDOWS and len(self._wins) > 1:
+            s, old = self._wins.popitem(last=False)
+            self._starts.remove(s)
+            self._kept -= len(old)
+        return b, start, start + n
+
+    def at(self, pos: int, n: int):
+        if n <= 0:
+            return b"", 0
+        b, s, e = self.window(pos)
+        if pos + n <= e:
+            return b, pos - s
+        if n > MAX_WINDOW:        # a long string: read at once, not kept
+            return self.src.read(pos, n, WINDOW_READ), 0
+        parts = [memoryview(b)[pos - s:]]
+        got = e - pos
+        while got < n:
+            b, s, e = self.window(pos + got)
+            k = min(e - pos - got, n - got)
+            parts.append(memoryview(b)[pos + got - s:pos + got - s + k])
+            got += k
+        return b"".join(parts), 0
+
+    def bytes(self, pos: int, n: int):
+        b, i = self.at(pos, n)
+        return bytes(memoryview(b)[i:i + n])
+
+
+def header_bytes(buf) -> "ViewBytes | WindowedBytes":
+    """``buf`` as what a Cursor reads: a ViewBytes or WindowedBytes as it
+    is, any other buffer as a ViewBytes."""
+    return buf if isinstance(buf, (ViewBytes, WindowedBytes)) else ViewBytes(buf)
+
 
 class Cursor:
-    """A position in a GGUF header held in ``buf`` (a byte source's view),
-    in byte order ``order``: every step checks its length, and every count
-    the bytes it claims, against the bytes that remain (HeaderError says
-    what did not fit)."""
+    """A position in a GGUF header, in byte order ``order``.  ``buf`` is
+    the header's bytes: a ViewBytes (a byte source's view), a WindowedBytes
+    (a source read in windows) or a plain buffer.  Every step checks its
+    length, and every count the bytes it claims, against the bytes that
+    remain in the file (HeaderError says what did not fit), before a byte
+    of it is read."""
 
     def __init__(self, buf, pos: int, order: str):
-        self.buf, self.pos, self.order, self.end = buf, pos, order, len(buf)
+        self.buf = header_bytes(buf)
+        self.pos, self.order, self.end = pos, order, self.buf.size
 
     @property
     def left(self) -> int:
@@ -119,8 +244,15 @@ class Cursor:
         return p
 
     def scalar(self, code: str, what: str):
-        p = self.take(struct.calcsize(code), what)
-        return struct.unpack_from(self.order + code, self.buf, p)[0]
+        n = struct.calcsize(code)
+        b, i = self.buf.at(self.take(n, what), n)
+        return struct.unpack_from(self.order + code, b, i)[0]
+
+    def scalars(self, code: str, k: int, what: str) -> tuple:
+        """``k`` scalars of one code in a row."""
+        n = k * struct.calcsize(code)
+        b, i = self.buf.at(self.take(n, what), n)
+        return struct.unpack_from(f"{self.order}{k}{code}", b, i)
 
     def count(self, what: str, item: int) -> int:
         """A u64 count of items of at least ``item`` bytes each, checked
@@ -134,14 +266,17 @@ class Cursor:
     def string(self, what: str) -> str:
         n = self.count(f"{what} length", 1)
         p = self.take(n, what)
+        b, i = self.buf.at(p, n)
         try:
-            return bytes(self.buf[p:p + n]).decode("utf-8")
+            return bytes(memoryview(b)[i:i + n]).decode("utf-8")
         except UnicodeDecodeError:
             raise _Stop(f"{what} at offset {p} is not UTF-8") from None
 
     def skip_value(self, vt: int, what: str, depth: int = 0) -> tuple[int, int]:
         """Step over one value of type ``vt``: (item type, count) for an array,
-        (-1, 1) otherwise."""
+        (-1, 1) otherwise.  An array of fixed-size items is stepped over by
+        arithmetic (none of its bytes read); an array of strings by its
+        length prefixes."""
         if vt in _SCALAR:
             self.take(_MIN_ITEM[vt], what)
             return -1, 1
@@ -159,11 +294,30 @@ class Cursor:
         if it in _SCALAR:
             self.take(n * _MIN_ITEM[it], what)
         elif it == ValueType.STRING:          # a tokenizer's vocabulary: the hot loop
-            pos, end, fmt = self.pos, self.end, self.order + "Q"
-            for i in range(n):
+            pos, end, fmt, hb = self.pos, self.end, self.order + "Q", self.buf
+            buf, base, wend = hb.window(pos) if pos < end else (b"", pos, pos)
+            rest = n
+            if base == 0 and wend == end:     # the whole file in one buffer (a view)
+                rest = 0                      # (the windowed loop below: nothing left)
+                for i in range(n):
+                    if end - pos < 8:
+                        raise _Stop(f"{what}: item {i} length runs past the end of the file")
+                    (ln,) = struct.unpack_from(fmt, buf, pos)
+                    pos += 8
+                    if ln > end - pos:
+                        raise _Stop(f"{what}: item {i} length = {ln}: the file has "
+                                    f"{end - pos} bytes left")
+                    pos += ln
+            for i in range(rest):
                 if end - pos < 8:
                     raise _Stop(f"{what}: item {i} length runs past the end of the file")
-                (ln,) = struct.unpack_from(fmt, self.buf, pos)
+                if pos + 8 > wend:            # (a view holds the whole file: never)
+                    buf, base, wend = hb.window(pos)
+                if pos + 8 > wend:            # a length prefix across two windows
+                    b8, j = hb.at(pos, 8)
+                    (ln,) = struct.unpack_from(fmt, b8, j)
+                else:
+                    (ln,) = struct.unpack_from(fmt, buf, pos - base)
                 pos += 8
                 if ln > end - pos:
                     raise _Stop(f"{what}: item {i} length = {ln}: the file has {end - pos} "
@@ -187,7 +341,7 @@ class GGUFField:
     count: int
     offset: int
     order: str = field(repr=False)
-    buf: Any = field(repr=False, compare=False)
+    buf: Any = field(repr=False, compare=False)      # the header's bytes (a Cursor's buf)
 
     def value(self):
         """The decoded value; raises ValueError for a string that is not UTF-8."""
@@ -249,8 +403,11 @@ class GGUFFile:
     tensors: list[TensorInfo] = field(default_factory=list)   # the readable ones
     problems: list[Problem] = field(default_factory=list)
     names: set[str] = field(default_factory=set)     # every tensor info's name
-    buf: Any = field(default=None, repr=False)       # the source's zero-copy view
+    buf: Any = field(default=None, repr=False)       # the source's zero-copy view, or None
     source: ByteSource | None = field(default=None, repr=False, compare=False)
+    #: the header's bytes as the walk read them (a ViewBytes over ``buf``, or
+    #: a WindowedBytes for a source without a view): what the KV values decode from
+    header: Any = field(default=None, repr=False, compare=False)
 
     @property
     def parsed(self) -> bool:
@@ -268,12 +425,20 @@ class GGUFFile:
             return default
 
     def data(self, t: TensorInfo, dtype=np.uint8) -> np.ndarray:
-        """A read-only, zero-copy 1-D view of ``t``'s bytes as ``dtype`` (in
-        the file's byte order)."""
+        """A read-only 1-D array of ``t``'s bytes as ``dtype`` (in the file's
+        byte order): a zero-copy view of the file, or, for a source without
+        a view (a remote file), a copy read through ``source``."""
         dt = np.dtype(dtype).newbyteorder(self.order) if np.dtype(dtype).itemsize > 1 \
             else np.dtype(dtype)
-        return np.frombuffer(self.buf, dt, count=t.nbytes // dt.itemsize,
-                             offset=self.data_start + t.offset)
+        count = t.nbytes // dt.itemsize
+        if self.buf is not None:
+            return np.frombuffer(self.buf, dt, count=count, offset=self.data_start + t.offset)
+        if self.source is None:
+            raise GritUsageError(f"{self.path}: tensor {t.name!r}: the file has no source to "
+                                 "read it from")
+        raw = self.source.read(self.data_start + t.offset, count * dt.itemsize,
+                               f"tensor {t.name!r}")
+        return np.frombuffer(raw, dt)
 
 
 def problem(path: str, kind: K, message: str, tensor: str | None = None, *,
@@ -294,7 +459,10 @@ def read_gguf(path) -> GGUFFile:
 def read_source(src: ByteSource, path: str | None = None) -> GGUFFile:
     """:func:`read_gguf` over a byte source (``path`` names it in messages;
     the source's name by default).  The file keeps the source (``source``)
-    for plane reads; the header is walked in the source's zero-copy view."""
+    for plane reads.  The header is walked in the source's zero-copy view
+    when it gives one (``buf``), else read in windows through ``src.read``
+    (:class:`WindowedBytes`: a remote file), by the same walk: the fields,
+    tensor infos and problems are the same either way."""
     path = src.name if path is None else path
     size = src.size
     out = GGUFFile(path, size, source=src)
@@ -304,10 +472,8 @@ def read_source(src: ByteSource, path: str | None = None) -> GGUFFile:
                                      prefix="not a readable GGUF file: "))
         return out
     buf = src.view(0, size)
-    if buf is None:
-        raise GritUsageError(f"{path}: this byte source gives no view; the GGUF header walk "
-                             "needs one")
     out.buf = buf
+    out.header = ViewBytes(buf) if buf is not None else WindowedBytes(src)
     try:
         infos = _walk(out)
     except _Stop as e:
@@ -318,14 +484,15 @@ def read_source(src: ByteSource, path: str | None = None) -> GGUFFile:
     return out
 
 
-def _walk(out: GGUFFile) -> list[tuple[str, tuple[int, ...], int, int]]:
-    buf = out.buf
-    if bytes(buf[:4]) != GGUF_MAGIC:
-        raise _Stop(f"bad magic {bytes(buf[:4])!r}")
-    (v,) = struct.unpack_from("<I", buf, 4)
+def _walk(out: GGUFFile) -> list[tuple[str, tuple[int, ...] | int, int, int]]:
+    buf = out.header
+    magic = buf.bytes(0, 4)
+    if bytes(magic) != GGUF_MAGIC:
+        raise _Stop(f"bad magic {bytes(magic)!r}")
+    v = Cursor(buf, 4, "<").scalar("I", "version")
     if v & 0xFFFF == 0:                       # written on a big-endian host
         out.order = ">"
-        (v,) = struct.unpack_from(">I", buf, 4)
+        v = Cursor(buf, 4, ">").scalar("I", "version")
     out.version = v
     if v not in VERSIONS:
         raise _Stop(f"version {v}; this reader reads GGUF versions "
@@ -348,14 +515,19 @@ def _walk(out: GGUFFile) -> list[tuple[str, tuple[int, ...], int, int]]:
     fits = n_tensors * MIN_INFO <= left
     # (one info more than the bytes hold: the walk ends in a cut by construction)
     limit = n_tensors if fits else min(n_tensors, left // MIN_INFO + 1, MAX_CUT_WALK)
-    infos: list[tuple[str, tuple[int, ...], int, int]] = []
+    # (dims: the ne[] tuple, or, past MAX_RANK, only how many: never unpacked)
+    infos: list[tuple[str, tuple[int, ...] | int, int, int]] = []
     i, last = 0, None
     try:
         for i in range(limit):
             name = c.string(f"tensor info {i} name")
             n_dims = c.scalar("I", f"tensor {name!r} n_dims")
-            p = c.take(8 * n_dims, f"tensor {name!r} dims")
-            dims = struct.unpack_from(f"{out.order}{n_dims}Q", buf, p)
+            dims: tuple[int, ...] | int
+            if fits and n_dims <= MAX_RANK:
+                dims = c.scalars("Q", n_dims, f"tensor {name!r} dims")
+            else:
+                c.take(8 * n_dims, f"tensor {name!r} dims")
+                dims = n_dims
             ggml = c.scalar("I", f"tensor {name!r} type")
             off = c.scalar("Q", f"tensor {name!r} offset")
             last = name
@@ -390,13 +562,14 @@ def _tensor_infos(out: GGUFFile, infos) -> None:
     sized: list[TensorInfo | None] = []      # file order; None: size unknown
     tally = Tally(out.problems)
     for name, dims, ggml, off in infos:
+        rank, dims = (dims, ()) if isinstance(dims, int) else (len(dims), dims)
         known = types.get(ggml)
         tname = known[0] if known else None
         why = None
         if name in seen:
             why = f"tensor {name!r} appears twice"
-        elif len(dims) > MAX_RANK:
-            why = f"tensor {name!r}: {len(dims)} dimensions; this reader reads at most {MAX_RANK}"
+        elif rank > MAX_RANK:
+            why = f"tensor {name!r}: {rank} dimensions; this reader reads at most {MAX_RANK}"
         elif known is None:
             why = f"tensor {name!r}: unknown ggml type {ggml}"
         elif dims and dims[0] % known[1]:

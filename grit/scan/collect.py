@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from .._files import open_regular
-from ..errors import GritError, GritUsageError
+from ..errors import GritError
 from ..io import gguf as _gguf
 from ..io import safetensors as _st
 from ..io import sniff as _sniff_file
@@ -19,11 +19,12 @@ from ..io.http import HTTPSource, default_cache, is_url
 from ..io.problems import ProblemKind
 from ..io.recognise import read_config
 from ..io.safetensors import SafetensorsFile
+from ..io.source import ByteSource
 from .findings import Finding
 
 __all__ = ["MODEL_SUFFIXES", "MANIFEST_SUFFIXES", "INDEX_SUFFIX", "ScannedFile", "Input",
            "expand", "sniff", "checkpoint_of", "index_of", "read_index", "ShardIndex",
-           "open_input", "why"]
+           "open_input", "open_source", "why"]
 
 MODEL_SUFFIXES = (".safetensors", ".gguf")
 #: manifests are recognised by suffix; any other non-model file named on the
@@ -327,28 +328,77 @@ def open_input(path: str, cache: bool = True) -> Input:
 
 
 def _open_remote(inp: Input, cache: bool = True) -> Input:
-    """A remote file (http/https): read by Range requests, safetensors only
-    for now (the GGUF header walk needs a view of the file); the header is
-    all a level-1 scan reads."""
+    """A remote file (http/https): its size from one probe, then read by
+    Range requests through :func:`open_source` (the header alone at
+    level 1)."""
+    rec = inp.file
+    try:
+        src = HTTPSource(rec.path, cache=default_cache() if cache else None)
+    except (OSError, GritError, ValueError) as e:
+        rec.format = _by_suffix(rec.path) or "safetensors"
+        rec.error = why(e)
+        inp.findings.append(Finding("S805", rec.path, None,
+                                    f"could not read as {rec.format}: {rec.error}"))
+        return inp
+    return open_source(inp, src)
+
+
+def _by_suffix(path: str) -> str | None:
+    """The container a (local or remote) file's name ends in, if any."""
+    low = path.split("?")[0].lower()
+    return "gguf" if low.endswith(".gguf") else (
+        "safetensors" if low.endswith(".safetensors") else None)
+
+
+def open_source(inp: Input, src: ByteSource) -> Input:
+    """Read ``inp``'s model file through the byte source ``src`` (a remote
+    file; any ByteSource) with the reader its first bytes name, as
+    :func:`open_input` does for a local file: the GGUF magic, gguf; a
+    safetensors header, safetensors; neither, the name's suffix (else
+    safetensors), with the S131 finding when suffix and content disagree.
+    The first 8 bytes are read with the safetensors reader's own label (a
+    header cache answers its read of them); a ninth only for a file named
+    .gguf that is not GGUF.  Never raises for bad input: a file that cannot
+    be read has ``file.error`` set and an S805 finding."""
     rec = inp.file
     path = rec.path
-    rec.format = "safetensors"
+    by_suffix = _by_suffix(path)
+    kind = by_suffix or "safetensors"
     try:
-        if path.split("?")[0].lower().endswith(".gguf"):
-            raise GritUsageError("remote GGUF files are not read yet (the header walk needs "
-                                 "a view of the whole file)")
-        src = HTTPSource(path, cache=default_cache() if cache else None)
-        inp.safetensors = _st.read_source(src, path)
+        head = src.read(0, min(8, src.size), "header length")
+        sniffed: str | None = "gguf" if head[:4] == _gguf.GGUF_MAGIC else None
+        if sniffed is None and by_suffix == "gguf" and src.size >= 9:
+            head = src.read(0, 9, "header length")
+        if sniffed is None and _st.is_safetensors(head, src.size):
+            sniffed = "safetensors"
+        kind = sniffed or kind
+        rec.format = kind
+        if sniffed is not None and by_suffix is not None and sniffed != by_suffix:
+            inp.findings.append(Finding(
+                "S131", path, None,
+                f"the file is named .{by_suffix} but its content is {sniffed}; it was scanned "
+                f"as {sniffed}",
+                ("GGUF files begin with the magic 'GGUF'; safetensors files with an 8-byte "
+                 "header length followed by '{'. A reader that trusts the suffix will reject "
+                 "this file.",),
+                {"suffix": by_suffix, "content": sniffed}))
+        if kind == "gguf":
+            inp.gguf = _gguf.read_source(src, path)
+            problems = inp.gguf.problems
+        else:
+            inp.safetensors = _st.read_source(src, path)
+            problems = inp.safetensors.problems
     except (OSError, GritError, ValueError) as e:
+        rec.format = kind
         rec.error = why(e)
     else:
-        fatal = [p for p in inp.safetensors.problems if p.kind is ProblemKind.UNREADABLE]
+        fatal = [p for p in problems if p.kind is ProblemKind.UNREADABLE]
         if fatal:
-            rec.error = f"safetensors: {fatal[0].message}"
+            rec.error = f"{'GGUF' if kind == 'gguf' else 'safetensors'}: {fatal[0].message}"
         else:
             rec.parsed = True
     if rec.error:
-        inp.safetensors = None
-        inp.findings.append(Finding("S805", path, None, f"could not read as safetensors: "
-                                                        f"{rec.error}"))
+        inp.safetensors = inp.gguf = None
+        inp.findings.append(Finding("S805", path, None,
+                                    f"could not read as {kind}: {rec.error}"))
     return inp
