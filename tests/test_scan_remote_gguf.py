@@ -386,13 +386,21 @@ def test_level_one_reads_the_header_windows_alone(served):
     assert s.body_bytes <= 1 and s.requests == 1
 
 
-def test_deep_reads_each_tensor_once(served):
+def test_deep_reads_each_tensor_at_most_once(served):
+    """A tensor with a recorded digest is read whole, once; one without is
+    read only as far as the probes' leading rows."""
     s, d, files = served
-    s.body_bytes = 0
-    scan([s.url("/clean.gguf")], deep=True, cache=False)
-    f = read_gguf(d / "clean.gguf")
-    grit_bytes = sum(t.nbytes for t in f.tensors if t.ggml_type == "Q8_0")
-    assert grit_bytes <= s.body_bytes <= f.data_start + GF.MAX_WINDOW + grit_bytes + 9
+    for name in ("clean", "digest"):
+        s.body_bytes = 0
+        scan([s.url(f"/{name}.gguf")], deep=True, cache=False)
+        f = read_gguf(d / f"{name}.gguf")
+        grit_bytes = sum(t.nbytes for t in f.tensors if t.ggml_type == "Q8_0")
+        assert s.body_bytes <= f.data_start + GF.MAX_WINDOW + grit_bytes + 9
+        if name == "digest":               # blk.0.w's digest is verified: all its bytes
+            w = next(t for t in f.tensors if t.name == "blk.0.w")
+            assert s.body_bytes >= f.data_start + w.nbytes
+        else:                              # 8.5 MiB of Q8_0 without digests: probed only
+            assert s.body_bytes < grit_bytes
 
 
 def test_a_misnamed_remote_file_is_s131_as_a_local_one(served, tmp_path):
@@ -461,5 +469,30 @@ def test_gemma_over_http_reads_its_header_alone():
         data_start = read_gguf(GEMMA).data_start
         assert s.body_bytes <= 9 + data_start + GF.MAX_WINDOW < size / 10
         assert verdicts(remote) == verdicts(scan([GEMMA]))
+    finally:
+        s.close()
+
+
+def test_deep_streams_remote_blocks_in_chunks(made, monkeypatch):
+    """--deep over HTTP hashes a zero-copy tensor's blocks in CHUNK-byte
+    ranged reads (grit.io.gguf.block_span) and the probes read a bounded
+    prefix: no response is longer than the larger bound, however large the
+    tensor; the verdicts (digest right and stale) are the local scan's."""
+    import grit.scan.deep as deep_mod
+    monkeypatch.setattr(deep_mod, "CHUNK", 2048)
+    monkeypatch.setattr(deep_mod, "PROBE", 4096)
+    d, files = made
+    s = Server()
+    try:
+        for name in ("clean", "digest", "stale"):
+            s.files[f"/{name}.gguf"] = files[name]
+            s.largest = 0
+            remote = scan([s.url(f"/{name}.gguf")], deep=True, cache=False)
+            assert verdicts(remote) == verdicts(scan([str(d / f"{name}.gguf")], deep=True))
+            body = max(t.nbytes for t in read_gguf(d / f"{name}.gguf").tensors
+                       if t.ggml_type == "Q8_0")
+            # the header windows aside (at most MAX_WINDOW), no read past the bounds
+            assert s.largest <= max(4096, GF.MAX_WINDOW) < body or name != "clean"
+            assert ("S501" in {f.code for f in remote.findings}) == (name == "stale")
     finally:
         s.close()

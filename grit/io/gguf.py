@@ -62,7 +62,7 @@ from ..placement.words import CLASS_HASHED, CLASS_OPAQUE, REGISTERED, placement_
 from .gguf_file import (GGUF_MAGIC, GGUFField, GGUFFile, TensorInfo, ValueType, _Cursor,
                         ggml_types, header_bytes, problem, read_gguf)
 from .gguf_file import read_source as _read_file_source
-from .source import ByteSource
+from .source import ByteSource, Span
 from .problems import Problem, ProblemKind as K, Tally, raise_first
 from .safetensors import CheckFailed, renamed_error
 
@@ -71,7 +71,7 @@ __all__ = ["load", "read", "read_source", "Unread", "save_gguf", "Inexpressible"
            "GGML_GRADES", "INEXPRESSIBLE", "ggml_placement", "KV_DESC", "KV_SHAPE", "KV_GRADE",
            "KV_LAYOUT", "KV_SCHEMA", "KV_DIGEST", "GGUF_MAGIC", "Companion", "COMPANION_SUFFIX",
            "companion_names", "companion_rounding", "nvfp4_scaled_grade",
-           "nvfp4_scale_disagreements", "leading"]
+           "nvfp4_scale_disagreements", "leading", "block_span"]
 
 _W = {n: w for n, (w, _) in REGISTERED.items()}
 
@@ -276,6 +276,24 @@ def leading(a: GritArray, rows: int) -> GritArray | None:
     nb = int(np.prod(sub, dtype=np.int64)) // ct.block_elems
     raw = _u8(src.data)[:nb * ct.block_bytes]
     return _CONVERT[src.type_name](raw.reshape(nb, ct.block_bytes), sub)
+
+
+def block_span(got: "GGUFContents", name: str) -> Span | None:
+    """The blocks of a zero-copy ggml tensor (Q8_0, MXFP4, NVFP4, Q4_K: its
+    one plane is the blocks as they lie) of a file read through a source
+    without views, as a :class:`~grit.io.source.Span` of that source — for
+    a consumer that streams them (``grit scan --deep``) instead of holding
+    them; None for any other tensor, a GRIT-annotated one, or a file with a
+    view."""
+    f = got.file
+    if f.buf is not None or f.source is None or name in got.annotated:
+        return None
+    if got.tensors.ggml_types.get(name) not in _ZERO_COPY or \
+            not isinstance(got.tensors.get(name), GritArray) or \
+            getattr(got.tensors.companions.get(name), "attached", False):
+        return None
+    t = next((t for t in f.tensors if t.name == name), None)
+    return None if t is None else Span(f.source, f.data_start + t.offset, t.nbytes)
 
 
 def _deferred(name: str, raw, type_size: int, shape: tuple[int, ...]) -> GritArray:

@@ -23,7 +23,8 @@ from ..errors import Detail, GritError, Status
 from ..explain import diff, render, to_dict
 from ..fingerprint import base32_decode, base32_encode, gid as _gid
 from ..grade import lookup_grade
-from ..io.gguf import KV_DIGEST, GGUFContents, Inexpressible, nvfp4_scale_disagreements
+from ..io.gguf import (KV_DIGEST, GGUFContents, Inexpressible, block_span,
+                       nvfp4_scale_disagreements)
 from ..io.problems import Problem, ProblemKind as PK
 from ..io.recognise import Recognised, recognise_file
 from ..io.safetensors import CheckFailed, SafetensorsFile, grit_array
@@ -348,12 +349,13 @@ def _companions(ctx: Context, path: str, got: GGUFContents, ctx_ckpt: str = "") 
     companions = getattr(got.tensors, "companions", {})
     missing: dict[str, list[str]] = {}
     for name, c in companions.items():
-        a = got.tensors.get(name)
-        if c.attached and c.scale is not None and isinstance(a, GritArray) and \
-                len(memoryview(a.planes[2]).cast("B")) == 4:
-            ctx.companion_scales.append(
-                (ctx_ckpt, path, c.scale,
-                 float(np.frombuffer(memoryview(a.planes[2]).cast("B"), "<f4")[0])))
+        if c.attached and c.scale is not None and c.k1 == 0:
+            # one scale for the whole tensor: its value, read from the companion
+            # itself (small), not from the attached array's planes (building
+            # those would read the whole tensor)
+            v = np.asarray(got.tensors.get(c.scale), dtype="<f4").reshape(-1)
+            if v.size == 1:
+                ctx.companion_scales.append((ctx_ckpt, path, c.scale, float(v[0])))
         if not c.attached:
             missing.setdefault(c.reason if c.scale is None else f"{c.scale}: {c.reason}",
                                []).append(name)
@@ -404,10 +406,13 @@ def _gguf(ctx: Context, inp: Input) -> None:
         gt = got.tensors.ggml_types.get(name)
         if isinstance(v, GritArray):
             rec.grit_tensors += 1
+            planes: Any = None
+            if ctx.deep:            # a remote file's blocks are streamed, not held
+                span = block_span(got, name)
+                planes = v if span is None else [span, b"", b"", b""]
             t = Tensor(path, rec.checkpoint, name, v.descriptor, tuple(v.shape),
                        inferred=name not in got.annotated, ok=True,
-                       planes=v if ctx.deep else None, ggml_type=gt,
-                       file_type=file_type)
+                       planes=planes, ggml_type=gt, file_type=file_type)
             if t.inferred:
                 inferred.setdefault(gt, []).append(name)
             _digest(ctx, t, recorded)
