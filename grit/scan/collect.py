@@ -3,6 +3,7 @@ stable list of model files, and open each one through its container reader
 (``grit.io.safetensors.read``, ``grit.io.gguf.read``) — once per file."""
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -15,15 +16,17 @@ from ..io import gguf as _gguf
 from ..io import safetensors as _st
 from ..io import sniff as _sniff_file
 from ..io.gguf import GGUFContents
+from ..io import hub as _hub
 from ..io.http import HTTPSource, default_cache, is_url
+from ..io.hub import HubPath, is_hub, is_remote
 from ..io.problems import ProblemKind
-from ..io.recognise import read_config
+from ..io.recognise import read_config, read_remote_config
 from ..io.safetensors import SafetensorsFile
 from .findings import Finding
 
 __all__ = ["MODEL_SUFFIXES", "MANIFEST_SUFFIXES", "INDEX_SUFFIX", "ScannedFile", "Input",
            "expand", "sniff", "checkpoint_of", "index_of", "read_index", "ShardIndex",
-           "open_input", "why"]
+           "open_input", "why", "exists"]
 
 MODEL_SUFFIXES = (".safetensors", ".gguf")
 #: manifests are recognised by suffix; any other non-model file named on the
@@ -101,11 +104,33 @@ def _file_name(v: str) -> bool:
     return True
 
 
+def exists(path: str) -> bool:
+    """Whether a file is there: locally ``os.path.exists``; remotely
+    (http(s), hf://) False only for a 404 or a name the repository listing
+    lacks (grit.io.hub.exists)."""
+    return _hub.exists(path) if is_remote(path) else os.path.exists(path)
+
+
+def _read_limited(path: str, limit: int) -> bytes:
+    """At most ``limit + 1`` bytes of a file, local or remote; OSError when
+    it cannot be read (FileNotFoundError when it is absent: a remote 404)."""
+    if not is_remote(path):
+        with open_regular(path) as f:
+            return f.read(limit + 1)
+    try:
+        raw = _hub.read_small(path, limit)
+    except GritError as e:
+        raise OSError(why(e)) from None
+    if raw is None:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
+    return raw
+
+
 def read_index(path: str) -> ShardIndex:
-    """Parse a shard index; ValueError says what is wrong with it (OSError
-    when it cannot be read)."""
-    with open_regular(path) as f:
-        raw = f.read(MAX_INDEX + 1)
+    """Parse a shard index (a local file or a remote one: http(s), hf://);
+    ValueError says what is wrong with it (OSError when it cannot be
+    read)."""
+    raw = _read_limited(path, MAX_INDEX)
     if len(raw) > MAX_INDEX:
         raise ValueError(f"the index is larger than {MAX_INDEX >> 20} MiB")
     try:
@@ -183,11 +208,72 @@ def expand(paths: Sequence[str], findings: list[Finding],
         if len(out) == n0 and len(indexes) == i0:
             bad("S803", root, "no .safetensors or .gguf files under this directory")
 
+    def add_remote(p: str) -> None:
+        if p not in seen:
+            seen.add(p)
+            out.append(p)
+
+    def remote_index(p: str, folder: str, fallback: Sequence[str]) -> None:
+        """A named remote index: its shards that are there are scanned (on a
+        broken index, ``fallback``: the shards named after it)."""
+        indexes.append(p)
+        try:
+            listed = sorted(set(read_index(p).weight_map.values()))
+        except (OSError, ValueError):
+            listed = list(fallback)
+        for q in listed:
+            q = folder + "/" + q
+            if exists(q):
+                add_remote(q)
+
+    def hub(p: str) -> None:
+        try:
+            where = HubPath.parse(p)
+            r = _hub.repo(where)
+        except GritError as e:
+            bad("S805", p, f"cannot read the Hub repository: {why(e)}")
+            return
+        path = where.path
+        if path == "" or r.is_folder(path):
+            names = sorted(r.under(path), key=_walk_order)
+            models = [n for n in names if n.lower().endswith(MODEL_SUFFIXES)]
+            idx = [n for n in names if n.lower().endswith(INDEX_SUFFIX)]
+            for n in models:
+                add_remote(r.name(n))
+            indexes.extend(r.name(n) for n in idx)
+            if not models and not idx:
+                bad("S803", p, "no .safetensors or .gguf files in this repository folder "
+                               f"(commit {r.sha[:12]})")
+        elif path not in r.files:
+            bad("S801", p, f"no such file or folder in the repository at commit {r.sha[:12]}"
+                + (f" (listed in {from_manifest_of.get(p)})" if p in from_manifest_of else ""))
+        elif path.lower().endswith(MODEL_SUFFIXES):
+            add_remote(r.name(path))
+        elif path.lower().endswith(INDEX_SUFFIX):
+            name = r.name(path)
+            folder = name.rsplit("/", 1)[0]
+            stem = name[:-len(".index.json")]
+            here = path.rpartition("/")[0]
+            named = sorted(n.rpartition("/")[2] for n in r.files
+                           if n.rpartition("/")[0] == here and n.lower().endswith(MODEL_SUFFIXES)
+                           and checkpoint_of(r.name(n)) == stem)
+            remote_index(name, folder, named)
+        else:
+            bad("S804", p, "not a model file, a repository folder or a shard index")
+
+    from_manifest_of: dict[str, str] = {}
+
     def one(p: str, from_manifest: str | None) -> None:
+        if is_hub(p):
+            if from_manifest is not None:
+                from_manifest_of[p] = from_manifest
+            hub(p)
+            return
         if is_url(p):                    # a remote file: its reader says what it is
-            if p not in seen:
-                seen.add(p)
-                out.append(p)
+            if p.split("?")[0].lower().endswith(INDEX_SUFFIX):
+                remote_index(p, p.rsplit("/", 1)[0], ())
+            else:
+                add_remote(p)
             return
         if os.path.isdir(p):
             walk(p)
@@ -261,7 +347,14 @@ def read_manifest(path: str) -> list[str]:
         items = [ln.strip() for ln in text.splitlines()]
         items = [ln for ln in items if ln and not ln.startswith("#")]
     base = os.path.dirname(path)
-    return [x if os.path.isabs(x) else os.path.join(base, x) for x in items]
+    return [x if os.path.isabs(x) or is_remote(x) else os.path.join(base, x) for x in items]
+
+
+def _walk_order(path: str) -> list[tuple[int, str]]:
+    """A repository path's place in a top-down walk with sorted names: a
+    folder's files first, then its subfolders'."""
+    parts = path.split("/")
+    return [(1, d) for d in parts[:-1]] + [(0, parts[-1])]
 
 
 # ---------------------------------------------------------------------------
@@ -287,8 +380,10 @@ def open_input(path: str, cache: bool = True) -> Input:
     parsed has ``file.error`` set and an ``unreadable`` finding."""
     rec = ScannedFile(path, checkpoint=checkpoint_of(path))
     inp = Input(rec)
+    if is_hub(path):
+        return _remote_config(_open_hub(inp, cache))
     if is_url(path):
-        return _open_remote(inp, cache)
+        return _remote_config(_open_remote(inp, cache))
     sniffed = sniff(path)
     low = path.lower()
     by_suffix = "gguf" if low.endswith(".gguf") else (
@@ -351,4 +446,59 @@ def _open_remote(inp: Input, cache: bool = True) -> Input:
         inp.safetensors = None
         inp.findings.append(Finding("S805", path, None, f"could not read as safetensors: "
                                                         f"{rec.error}"))
+    return inp
+
+
+def _open_hub(inp: Input, cache: bool = True) -> Input:
+    """A file of a Hub repository (``hf://ORG/REPO@SHA/PATH``): its
+    :class:`grit.io.hub.HubSource`, read as ``_open_remote`` reads an http(s)
+    file."""
+    rec = inp.file
+    rec.format = "safetensors"
+    try:
+        where = HubPath.parse(rec.path)
+        if where.path.lower().endswith(".gguf"):
+            raise GritUsageError("remote GGUF files are not read yet (the header walk needs "
+                                 "a view of the whole file)")
+        src = _hub.repo(where).open(where.path, default_cache() if cache else None)
+    except GritError as e:
+        rec.error = why(e)
+        inp.findings.append(Finding("S805", rec.path, None, f"could not read as safetensors: "
+                                                            f"{rec.error}"))
+        return inp
+    return _read_safetensors_source(inp, src)
+
+
+def _read_safetensors_source(inp: Input, src) -> Input:
+    """A remote file's byte source read as safetensors (the header alone)."""
+    rec = inp.file
+    try:
+        inp.safetensors = _st.read_source(src, rec.path)
+    except (OSError, GritError, ValueError) as e:
+        rec.error = why(e)
+    else:
+        fatal = [p for p in inp.safetensors.problems if p.kind is ProblemKind.UNREADABLE]
+        if fatal:
+            rec.error = f"safetensors: {fatal[0].message}"
+        else:
+            rec.parsed = True
+    if rec.error:
+        inp.safetensors = None
+        inp.findings.append(Finding("S805", rec.path, None, f"could not read as safetensors: "
+                                                            f"{rec.error}"))
+    return inp
+
+
+def _remote_config(inp: Input) -> Input:
+    """The config.json beside a remote safetensors file, read remotely (a
+    404 is no config, as a missing local file is; a config that is there
+    but cannot be read is an S805 finding of its own, the model file still
+    scanned)."""
+    if inp.safetensors is None or not inp.file.parsed:
+        return inp
+    try:
+        inp.config = read_remote_config(inp.file.path)
+    except GritError as e:
+        cfg = inp.file.path.rsplit("/", 1)[0] + "/config.json"
+        inp.findings.append(Finding("S805", cfg, None, f"could not read config.json: {why(e)}"))
     return inp
