@@ -21,6 +21,7 @@ import hashlib
 import json
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -53,6 +54,10 @@ class HubServer:
         self.body_by_path: dict[str, int] = {}
         #: (path, first, last) of each body sent
         self.ranges: list[tuple[str, int, int]] = []
+        #: seconds to wait before answering, by route ("api", "resolve")
+        self.latency: dict[str, float] = {}
+        #: sizes the listing states instead of the true ones, by file path
+        self.listed_size: dict[str, int] = {}
         self._lock = threading.Lock()
         server = self
 
@@ -79,9 +84,11 @@ class HubServer:
                     server.requests.append((self.command, url.path))
                 m = _API.match(url.path)
                 if m is not None:
+                    time.sleep(server.latency.get("api", 0))
                     return self._api(m, parse_qs(url.query))
                 m = _RESOLVE.match(url.path)
                 if m is not None:
+                    time.sleep(server.latency.get("resolve", 0))
                     return self._resolve(m, head)
                 return self._error(404, "Not Found")
 
@@ -115,7 +122,7 @@ class HubServer:
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 if self.command != "HEAD":
-                    self.wfile.write(body)
+                    self._write(body)
 
             def _json(self, doc, headers=()):
                 body = json.dumps(doc).encode()
@@ -125,10 +132,17 @@ class HubServer:
                 for k, v in headers:
                     self.send_header(k, v)
                 self.end_headers()
-                self.wfile.write(body)
+                self._write(body)
+
+            def _write(self, body):
+                try:
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):   # a client that timed out
+                    pass
 
             def _entry(self, path, data):
-                e = {"type": "file", "path": path, "size": len(data), "oid": blob_id(data)}
+                size = server.listed_size.get(path, len(data))
+                e = {"type": "file", "path": path, "size": size, "oid": blob_id(data)}
                 if path.endswith(LFS_SUFFIXES):
                     e["lfs"] = {"oid": hashlib.sha256(data).hexdigest(), "size": len(data),
                                 "pointerSize": 134}
@@ -166,7 +180,8 @@ class HubServer:
                     if sha is None:
                         return
                     # (siblings name the LFS object's hash "sha256"; the tree, "oid")
-                    siblings = [{"rfilename": p, "size": len(b), "blobId": blob_id(b),
+                    siblings = [{"rfilename": p, "size": server.listed_size.get(p, len(b)),
+                                 "blobId": blob_id(b),
                                  **({"lfs": {"sha256": hashlib.sha256(b).hexdigest(),
                                              "size": len(b), "pointerSize": 134}}
                                     if p.endswith(LFS_SUFFIXES) else {})}

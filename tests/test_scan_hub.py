@@ -43,6 +43,13 @@ def isolated(tmp_path, monkeypatch):
         if k.isupper() and isinstance(v, str) and v.startswith(old):
             monkeypatch.setattr(C, k, str(home) + v[len(old):])
     monkeypatch.setattr(C, "HF_HUB_OFFLINE", False, raising=False)
+    # huggingface_hub's import-time endpoint, where nothing may be asked: a
+    # loopback port that refuses connections, so no test reaches another host
+    monkeypatch.setattr(C, "ENDPOINT", "http://127.0.0.1:9")
+    monkeypatch.setattr(C, "HUGGINGFACE_CO_URL_TEMPLATE",
+                        "http://127.0.0.1:9/{repo_id}/resolve/{revision}/{filename}")
+    import huggingface_hub.utils._detect_agent as A  # noqa: PLC0415
+    monkeypatch.setattr(A, "_registry", None)
     _hub._OPEN.clear()
     yield home
     _hub._OPEN.clear()
@@ -282,6 +289,28 @@ def test_level_one_reads_headers_and_a_warm_cache_moves_no_payload_byte(
     assert any((tmp_path / "grit_cache").rglob("*"))
 
 
+def test_nothing_is_asked_of_another_host_nor_written_under_hf_home(
+        hub, tmp_path, isolated, monkeypatch):
+    import huggingface_hub.constants as C  # noqa: PLC0415
+    decoy = HubServer()          # huggingface_hub's own endpoint: asked nothing
+    try:
+        monkeypatch.setattr(C, "ENDPOINT", decoy.endpoint)
+        monkeypatch.setattr(C, "HUGGINGFACE_CO_URL_TEMPLATE",
+                            decoy.endpoint + "/{repo_id}/resolve/{revision}/{filename}")
+        d = _clean(tmp_path)
+        hub.commit(REPO, files_of(d))
+        decoy.commit(REPO, files_of(d))
+        scan([f"hf://{REPO}"], deep=True)
+        assert decoy.requests == []
+    finally:
+        decoy.close()
+    assert not [p for _, p in hub.requests if "agent" in p], hub.requests
+    assert not any(p.is_file() for p in isolated.rglob("*"))
+    # every request: the revision once, and the files at its commit
+    api = [p for _, p in hub.requests if p.startswith("/api/")]
+    assert api[0] == f"/api/models/{REPO}" and len(api) <= 2, api
+
+
 def test_deep_reads_every_plane_once(hub, tmp_path):
     d = _clean(tmp_path)
     files = files_of(d)
@@ -290,3 +319,31 @@ def test_deep_reads_every_plane_once(hub, tmp_path):
     assert_same(remote, scan([d], deep=True), f"hf://{REPO}@{sha}", d)
     shards = {p: b for p, b in files.items() if p.endswith(".safetensors")}
     assert hub.model_bytes() <= sum(map(len, shards.values()))
+
+
+def test_a_slow_hub_is_a_finding_in_bounded_time(hub, tmp_path, monkeypatch):
+    import time  # noqa: PLC0415
+    hub.commit(REPO, files_of(_clean(tmp_path)))
+    monkeypatch.setattr(_hub, "TIMEOUT", 0.3)
+    hub.latency["api"] = 2.0
+    t = time.monotonic()
+    [f] = scan([f"hf://{REPO}"]).findings
+    assert f.code == "S805" and "Timeout" in f.message, f.message
+    assert time.monotonic() - t < 2.0
+
+
+def test_a_file_shorter_than_its_listing_is_a_typed_error(hub, tmp_path):
+    d = _clean(tmp_path)
+    files = files_of(d)
+    shard = "model-00002-of-00003.safetensors"
+    sha = hub.commit(REPO, files)
+    hub.listed_size[shard] = len(files[shard]) + 64     # the listing promises 64 more bytes
+    src = _hub.repo(f"hf://{REPO}@{sha}").open(shard)
+    assert src.size == len(files[shard]) + 64
+    assert src.read(0, 8) == files[shard][:8]
+    with pytest.raises(_hub.RemoteError):
+        src.read(len(files[shard]) - 8, 72)
+    # in a scan the listing's size is the file's: 64 bytes no tensor indexes
+    rep = scan([f"hf://{REPO}/{shard}"], deep=True)
+    [f129] = [f for f in rep.findings if f.code == "S129"]
+    assert "64 bytes" in f129.message

@@ -37,7 +37,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 from ..errors import GritUsageError
 from .http import CACHED_READS, HeaderCache, HTTPSource, RemoteError, is_url
@@ -84,7 +84,19 @@ def _hf():
     except ImportError:
         raise HubUnavailable("hf:// inputs need huggingface_hub: pip install 'grit[hub]'") \
             from None
+    _no_agent_registry(huggingface_hub)
     return huggingface_hub
+
+
+def _no_agent_registry(hf) -> None:
+    """huggingface_hub builds each request's User-Agent with an "agent
+    harness" registry it first fetches from its import-time endpoint (not
+    the one grit passes) and then writes under HF_HOME.  grit asks only the
+    endpoint it was given and writes nothing outside its own cache, so an
+    unloaded registry is set empty (the User-Agent then names no agent)."""
+    mod = getattr(getattr(hf, "utils", None), "_detect_agent", None)
+    if mod is not None and getattr(mod, "_registry", "") is None:
+        mod._registry = {"standardEnvVars": [], "harnesses": {}}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -195,8 +207,9 @@ class HubRepo:
     Open one with :func:`repo`."""
 
     def __init__(self, where: HubPath, sha: str, files: dict[str, HubFile], fs: Any,
-                 endpoint: str):
+                 endpoint: str, file_class: Any):
         self.where = where.at(None, "")
+        self.file_class = file_class
         self.sha = sha
         self.files = files
         self.fs = fs
@@ -223,6 +236,37 @@ class HubRepo:
             raise RemoteError(f"{self.name(path)}: HTTP 404: the repository has no such file at "
                               f"commit {self.sha[:12]}", 404)
         return HubSource(self, f, cache)
+
+
+def url_of(r: "HubRepo", path: str) -> str:
+    """The resolve URL of a file at the repository's commit on the
+    repository's endpoint (``hf_hub_url`` moves its URL to the endpoint
+    asked for only while huggingface_hub's import-time endpoint is a prefix
+    of its template, so it is written here)."""
+    prefix = "" if r.where.kind == "model" else f"{r.where.kind}s/"
+    return f"{r.endpoint}/{prefix}{r.where.repo_id}/resolve/{r.sha}/{quote(path)}"
+
+
+_FILE_CLASS: Any = None
+
+
+def _pinned_file(hf) -> Any:
+    """``HfFileSystemFile`` with its resolve URL fixed when it is opened: the
+    stock one asks ``fs.url`` on every read, which lists the file's folder
+    (a tree request huggingface_hub sends without a timeout) to learn that
+    a file is not a folder — the listing already says so."""
+    global _FILE_CLASS
+    if _FILE_CLASS is None:
+        base = hf.hf_file_system.HfFileSystemFile
+
+        class PinnedFile(base):  # type: ignore[misc, valid-type]
+            resolve_url: str = ""
+
+            def url(self) -> str:
+                return self.resolve_url
+
+        _FILE_CLASS = PinnedFile
+    return _FILE_CLASS
 
 
 _LOCK = threading.Lock()
@@ -252,8 +296,10 @@ def repo(where: HubPath | str) -> HubRepo:
         if hit is not None:
             return hit
     try:
+        # one call: the commit the revision names and the files at that commit
+        # (with a timeout, which huggingface_hub's tree listing does not take)
         info = api.repo_info(where.repo_id, revision=rev, repo_type=where.kind,
-                             timeout=TIMEOUT)
+                             files_metadata=True, timeout=TIMEOUT)
     except failures as e:
         raise _remote(e, str(where.at(rev, ""))) from None
     got = getattr(info, "sha", None)
@@ -268,29 +314,25 @@ def repo(where: HubPath | str) -> HubRepo:
         hit = _OPEN.get(key + (sha,))
     if hit is not None:
         return hit
+    siblings = getattr(info, "siblings", None) or []
+    if len(siblings) > MAX_LISTING:
+        raise RemoteError(f"{where.at(sha, '')}: the listing holds more than {MAX_LISTING} "
+                          "files")
     files: dict[str, HubFile] = {}
-    try:
-        for e in api.list_repo_tree(where.repo_id, recursive=True, revision=sha,
-                                    repo_type=where.kind):
-            if getattr(e, "size", None) is None or not hasattr(e, "blob_id"):
-                continue                        # a folder
-            if len(files) >= MAX_LISTING:
-                raise RemoteError(f"{where.at(sha, '')}: the listing holds more than "
-                                  f"{MAX_LISTING} files")
-            size, path = e.size, e.path
-            if not isinstance(path, str) or isinstance(size, bool) or not isinstance(size, int) \
-                    or size < 0:
-                raise RemoteError(f"{where.at(sha, '')}: the listing names {str(path)[:80]!r} "
-                                  f"with size {str(size)[:40]!r}")
-            lfs = getattr(e, "lfs", None)
-            sha256 = getattr(lfs, "sha256", None) if lfs is not None else None
-            files[path] = HubFile(path=path, size=size,
-                                  sha256=sha256 if isinstance(sha256, str) else None,
-                                  blob_id=e.blob_id if isinstance(e.blob_id, str) else None)
-    except failures as e:
-        raise _remote(e, str(where.at(sha, ""))) from None
+    for e in siblings:
+        path, size = getattr(e, "rfilename", None), getattr(e, "size", None)
+        if not isinstance(path, str) or isinstance(size, bool) or not isinstance(size, int) \
+                or size < 0:
+            raise RemoteError(f"{where.at(sha, '')}: the listing names {str(path)[:80]!r} "
+                              f"with size {str(size)[:40]!r}")
+        lfs = getattr(e, "lfs", None)
+        sha256 = getattr(lfs, "sha256", None) if lfs is not None else None
+        blob = getattr(e, "blob_id", None)
+        files[path] = HubFile(path=path, size=size,
+                              sha256=sha256 if isinstance(sha256, str) else None,
+                              blob_id=blob if isinstance(blob, str) else None)
     fs = hf.HfFileSystem(endpoint=ep, token=token or None, skip_instance_cache=True)
-    r = HubRepo(where, sha, files, fs, ep)
+    r = HubRepo(where, sha, files, fs, ep, _pinned_file(hf))
     with _LOCK:
         _OPEN[key + (sha,)] = r
         while len(_OPEN) > _KEEP:
@@ -321,8 +363,10 @@ class HubSource(ByteSource):
             fs_path = self.name[len(HF_PREFIX):]
             try:
                 # cache_type "none": every read is one request for exactly its bytes
-                self._f = self.repo.fs.open(fs_path, "rb", block_size=1 << 20,
-                                            cache_type="none", size=self.size)
+                f = self.repo.file_class(self.repo.fs, fs_path, mode="rb", block_size=1 << 20,
+                                         cache_type="none", size=self.size)
+                f.resolve_url = url_of(self.repo, self.file.path)
+                self._f = f
             except self._failures as e:
                 raise _remote(e, self.name) from None
         return self._f
