@@ -181,6 +181,15 @@ def test_expansion_lists_model_files_and_indexes_in_walk_order(hub, tmp_path):
     assert f.code == "S805" and "not read yet" in f.message
 
 
+def test_a_dataset_repository_scans_as_a_model_repository_does(hub, tmp_path):
+    d = _clean(tmp_path)
+    sha = hub.commit(REPO, files_of(d), kind="dataset")
+    rep = scan([f"hf://datasets/{REPO}"])
+    assert_same(rep, scan([d]), f"hf://datasets/{REPO}@{sha}", d)
+    [f] = scan([f"hf://{REPO}"]).findings            # no model repository of that name
+    assert f.code == "S805" and "404" in f.message
+
+
 def test_a_manifest_may_list_hf_entries(hub, tmp_path):
     d = _clean(tmp_path)
     sha = hub.commit(REPO, files_of(d))
@@ -347,3 +356,31 @@ def test_a_file_shorter_than_its_listing_is_a_typed_error(hub, tmp_path):
     rep = scan([f"hf://{REPO}/{shard}"], deep=True)
     [f129] = [f for f in rep.findings if f.code == "S129"]
     assert "64 bytes" in f129.message
+
+
+@pytest.mark.parametrize("text,kind,repo_id,rev,path", [
+    ("hf://o/r", "model", "o/r", None, ""),
+    ("hf://o/r/a/b.safetensors", "model", "o/r", None, "a/b.safetensors"),
+    ("hf://o/r@v1.0/x.gguf", "model", "o/r", "v1.0", "x.gguf"),
+    ("hf://o/r@refs/pr/3/x.gguf", "model", "o/r", "refs/pr/3", "x.gguf"),
+    ("hf://o/r@feature%2Fy", "model", "o/r", "feature/y", ""),
+    ("hf://datasets/o/r@" + "a" * 40 + "/d/", "dataset", "o/r", "a" * 40, "d"),
+])
+def test_hf_paths_parse_as_huggingface_hub_names_them(text, kind, repo_id, rev, path):
+    p = _hub.HubPath.parse(text)
+    assert (p.kind, p.repo_id, p.revision, p.path) == (kind, repo_id, rev, path)
+    assert _hub.HubPath.parse(str(p)) == p
+    # huggingface_hub's own parser reads the same repository, revision and path
+    from huggingface_hub.hf_file_system import HfFileSystem  # noqa: PLC0415
+    from huggingface_hub.utils import parse_hf_uri  # noqa: PLC0415
+    del HfFileSystem
+    theirs = parse_hf_uri(text.rstrip("/"))
+    assert (theirs.type, theirs.id, theirs.path_in_repo.strip("/")) == (kind, repo_id, path)
+    assert (theirs.revision and theirs.revision.replace("%2F", "/")) == rev
+
+
+@pytest.mark.parametrize("text", ["hf://", "hf://justone", "hf://o/@v", "hf://o/r/../x",
+                                  "hf://datasets/o", "https://o/r"])
+def test_bad_hf_paths_are_usage_errors(text):
+    with pytest.raises(_hub.GritUsageError):
+        _hub.HubPath.parse(text)

@@ -51,6 +51,8 @@ DEFAULT_ENDPOINT = "https://huggingface.co"
 #: the repository kinds an hf:// path may name, by their path prefix
 _KINDS = {"datasets": "dataset", "models": "model", "spaces": "space"}
 _SHA = re.compile(r"^[0-9a-f]{40}$")
+#: the revisions written with their slashes (the others are %-quoted)
+_SPECIAL_REF = re.compile(r"^refs/(?:pr|convert)/[^/]+$")
 #: the most files a repository listing may hold (the largest Hub repos hold ~10^5)
 MAX_LISTING = 1_000_000
 #: seconds for one Hub API call
@@ -138,7 +140,8 @@ class HubPath:
 
     def __str__(self) -> str:
         prefix = "" if self.kind == "model" else f"{self.kind}s/"
-        rev = "" if self.revision is None else "@" + self.revision
+        r = self.revision
+        rev = "" if r is None else "@" + (r if _SPECIAL_REF.match(r) else quote(r, safe=""))
         return f"{HF_PREFIX}{prefix}{self.repo_id}{rev}" + (f"/{self.path}" if self.path else "")
 
     def at(self, revision: str | None, path: str | None = None) -> "HubPath":
