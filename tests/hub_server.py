@@ -34,8 +34,26 @@ _RESOLVE = re.compile(r"^/(?:(?P<kind>datasets)/)?(?P<org>[^/]+)/(?P<name>[^/]+)
 LFS_SUFFIXES = (".safetensors", ".gguf", ".bin")
 
 
+_HASHES: dict[int, tuple[bytes, str, str]] = {}
+
+
+def _hashes(data: bytes) -> tuple[str, str]:
+    """(git blob id, sha256) of a served file, computed once per bytes object
+    (a per-request hash of a large file would time the server, not the client)."""
+    hit = _HASHES.get(id(data))
+    if hit is None or hit[0] is not data:
+        hit = (data, hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest(),
+               hashlib.sha256(data).hexdigest())
+        _HASHES[id(data)] = hit
+    return hit[1], hit[2]
+
+
 def blob_id(data: bytes) -> str:
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+    return _hashes(data)[0]
+
+
+def sha256(data: bytes) -> str:
+    return _hashes(data)[1]
 
 
 @dataclass
@@ -63,6 +81,9 @@ class HubServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # headers and body go out in separate writes: without TCP_NODELAY a
+            # kept-alive client waits out a delayed ACK (~40 ms) on every request
+            disable_nagle_algorithm = True
 
             def log_message(self, *a):
                 pass
@@ -144,7 +165,7 @@ class HubServer:
                 size = server.listed_size.get(path, len(data))
                 e = {"type": "file", "path": path, "size": size, "oid": blob_id(data)}
                 if path.endswith(LFS_SUFFIXES):
-                    e["lfs"] = {"oid": hashlib.sha256(data).hexdigest(), "size": len(data),
+                    e["lfs"] = {"oid": sha256(data), "size": len(data),
                                 "pointerSize": 134}
                 return e
 
@@ -182,7 +203,7 @@ class HubServer:
                     # (siblings name the LFS object's hash "sha256"; the tree, "oid")
                     siblings = [{"rfilename": p, "size": server.listed_size.get(p, len(b)),
                                  "blobId": blob_id(b),
-                                 **({"lfs": {"sha256": hashlib.sha256(b).hexdigest(),
+                                 **({"lfs": {"sha256": sha256(b),
                                              "size": len(b), "pointerSize": 134}}
                                     if p.endswith(LFS_SUFFIXES) else {})}
                                 for p, b in sorted(files.items())]

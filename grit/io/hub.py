@@ -213,6 +213,8 @@ class HubRepo:
                  endpoint: str, file_class: Any):
         self.where = where.at(None, "")
         self.file_class = file_class
+        #: the small files read whole (config.json, the index), by (path, limit)
+        self.small: dict[tuple[str, int], bytes] = {}
         self.sha = sha
         self.files = files
         self.fs = fs
@@ -443,8 +445,14 @@ def read_small(path: str, limit: int) -> bytes | None:
         f = r.files.get(where.path)
         if f is None:
             return None
-        with r.open(where.path) as src:
-            return src.read(0, min(src.size, limit + 1), "small file")
+        key = (where.path, limit)
+        hit = r.small.get(key)         # a file at a commit never changes: read once
+        if hit is None:
+            with r.open(where.path) as src:
+                hit = src.read(0, min(src.size, limit + 1), "small file")
+            if len(hit) <= SMALL_READ:
+                r.small[key] = hit
+        return hit
     try:
         src = HTTPSource(path)
     except RemoteError as e:
