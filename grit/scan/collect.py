@@ -15,8 +15,8 @@ from ..errors import GritError, GritUsageError
 from ..io import gguf as _gguf
 from ..io import safetensors as _st
 from ..io import sniff as _sniff_file
-from ..io.gguf import GGUFContents
 from ..io import hub as _hub
+from ..io.gguf import GGUFContents
 from ..io.http import HTTPSource, default_cache, is_url
 from ..io.hub import HubPath, is_hub, is_remote
 from ..io.problems import ProblemKind
@@ -226,7 +226,7 @@ def expand(paths: Sequence[str], findings: list[Finding],
             if exists(q):
                 add_remote(q)
 
-    def hub(p: str) -> None:
+    def hub(p: str, from_manifest: str | None) -> None:
         try:
             where = HubPath.parse(p)
             r = _hub.repo(where)
@@ -246,7 +246,7 @@ def expand(paths: Sequence[str], findings: list[Finding],
                                f"(commit {r.sha[:12]})")
         elif path not in r.files:
             bad("S801", p, f"no such file or folder in the repository at commit {r.sha[:12]}"
-                + (f" (listed in {from_manifest_of.get(p)})" if p in from_manifest_of else ""))
+                + (f" (listed in {from_manifest})" if from_manifest else ""))
         elif path.lower().endswith(MODEL_SUFFIXES):
             add_remote(r.name(path))
         elif path.lower().endswith(INDEX_SUFFIX):
@@ -261,13 +261,9 @@ def expand(paths: Sequence[str], findings: list[Finding],
         else:
             bad("S804", p, "not a model file, a repository folder or a shard index")
 
-    from_manifest_of: dict[str, str] = {}
-
     def one(p: str, from_manifest: str | None) -> None:
         if is_hub(p):
-            if from_manifest is not None:
-                from_manifest_of[p] = from_manifest
-            hub(p)
+            hub(p, from_manifest)
             return
         if is_url(p):                    # a remote file: its reader says what it is
             if p.split("?")[0].lower().endswith(INDEX_SUFFIX):
