@@ -318,9 +318,11 @@ def scan_cmd(paths, deep: bool, fmt: str | None, as_json: bool, exit_policy: str
     """Check every tensor of safetensors / GGUF checkpoints against its bytes (§13).
 
     PATH is a .safetensors or .gguf file, a directory tree (walked in sorted
-    order), a manifest (a JSON list of paths, or one path per line), or an
+    order), a manifest (a JSON list of paths, or one path per line), an
     http(s) URL of a safetensors file (read by Range requests: the header
-    alone at level 1).  Input files are opened read-only and never modified.
+    alone at level 1), or a Hub repository hf://ORG/REPO[@REVISION][/PATH]
+    (pip install 'grit[hub]'; read at one commit).  Input files are opened
+    read-only and never modified.
 
     \b
     Reports: (1) descriptor-vs-bytes violations on the on-disk plane lengths,

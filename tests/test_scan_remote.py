@@ -1,7 +1,9 @@
 """grit scan of http(s) URLs (safetensors; a real server on loopback): a
 level-1 scan reads the header alone and reports what the local scan of the
 same bytes reports; --deep reads each tensor's planes once and verifies
-recorded digests; an unreachable file is an S805 finding."""
+recorded digests; an unreachable file is an S805 finding; a remote
+checkpoint's config.json and shard index are read beside its shards, so its
+checkpoint-wide findings are the local scan's."""
 from __future__ import annotations
 
 import numpy as np
@@ -142,5 +144,116 @@ def test_deep_streams_remote_planes_in_chunks(tmp_path, monkeypatch):
             assert verdicts(remote) == verdicts(local)
             assert 0 < s.largest <= 8192 < a.nbytes
             assert any(f.code == "S501" for f in remote.findings) == (name == "digest")
+    finally:
+        s.close()
+
+
+# ---------------------------------------------------------------------------
+# checkpoint-wide checks of http(s) checkpoints: config.json and the shard
+# index read beside the shards, by URL, as a local scan reads them
+
+pytest.importorskip("safetensors")
+import json  # noqa: E402
+import os  # noqa: E402
+
+from test_scan_config import INT4_CFG, fp8, model, write  # noqa: E402
+
+SHARDS = [f"model-{i:05d}-of-00003.safetensors" for i in (1, 2, 3)]
+INDEX = "model.safetensors.index.json"
+
+
+def _checkpoint(tmp_path, case):
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    d = write(tmp_path, model(quant=fp8) if case == "config_contradicts" else model(),
+              INT4_CFG, shards=3)
+    if case == "stale_index":
+        p = os.path.join(d, INDEX)
+        doc = json.load(open(p))
+        doc["weight_map"]["model.layers.9.gone.weight"] = SHARDS[0]
+        doc["metadata"]["total_size"] += 4096
+        json.dump(doc, open(p, "w"))
+    elif case == "truncated":
+        p = os.path.join(d, SHARDS[1])
+        data = open(p, "rb").read()
+        open(p, "wb").write(data[:8 + int.from_bytes(data[:8], "little") + 100])
+    elif case == "shard_missing":
+        os.remove(os.path.join(d, SHARDS[2]))
+    return d
+
+
+def _serve(s, d):
+    for n in os.listdir(d):
+        s.files[f"/ckpt/{n}"] = open(os.path.join(d, n), "rb").read()
+    return s.url("/ckpt")
+
+
+def _rows(rep, prefix, folder):
+    def norm(x):
+        return x.replace(prefix, folder) if isinstance(x, str) else x
+    return sorted((f.code, int(f.severity), norm(f.file) or "", f.tensor or "", norm(f.message),
+                   json.dumps(f.detail, sort_keys=True, default=str).replace(prefix, folder))
+                  for f in rep.findings)
+
+
+EXPECT = {"clean": {"S601"}, "stale_index": {"S152", "S155"},
+          "config_contradicts": {"S310", "S312"}, "truncated": {"S156"},
+          "shard_missing": {"S151"}}
+
+
+@pytest.mark.parametrize("case", sorted(EXPECT))
+def test_a_remote_checkpoint_gets_the_checkpoint_wide_checks(tmp_path, case):
+    d = _checkpoint(tmp_path / "c", case)
+    s = Server()
+    try:
+        base = _serve(s, d)
+        there = [n for n in SHARDS if os.path.exists(os.path.join(d, n))]
+        for names in (there, there[:1]):          # every shard; a lone shard
+            local = scan([os.path.join(d, n) for n in names])
+            remote = scan([f"{base}/{n}" for n in names])
+            assert _rows(remote, base, d) == _rows(local, d, d)
+            assert remote.exit_code_graded == local.exit_code_graded
+        assert EXPECT[case] <= {f.code for f in scan([d]).findings}
+        # a named index URL works as a named local index: its shards are scanned
+        local = scan([os.path.join(d, INDEX)])
+        remote = scan([f"{base}/{INDEX}"])
+        assert _rows(remote, base, d) == _rows(local, d, d)
+        assert sorted(f.path for f in remote.files) == [f"{base}/{n}" for n in there]
+        assert EXPECT[case] <= {f.code for f in remote.findings}
+        # a manifest of URLs
+        m = tmp_path / "urls.txt"
+        m.write_text("".join(f"{base}/{n}\n" for n in there))
+        assert _rows(scan([str(m)]), base, d) == _rows(
+            scan([os.path.join(d, n) for n in there]), d, d)
+    finally:
+        s.close()
+
+
+def test_remote_siblings_that_fail_are_findings_and_a_404_is_absent(tmp_path):
+    d = _checkpoint(tmp_path / "c", "config_contradicts")
+    s = Server()
+    try:
+        base = _serve(s, d)
+        urls = [f"{base}/{n}" for n in SHARDS]
+        # no index and no config on the server: what a local folder without them gives
+        del s.files[f"/ckpt/{INDEX}"], s.files["/ckpt/config.json"]
+        local_d = tmp_path / "bare"
+        local_d.mkdir()
+        for n in SHARDS:
+            (local_d / n).write_bytes(open(os.path.join(d, n), "rb").read())
+        assert _rows(scan(urls), base, str(local_d)) == _rows(
+            scan([str(local_d / n) for n in SHARDS]), str(local_d), str(local_d))
+        assert not {"S150", "S310"} & {f.code for f in scan(urls).findings}
+        # an index and a config the server refuses (403): findings, the shards still scanned
+        _serve(s, d)
+        s.faults[f"/ckpt/{INDEX}"] = {"status": 403}
+        s.faults["/ckpt/config.json"] = {"status": 403}
+        rep = scan(urls)
+        [f150] = [f for f in rep.findings if f.code == "S150"]
+        assert f150.file == f"{base}/{INDEX}" and "403" in f150.message
+        bad_cfg = [f for f in rep.findings if f.code == "S805"]
+        assert bad_cfg and {f.file for f in bad_cfg} == {f"{base}/config.json"}
+        assert all("403" in f.message for f in bad_cfg)
+        assert all(f.parsed for f in rep.files) and len(rep.files) == 3
+        assert "S310" not in {f.code for f in rep.findings}
     finally:
         s.close()

@@ -78,10 +78,13 @@ from ..formats import FormatFields, fmt_decode, fmt_pack, format_token, REGISTER
 from ..grade import Grade, lookup_grade, register_grade
 from . import safetensors as _st
 from .dtypes import ST_DTYPES
+from .http import RemoteError
+from .hub import is_remote, read_small
 
 __all__ = ["recognise", "Recognised", "nvfp4_global_exact", "SCALE_FORMATS",
            "ST_DTYPE_BYTES", "read_config", "recognise_file", "SMALL_MAX",
-           "with_recognised", "gptq_awq_planes", "AWQ_ORDER", "read_modelopt_config"]
+           "with_recognised", "gptq_awq_planes", "AWQ_ORDER", "read_modelopt_config",
+           "read_remote_config"]
 
 #: the largest small tensor (a GPTQ g_idx, an NVFP4 global scale) the
 #: recogniser reads to decide a convention
@@ -311,21 +314,44 @@ def _desc(grade: Grade, shape: Sequence[int], has_zp: bool) -> D.Descriptor:
 
 def _json_beside(path: str, name: str) -> dict | None:
     """The JSON object in file ``name`` beside a model file (None: absent,
-    larger than MAX_CONFIG, not JSON or not an object)."""
+    larger than MAX_CONFIG, not JSON or not an object).  Beside a remote
+    model file (http(s), hf://) the sibling is read remotely: absent is a
+    404 (a name the repository listing lacks), any other failure a
+    RemoteError."""
     cfg = os.path.join(os.path.dirname(os.fspath(path)), name)
-    try:
-        if not os.path.isfile(cfg) or os.path.getsize(cfg) > MAX_CONFIG:
+    if is_remote(path):
+        raw = read_small(cfg, MAX_CONFIG)
+        if raw is None or len(raw) > MAX_CONFIG:
             return None
-        with open_regular(cfg) as f:
-            doc = json.loads(f.read().decode("utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+    else:
+        try:
+            if not os.path.isfile(cfg) or os.path.getsize(cfg) > MAX_CONFIG:
+                return None
+            with open_regular(cfg) as f:
+                raw = f.read()
+        except OSError:
+            return None
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
         return None
     return doc if isinstance(doc, dict) else None
 
 
 def read_config(path: str) -> dict | None:
-    """The ``config.json`` beside a model file (None: absent, too large or
-    not a JSON object)."""
+    """The ``config.json`` beside a model file (None: absent, too large,
+    not a JSON object, or unreadable)."""
+    try:
+        return _json_beside(path, "config.json")
+    except RemoteError:
+        return None
+
+
+def read_remote_config(path: str) -> dict | None:
+    """As :func:`read_config` beside a remote model file, where a sibling
+    that is there but cannot be read (anything but a 404) is the
+    :class:`~grit.io.http.RemoteError` saying why, for the caller to
+    report."""
     return _json_beside(path, "config.json")
 
 
@@ -333,7 +359,10 @@ def read_modelopt_config(path: str) -> dict | None:
     """The ``quantization`` object of ModelOpt's ``hf_quant_config.json``
     beside a model file (None: absent, too large, not JSON or no such
     object)."""
-    doc = _json_beside(path, "hf_quant_config.json")
+    try:
+        doc = _json_beside(path, "hf_quant_config.json")
+    except RemoteError:
+        return None
     q = doc.get("quantization") if doc is not None else None
     return q if isinstance(q, dict) else None
 

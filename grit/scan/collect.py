@@ -3,6 +3,7 @@ stable list of model files, and open each one through its container reader
 (``grit.io.safetensors.read``, ``grit.io.gguf.read``) — once per file."""
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -14,17 +15,19 @@ from ..errors import GritError
 from ..io import gguf as _gguf
 from ..io import safetensors as _st
 from ..io import sniff as _sniff_file
+from ..io import hub as _hub
 from ..io.gguf import GGUFContents
 from ..io.http import HTTPSource, default_cache, is_url
+from ..io.hub import HubPath, is_hub, is_remote
 from ..io.problems import ProblemKind
-from ..io.recognise import read_config
+from ..io.recognise import read_config, read_remote_config
 from ..io.safetensors import SafetensorsFile
 from ..io.source import ByteSource
 from .findings import Finding
 
 __all__ = ["MODEL_SUFFIXES", "MANIFEST_SUFFIXES", "INDEX_SUFFIX", "ScannedFile", "Input",
            "expand", "sniff", "checkpoint_of", "index_of", "read_index", "ShardIndex",
-           "open_input", "open_source", "why"]
+           "open_input", "open_source", "why", "exists"]
 
 MODEL_SUFFIXES = (".safetensors", ".gguf")
 #: manifests are recognised by suffix; any other non-model file named on the
@@ -102,11 +105,33 @@ def _file_name(v: str) -> bool:
     return True
 
 
+def exists(path: str) -> bool:
+    """Whether a file is there: locally ``os.path.exists``; remotely
+    (http(s), hf://) False only for a 404 or a name the repository listing
+    lacks (grit.io.hub.exists)."""
+    return _hub.exists(path) if is_remote(path) else os.path.exists(path)
+
+
+def _read_limited(path: str, limit: int) -> bytes:
+    """At most ``limit + 1`` bytes of a file, local or remote; OSError when
+    it cannot be read (FileNotFoundError when it is absent: a remote 404)."""
+    if not is_remote(path):
+        with open_regular(path) as f:
+            return f.read(limit + 1)
+    try:
+        raw = _hub.read_small(path, limit)
+    except GritError as e:
+        raise OSError(why(e)) from None
+    if raw is None:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
+    return raw
+
+
 def read_index(path: str) -> ShardIndex:
-    """Parse a shard index; ValueError says what is wrong with it (OSError
-    when it cannot be read)."""
-    with open_regular(path) as f:
-        raw = f.read(MAX_INDEX + 1)
+    """Parse a shard index (a local file or a remote one: http(s), hf://);
+    ValueError says what is wrong with it (OSError when it cannot be
+    read)."""
+    raw = _read_limited(path, MAX_INDEX)
     if len(raw) > MAX_INDEX:
         raise ValueError(f"the index is larger than {MAX_INDEX >> 20} MiB")
     try:
@@ -184,11 +209,68 @@ def expand(paths: Sequence[str], findings: list[Finding],
         if len(out) == n0 and len(indexes) == i0:
             bad("S803", root, "no .safetensors or .gguf files under this directory")
 
+    def add_remote(p: str) -> None:
+        if p not in seen:
+            seen.add(p)
+            out.append(p)
+
+    def remote_index(p: str, folder: str, fallback: Sequence[str]) -> None:
+        """A named remote index: its shards that are there are scanned (on a
+        broken index, ``fallback``: the shards named after it)."""
+        indexes.append(p)
+        try:
+            listed = sorted(set(read_index(p).weight_map.values()))
+        except (OSError, ValueError):
+            listed = list(fallback)
+        for q in listed:
+            q = folder + "/" + q
+            if exists(q):
+                add_remote(q)
+
+    def hub(p: str, from_manifest: str | None) -> None:
+        try:
+            where = HubPath.parse(p)
+            r = _hub.repo(where)
+        except GritError as e:
+            bad("S805", p, f"cannot read the Hub repository: {why(e)}")
+            return
+        path = where.path
+        if path == "" or r.is_folder(path):
+            names = sorted(r.under(path), key=_walk_order)
+            models = [n for n in names if n.lower().endswith(MODEL_SUFFIXES)]
+            idx = [n for n in names if n.lower().endswith(INDEX_SUFFIX)]
+            for n in models:
+                add_remote(r.name(n))
+            indexes.extend(r.name(n) for n in idx)
+            if not models and not idx:
+                bad("S803", p, "no .safetensors or .gguf files in this repository folder "
+                               f"(commit {r.sha[:12]})")
+        elif path not in r.files:
+            bad("S801", p, f"no such file or folder in the repository at commit {r.sha[:12]}"
+                + (f" (listed in {from_manifest})" if from_manifest else ""))
+        elif path.lower().endswith(MODEL_SUFFIXES):
+            add_remote(r.name(path))
+        elif path.lower().endswith(INDEX_SUFFIX):
+            name = r.name(path)
+            folder = name.rsplit("/", 1)[0]
+            stem = name[:-len(".index.json")]
+            here = path.rpartition("/")[0]
+            named = sorted(n.rpartition("/")[2] for n in r.files
+                           if n.rpartition("/")[0] == here and n.lower().endswith(MODEL_SUFFIXES)
+                           and checkpoint_of(r.name(n)) == stem)
+            remote_index(name, folder, named)
+        else:
+            bad("S804", p, "not a model file, a repository folder or a shard index")
+
     def one(p: str, from_manifest: str | None) -> None:
+        if is_hub(p):
+            hub(p, from_manifest)
+            return
         if is_url(p):                    # a remote file: its reader says what it is
-            if p not in seen:
-                seen.add(p)
-                out.append(p)
+            if p.split("?")[0].lower().endswith(INDEX_SUFFIX):
+                remote_index(p, p.rsplit("/", 1)[0], ())
+            else:
+                add_remote(p)
             return
         if os.path.isdir(p):
             walk(p)
@@ -262,7 +344,14 @@ def read_manifest(path: str) -> list[str]:
         items = [ln.strip() for ln in text.splitlines()]
         items = [ln for ln in items if ln and not ln.startswith("#")]
     base = os.path.dirname(path)
-    return [x if os.path.isabs(x) else os.path.join(base, x) for x in items]
+    return [x if os.path.isabs(x) or is_remote(x) else os.path.join(base, x) for x in items]
+
+
+def _walk_order(path: str) -> list[tuple[int, str]]:
+    """A repository path's place in a top-down walk with sorted names: a
+    folder's files first, then its subfolders'."""
+    parts = path.split("/")
+    return [(1, d) for d in parts[:-1]] + [(0, parts[-1])]
 
 
 # ---------------------------------------------------------------------------
@@ -288,8 +377,10 @@ def open_input(path: str, cache: bool = True) -> Input:
     parsed has ``file.error`` set and an ``unreadable`` finding."""
     rec = ScannedFile(path, checkpoint=checkpoint_of(path))
     inp = Input(rec)
+    if is_hub(path):
+        return _remote_config(_open_hub(inp, cache))
     if is_url(path):
-        return _open_remote(inp, cache)
+        return _remote_config(_open_remote(inp, cache))
     sniffed = sniff(path)
     low = path.lower()
     by_suffix = "gguf" if low.endswith(".gguf") else (
@@ -401,4 +492,36 @@ def open_source(inp: Input, src: ByteSource) -> Input:
         inp.safetensors = inp.gguf = None
         inp.findings.append(Finding("S805", path, None,
                                     f"could not read as {kind}: {rec.error}"))
+    return inp
+
+
+def _open_hub(inp: Input, cache: bool = True) -> Input:
+    """A file of a Hub repository (``hf://ORG/REPO@SHA/PATH``): its
+    :class:`grit.io.hub.HubSource`, read through :func:`open_source` as an
+    http(s) file is."""
+    rec = inp.file
+    try:
+        where = HubPath.parse(rec.path)
+        src = _hub.repo(where).open(where.path, default_cache() if cache else None)
+    except (OSError, GritError, ValueError) as e:
+        rec.format = _by_suffix(rec.path) or "safetensors"
+        rec.error = why(e)
+        inp.findings.append(Finding("S805", rec.path, None,
+                                    f"could not read as {rec.format}: {rec.error}"))
+        return inp
+    return open_source(inp, src)
+
+
+def _remote_config(inp: Input) -> Input:
+    """The config.json beside a remote safetensors file, read remotely (a
+    404 is no config, as a missing local file is; a config that is there
+    but cannot be read is an S805 finding of its own, the model file still
+    scanned)."""
+    if inp.safetensors is None or not inp.file.parsed:
+        return inp
+    try:
+        inp.config = read_remote_config(inp.file.path)
+    except GritError as e:
+        cfg = inp.file.path.rsplit("/", 1)[0] + "/config.json"
+        inp.findings.append(Finding("S805", cfg, None, f"could not read config.json: {why(e)}"))
     return inp

@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from typing import AbstractSet
 
 from .analyses import Context
-from .collect import Input, ShardIndex, checkpoint_of, index_of, read_index
+from ..io.hub import is_remote
+from .collect import Input, ShardIndex, checkpoint_of, exists, index_of, read_index
 
 __all__ = ["Shard", "Checkpoints"]
 
@@ -69,7 +70,7 @@ class Shard:
 
 
 def _key(path: str) -> str:
-    return os.path.realpath(path)
+    return path if is_remote(path) else os.path.realpath(path)
 
 
 def _names(names: list[str]) -> str:
@@ -108,7 +109,9 @@ class Checkpoints:
             indexes.setdefault(_key(p[:-len(".index.json")]), p)
         for k, members in groups.items():
             beside = index_of(members[0].path)
-            if k not in indexes and os.path.isfile(beside):
+            if k in indexes:
+                continue
+            if exists(beside) if is_remote(beside) else os.path.isfile(beside):
                 indexes[k] = beside
         done: set[str] = set()
         for k, ip in sorted(indexes.items()):
@@ -157,7 +160,7 @@ class Checkpoints:
                 holders.setdefault(t, []).append(s.path)
         for fname, tensors in sorted(by_shard.items()):
             path = os.path.join(folder, fname)
-            if not os.path.exists(path):
+            if not exists(path):
                 ctx.add("S151", ip, None,
                         f"the index maps {len(tensors)} tensors to {fname!r}, which is not "
                         f"there: {_names(tensors)}",
@@ -243,7 +246,7 @@ class Checkpoints:
         absent = []
         for i in range(1, n + 1):
             name = f"{m0['stem']}-{i:0{width}d}-of-{m0['n']}{m0['ext']}"
-            if name not in reported and not os.path.exists(os.path.join(folder, name)):
+            if name not in reported and not exists(os.path.join(folder, name)):
                 absent.append(name)
         if absent:
             ctx.add("S157", where, None,

@@ -1,0 +1,486 @@
+"""Hugging Face Hub repositories as inputs: ``hf://ORG/REPO[@REVISION][/PATH]``
+(and ``hf://datasets/ORG/REPO…``), read through ``huggingface_hub`` behind
+the byte-source interface (:class:`grit.io.source.ByteSource`).
+
+A repository is opened at one commit: :func:`repo` resolves the revision
+(a branch, a tag, ``refs/pr/N`` or a sha; ``main`` when none is given) to
+its commit sha once, and lists the repository's files at that sha with the
+sizes and LFS sha256 the Hub API reports.  Every file of a scan is then
+named ``hf://ORG/REPO@SHA/PATH`` and read at that commit, so a push while a
+checkpoint is scanned cannot mix two versions of it.
+
+:class:`HubSource` reads one file through ``HfFileSystem`` (fsspec) with its
+``none`` cache: each ``(offset, length)`` a reader asks for is one ranged
+GET of exactly those bytes, no read-ahead.  Its size is the listing's; a
+read that brings back other than the bytes asked for is a
+:class:`~grit.io.http.RemoteError`.  Container headers are kept in the
+:class:`~grit.io.http.HeaderCache`, keyed by the file's ``hf://`` name with
+the commit sha, its LFS sha256 (its git blob id when it is not in LFS), its
+size and the byte range.
+
+The token is ``huggingface_hub``'s own lookup (``HF_TOKEN``, else the saved
+token) and the endpoint ``HF_ENDPOINT`` (else ``https://huggingface.co``),
+both read when a repository is opened.  Every failure of the Hub or the
+network (401 for a private or gated repository without the right token,
+404 for a repository, revision or file, a timeout) is a
+:class:`~grit.io.http.RemoteError` with the HTTP status where there was one.
+Nothing is written outside grit's header cache: no ``huggingface_hub``
+download cache is used.  ``huggingface_hub`` is the optional extra
+``grit[hub]``; without it an ``hf://`` input is a :class:`HubUnavailable`
+error naming the extra.
+"""
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, unquote
+
+from ..errors import GritUsageError
+from .http import CACHED_READS, HeaderCache, HTTPSource, RemoteError, is_url
+from .source import ByteSource
+
+__all__ = ["HF_PREFIX", "HubPath", "HubFile", "HubRepo", "HubSource", "HubUnavailable",
+           "is_hub", "is_remote", "repo", "endpoint", "read_small", "exists"]
+
+HF_PREFIX = "hf://"
+DEFAULT_ENDPOINT = "https://huggingface.co"
+#: the repository kinds an hf:// path may name, by their path prefix
+_KINDS = {"datasets": "dataset", "models": "model", "spaces": "space"}
+_SHA = re.compile(r"^[0-9a-f]{40}$")
+#: the revisions written with their slashes (the others are %-quoted)
+_SPECIAL_REF = re.compile(r"^refs/(?:pr|convert)/[^/]+$")
+#: the most files a repository listing may hold (the largest Hub repos hold ~10^5)
+MAX_LISTING = 1_000_000
+#: seconds for one Hub API call
+TIMEOUT = 10.0
+#: the largest tensor read a HubSource keeps in the header cache (the
+#: recogniser's small tensors: grit.io.recognise.SMALL_MAX)
+SMALL_READ = 1 << 20
+#: repositories kept open (by endpoint, token, kind, id and commit sha)
+_KEEP = 32
+
+
+class HubUnavailable(GritUsageError):
+    """An ``hf://`` input without ``huggingface_hub`` installed."""
+
+
+def is_hub(path) -> bool:
+    """Whether ``path`` names a Hub repository or a file in one (``hf://``)."""
+    return isinstance(path, str) and path[:5].lower() == HF_PREFIX
+
+
+def endpoint() -> str:
+    """The Hub endpoint: ``$HF_ENDPOINT`` when set (read at each call), else
+    huggingface.co."""
+    return (os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
+
+
+def _hf():
+    try:
+        import huggingface_hub  # noqa: PLC0415 - optional: only hf:// inputs need it
+        import huggingface_hub.hf_file_system  # noqa: F401, PLC0415
+    except ImportError:
+        raise HubUnavailable("hf:// inputs need huggingface_hub: pip install 'grit[hub]'") \
+            from None
+    _no_agent_registry(huggingface_hub)
+    return huggingface_hub
+
+
+def _no_agent_registry(hf) -> None:
+    """huggingface_hub builds each request's User-Agent with an "agent
+    harness" registry it first fetches from its import-time endpoint (not
+    the one grit passes) and then writes under HF_HOME.  grit asks only the
+    endpoint it was given and writes nothing outside its own cache, so an
+    unloaded registry is set empty (the User-Agent then names no agent)."""
+    mod = getattr(getattr(hf, "utils", None), "_detect_agent", None)
+    if mod is not None and getattr(mod, "_registry", "") is None:
+        mod._registry = {"standardEnvVars": [], "harnesses": {}}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HubPath:
+    """A parsed ``hf://[datasets/]ORG/REPO[@REVISION][/PATH]``: ``kind`` is
+    ``model``, ``dataset`` or ``space``; ``revision`` None means ``main``;
+    ``path`` is "" for the repository's root."""
+
+    kind: str
+    repo_id: str
+    revision: str | None
+    path: str
+
+    @classmethod
+    def parse(cls, text: str) -> "HubPath":
+        if not is_hub(text):
+            raise GritUsageError(f"not an hf:// path: {text!r:.200}")
+        parts = [p for p in text[len(HF_PREFIX):].split("/")]
+        kind = "model"
+        if parts and parts[0] in _KINDS:
+            kind = _KINDS[parts.pop(0)]
+        if len(parts) < 2 or not parts[0] or not parts[1] or parts[1].startswith("@"):
+            raise GritUsageError(f"{text!r:.200}: an hf:// path names ORG/REPO "
+                                 "(hf://ORG/REPO[@REVISION][/PATH])")
+        org, name, rest = parts[0], parts[1], parts[2:]
+        revision = None
+        if "@" in name:
+            name, first = name.split("@", 1)
+            if first == "refs" and len(rest) >= 2 and rest[0] in ("pr", "convert"):
+                revision, rest = "/".join([first] + rest[:2]), rest[2:]
+            else:
+                revision = unquote(first)
+            if not revision:
+                raise GritUsageError(f"{text!r:.200}: an empty revision after '@'")
+        path = "/".join(p for p in rest if p)
+        if any(p in (".", "..") for p in rest):
+            raise GritUsageError(f"{text!r:.200}: '.' and '..' are not paths in a repository")
+        return cls(kind=kind, repo_id=f"{org}/{name}", revision=revision, path=path)
+
+    def __str__(self) -> str:
+        prefix = "" if self.kind == "model" else f"{self.kind}s/"
+        r = self.revision
+        rev = "" if r is None else "@" + (r if _SPECIAL_REF.match(r) else quote(r, safe=""))
+        return f"{HF_PREFIX}{prefix}{self.repo_id}{rev}" + (f"/{self.path}" if self.path else "")
+
+    def at(self, revision: str | None, path: str | None = None) -> "HubPath":
+        """This path at another revision (and another file)."""
+        return HubPath(kind=self.kind, repo_id=self.repo_id, revision=revision,
+                       path=self.path if path is None else path)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HubFile:
+    """One file of a repository listing: its path in the repository, its
+    size, the sha256 of its LFS object (None when it is not in LFS) and its
+    git blob id."""
+
+    path: str
+    size: int
+    sha256: str | None
+    blob_id: str | None
+
+    @property
+    def validator(self) -> str | None:
+        """What names these exact bytes: the LFS sha256, else the blob id."""
+        return self.sha256 or self.blob_id
+
+
+def _status(e: BaseException) -> int | None:
+    for x in (e, e.__cause__, e.__context__):
+        resp = getattr(x, "response", None)
+        code = getattr(resp, "status_code", None)
+        if isinstance(code, int):
+            return code
+    return None
+
+
+def _remote(e: BaseException, where: str) -> RemoteError:
+    """A huggingface_hub / fsspec / network failure as a RemoteError."""
+    if isinstance(e, RemoteError):
+        return e
+    status = _status(e)
+    text = (str(e).strip().splitlines() or [""])[0]
+    kind = type(e).__name__
+    head = f"HTTP {status}: " if status is not None else ""
+    return RemoteError(f"{where}: {head}{kind}: {text}"[:300], status)
+
+
+#: what huggingface_hub, fsspec and the network raise for a request that fails
+_FAILURES: tuple[type[BaseException], ...] = (OSError, ValueError, TimeoutError, KeyError,
+                                              TypeError, RuntimeError)
+
+
+def _failures() -> tuple[type[BaseException], ...]:
+    hf = _hf()
+    extra: list[type[BaseException]] = [hf.errors.HfHubHTTPError]
+    try:
+        import httpx2  # noqa: PLC0415 - huggingface_hub 2's HTTP client
+        extra.append(httpx2.HTTPError)
+        extra.append(httpx2.TransportError)
+    except ImportError:        # pragma: no cover - another huggingface_hub
+        pass
+    return _FAILURES + tuple(extra)
+
+
+class HubRepo:
+    """One repository at one commit: ``sha``, the ``files`` listed there
+    ({path: HubFile}) and the ``HfFileSystem`` its files are read through.
+    Open one with :func:`repo`."""
+
+    def __init__(self, where: HubPath, sha: str, files: dict[str, HubFile], fs: Any,
+                 endpoint: str, file_class: Any):
+        self.where = where.at(None, "")
+        self.file_class = file_class
+        #: the small files read whole (config.json, the index), by (path, limit)
+        self.small: dict[tuple[str, int], bytes] = {}
+        self.sha = sha
+        self.files = files
+        self.fs = fs
+        self.endpoint = endpoint
+
+    def name(self, path: str) -> str:
+        """The ``hf://`` name of a file at this repository's commit."""
+        return str(self.where.at(self.sha, path))
+
+    def under(self, folder: str) -> list[str]:
+        """The files under ``folder`` ("" for all), sorted."""
+        pre = folder.strip("/") + "/" if folder.strip("/") else ""
+        return sorted(p for p in self.files if p.startswith(pre))
+
+    def is_folder(self, path: str) -> bool:
+        pre = path.strip("/") + "/"
+        return any(p.startswith(pre) for p in self.files)
+
+    def open(self, path: str, cache: HeaderCache | None = None) -> "HubSource":
+        """The byte source of one listed file (RemoteError 404 when the
+        listing has no such file)."""
+        f = self.files.get(path)
+        if f is None:
+            raise RemoteError(f"{self.name(path)}: HTTP 404: the repository has no such file at "
+                              f"commit {self.sha[:12]}", 404)
+        return HubSource(self, f, cache)
+
+
+def url_of(r: "HubRepo", path: str) -> str:
+    """The resolve URL of a file at the repository's commit on the
+    repository's endpoint (``hf_hub_url`` moves its URL to the endpoint
+    asked for only while huggingface_hub's import-time endpoint is a prefix
+    of its template, so it is written here)."""
+    prefix = "" if r.where.kind == "model" else f"{r.where.kind}s/"
+    return f"{r.endpoint}/{prefix}{r.where.repo_id}/resolve/{r.sha}/{quote(path)}"
+
+
+_FILE_CLASS: Any = None
+
+
+def _pinned_file(hf) -> Any:
+    """``HfFileSystemFile`` with its resolve URL fixed when it is opened: the
+    stock one asks ``fs.url`` on every read, which lists the file's folder
+    (a tree request huggingface_hub sends without a timeout) to learn that
+    a file is not a folder — the listing already says so."""
+    global _FILE_CLASS
+    if _FILE_CLASS is None:
+        base = hf.hf_file_system.HfFileSystemFile
+
+        class PinnedFile(base):  # type: ignore[misc, valid-type]
+            resolve_url: str = ""
+
+            def url(self) -> str:
+                return self.resolve_url
+
+        _FILE_CLASS = PinnedFile
+    return _FILE_CLASS
+
+
+_LOCK = threading.Lock()
+_OPEN: "OrderedDict[tuple, HubRepo]" = OrderedDict()
+
+
+def repo(where: HubPath | str) -> HubRepo:
+    """The repository ``where`` names, at the commit its revision resolves
+    to now (a sha names itself; a repository at a sha is listed once per
+    process and token)."""
+    hf = _hf()
+    if isinstance(where, str):
+        where = HubPath.parse(where)
+    ep = endpoint()
+    failures = _failures()
+    try:
+        token = hf.get_token()
+    except failures as e:       # a saved token that cannot be read
+        raise _remote(e, str(where)) from None
+    api = hf.HfApi(endpoint=ep, token=token or None)
+    rev = where.revision
+    sha = rev if rev is not None and _SHA.match(rev) else None
+    key = (ep, token, where.kind, where.repo_id)
+    if sha is not None:
+        with _LOCK:
+            hit = _OPEN.get(key + (sha,))
+        if hit is not None:
+            return hit
+    try:
+        # one call: the commit the revision names and the files at that commit
+        # (with a timeout, which huggingface_hub's tree listing does not take)
+        info = api.repo_info(where.repo_id, revision=rev, repo_type=where.kind,
+                             files_metadata=True, timeout=TIMEOUT)
+    except failures as e:
+        raise _remote(e, str(where.at(rev, ""))) from None
+    got = getattr(info, "sha", None)
+    if not isinstance(got, str) or not _SHA.match(got):
+        raise RemoteError(f"{where.at(rev, '')}: the Hub named no commit for revision "
+                          f"{rev or 'main'!r} (sha {str(got)[:60]!r})")
+    if sha is not None and got != sha:
+        raise RemoteError(f"{where.at(rev, '')}: asked for commit {sha}, the Hub answered "
+                          f"{got}")
+    sha = got
+    with _LOCK:
+        hit = _OPEN.get(key + (sha,))
+    if hit is not None:
+        return hit
+    siblings = getattr(info, "siblings", None) or []
+    if len(siblings) > MAX_LISTING:
+        raise RemoteError(f"{where.at(sha, '')}: the listing holds more than {MAX_LISTING} "
+                          "files")
+    files: dict[str, HubFile] = {}
+    for e in siblings:
+        path, size = getattr(e, "rfilename", None), getattr(e, "size", None)
+        if not isinstance(path, str) or isinstance(size, bool) or not isinstance(size, int) \
+                or size < 0:
+            raise RemoteError(f"{where.at(sha, '')}: the listing names {str(path)[:80]!r} "
+                              f"with size {str(size)[:40]!r}")
+        lfs = getattr(e, "lfs", None)
+        sha256 = getattr(lfs, "sha256", None) if lfs is not None else None
+        blob = getattr(e, "blob_id", None)
+        files[path] = HubFile(path=path, size=size,
+                              sha256=sha256 if isinstance(sha256, str) else None,
+                              blob_id=blob if isinstance(blob, str) else None)
+    fs = hf.HfFileSystem(endpoint=ep, token=token or None, skip_instance_cache=True)
+    r = HubRepo(where, sha, files, fs, ep, _pinned_file(hf))
+    with _LOCK:
+        _OPEN[key + (sha,)] = r
+        while len(_OPEN) > _KEEP:
+            _OPEN.popitem(last=False)
+    return r
+
+
+class HubSource(ByteSource):
+    """One file of a repository at its commit, read by exact ranged reads
+    through ``HfFileSystem`` (see the module docstring).  ``requests`` and
+    ``bytes_read`` count what was asked of the Hub; ``cache_hits`` the
+    header reads the cache answered."""
+
+    def __init__(self, repo: HubRepo, file: HubFile, cache: HeaderCache | None = None):
+        self.repo = repo
+        self.file = file
+        self.name = self.url = repo.name(file.path)
+        self.size = file.size
+        self.cache = cache
+        self.requests = 0
+        self.bytes_read = 0
+        self.cache_hits = 0
+        self._f: Any = None
+        self._failures = _failures()
+
+    def _handle(self):
+        if self._f is None:
+            fs_path = self.name[len(HF_PREFIX):]
+            try:
+                # cache_type "none": every read is one request for exactly its bytes
+                f = self.repo.file_class(self.repo.fs, fs_path, mode="rb", block_size=1 << 20,
+                                         cache_type="none", size=self.size)
+                f.resolve_url = url_of(self.repo, self.file.path)
+                self._f = f
+            except self._failures as e:
+                raise _remote(e, self.name) from None
+        return self._f
+
+    def read(self, offset, length, what: str = "read") -> bytes:
+        """As :meth:`ByteSource.read`; a container header (``what`` in
+        :data:`~grit.io.http.CACHED_READS`) and a small tensor a level-1
+        scan reads (the recogniser's shapes and global scales: at most
+        :data:`SMALL_READ` bytes) are served from, or kept in, the cache —
+        a file at a commit, named by its sha256, never changes."""
+        validator = self.file.validator
+        if self.cache is None or validator is None or not (
+                what in CACHED_READS or what.startswith("tensor ")):
+            return super().read(offset, length, what)
+        off, n = self.check_range(offset, length, what)
+        if what not in CACHED_READS and n > SMALL_READ:
+            return super().read(off, n, what)
+        key = (self.name, validator, self.size, off, n)
+        hit = self.cache.get(*key)
+        if hit is not None:
+            self.cache_hits += 1
+            return hit
+        data = super().read(off, n, what)
+        self.cache.put(*key, data)
+        return data
+
+    def _readinto(self, offset: int, mv: memoryview) -> int:
+        n = mv.nbytes
+        f = self._handle()
+        self.requests += 1
+        try:
+            f.seek(offset)
+            data = f.read(n)
+        except self._failures as e:
+            raise _remote(e, self.name) from None
+        if not isinstance(data, (bytes, bytearray)) or len(data) != n:
+            got = len(data) if isinstance(data, (bytes, bytearray)) else 0
+            raise RemoteError(f"{self.name}: asked for {n} bytes at offset {offset}, the Hub "
+                              f"sent {got} (the listing says the file holds {self.size})")
+        mv[:n] = data
+        self.bytes_read += n
+        return n
+
+    def close(self) -> None:
+        f, self._f = self._f, None
+        if f is not None:
+            try:
+                f.close()
+            except self._failures:
+                pass
+
+
+# ---------------------------------------------------------------------------
+# the small files beside a remote model file (config.json, the shard index),
+# for http(s) URLs and hf:// names alike
+
+
+def is_remote(path) -> bool:
+    """Whether ``path`` is read over the network (http(s) or hf://)."""
+    return is_url(path) or is_hub(path)
+
+
+def read_small(path: str, limit: int) -> bytes | None:
+    """The first ``limit + 1`` bytes of a small remote file (all of it when
+    it is no longer: a caller sees a file over its limit by the length),
+    None when it is absent (HTTP 404; a name the repository listing lacks).
+    Any other failure is a RemoteError."""
+    if is_hub(path):
+        where = HubPath.parse(path)
+        r = repo(where)
+        f = r.files.get(where.path)
+        if f is None:
+            return None
+        key = (where.path, limit)
+        hit = r.small.get(key)         # a file at a commit never changes: read once
+        if hit is None:
+            with r.open(where.path) as src:
+                hit = src.read(0, min(src.size, limit + 1), "small file")
+            if len(hit) <= SMALL_READ:
+                r.small[key] = hit
+        return hit
+    try:
+        src = HTTPSource(path)
+    except RemoteError as e:
+        if e.status == 404:
+            return None
+        if e.status == 416:          # no byte 0: an empty file
+            return b""
+        raise
+    with src:
+        return src.read(0, min(src.size, limit + 1), "small file")
+
+
+def exists(path: str) -> bool:
+    """Whether a remote file is there: False only when the server says 404
+    (the repository listing lacks it); a server that fails otherwise counts
+    as holding it, so the read that follows reports the failure."""
+    if is_hub(path):
+        try:
+            where = HubPath.parse(path)
+            return where.path in repo(where).files
+        except RemoteError as e:
+            return e.status != 404
+        except GritUsageError:
+            return False
+    try:
+        HTTPSource(path).close()
+    except RemoteError as e:
+        return e.status != 404
+    except GritUsageError:
+        return False
+    return True
