@@ -319,8 +319,8 @@ def scan_cmd(paths, deep: bool, fmt: str | None, as_json: bool, exit_policy: str
 
     PATH is a .safetensors or .gguf file, a directory tree (walked in sorted
     order), a manifest (a JSON list of paths, or one path per line), an
-    http(s) URL of a safetensors file (read by Range requests: the header
-    alone at level 1), or a Hub repository hf://ORG/REPO[@REVISION][/PATH]
+    http(s) URL of a safetensors or GGUF file (read by Range requests: the
+    header alone at level 1), or a Hub repository hf://ORG/REPO[@REVISION][/PATH]
     (pip install 'grit[hub]'; read at one commit).  Input files are opened
     read-only and never modified.
 
@@ -362,7 +362,8 @@ def scan_cmd(paths, deep: bool, fmt: str | None, as_json: bool, exit_policy: str
     Example:  grit scan examples/
               grit scan --format sarif --fail-on disagreement ckpt/ > scan.sarif
               grit scan --jobs 8 https://host/ckpt/model.safetensors
-              grit scan --scheduler tcp://10.0.0.5:8786 --resume out.jsonl repos.txt
+              grit scan hf://ORG/REPO@main
+            grit scan --scheduler tcp://HOST:8786 --resume out.jsonl repos.txt
     """
     if as_json and fmt not in (None, "json"):
         raise click.UsageError(f"--json is --format json; it cannot be given with "

@@ -65,7 +65,7 @@ def entries_of(paths: Iterable[str]) -> list[str]:
         if not is_url(p) and os.path.isfile(p) and not p.lower().endswith(
                 MODEL_SUFFIXES + (INDEX_SUFFIX,)) and sniff(p) is None:
             try:
-                listed = [_unjoined(q, os.path.dirname(p)) for q in read_manifest(p)]
+                listed = read_manifest(p)
             except (OSError, ValueError):
                 listed = [p]         # the scan of the entry says what is wrong with it
         for q in listed:
@@ -73,14 +73,6 @@ def entries_of(paths: Iterable[str]) -> list[str]:
                 seen.add(q)
                 out.append(q)
     return out
-
-
-def _unjoined(q: str, base: str) -> str:
-    """A URL a manifest lists, which read_manifest joined to the manifest's
-    folder as if it were a relative path, as the manifest lists it."""
-    if base and q.startswith(base + os.sep) and is_url(q[len(base) + 1:]):
-        return q[len(base) + 1:]
-    return q
 
 
 def _codes(report: ScanReport) -> dict[str, int]:
