@@ -27,6 +27,10 @@ per request), from a checkpoint written in a temporary directory:
                      are checked equal to the jobs = 1 one
   warm cache         the level-1 scan run again on a filled header cache:
                      body bytes past the one-byte size probes (target 0)
+  many checkpoints   --entries remote checkpoints, every request delayed
+                     --latency s, by grit.scan.distributed.scan_many in this
+                     process and on a LocalCluster (2 workers x --threads):
+                     wall times, and the records checked equal
 """
 from __future__ import annotations
 
@@ -141,32 +145,44 @@ def _remote_scan(files: dict[str, bytes], total: int) -> dict:
         s.close()
 
 
-def _peer(files: dict[str, bytes], total: int) -> dict | None:
-    """huggingface_hub.get_safetensors_metadata over the Hub-shaped endpoint."""
+def _peer(files: dict[str, bytes], total: int) -> dict:
+    """huggingface_hub's get_safetensors_metadata (two ranged reads a shard)
+    and ``grit scan hf://`` of the same files, on the Hub-shaped loopback
+    endpoint (tests/hub_server.py); huggingface_hub's home, endpoint and
+    agent registry kept on this machine, as in the tests."""
     try:
-        import huggingface_hub
-        from hub_server import HubServer  # noqa: F401
+        from hub_server import HubServer
     except ImportError as e:
         return {"skipped": f"{type(e).__name__}: {e}"}
-    return _hub_peer(huggingface_hub, files, total)
-
-
-def _hub_peer(huggingface_hub, files, total) -> dict:
-    from hub_server import HubServer
-
     hub = HubServer()
     try:
-        hub.add_repo("org/ckpt", files)
-        hub.requests = hub.body_bytes = 0
+        home = tempfile.mkdtemp(prefix="grit-bench-hf-")
+        os.environ.update(HF_HOME=home, HF_ENDPOINT=hub.endpoint, HF_HUB_DISABLE_TELEMETRY="1")
+        try:
+            import huggingface_hub
+        except ImportError as e:
+            return {"skipped": f"{type(e).__name__}: {e}"}
+        from grit.io.hub import _hf                 # huggingface_hub as grit sets it up
+        from grit.scan import scan
+        _hf()
+        sha = hub.commit("org/ckpt", files)
+        hub.reset()
         t0 = time.perf_counter()
-        api = huggingface_hub.HfApi(endpoint=hub.endpoint)
-        meta = api.get_safetensors_metadata("org/ckpt")
+        meta = huggingface_hub.HfApi(endpoint=hub.endpoint).get_safetensors_metadata(
+            "org/ckpt", revision=sha)
         wall = time.perf_counter() - t0
         n = sum(len(m.tensors) for m in meta.files_metadata.values())
-        return {"tool": f"huggingface_hub {huggingface_hub.__version__} "
-                        "get_safetensors_metadata", "requests": hub.requests,
-                "body_bytes": hub.body_bytes, "ratio_percent": 100 * hub.body_bytes / total,
+        peer = {"tool": f"huggingface_hub {huggingface_hub.__version__} "
+                        "get_safetensors_metadata", "requests": len(hub.requests),
+                "body_bytes": hub.model_bytes(), "ratio_percent": 100 * hub.model_bytes() / total,
                 "wall_s": wall, "tensors": n}
+        hub.reset()
+        t0 = time.perf_counter()
+        rep = scan([f"hf://org/ckpt@{sha}"], cache=False)
+        peer["grit_hf"] = {"requests": len(hub.requests), "body_bytes": hub.model_bytes(),
+                           "ratio_percent": 100 * hub.model_bytes() / total,
+                           "wall_s": time.perf_counter() - t0, "exit": rep.exit_code_graded}
+        return peer
     finally:
         hub.close()
 
@@ -213,6 +229,50 @@ def jobs(args, out: dict) -> None:
     out["jobs"] = {"files": args.files, "latency_s": args.latency, "rows": rows}
 
 
+def many(args, out: dict) -> None:
+    """--entries remote checkpoints (one file each, every request delayed
+    --latency s): scan_many in this process, then on a LocalCluster of two
+    worker processes with --threads threads each (its start timed apart)."""
+    import numpy as np
+    from http_server import Server
+
+    import grit
+    from grit.scan.distributed import local_client, scan_many
+
+    s = Server()
+    try:
+        x = np.random.default_rng(3).standard_normal((64, 256)).astype(np.float32)
+        a = grit.encode(x, grit.GRADE_MXFP4)
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, "m.safetensors")
+            grit.save(p, {"w": a})
+            body = open(p, "rb").read()
+        for i in range(args.entries):
+            s.files[f"/e{i:04d}/model.safetensors"] = body
+            s.faults[f"/e{i:04d}/model.safetensors"] = {"latency": args.latency}
+        entries = [s.url(f"/e{i:04d}/model.safetensors") for i in range(args.entries)]
+
+        def key(run):
+            return sorted(json.dumps(r, sort_keys=True) for r in run.records)
+        t0 = time.perf_counter()
+        ref = scan_many(entries, cache=False)
+        seq = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        with local_client(n_workers=2, threads_per_worker=args.threads) as client:
+            start = time.perf_counter() - t0
+            client.run(lambda: __import__("grit.scan.distributed"))   # the imports, once
+            t1 = time.perf_counter()
+            got = scan_many(entries, client=client, cache=False)
+            dask_s = time.perf_counter() - t1
+        out["dask"] = {"entries": args.entries, "latency_s": args.latency,
+                       "workers": 2, "threads_per_worker": args.threads,
+                       "in_process_s": seq, "cluster_start_s": start, "dask_s": dask_s,
+                       "speedup": seq / dask_s, "same_records": key(got) == key(ref),
+                       "records": len(got.records)}
+    finally:
+        s.close()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size-mb", type=int, default=1024)
@@ -224,7 +284,12 @@ def main() -> None:
     ap.add_argument("--jobs", type=lambda v: [int(x) for x in v.split(",")],
                     default=[1, 2, 4, 8, 16])
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--skip", default="", help="comma-separated sections to skip: level1,jobs")
+    ap.add_argument("--entries", type=int, default=128,
+                    help="remote checkpoints of the Dask section")
+    ap.add_argument("--threads", type=int, default=8,
+                    help="threads per Dask worker (the work is I/O)")
+    ap.add_argument("--skip", default="",
+                    help="comma-separated sections to skip: level1,jobs,dask")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     out: dict = {"python": sys.version.split()[0], "cpus": os.cpu_count()}
@@ -234,6 +299,8 @@ def main() -> None:
         level_one(args, out)
     if "jobs" not in skip:
         jobs(args, out)
+    if "dask" not in skip:
+        many(args, out)
     if args.json:
         print(json.dumps(out, indent=2))
         return
@@ -246,8 +313,12 @@ def main() -> None:
         if "skipped" in p:
             print(f"  peer: skipped ({p['skipped']})")
         elif p:
-            print(f"  peer {p['tool']}: {p['requests']} requests, {p['body_bytes']:,} body "
-                  f"bytes = {p['ratio_percent']:.5f} % ({p['wall_s']:.2f} s, "
+            g = p["grit_hf"]
+            print(f"  grit scan hf:// (loopback Hub): {g['requests']} requests, "
+                  f"{g['body_bytes']:,} model-file bytes = {g['ratio_percent']:.5f} % "
+                  f"({g['wall_s']:.2f} s, exit {g['exit']})")
+            print(f"  peer {p['tool']}: {p['requests']} requests, {p['body_bytes']:,} "
+                  f"model-file bytes = {p['ratio_percent']:.5f} % ({p['wall_s']:.2f} s, "
                   f"{p['tensors']} entries)")
         w = r["warm_cache"]
         print(f"  warm cache: {w['requests']} requests, {w['body_bytes']} body bytes, "
@@ -259,6 +330,13 @@ def main() -> None:
             print(f"  {'--deep ' if r['deep'] else 'level 1'} jobs {r['jobs']:>2}: "
                   f"{r['median_s']:.3f} s ({r['requests']} requests)  speed-up {r['speedup']:.2f} "
                   f"(target {r['target']:.1f}: {'met' if r['met'] else 'NOT met'})")
+    if "dask" in out:
+        k = out["dask"]
+        print(f"many checkpoints: {k['entries']} remote entries, {k['latency_s'] * 1000:.0f} ms "
+              f"per request: in process {k['in_process_s']:.2f} s; LocalCluster "
+              f"{k['workers']}x{k['threads_per_worker']} threads {k['dask_s']:.2f} s "
+              f"(started in {k['cluster_start_s']:.1f} s), speed-up {k['speedup']:.1f}; "
+              f"{k['records']} records, equal: {k['same_records']}")
 
 
 if __name__ == "__main__":
