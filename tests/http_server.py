@@ -24,6 +24,7 @@ class Server:
         self.requests = 0
         self.body_bytes = 0
         self.largest = 0                     # the longest body sent
+        self.asked: dict[str, int] = {}      # requests by path
         self._lock = threading.Lock()
         self._etags: dict[int, tuple[bytes, str]] = {}
         server = self
@@ -35,9 +36,10 @@ class Server:
                 pass
 
             def do_GET(self):
+                path = self.path.split("?")[0]
                 with server._lock:
                     server.requests += 1
-                path = self.path.split("?")[0]
+                    server.asked[path] = server.asked.get(path, 0) + 1
                 f = server.faults.get(path, {})
                 if f.get("latency"):
                     time.sleep(f["latency"])

@@ -257,3 +257,34 @@ def test_remote_siblings_that_fail_are_findings_and_a_404_is_absent(tmp_path):
         assert "S310" not in {f.code for f in rep.findings}
     finally:
         s.close()
+
+
+def test_the_files_beside_remote_shards_are_asked_once_and_cached(tmp_path, cache_dir):
+    """A 3-shard checkpoint by URL: config.json and the index are asked of
+    the server once per scan (a probe and a read), not once per shard; a
+    rescan on a warm cache moves one probe byte per file and nothing else,
+    sibling files included; a changed config (a new ETag) is read afresh,
+    the rest still from the cache."""
+    d = _checkpoint(tmp_path / "c", "clean")
+    s = Server()
+    try:
+        base = _serve(s, d)
+        urls = [f"{base}/{n}" for n in SHARDS]
+        first = scan(urls)
+        assert s.asked["/ckpt/config.json"] == 2 and s.asked[f"/ckpt/{INDEX}"] == 2
+        assert s.asked.get("/ckpt/hf_quant_config.json", 0) <= 1      # a 404: asked once
+        s.asked.clear()
+        s.body_bytes = 0
+        again = scan(urls)
+        assert _rows(again, base, d) == _rows(first, base, d)
+        assert s.body_bytes == sum(1 for p, n in s.asked.items() if s.files.get(p)) \
+            and all(n == 1 for n in s.asked.values())
+        cfg = json.loads(s.files["/ckpt/config.json"])
+        cfg["torch_dtype"] = "float16"
+        s.files["/ckpt/config.json"] = new = json.dumps(cfg).encode()   # a new ETag
+        s.asked.clear()
+        s.body_bytes = 0
+        scan(urls)
+        assert s.asked["/ckpt/config.json"] == 2 and s.body_bytes == 5 + len(new)
+    finally:
+        s.close()

@@ -37,7 +37,7 @@ from ..errors import GritUsageError
 from .source import ByteSource, SourceRangeError
 
 __all__ = ["HTTPSource", "RemoteError", "is_url", "HeaderCache", "default_cache",
-           "CACHED_READS"]
+           "CACHED_READS", "SMALL_READ", "cacheable"]
 
 _CONTENT_RANGE = re.compile(r"^\s*bytes\s+(\d+)-(\d+)/(\d+|\*)\s*$", re.IGNORECASE)
 #: statuses worth asking again
@@ -144,13 +144,16 @@ class HTTPSource(ByteSource):
 
     # -- ByteSource ------------------------------------------------------------
     def read(self, offset, length, what: str = "read") -> bytes:
-        """As :meth:`ByteSource.read`; a container header (``what`` in
-        :data:`CACHED_READS`) of a file the server names by a validator
-        (ETag or Last-Modified) is served from, or kept in, the cache."""
+        """As :meth:`ByteSource.read`; a read the cache keeps
+        (:func:`cacheable`: a container header, a small file, a small
+        tensor) of a file the server names by a validator (ETag or
+        Last-Modified) is served from, or kept in, the cache."""
         validator = self.etag or self.last_modified
-        if self.cache is None or what not in CACHED_READS or validator is None:
+        if self.cache is None or validator is None:
             return super().read(offset, length, what)
         off, n = self.check_range(offset, length, what)
+        if not cacheable(what, n):
+            return super().read(off, n, what)
         key = (self.url, validator, self.size, off, n)
         hit = self.cache.get(*key)
         if hit is not None:
@@ -201,8 +204,20 @@ class HTTPSource(ByteSource):
             resp.close()
 
 
-#: the reads a header cache keeps: what the container readers read at level 1
-CACHED_READS = frozenset({"header length", "header"})
+#: the reads a header cache keeps: what the container readers read at level 1,
+#: and the small files beside a model file (config.json, a shard index)
+CACHED_READS = frozenset({"header length", "header", "small file"})
+#: the largest tensor read a header cache keeps: the small tensors a level-1
+#: scan reads (the recogniser's shapes and global scales,
+#: grit.io.recognise.SMALL_MAX), never the planes --deep streams
+SMALL_READ = 1 << 20
+
+
+def cacheable(what: str, n: int) -> bool:
+    """Whether a header cache keeps a read of ``n`` bytes labelled ``what``:
+    a container header or small file (:data:`CACHED_READS`), or a tensor
+    read (``"tensor …"``) of at most :data:`SMALL_READ` bytes."""
+    return what in CACHED_READS or (what.startswith("tensor ") and n <= SMALL_READ)
 
 
 class HeaderCache:

@@ -31,20 +31,23 @@ error naming the extra.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
 import re
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Iterator
 from urllib.parse import quote, unquote
 
 from ..errors import GritUsageError
-from .http import CACHED_READS, HeaderCache, HTTPSource, RemoteError, is_url
+from .http import SMALL_READ, HeaderCache, HTTPSource, RemoteError, cacheable, is_url
 from .source import ByteSource
 
 __all__ = ["HF_PREFIX", "HubPath", "HubFile", "HubRepo", "HubSource", "HubUnavailable",
-           "is_hub", "is_remote", "repo", "endpoint", "read_small", "exists"]
+           "is_hub", "is_remote", "repo", "endpoint", "read_small", "exists", "session",
+           "http_source"]
 
 HF_PREFIX = "hf://"
 DEFAULT_ENDPOINT = "https://huggingface.co"
@@ -57,9 +60,6 @@ _SPECIAL_REF = re.compile(r"^refs/(?:pr|convert)/[^/]+$")
 MAX_LISTING = 1_000_000
 #: seconds for one Hub API call
 TIMEOUT = 10.0
-#: the largest tensor read a HubSource keeps in the header cache (the
-#: recogniser's small tensors: grit.io.recognise.SMALL_MAX)
-SMALL_READ = 1 << 20
 #: repositories kept open (by endpoint, token, kind, id and commit sha)
 _KEEP = 32
 
@@ -383,11 +383,10 @@ class HubSource(ByteSource):
         :data:`SMALL_READ` bytes) are served from, or kept in, the cache —
         a file at a commit, named by its sha256, never changes."""
         validator = self.file.validator
-        if self.cache is None or validator is None or not (
-                what in CACHED_READS or what.startswith("tensor ")):
+        if self.cache is None or validator is None:
             return super().read(offset, length, what)
         off, n = self.check_range(offset, length, what)
-        if what not in CACHED_READS and n > SMALL_READ:
+        if not cacheable(what, n):
             return super().read(off, n, what)
         key = (self.name, validator, self.size, off, n)
         hit = self.cache.get(*key)
@@ -434,11 +433,74 @@ def is_remote(path) -> bool:
     return is_url(path) or is_hub(path)
 
 
+@dataclass
+class _Session:
+    """What one scan asked of the files beside its remote model files: each
+    answer by URL (bytes, None for absent, or the error), and the header
+    cache their reads go through."""
+
+    cache: HeaderCache | None
+    answers: dict[tuple[str, int], Any] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+_SESSION: "contextvars.ContextVar[_Session | None]" = contextvars.ContextVar(
+    "grit_remote_session", default=None)
+
+
+@contextlib.contextmanager
+def session(cache: HeaderCache | None = None) -> Iterator[None]:
+    """Inside the block (one ``grit scan``, and the threads it starts in a
+    copy of its context), each small file beside a remote model file —
+    config.json, hf_quant_config.json, a shard index, a series member asked
+    for — is asked of its server once, however many shards look for it, and
+    an http(s) one is read through ``cache`` (a rescan of an unchanged file
+    moves one probe byte)."""
+    token = _SESSION.set(_Session(cache))
+    try:
+        yield
+    finally:
+        _SESSION.reset(token)
+
+
+def _once(key: tuple[str, int], ask):
+    """``ask()``'s answer for ``key`` in this session (asked once; an error
+    raised again), or asked afresh outside a session."""
+    s = _SESSION.get()
+    if s is None:
+        return ask()
+    with s.lock:
+        if key in s.answers:
+            got = s.answers[key]
+            if isinstance(got, BaseException):
+                raise got
+            return got
+    try:
+        got = ask()
+    except RemoteError as e:
+        with s.lock:
+            s.answers[key] = e
+        raise
+    with s.lock:
+        s.answers[key] = got
+    return got
+
+
+def _http_cache() -> HeaderCache | None:
+    s = _SESSION.get()
+    return None if s is None else s.cache
+
+
 def read_small(path: str, limit: int) -> bytes | None:
     """The first ``limit + 1`` bytes of a small remote file (all of it when
     it is no longer: a caller sees a file over its limit by the length),
     None when it is absent (HTTP 404; a name the repository listing lacks).
-    Any other failure is a RemoteError."""
+    Any other failure is a RemoteError.  Inside a :func:`session`, asked
+    once."""
+    return _once((path, limit), lambda: _read_small(path, limit))
+
+
+def _read_small(path: str, limit: int) -> bytes | None:
     if is_hub(path):
         where = HubPath.parse(path)
         r = repo(where)
@@ -454,21 +516,36 @@ def read_small(path: str, limit: int) -> bytes | None:
                 r.small[key] = hit
         return hit
     try:
-        src = HTTPSource(path)
+        src = http_source(path)
     except RemoteError as e:
         if e.status == 404:
             return None
         if e.status == 416:          # no byte 0: an empty file
             return b""
         raise
-    with src:
-        return src.read(0, min(src.size, limit + 1), "small file")
+    return src.read(0, min(src.size, limit + 1), "small file")
+
+
+def http_source(path: str, cache: HeaderCache | None = None) -> HTTPSource:
+    """The HTTPSource of a remote file — a model file, or one beside it.
+    Inside a :func:`session`: probed once (the probe tells whether it is
+    there and its size; a series check asking for a shard the scan read
+    asks nothing more), through the session's header cache; outside one,
+    a new source through ``cache``."""
+    if _SESSION.get() is None:
+        return HTTPSource(path, cache=cache)
+    return _once((path, -2), lambda: HTTPSource(path, cache=_http_cache()))
 
 
 def exists(path: str) -> bool:
     """Whether a remote file is there: False only when the server says 404
     (the repository listing lacks it); a server that fails otherwise counts
-    as holding it, so the read that follows reports the failure."""
+    as holding it, so the read that follows reports the failure.  Inside a
+    :func:`session`, asked once (the probe a read of it makes)."""
+    return _once((path, -1), lambda: _exists(path))
+
+
+def _exists(path: str) -> bool:
     if is_hub(path):
         try:
             where = HubPath.parse(path)
@@ -478,7 +555,7 @@ def exists(path: str) -> bool:
         except GritUsageError:
             return False
     try:
-        HTTPSource(path).close()
+        http_source(path)
     except RemoteError as e:
         return e.status != 404
     except GritUsageError:

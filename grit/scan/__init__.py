@@ -38,6 +38,8 @@ from typing import Callable, Iterable, Iterator, Sequence
 from ..errors import GritError, GritUsageError
 from ..grade import grade_scope
 from ..placement.expr import layout_scope
+from ..io import hub as _hub
+from ..io.http import default_cache
 from . import analyses as _an
 from . import deep as _deep
 from . import shards as _shards
@@ -76,6 +78,15 @@ def scan(paths: Iterable[str], *, deep: bool = False,
     results are held before they are taken in."""
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise GritUsageError(f"jobs must be a positive integer, not {jobs!r}")
+    # the files beside remote model files (config.json, an index) are asked
+    # of their servers once per scan, through the header cache
+    with _hub.session(default_cache() if cache else None):
+        return _scan(paths, deep, progress, cache, jobs, advance)
+
+
+def _scan(paths: Iterable[str], deep: bool,
+          progress: Callable[[int, int, str], None] | None, cache: bool, jobs: int,
+          advance: Callable[[int], None] | None) -> ScanReport:
     ctx = _an.Context(deep)
     files: list[ScannedFile] = []
     ckpts = _shards.Checkpoints()

@@ -17,7 +17,7 @@ from ..io import safetensors as _st
 from ..io import sniff as _sniff_file
 from ..io import hub as _hub
 from ..io.gguf import GGUFContents
-from ..io.http import HTTPSource, default_cache, is_url
+from ..io.http import default_cache, is_url
 from ..io.hub import HubPath, is_hub, is_remote
 from ..io.problems import ProblemKind
 from ..io.recognise import read_config, read_remote_config
@@ -424,7 +424,8 @@ def _open_remote(inp: Input, cache: bool = True) -> Input:
     level 1)."""
     rec = inp.file
     try:
-        src = HTTPSource(rec.path, cache=default_cache() if cache else None)
+        # (inside a scan, the probe is the one a series check would make)
+        src = _hub.http_source(rec.path, default_cache() if cache else None)
     except (OSError, GritError, ValueError) as e:
         rec.format = _by_suffix(rec.path) or "safetensors"
         rec.error = why(e)
