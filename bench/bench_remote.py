@@ -26,7 +26,8 @@ per request), from a checkpoint written in a temporary directory:
                      jobs = 1 (target >= 0.8 N up to N = 16); the reports
                      are checked equal to the jobs = 1 one
   warm cache         the level-1 scan run again on a filled header cache:
-                     body bytes past the one-byte size probes (target 0)
+                     body bytes past the one-byte size probe of each file
+                     asked for (target 0)
   many checkpoints   --entries remote checkpoints, every request delayed
                      --latency s, by grit.scan.distributed.scan_many in this
                      process and on a LocalCluster (2 workers x --threads):
@@ -124,6 +125,7 @@ def _remote_scan(files: dict[str, bytes], total: int) -> dict:
     try:
         for n, b in files.items():
             s.files[f"/ckpt/{n}"] = b
+            s.etag(f"/ckpt/{n}")         # the server hashes each file before anything is timed
         urls = [s.url(f"/ckpt/{n}") for n in sorted(files) if n.endswith(".safetensors")]
         with tempfile.TemporaryDirectory() as cache:
             os.environ["GRIT_CACHE_DIR"] = cache
@@ -136,9 +138,11 @@ def _remote_scan(files: dict[str, bytes], total: int) -> dict:
                    "wall_s": wall, "exit": rep.exit_code_graded,
                    "tensors": sum(f.tensors for f in rep.files)}
             s.requests = s.body_bytes = 0
+            s.asked.clear()
             again = scan(urls)
+            probes = sum(1 for p in s.asked if p in s.files)    # one 1-byte probe a file
             row["warm_cache"] = {"requests": s.requests, "body_bytes": s.body_bytes,
-                                 "payload_bytes": s.body_bytes - len(urls),
+                                 "files_asked": probes, "payload_bytes": s.body_bytes - probes,
                                  "same_report": _verdicts(again) == _verdicts(rep)}
         return row
     finally:
@@ -166,6 +170,9 @@ def _peer(files: dict[str, bytes], total: int) -> dict:
         from grit.scan import scan
         _hf()
         sha = hub.commit("org/ckpt", files)
+        import hub_server
+        for b in files.values():      # the server's file hashes, before anything is timed
+            hub_server.blob_id(b)
         hub.reset()
         t0 = time.perf_counter()
         meta = huggingface_hub.HfApi(endpoint=hub.endpoint).get_safetensors_metadata(
@@ -321,8 +328,9 @@ def main() -> None:
                   f"model-file bytes = {p['ratio_percent']:.5f} % ({p['wall_s']:.2f} s, "
                   f"{p['tensors']} entries)")
         w = r["warm_cache"]
-        print(f"  warm cache: {w['requests']} requests, {w['body_bytes']} body bytes, "
-              f"{w['payload_bytes']} past the size probes; same report: {w['same_report']}")
+        print(f"  warm cache: {w['requests']} requests, {w['body_bytes']} body bytes: one probe "
+              f"byte for each of {w['files_asked']} files (shards, config.json, index), "
+              f"{w['payload_bytes']} more; same report: {w['same_report']}")
     if "jobs" in out:
         j = out["jobs"]
         print(f"--jobs: {j['files']} files, {j['latency_s'] * 1000:.0f} ms per request")
