@@ -67,6 +67,11 @@ def test_level_one_reads_the_header_alone(served):
     header = 8 + int.from_bytes(files["clean"][:8], "little")
     assert rep.exit_code_graded == 0
     assert header <= s.body_bytes <= header + 1 < len(files["clean"])
+    # without the cache: the size, the 8-byte length (sniffed once, not asked again by
+    # the safetensors reader), the header
+    s.asked.clear()
+    scan([s.url("/clean.safetensors")], cache=False)
+    assert s.asked["/clean.safetensors"] == 3
 
 
 def test_unreachable_files_are_findings(served):

@@ -40,6 +40,9 @@ __all__ = ["HTTPSource", "RemoteError", "is_url", "HeaderCache", "default_cache"
            "CACHED_READS", "SMALL_READ", "cacheable"]
 
 _CONTENT_RANGE = re.compile(r"^\s*bytes\s+(\d+)-(\d+)/(\d+|\*)\s*$", re.IGNORECASE)
+#: the first bytes of a file a source keeps once read (a sniff's, asked again
+#: by the container reader)
+_HEAD = 64
 #: statuses worth asking again
 _RETRY = frozenset({408, 429, 500, 502, 503, 504})
 
@@ -84,6 +87,7 @@ class HTTPSource(ByteSource):
         self.size = 0
         self.cache = cache
         self.etag = self.last_modified = None
+        self._head = b""                 # the file's first bytes, once read (at most _HEAD)
         resp = self._get(0, 0, probe=True)
         try:
             if resp.status == 200:
@@ -148,11 +152,17 @@ class HTTPSource(ByteSource):
         (:func:`cacheable`: a container header, a small file, a small
         tensor) of a file the server names by a validator (ETag or
         Last-Modified) is served from, or kept in, the cache."""
-        validator = self.etag or self.last_modified
-        if self.cache is None or validator is None:
-            return super().read(offset, length, what)
         off, n = self.check_range(offset, length, what)
-        if not cacheable(what, n):
+        if off == 0 and n <= len(self._head):   # the first bytes, asked again (a sniff,
+            return self._head[:n]               # then the container reader): not re-sent
+        data = self._cached(off, n, what)
+        if off == 0 and n <= _HEAD:
+            self._head = data
+        return data
+
+    def _cached(self, off: int, n: int, what: str) -> bytes:
+        validator = self.etag or self.last_modified
+        if self.cache is None or validator is None or not cacheable(what, n):
             return super().read(off, n, what)
         key = (self.url, validator, self.size, off, n)
         hit = self.cache.get(*key)
