@@ -163,14 +163,10 @@ class HTTPSource(ByteSource):
     def _cached(self, off: int, n: int, what: str) -> bytes:
         validator = self.etag or self.last_modified
         if self.cache is None or validator is None or not cacheable(what, n):
-            return super().read(off, n, what)
-        key = (self.url, validator, self.size, off, n)
-        hit = self.cache.get(*key)
-        if hit is not None:
-            self.cache_hits += 1
-            return hit
-        data = super().read(off, n, what)
-        self.cache.put(*key, data)
+            return ByteSource.read(self, off, n, what)
+        data, hit = self.cache.through((self.url, validator, self.size, off, n),
+                                       lambda: ByteSource.read(self, off, n, what))
+        self.cache_hits += hit
         return data
 
     def _readinto(self, offset: int, mv: memoryview) -> int:
@@ -244,6 +240,16 @@ class HeaderCache:
     def _path(self, url: str, validator: str, size: int, off: int, n: int) -> str:
         h = hashlib.sha256(repr((url, validator, size, off, n)).encode("utf-8", "replace"))
         return os.path.join(self.root, h.hexdigest()[:2], h.hexdigest())
+
+    def through(self, key: tuple, read) -> tuple[bytes, bool]:
+        """The bytes cached under ``key`` (url, validator, size, offset,
+        length) and True, else ``read()``'s, kept, and False."""
+        hit = self.get(*key)
+        if hit is not None:
+            return hit, True
+        data = read()
+        self.put(*key, data)
+        return data, False
 
     def get(self, url, validator, size, off, n) -> bytes | None:
         try:

@@ -388,13 +388,9 @@ class HubSource(ByteSource):
         off, n = self.check_range(offset, length, what)
         if not cacheable(what, n):
             return super().read(off, n, what)
-        key = (self.name, validator, self.size, off, n)
-        hit = self.cache.get(*key)
-        if hit is not None:
-            self.cache_hits += 1
-            return hit
-        data = super().read(off, n, what)
-        self.cache.put(*key, data)
+        data, hit = self.cache.through((self.name, validator, self.size, off, n),
+                                       lambda: ByteSource.read(self, off, n, what))
+        self.cache_hits += hit
         return data
 
     def _readinto(self, offset: int, mv: memoryview) -> int:
@@ -441,6 +437,7 @@ class _Session:
 
     cache: HeaderCache | None
     answers: dict[tuple[str, int], Any] = field(default_factory=dict)
+    asking: dict[tuple[str, int], threading.Lock] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -469,21 +466,24 @@ def _once(key: tuple[str, int], ask):
     s = _SESSION.get()
     if s is None:
         return ask()
-    with s.lock:
-        if key in s.answers:
-            got = s.answers[key]
-            if isinstance(got, BaseException):
-                raise got
-            return got
-    try:
-        got = ask()
-    except RemoteError as e:
+    with s.lock:                      # one lock a key: two threads asking wait for one answer
+        one = s.asking.setdefault(key, threading.Lock())
+    with one:
         with s.lock:
-            s.answers[key] = e
-        raise
-    with s.lock:
-        s.answers[key] = got
-    return got
+            if key in s.answers:
+                got = s.answers[key]
+                if isinstance(got, BaseException):
+                    raise got
+                return got
+        try:
+            got = ask()
+        except RemoteError as e:
+            with s.lock:
+                s.answers[key] = e
+            raise
+        with s.lock:
+            s.answers[key] = got
+        return got
 
 
 def _http_cache() -> HeaderCache | None:

@@ -377,9 +377,7 @@ def open_input(path: str, cache: bool = True) -> Input:
     parsed has ``file.error`` set and an ``unreadable`` finding."""
     rec = ScannedFile(path, checkpoint=checkpoint_of(path))
     inp = Input(rec)
-    if is_hub(path):
-        return _remote_config(_open_hub(inp, cache))
-    if is_url(path):
+    if is_remote(path):
         return _remote_config(_open_remote(inp, cache))
     sniffed = sniff(path)
     low = path.lower()
@@ -419,13 +417,17 @@ def open_input(path: str, cache: bool = True) -> Input:
 
 
 def _open_remote(inp: Input, cache: bool = True) -> Input:
-    """A remote file (http/https): its size from one probe, then read by
-    Range requests through :func:`open_source` (the header alone at
-    level 1)."""
+    """A remote file — http(s), or a Hub repository's ``hf://ORG/REPO@SHA/PATH``
+    (a :class:`grit.io.hub.HubSource`) — read through :func:`open_source`
+    (the header alone at level 1)."""
     rec = inp.file
+    headers = default_cache() if cache else None
     try:
-        # (inside a scan, the probe is the one a series check would make)
-        src = _hub.http_source(rec.path, default_cache() if cache else None)
+        if is_hub(rec.path):
+            where = HubPath.parse(rec.path)
+            src: ByteSource = _hub.repo(where).open(where.path, headers)
+        else:     # (inside a scan, its probe is the one a series check would make)
+            src = _hub.http_source(rec.path, headers)
     except (OSError, GritError, ValueError) as e:
         rec.format = _by_suffix(rec.path) or "safetensors"
         rec.error = why(e)
@@ -494,23 +496,6 @@ def open_source(inp: Input, src: ByteSource) -> Input:
         inp.findings.append(Finding("S805", path, None,
                                     f"could not read as {kind}: {rec.error}"))
     return inp
-
-
-def _open_hub(inp: Input, cache: bool = True) -> Input:
-    """A file of a Hub repository (``hf://ORG/REPO@SHA/PATH``): its
-    :class:`grit.io.hub.HubSource`, read through :func:`open_source` as an
-    http(s) file is."""
-    rec = inp.file
-    try:
-        where = HubPath.parse(rec.path)
-        src = _hub.repo(where).open(where.path, default_cache() if cache else None)
-    except (OSError, GritError, ValueError) as e:
-        rec.format = _by_suffix(rec.path) or "safetensors"
-        rec.error = why(e)
-        inp.findings.append(Finding("S805", rec.path, None,
-                                    f"could not read as {rec.format}: {rec.error}"))
-        return inp
-    return open_source(inp, src)
 
 
 def _remote_config(inp: Input) -> Input:
