@@ -280,7 +280,6 @@ def test_the_files_beside_remote_shards_are_asked_once_and_cached(tmp_path, cach
             first = scan(urls, jobs=jobs, cache=jobs == 1)
             assert s.asked["/ckpt/config.json"] == 2 and s.asked[f"/ckpt/{INDEX}"] == 2
             assert s.asked.get("/ckpt/hf_quant_config.json", 0) <= 1  # a 404: asked once
-            assert all(s.asked[f"/ckpt/{n}"] == 3 for n in SHARDS)
         s.asked.clear()
         s.body_bytes = 0
         again = scan(urls)
