@@ -20,7 +20,8 @@ per request), from a checkpoint written in a temporary directory:
                      range requests per shard) against the Hub-shaped
                      endpoint (tests/hub_server.py), when both are there
   --jobs N           --files small safetensors files, every request delayed
-                     --latency s, scanned (level 1, then --deep) with jobs =
+                     --latency s (the server in a process of its own),
+                     scanned (level 1, then --deep) with jobs =
                      each of --jobs: median
                      wall time over --repeat runs and the speed-up over
                      jobs = 1 (target >= 0.8 N up to N = 16); the reports
@@ -29,7 +30,7 @@ per request), from a checkpoint written in a temporary directory:
                      body bytes past the one-byte size probe of each file
                      asked for (target 0)
   many checkpoints   --entries remote checkpoints, every request delayed
-                     --latency s, by grit.scan.distributed.scan_many in this
+                     --latency s (the server apart, as above), by grit.scan.distributed.scan_many in this
                      process and on a LocalCluster (2 workers x --threads):
                      wall times, and the records checked equal
 """
@@ -194,70 +195,102 @@ def _peer(files: dict[str, bytes], total: int) -> dict:
         hub.close()
 
 
-def jobs(args, out: dict) -> None:
-    import numpy as np
+def _serve_apart(files: dict[str, bytes], latency: float, conn) -> None:
+    """The loopback server in a process of its own (so that its threads do
+    not share this process's interpreter lock with the scan being timed):
+    sends its port, then answers "requests" with the count and "stop"."""
     from http_server import Server
+
+    s = Server()
+    s.files.update(files)
+    s.latency = latency
+    conn.send(s.httpd.server_port)
+    while True:
+        cmd = conn.recv()
+        if cmd == "requests":
+            conn.send(s.requests)
+            s.requests = 0
+        else:
+            s.close()
+            return
+
+
+def jobs(args, out: dict) -> None:
+    import multiprocessing
+
+    import numpy as np
 
     import grit
     from grit.scan import scan
 
-    s = Server()
+    x = np.random.default_rng(1).standard_normal((64, 256)).astype(np.float32)
+    a = grit.encode(x, grit.GRADE_MXFP4)
+    files = {}
+    with tempfile.TemporaryDirectory() as d:
+        for i in range(args.files):
+            p = os.path.join(d, f"m{i:03d}.safetensors")
+            grit.save(p, {f"layer{i}.weight": a})
+            files[f"/many/m{i:03d}.safetensors"] = open(p, "rb").read()
+    here, there = multiprocessing.get_context("fork").Pipe()
+    server = multiprocessing.get_context("fork").Process(
+        target=_serve_apart, args=(files, args.latency, there), daemon=True)
+    server.start()
     rows = []
     try:
-        x = np.random.default_rng(1).standard_normal((64, 256)).astype(np.float32)
-        a = grit.encode(x, grit.GRADE_MXFP4)
-        with tempfile.TemporaryDirectory() as d:
-            for i in range(args.files):
-                p = os.path.join(d, f"m{i:03d}.safetensors")
-                grit.save(p, {f"layer{i}.weight": a})
-                s.files[f"/many/m{i:03d}.safetensors"] = open(p, "rb").read()
-                s.faults[f"/many/m{i:03d}.safetensors"] = {"latency": args.latency}
-        urls = [s.url(f"/many/m{i:03d}.safetensors") for i in range(args.files)]
+        port = here.recv()
+        urls = [f"http://127.0.0.1:{port}/many/m{i:03d}.safetensors" for i in range(args.files)]
         for deep in (False, True):
             ref = None
             base = None
             for n in args.jobs:
                 times = []
                 for _ in range(args.repeat):
-                    s.requests = 0
+                    here.send("requests")
+                    here.recv()
                     t0 = time.perf_counter()
                     rep = scan(urls, cache=False, jobs=n, deep=deep)
                     times.append(time.perf_counter() - t0)
                     same = json.dumps(rep.to_dict(), default=str)
                     ref = same if ref is None else ref
                     assert same == ref, f"jobs={n}: the report differs from jobs=1's"
+                here.send("requests")
                 med = statistics.median(times)
                 base = med if base is None else base
                 rows.append({"deep": deep, "jobs": n, "median_s": med, "speedup": base / med,
-                             "requests": s.requests, "target": 0.8 * n,
+                             "requests": here.recv(), "target": 0.8 * n,
                              "met": base / med >= 0.8 * n})
     finally:
-        s.close()
+        here.send("stop")
+        server.join(10)
     out["jobs"] = {"files": args.files, "latency_s": args.latency, "rows": rows}
 
 
 def many(args, out: dict) -> None:
     """--entries remote checkpoints (one file each, every request delayed
-    --latency s): scan_many in this process, then on a LocalCluster of two
-    worker processes with --threads threads each (its start timed apart)."""
+    --latency s, the server in a process of its own): scan_many in this
+    process, then on a LocalCluster of two worker processes with --threads
+    threads each (its start timed apart)."""
+    import multiprocessing
+
     import numpy as np
-    from http_server import Server
 
     import grit
     from grit.scan.distributed import local_client, scan_many
 
-    s = Server()
+    x = np.random.default_rng(3).standard_normal((64, 256)).astype(np.float32)
+    a = grit.encode(x, grit.GRADE_MXFP4)
+    with tempfile.TemporaryDirectory() as d:
+        p = os.path.join(d, "m.safetensors")
+        grit.save(p, {"w": a})
+        body = open(p, "rb").read()
+    files = {f"/e{i:04d}/model.safetensors": body for i in range(args.entries)}
+    here, there = multiprocessing.get_context("fork").Pipe()
+    server = multiprocessing.get_context("fork").Process(
+        target=_serve_apart, args=(files, args.latency, there), daemon=True)
+    server.start()
     try:
-        x = np.random.default_rng(3).standard_normal((64, 256)).astype(np.float32)
-        a = grit.encode(x, grit.GRADE_MXFP4)
-        with tempfile.TemporaryDirectory() as d:
-            p = os.path.join(d, "m.safetensors")
-            grit.save(p, {"w": a})
-            body = open(p, "rb").read()
-        for i in range(args.entries):
-            s.files[f"/e{i:04d}/model.safetensors"] = body
-            s.faults[f"/e{i:04d}/model.safetensors"] = {"latency": args.latency}
-        entries = [s.url(f"/e{i:04d}/model.safetensors") for i in range(args.entries)]
+        port = here.recv()
+        entries = [f"http://127.0.0.1:{port}{k}" for k in files]
 
         def key(run):
             return sorted(json.dumps(r, sort_keys=True) for r in run.records)
@@ -277,7 +310,8 @@ def many(args, out: dict) -> None:
                        "speedup": seq / dask_s, "same_records": key(got) == key(ref),
                        "records": len(got.records)}
     finally:
-        s.close()
+        here.send("stop")
+        server.join(10)
 
 
 def main() -> None:

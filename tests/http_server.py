@@ -25,6 +25,7 @@ class Server:
         self.body_bytes = 0
         self.largest = 0                     # the longest body sent
         self.asked: dict[str, int] = {}      # requests by path
+        self.latency = 0.0                   # seconds before every answer (a path's own wins)
         self._lock = threading.Lock()
         self._etags: dict[int, tuple[bytes, str]] = {}
         server = self
@@ -41,8 +42,8 @@ class Server:
                     server.requests += 1
                     server.asked[path] = server.asked.get(path, 0) + 1
                 f = server.faults.get(path, {})
-                if f.get("latency"):
-                    time.sleep(f["latency"])
+                if f.get("latency") or server.latency:
+                    time.sleep(f.get("latency") or server.latency)
                 if "redirect" in f:
                     self.send_response(302)
                     self.send_header("Location", f["redirect"])

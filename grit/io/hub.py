@@ -47,7 +47,7 @@ from .source import ByteSource
 
 __all__ = ["HF_PREFIX", "HubPath", "HubFile", "HubRepo", "HubSource", "HubUnavailable",
            "is_hub", "is_remote", "repo", "endpoint", "read_small", "exists", "session",
-           "http_source"]
+           "in_session", "http_source"]
 
 HF_PREFIX = "hf://"
 DEFAULT_ENDPOINT = "https://huggingface.co"
@@ -458,6 +458,11 @@ def session(cache: HeaderCache | None = None) -> Iterator[None]:
         yield
     finally:
         _SESSION.reset(token)
+
+
+def in_session() -> bool:
+    """Whether a :func:`session` is open here (answers are kept)."""
+    return _SESSION.get() is not None
 
 
 def _once(key: tuple[str, int], ask):

@@ -505,6 +505,11 @@ def _remote_config(inp: Input) -> Input:
     scanned)."""
     if inp.safetensors is None or not inp.file.parsed:
         return inp
+    if _hub.in_session():
+        # asked now, on the thread reading this file, rather than one file after
+        # another by the checkpoint-wide checks (grit.scan.shards), which find
+        # the answer kept
+        exists(index_of(inp.file.path))
     try:
         inp.config = read_remote_config(inp.file.path)
     except GritError as e:
