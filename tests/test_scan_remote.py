@@ -85,6 +85,22 @@ def test_unreachable_files_are_findings(served):
     assert f.code == "S805" and "could not read as gguf" in f.message and "version 0" in f.message
 
 
+def test_a_header_length_past_the_end_is_the_local_finding_and_reads_nothing_more(
+        served, tmp_path):
+    """An 8-byte length that claims more than the file holds: the local
+    scan's finding, and no byte past the length is asked for."""
+    s, _, files = served
+    bad = (10 ** 12).to_bytes(8, "little") + files["clean"][8:]
+    (tmp_path / "long.safetensors").write_bytes(bad)
+    s.files["/long.safetensors"] = bad
+    s.body_bytes = 0
+    remote = scan([s.url("/long.safetensors")], cache=False)
+    local = scan([str(tmp_path / "long.safetensors")])
+    assert verdicts(remote) == verdicts(local) and remote.exit_code_graded == 4
+    assert [f.code for f in remote.findings] == ["S805"]
+    assert s.body_bytes <= 1 + 8                    # the size probe and the length alone
+
+
 def test_a_rescan_of_an_unchanged_file_moves_no_payload_byte(served, cache_dir):
     s, _, files = served
     url = s.url("/digest.safetensors")
