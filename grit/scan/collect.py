@@ -8,7 +8,7 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
 from .._files import open_regular
 from ..errors import GritError
@@ -380,66 +380,78 @@ def open_input(path: str, cache: bool = True) -> Input:
     if is_remote(path):
         return _remote_config(_open_remote(inp, cache))
     sniffed = sniff(path)
-    low = path.lower()
-    by_suffix = "gguf" if low.endswith(".gguf") else (
-        "safetensors" if low.endswith(".safetensors") else None)
-    kind = sniffed or by_suffix or "safetensors"
-    rec.format = kind
-    if sniffed is not None and by_suffix is not None and sniffed != by_suffix:
-        inp.findings.append(Finding(
-            "S131", path, None,
-            f"the file is named .{by_suffix} but its content is {sniffed}; it was scanned as "
-            f"{sniffed}",
-            ("GGUF files begin with the magic 'GGUF'; safetensors files with an 8-byte header "
-             "length followed by '{'. A reader that trusts the suffix will reject this file.",),
-            {"suffix": by_suffix, "content": sniffed}))
-    try:
-        if kind == "gguf":
+    by_suffix = _by_suffix(path, query=False)
+    rec.format = sniffed or by_suffix or "safetensors"
+    _misnamed(inp, by_suffix, sniffed)
+
+    def read() -> list:
+        if rec.format == "gguf":
             inp.gguf = _gguf.read(path)
-            problems = inp.gguf.problems
-        else:
-            inp.safetensors = _st.read(path)
-            inp.config = read_config(path)
-            problems = inp.safetensors.problems
+            return inp.gguf.problems
+        inp.safetensors = _st.read(path)
+        inp.config = read_config(path)
+        return inp.safetensors.problems
+    return _read(inp, read)
+
+
+def _read(inp: Input, read: Callable[[], list]) -> Input:
+    """Run ``read`` (it fills ``inp`` with the container it read, as
+    ``inp.file.format`` names it, and returns the reader's problems): an
+    error it raises, or an UNREADABLE problem, is ``file.error`` and an S805
+    finding; otherwise the file is parsed."""
+    rec = inp.file
+    try:
+        problems = read()
     except (OSError, GritError, ValueError) as e:
         rec.error = why(e)
     else:
         fatal = [p for p in problems if p.kind is ProblemKind.UNREADABLE]
         if fatal:
-            rec.error = f"{'GGUF' if kind == 'gguf' else 'safetensors'}: {fatal[0].message}"
+            rec.error = (f"{'GGUF' if rec.format == 'gguf' else 'safetensors'}: "
+                         f"{fatal[0].message}")
         else:
             rec.parsed = True
     if rec.error:
         inp.safetensors = inp.gguf = None
-        inp.findings.append(Finding("S805", path, None,
-                                    f"could not read as {kind}: {rec.error}"))
+        inp.findings.append(Finding("S805", rec.path, None,
+                                    f"could not read as {rec.format}: {rec.error}"))
     return inp
+
+
+def _misnamed(inp: Input, by_suffix: str | None, sniffed: str | None) -> None:
+    """S131 when the file's name and its first bytes name two containers."""
+    if sniffed is not None and by_suffix is not None and sniffed != by_suffix:
+        inp.findings.append(Finding(
+            "S131", inp.file.path, None,
+            f"the file is named .{by_suffix} but its content is {sniffed}; it was scanned as "
+            f"{sniffed}",
+            ("GGUF files begin with the magic 'GGUF'; safetensors files with an 8-byte header "
+             "length followed by '{'. A reader that trusts the suffix will reject this file.",),
+            {"suffix": by_suffix, "content": sniffed}))
 
 
 def _open_remote(inp: Input, cache: bool = True) -> Input:
     """A remote file — http(s), or a Hub repository's ``hf://ORG/REPO@SHA/PATH``
-    (a :class:`grit.io.hub.HubSource`) — read through :func:`open_source`
+    (a :class:`grit.io.hub.HubSource`) — read as :func:`open_source` reads
     (the header alone at level 1)."""
     rec = inp.file
+    rec.format = _by_suffix(rec.path) or "safetensors"
     headers = default_cache() if cache else None
-    try:
+
+    def read() -> list:
         if is_hub(rec.path):
             where = HubPath.parse(rec.path)
             src: ByteSource = _hub.repo(where).open(where.path, headers)
         else:     # (inside a scan, its probe is the one a series check would make)
             src = _hub.http_source(rec.path, headers)
-    except (OSError, GritError, ValueError) as e:
-        rec.format = _by_suffix(rec.path) or "safetensors"
-        rec.error = why(e)
-        inp.findings.append(Finding("S805", rec.path, None,
-                                    f"could not read as {rec.format}: {rec.error}"))
-        return inp
-    return open_source(inp, src)
+        return _from_source(inp, src)
+    return _read(inp, read)
 
 
-def _by_suffix(path: str) -> str | None:
-    """The container a (local or remote) file's name ends in, if any."""
-    low = path.split("?")[0].lower()
+def _by_suffix(path: str, query: bool = True) -> str | None:
+    """The container a file's name ends in, if any (a URL's name without
+    its ``?query``)."""
+    low = (path.split("?")[0] if query else path).lower()
     return "gguf" if low.endswith(".gguf") else (
         "safetensors" if low.endswith(".safetensors") else None)
 
@@ -454,48 +466,28 @@ def open_source(inp: Input, src: ByteSource) -> Input:
     header cache answers its read of them); a ninth only for a file named
     .gguf that is not GGUF.  Never raises for bad input: a file that cannot
     be read has ``file.error`` set and an S805 finding."""
+    inp.file.format = _by_suffix(inp.file.path) or "safetensors"
+    return _read(inp, lambda: _from_source(inp, src))
+
+
+def _from_source(inp: Input, src: ByteSource) -> list:
+    """:func:`open_source`'s reading: the container sniffed from ``src``'s
+    first bytes (``inp.file.format``), read through it; its problems."""
     rec = inp.file
-    path = rec.path
-    by_suffix = _by_suffix(path)
-    kind = by_suffix or "safetensors"
-    try:
-        head = src.read(0, min(8, src.size), "header length")
-        sniffed: str | None = "gguf" if head[:4] == _gguf.GGUF_MAGIC else None
-        if sniffed is None and by_suffix == "gguf" and src.size >= 9:
-            head = src.read(0, 9, "header length")
-        if sniffed is None and _st.is_safetensors(head, src.size):
-            sniffed = "safetensors"
-        kind = sniffed or kind
-        rec.format = kind
-        if sniffed is not None and by_suffix is not None and sniffed != by_suffix:
-            inp.findings.append(Finding(
-                "S131", path, None,
-                f"the file is named .{by_suffix} but its content is {sniffed}; it was scanned "
-                f"as {sniffed}",
-                ("GGUF files begin with the magic 'GGUF'; safetensors files with an 8-byte "
-                 "header length followed by '{'. A reader that trusts the suffix will reject "
-                 "this file.",),
-                {"suffix": by_suffix, "content": sniffed}))
-        if kind == "gguf":
-            inp.gguf = _gguf.read_source(src, path)
-            problems = inp.gguf.problems
-        else:
-            inp.safetensors = _st.read_source(src, path)
-            problems = inp.safetensors.problems
-    except (OSError, GritError, ValueError) as e:
-        rec.format = kind
-        rec.error = why(e)
-    else:
-        fatal = [p for p in problems if p.kind is ProblemKind.UNREADABLE]
-        if fatal:
-            rec.error = f"{'GGUF' if kind == 'gguf' else 'safetensors'}: {fatal[0].message}"
-        else:
-            rec.parsed = True
-    if rec.error:
-        inp.safetensors = inp.gguf = None
-        inp.findings.append(Finding("S805", path, None,
-                                    f"could not read as {kind}: {rec.error}"))
-    return inp
+    by_suffix = _by_suffix(rec.path)
+    head = src.read(0, min(8, src.size), "header length")
+    sniffed: str | None = "gguf" if head[:4] == _gguf.GGUF_MAGIC else None
+    if sniffed is None and by_suffix == "gguf" and src.size >= 9:
+        head = src.read(0, 9, "header length")
+    if sniffed is None and _st.is_safetensors(head, src.size):
+        sniffed = "safetensors"
+    rec.format = sniffed or rec.format
+    _misnamed(inp, by_suffix, sniffed)
+    if rec.format == "gguf":
+        inp.gguf = _gguf.read_source(src, rec.path)
+        return inp.gguf.problems
+    inp.safetensors = _st.read_source(src, rec.path)
+    return inp.safetensors.problems
 
 
 def _remote_config(inp: Input) -> Input:
