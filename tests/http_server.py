@@ -13,6 +13,27 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 _RANGE = re.compile(r"^bytes=(\d+)-(\d*)$")
 
 
+def ranged(range_header: str | None, data: bytes) -> tuple[int, bytes, str | None]:
+    """(status, body, Content-Range) answering one ``Range: bytes=A-[B]``
+    header over ``data``: 200 and all of it without one, 206 and the slice
+    (cut at the end), 416 with ``bytes */SIZE`` when A is past the end."""
+    m = _RANGE.match(range_header or "")
+    if m is None:
+        return 200, data, None
+    a = int(m.group(1))
+    if a >= len(data):
+        return 416, b"", f"bytes */{len(data)}"
+    b = min(int(m.group(2)) if m.group(2) else len(data) - 1, len(data) - 1)
+    return 206, data[a:b + 1], f"bytes {a}-{b}/{len(data)}"
+
+
+def send_416(handler, crange: str) -> None:
+    handler.send_response(416)
+    handler.send_header("Content-Range", crange)
+    handler.send_header("Content-Length", "0")
+    handler.end_headers()
+
+
 class _Threading(ThreadingHTTPServer):
     request_queue_size = 128       # the listen backlog: --jobs 16 opens 16 at once
 
@@ -59,20 +80,11 @@ class Server:
                 data = server.files.get(path)
                 if data is None:
                     return self._status(404)
-                m = _RANGE.match(self.headers.get("Range", ""))
-                if m is None or f.get("ignore_range"):
-                    return self._body(200, data, None)
-                a = int(m.group(1))
-                b = int(m.group(2)) if m.group(2) else len(data) - 1
-                if a >= len(data):
-                    self.send_response(416)
-                    self.send_header("Content-Range", f"bytes */{len(data)}")
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
-                    return
-                b = min(b, len(data) - 1)
-                self._body(206, data[a:b + 1], f"bytes {a}-{b}/{len(data)}",
-                           cut=f.get("truncate"))
+                code, body, crange = ranged(
+                    None if f.get("ignore_range") else self.headers.get("Range"), data)
+                if code == 416:
+                    return send_416(self, crange)
+                self._body(code, body, crange, cut=f.get("truncate") if crange else None)
 
             def _status(self, code):
                 self.send_response(code)

@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, unquote, urlsplit
 
-_RANGE = re.compile(r"^bytes=(\d+)-(\d*)$")
+from http_server import ranged, send_416
+
 _API = re.compile(r"^/api/(?P<kind>models|datasets)/(?P<org>[^/]+)/(?P<name>[^/]+)"
                   r"(?:/(?P<op>revision|tree|paths-info)/(?P<rest>.*))?$")
 _RESOLVE = re.compile(r"^/(?:(?P<kind>datasets)/)?(?P<org>[^/]+)/(?P<name>[^/]+)/resolve/"
@@ -240,19 +241,9 @@ class HubServer:
                 etag = e["lfs"]["oid"] if "lfs" in e else e["oid"]
                 hdrs = [("X-Repo-Commit", sha), ("ETag", f'"{etag}"'),
                         ("Accept-Ranges", "bytes")]
-                rng = _RANGE.match(self.headers.get("Range", "") or "")
-                code, body, crange = 200, data, None
-                if rng is not None:
-                    a = int(rng.group(1))
-                    b = int(rng.group(2)) if rng.group(2) else len(data) - 1
-                    if a >= len(data):
-                        self.send_response(416)
-                        self.send_header("Content-Range", f"bytes */{len(data)}")
-                        self.send_header("Content-Length", "0")
-                        self.end_headers()
-                        return
-                    b = min(b, len(data) - 1)
-                    code, body, crange = 206, data[a:b + 1], f"bytes {a}-{b}/{len(data)}"
+                code, body, crange = ranged(self.headers.get("Range"), data)
+                if code == 416:
+                    return send_416(self, crange)
                 self.send_response(code)
                 self.send_header("Content-Length", str(len(body)))
                 for k, v in hdrs:
