@@ -36,7 +36,7 @@ import urllib.request
 from ..errors import GritUsageError
 from .source import ByteSource, SourceRangeError
 
-__all__ = ["HTTPSource", "RemoteError", "is_url", "HeaderCache", "default_cache",
+__all__ = ["HTTPSource", "CachedSource", "RemoteError", "is_url", "HeaderCache", "default_cache",
            "CACHED_READS", "SMALL_READ", "cacheable"]
 
 _CONTENT_RANGE = re.compile(r"^\s*bytes\s+(\d+)-(\d+)/(\d+|\*)\s*$", re.IGNORECASE)
@@ -61,7 +61,33 @@ def is_url(path) -> bool:
     return isinstance(path, str) and path[:8].lower().startswith(("http://", "https://"))
 
 
-class HTTPSource(ByteSource):
+class CachedSource(ByteSource):
+    """A remote byte source whose reads a :class:`HeaderCache` may answer:
+    a read :func:`cacheable` keeps, of a file named by a validator
+    (:meth:`_identity`: its name and an ETag, a Last-Modified or an LFS
+    sha256; None when it has none), is served from, or kept in, ``cache``
+    under (name, validator, size, range); ``cache_hits`` counts the reads
+    it answered."""
+
+    cache: "HeaderCache | None" = None
+    cache_hits: int = 0
+
+    def _identity(self) -> tuple[str, str] | None:
+        return None
+
+    def read(self, offset, length, what: str = "read") -> bytes:
+        off, n = self.check_range(offset, length, what)
+        cache = self.cache
+        ident = self._identity() if cache is not None else None
+        if cache is None or ident is None or not cacheable(what, n):
+            return ByteSource.read(self, off, n, what)
+        data, hit = cache.through((*ident, self.size, off, n),
+                                  lambda: ByteSource.read(self, off, n, what))
+        self.cache_hits += hit
+        return data
+
+
+class HTTPSource(CachedSource):
     """A remote file by HTTP ``Range`` requests (see the module docstring).
     ``requests`` and ``bytes_read`` count what was asked of the server;
     ``etag`` and ``last_modified`` are the server's validators (None when it
@@ -155,19 +181,14 @@ class HTTPSource(ByteSource):
         off, n = self.check_range(offset, length, what)
         if off == 0 and n <= len(self._head):   # the first bytes, asked again (a sniff,
             return self._head[:n]               # then the container reader): not re-sent
-        data = self._cached(off, n, what)
+        data = super().read(off, n, what)
         if off == 0 and n <= _HEAD:
             self._head = data
         return data
 
-    def _cached(self, off: int, n: int, what: str) -> bytes:
+    def _identity(self) -> tuple[str, str] | None:
         validator = self.etag or self.last_modified
-        if self.cache is None or validator is None or not cacheable(what, n):
-            return ByteSource.read(self, off, n, what)
-        data, hit = self.cache.through((self.url, validator, self.size, off, n),
-                                       lambda: ByteSource.read(self, off, n, what))
-        self.cache_hits += hit
-        return data
+        return None if validator is None else (self.url, validator)
 
     def _readinto(self, offset: int, mv: memoryview) -> int:
         n = mv.nbytes

@@ -42,8 +42,7 @@ from typing import Any, Iterator
 from urllib.parse import quote, unquote
 
 from ..errors import GritUsageError
-from .http import SMALL_READ, HeaderCache, HTTPSource, RemoteError, cacheable, is_url
-from .source import ByteSource
+from .http import SMALL_READ, CachedSource, HeaderCache, HTTPSource, RemoteError, is_url
 
 __all__ = ["HF_PREFIX", "HubPath", "HubFile", "HubRepo", "HubSource", "HubUnavailable",
            "is_hub", "is_remote", "repo", "endpoint", "read_small", "exists", "session",
@@ -345,7 +344,7 @@ def repo(where: HubPath | str) -> HubRepo:
     return r
 
 
-class HubSource(ByteSource):
+class HubSource(CachedSource):
     """One file of a repository at its commit, read by exact ranged reads
     through ``HfFileSystem`` (see the module docstring).  ``requests`` and
     ``bytes_read`` count what was asked of the Hub; ``cache_hits`` the
@@ -376,22 +375,12 @@ class HubSource(ByteSource):
                 raise _remote(e, self.name) from None
         return self._f
 
-    def read(self, offset, length, what: str = "read") -> bytes:
-        """As :meth:`ByteSource.read`; a container header (``what`` in
-        :data:`~grit.io.http.CACHED_READS`) and a small tensor a level-1
-        scan reads (the recogniser's shapes and global scales: at most
-        :data:`SMALL_READ` bytes) are served from, or kept in, the cache —
-        a file at a commit, named by its sha256, never changes."""
-        validator = self.file.validator
-        if self.cache is None or validator is None:
-            return super().read(offset, length, what)
-        off, n = self.check_range(offset, length, what)
-        if not cacheable(what, n):
-            return super().read(off, n, what)
-        data, hit = self.cache.through((self.name, validator, self.size, off, n),
-                                       lambda: ByteSource.read(self, off, n, what))
-        self.cache_hits += hit
-        return data
+    def _identity(self) -> tuple[str, str] | None:
+        """The cache's key for this file (grit.io.http.CachedSource): its
+        name at the commit and its LFS sha256 (else blob id) — a file at a
+        commit never changes."""
+        v = self.file.validator
+        return None if v is None else (self.name, v)
 
     def _readinto(self, offset: int, mv: memoryview) -> int:
         n = mv.nbytes
