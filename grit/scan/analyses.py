@@ -330,7 +330,7 @@ def _inferred_planes(ctx: Context, inp: Input, r: Recognised) -> list | None:
     file-backed ones are not copied); None, with a finding, where it fails."""
     path = inp.file.path
     try:
-        return list(r.array(path, inp.safetensors.view).planes)
+        return list(r.array(inp.safetensors.view).planes)
     except GritError as e:
         det = e.detail
         if det is None:

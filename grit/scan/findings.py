@@ -496,7 +496,7 @@ REGISTRY: dict[str, FindingSpec] = _specs(
      "compressed-tensors refuses to load the config (pydantic validation error), or reads "
      "a default where the author meant the misspelt field.",
      "Fix the field the message names (the schema's field names and defaults are in "
-     "grit.scan.config.CT_FIELDS)."),
+     "grit.conventions.compressed_tensors.CT_FIELDS)."),
     ("S320", C.DRIFT, V.DISAGREEMENT, K.FUSED_MISMATCH,
      "tensors a runtime fuses carry different grades",
      "Tensors that runtimes fuse into one matmul — the q/k/v projections of one attention "
