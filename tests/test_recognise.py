@@ -99,7 +99,7 @@ NVFP4_CFG = ct_config("nvfp4-pack-quantized", {"num_bits": 4, "type": "float",
 
 
 def test_nvfp4_inferred_and_decodes_like_compressed_tensors(tmp_path):
-    g = 0.25                                   # a power of two: 1/g is exact
+    g = 2048.0                     # a power of two: 1/g is exact; ≫ 1, as a divisor is
     codes, sc, t = nvfp4_tensors(g)
     path = write(tmp_path, t, NVFP4_CFG)
     [r] = recognise(header_of(path), {}, NVFP4_CFG)

@@ -69,6 +69,10 @@ class Convention:
     * ``claims_module(leaves, tensors, header)`` / ``recognise_module(prefix,
       tensors, header, q, read)`` — a module prefix (``…q_proj``) whose leaf
       tensors follow the convention, and the records for it;
+    * ``methods`` — the ``quant_method`` values that name the convention;
+    * ``scale_leaves`` / ``small_leaves`` — the leaves of per-tensor scales
+      (fused parts must share them) and of other small values the config
+      checks read;
     * ``claims_config(q, checkpoint)`` / ``check_config(ctx, checkpoint, q,
       where)`` — a ``quantization_config`` the convention declares, checked
       against the checkpoint's tensors (findings through ``ctx.add``).
@@ -78,11 +82,20 @@ class Convention:
     None."""
 
     name: str
+    #: the ``quant_method`` values of a ``quantization_config`` that name this
+    #: convention (a config whose method no convention names is reported)
+    methods: tuple[str, ...] = ()
     recognise_header: Callable[..., list] | None = None
     claims_module: Callable[..., bool] | None = None
     recognise_module: Callable[..., list] | None = None
     claims_config: Callable[..., bool] | None = None
     check_config: Callable[..., None] | None = None
+    #: leaves holding a per-tensor scale (one float) that parts a runtime fuses
+    #: must share (``grit scan``'s S321)
+    scale_leaves: tuple[str, ...] = ()
+    #: further leaves of at most two numbers the config checks read
+    #: (``Checkpoint.scalars``)
+    small_leaves: tuple[str, ...] = ()
 
 
 @dataclass
@@ -110,6 +123,10 @@ class Recognised:
     reason: str | None = None
     lines: tuple[str, ...] = ()             # derivation / arithmetic
     notes: tuple[str, ...] = ()             # declared-vs-actual remarks (inferred)
+    #: findings about the weight beyond its descriptor, each (code, group key,
+    #: message, lines, detail): scan reports one finding per code and key per
+    #: file, naming every weight that has it
+    findings: tuple[tuple[str, str, str, tuple[str, ...], dict], ...] = ()
     #: converted: the planes built from the file tensors' bytes (``{tensor:
     #: buffer}`` -> [data, scale0, scale1, aux]), by the convention that
     #: recognised the weight
@@ -381,3 +398,41 @@ def leaves_line(ck: Checkpoint, pre: str) -> str:
     lv = ck.modules.get(pre, {})
     return f"{pre}: " + ", ".join(f"{leaf} {d} {list(s)}" for leaf, (d, s, _) in sorted(lv.items()))
 
+
+
+#: NVFP4's per-tensor scale: amax / (E2M1 max 6 · E4M3 max 448), the
+#: multiplier ModelOpt stores; compressed-tensors stores its reciprocal, the
+#: divisor 6·448 / amax
+NVFP4_GLOBAL = 6 * 448
+
+
+def scale_direction(tensor: str, value: float, stored_as: str) -> tuple | None:
+    """The S322 finding of an NVFP4 per-tensor scale that reads as the other
+    convention's direction, or None.  ``stored_as`` is how the convention
+    applies it: ``"divisor"`` (compressed-tensors' ``weight_global_scale``
+    g = 2688 / amax, ≫ 1 for any weight with amax < 2688) or
+    ``"multiplier"`` (ModelOpt's ``weight_scale_2`` = amax / 2688, < 1).  A
+    divisor below 1 or a multiplier above 1 means amax > 2688 under the
+    convention's own reading, where the other reading gives an ordinary
+    amax: the value was copied across without being inverted, and every
+    weight decodes scaled by value² (or 1/value²)."""
+    if not math.isfinite(value) or value <= 0:
+        return None
+    if stored_as == "divisor" and value < 1:
+        own, other, other_name = NVFP4_GLOBAL / value, NVFP4_GLOBAL * value, "multiplier"
+        factor = 1 / (value * value)
+    elif stored_as == "multiplier" and value > 1:
+        own, other, other_name = NVFP4_GLOBAL * value, NVFP4_GLOBAL / value, "divisor"
+        factor = value * value
+    else:
+        return None
+    lines = (f"{tensor} = {value!r}, applied as a {stored_as}: amax = "
+             f"{'2688 / g' if stored_as == 'divisor' else '2688 · s'} = {own:.6g}",
+             f"read as a {other_name} (the other convention's direction): amax = "
+             f"{other:.6g}",
+             f"decoded as stored, every element is {factor:.6g}× its value")
+    return ("S322", f"{stored_as}>{other_name}",
+            f"per-tensor scale {tensor} reads as the other convention's direction "
+            f"(a {other_name} stored where a {stored_as} belongs)", lines,
+            {"tensor": tensor, "value": value, "applied_as": stored_as,
+             "amax_as_stored": own, "amax_other_direction": other, "factor": factor})

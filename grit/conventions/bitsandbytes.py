@@ -31,4 +31,5 @@ def recognise_header(h: Header, metadata: Mapping | None, q: dict,
     return out
 
 
-CONVENTION = Convention("bitsandbytes", recognise_header=recognise_header)
+CONVENTION = Convention("bitsandbytes", methods=("bitsandbytes",),
+                        recognise_header=recognise_header)

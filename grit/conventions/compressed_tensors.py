@@ -49,7 +49,6 @@ weight is 2-D, except embeddings.
 from __future__ import annotations
 
 import math
-import re
 from typing import Any, Mapping
 
 import numpy as np
@@ -58,7 +57,8 @@ from ..formats import REGISTERED, fmt_decode
 from .base import (FP8_ELEMS, Convention, K0_MAX, SCALE_FORMATS, SERVED_GROUPS, Checkpoint, Header,
                    Reader, Recognised, add_finding, as_list, descriptor_for, grade_of,
                    groups_check, ignored, inexpressible, is_linear, leaves_line,
-                   match_target, on_disk, product_notes, quantised)
+                   match_target, on_disk, product_notes, quantised,
+                   scale_direction)
 
 __all__ = ["CT_FIELDS", "CT_ENUMS", "nvfp4_global_exact", "scheme_for", "CONVENTION"]
 
@@ -81,26 +81,21 @@ def nvfp4_global_exact(g: float) -> tuple[bool, int]:
 
 
 def _ct_scheme(q: dict, module: str) -> tuple[dict, str | None]:
-    """(weights args, format) of the config group that covers ``module``:
-    the group whose ``re:`` target matches it, else the only group."""
+    """(weights args, format) of the config group compressed-tensors applies
+    to ``module`` (:func:`scheme_for`: exact names, then ``re:`` patterns,
+    then class names), else of the only group with weights."""
     groups = q.get("config_groups")
     if not isinstance(groups, Mapping):
         return {}, q.get("format")
-    cands = []
-    for g in groups.values():
-        if not isinstance(g, Mapping) or not isinstance(g.get("weights"), Mapping):
-            continue
-        cands.append(g)
-        for t in g.get("targets") or ():
-            if isinstance(t, str) and t.startswith("re:"):
-                try:
-                    if re.match(t[3:], module):
-                        return dict(g["weights"]), g.get("format") or q.get("format")
-                except re.error:
-                    pass
-    if len(cands) == 1:
-        return dict(cands[0]["weights"]), cands[0].get("format") or q.get("format")
-    return {}, q.get("format")
+    win, _ = scheme_for(groups, module, True)
+    if win is None:
+        cands = [gn for gn, g in groups.items()
+                 if isinstance(g, Mapping) and isinstance(g.get("weights"), Mapping)]
+        win = cands[0] if len(cands) == 1 else None
+    g = groups.get(win) if win is not None else None
+    if not isinstance(g, Mapping) or not isinstance(g.get("weights"), Mapping):
+        return {}, q.get("format")
+    return dict(g["weights"]), g.get("format") or q.get("format")
 
 
 
@@ -119,10 +114,11 @@ def _ct_declared_group(w: dict, in_features: int) -> int | None:
 
 
 def claims_module(leaves: set[str], t: dict, h: Header) -> bool:
-    """A module of packed codes (``weight_packed``) or of FP8 codes, each
-    beside its ``weight_scale``."""
+    """A module of packed codes (``weight_packed``) or of one FP8 / int8 code a
+    byte (``weight``), each beside its ``weight_scale``."""
     return "weight_scale" in leaves and (
-        "weight_packed" in leaves or ("weight" in leaves and h[t["weight"]][0] in FP8_ELEMS))
+        "weight_packed" in leaves
+        or ("weight" in leaves and h[t["weight"]][0] in (*FP8_ELEMS, "I8")))
 
 
 def claims_config(q: Mapping, ck: Checkpoint) -> bool:
@@ -163,12 +159,16 @@ def recognise_module(pre: str, t: dict, h: Header, q: dict,
             notes = [("declared-vs-actual: the file stores weight_global_scale g = 448·6/amax "
                       "and decodes e·(s/g); GRIT's level-1 scale multiplies (§8.1), so the "
                       "scale1 plane is f32(1/g), a 4-byte conversion of the file's value")]
+            found: list[tuple] = []
             if read is not None:
                 try:
                     gv = read(gs_name)
                 except Exception:  # noqa: BLE001 - an unreadable scalar is just unknown
                     gv = None
                 if gv is not None and np.size(gv) == 1:
+                    d = scale_direction(gs_name, float(np.asarray(gv).reshape(-1)[0]), "divisor")
+                    if d is not None:
+                        found.append(d)
                     ok, nbad = nvfp4_global_exact(float(np.asarray(gv).reshape(-1)[0]))
                     notes.append(
                         f"g = {float(np.asarray(gv).reshape(-1)[0])!r}: decode is bit-exact"
@@ -180,6 +180,7 @@ def recognise_module(pre: str, t: dict, h: Header, q: dict,
                 name, conv, "inferred", files, (out_f, in_f), g.canonical,
                 descriptor_for(g, (out_f, in_f), False),
                 (("file", wp), ("file", ws), ("global_recip", gs_name), None),
+                findings=tuple(found),
                 lines=(f"weight_packed U8 {list(pshape)} -> shape [{out_f}, {in_f}], e2m1 "
                        "LSB-first (element 2j low nibble), ROW_MAJOR",
                        f"k0={k0} "
@@ -254,15 +255,21 @@ def recognise_module(pre: str, t: dict, h: Header, q: dict,
 
 
 def _ct_float8(pre: str, t: dict, h: Header, q: dict) -> list[Recognised]:
-    """compressed-tensors float-quantized FP8: ``weight`` F8_E4M3 [out, in] and
-    ``weight_scale`` (F32/BF16/F16) per tensor, channel, group or 2-D block."""
+    """One code per byte: compressed-tensors ``float-quantized`` FP8 (``weight``
+    F8_E4M3/F8_E5M2 [out, in]) and ``int-quantized`` int8 (``weight`` I8) with
+    a ``weight_scale`` (F32/BF16/F16) per tensor, channel, group or 2-D block
+    (and, for int8, a ``weight_zero_point`` where asymmetric); and
+    ``mxfp8-quantized`` (FP8 codes, ``weight_scale`` uint8 E8M0 per group)."""
     wn, sn = t["weight"], t["weight_scale"]
     wdt, wshape, _ = h[wn]
     sdt, sshape, _ = h[sn]
     w, _fmt = _ct_scheme(q, pre)
     name = pre + ".weight"
     files = (wn, sn)
-    conv = "compressed-tensors/float-quantized"
+    if wdt in FP8_ELEMS and sdt in ("U8", "F8_E8M0"):
+        return _ct_mxfp8(name, wn, sn, h, w)
+    conv = "compressed-tensors/int-quantized" if wdt == "I8" else \
+        "compressed-tensors/float-quantized"
     if len(wshape) != 2:
         raise ValueError(f"weight {list(wshape)} is not 2-D")
     out_f, in_f = (int(x) for x in wshape)
@@ -304,8 +311,8 @@ def _ct_float8(pre: str, t: dict, h: Header, q: dict) -> list[Recognised]:
             (shape_line,))]
     if sdt not in SCALE_FORMATS or sdt in ("U8", "F8_E8M0", "F8_E4M3"):
         return [inexpressible(name, conv, files, "§2.6",
-                      f"weight_scale dtype {sdt} is not a float-quantized FP8 scale "
-                      "(F32, BF16 or F16)", (shape_line,))]
+                              f"weight_scale dtype {sdt} is not a {conv.split('/')[1]} "
+                              "scale (F32, BF16 or F16)", (shape_line,))]
     s0 = SCALE_FORMATS[sdt]
     if strat == "tensor":
         if numel <= K0_MAX and out_f == 1:
@@ -337,16 +344,61 @@ def _ct_float8(pre: str, t: dict, h: Header, q: dict) -> list[Recognised]:
         return [inexpressible(name, conv, files, "§3.7",
                       f"{strat} scale needs k0 = {k0} > {K0_MAX}, the largest k0 "
                       "(the descriptor field is a uint16)", (shape_line, how))]
-    e = FP8_ELEMS[wdt]
+    e = FP8_ELEMS.get(wdt, "s8")
+    zp = t.get("weight_zero_point")
+    if zp is not None and wdt == "I8":
+        zdt, zshape, _ = h[zp]
+        n_groups0 = numel // k0
+        if zdt != "I8" or math.prod(int(x) for x in zshape) != n_groups0:
+            return [inexpressible(
+                name, conv, files + (zp,), "§3.4",
+                f"weight_zero_point {zdt} {list(zshape)} is not one int8 per group "
+                f"(n_groups0 = {n_groups0}), the CT_PAD8 zero-point plane v1 holds",
+                (shape_line,))]
+        g = grade_of(f"grit1(e=s8,k0={k0},s0={s0},zp=s8,esr=affineminmax)")
+        notes = product_notes("decode is f32(s·f32(q − z)) (§8.1, zps=shared), compressed-"
+                              "tensors' (q − z)·scale", "weight_scale", sdt)
+        return [Recognised(
+            name, conv, "inferred", files + (zp,), (out_f, in_f), g.canonical,
+            descriptor_for(g, (out_f, in_f), True),
+            (("file", wn), ("file", sn), None, ("file", zp)),
+            lines=(f"weight {wdt} [{out_f}, {in_f}] -> s8 codes, one per byte, ROW_MAJOR "
+                   f"(zero-copy); weight_scale -> s0={s0} ({sdt}, zero-copy); "
+                   f"weight_zero_point -> zp=s8 (zero-copy)", how),
+            notes=tuple(notes))]
     g = grade_of(f"grit1(e={e},k0={k0},s0={s0},esr=ratiomaxabs)")
-    notes = product_notes("decode is f32(e·s) (§8.1), the float32 product of the FP8 code "
-                           "and its scale, i.e. q.astype(float32) · scale", "weight_scale", sdt)
+    what = "int8" if wdt == "I8" else "FP8"
+    notes = product_notes(f"decode is f32(e·s) (§8.1), the float32 product of the {what} "
+                          "code and its scale, i.e. q.astype(float32) · scale",
+                          "weight_scale", sdt)
     return [Recognised(
         name, conv, "inferred", files, (out_f, in_f), g.canonical,
         descriptor_for(g, (out_f, in_f), False), (("file", wn), ("file", sn), None, None),
         lines=(f"weight {wdt} [{out_f}, {in_f}] -> {e} codes, one per byte, ROW_MAJOR "
                f"(zero-copy); weight_scale -> s0={s0} ({sdt}, zero-copy)", how),
         notes=tuple(notes))]
+
+
+def _ct_mxfp8(name: str, wn: str, sn: str, h: Header, w: dict) -> list[Recognised]:
+    """``mxfp8-quantized``: FP8 codes [out, in], one uint8 E8M0 exponent (bias
+    127) per group of ``group_size`` (32) along a row."""
+    wdt, wshape, _ = h[wn]
+    sdt, sshape, _ = h[sn]
+    conv = "compressed-tensors/mxfp8-quantized"
+    if len(wshape) != 2 or len(sshape) != 2 or not sshape[1]:
+        raise ValueError(f"weight {list(wshape)} / weight_scale {list(sshape)} are not 2-D")
+    out_f, in_f = (int(x) for x in wshape)
+    k0 = _ct_declared_group(w, in_f) or in_f // int(sshape[1])
+    e = FP8_ELEMS[wdt]
+    g = grade_of(f"grit1(e={e},k0={k0},s0=e8m0,esr=exp2floormaxabs)")
+    return [Recognised(
+        name, conv, "inferred", (wn, sn), (out_f, in_f), g.canonical,
+        descriptor_for(g, (out_f, in_f), False), (("file", wn), ("file", sn), None, None),
+        lines=(f"weight {wdt} [{out_f}, {in_f}] -> {e} codes, one per byte, ROW_MAJOR "
+               "(zero-copy); weight_scale U8 -> E8M0 exponents (bias 127), zero-copy",
+               f"k0={k0} ({'config group_size' if w.get('group_size') else 'from the shapes'})"),
+        notes=("decode is f32(2^(s−127)·e) (§8.1), exact: compressed-tensors' "
+               "e·2^(s−127)",))]
 
 
 
@@ -666,6 +718,9 @@ def check_config(ctx, ck: Checkpoint, q: dict, where: str) -> None:
 
 
 
-CONVENTION = Convention("compressed-tensors", claims_module=claims_module,
+CONVENTION = Convention("compressed-tensors", methods=("compressed-tensors",),
+                        claims_module=claims_module,
                         recognise_module=recognise_module, claims_config=claims_config,
-                        check_config=check_config)
+                        check_config=check_config,
+                        scale_leaves=("weight_global_scale", "weight_scale"),
+                        small_leaves=("weight_shape",))

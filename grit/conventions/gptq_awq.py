@@ -299,6 +299,7 @@ def check_config(ctx, ck: Checkpoint, q: dict, where: str) -> None:
 
 
 
-CONVENTION = Convention("gptq-awq", claims_module=claims_module,
+CONVENTION = Convention("gptq-awq", methods=("gptq", "awq"),
+                        claims_module=claims_module,
                         recognise_module=recognise_module, claims_config=claims_config,
                         check_config=check_config)

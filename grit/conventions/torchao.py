@@ -251,4 +251,5 @@ def _ta_float8(tn, conv, t, files, h, data, lines, kind) -> Recognised:
                                      "ROW_MAJOR, zero-copy"), notes=tuple(notes))
 
 
-CONVENTION = Convention("torchao", recognise_header=recognise_header)
+CONVENTION = Convention("torchao", methods=("torchao",),
+                        recognise_header=recognise_header)

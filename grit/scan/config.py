@@ -18,16 +18,12 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..conventions import check_config
+from ..conventions import check_config, scale_leaves, small_leaves
 from ..conventions.base import Checkpoint, names_label
 from ..io.recognise import read_modelopt_config
 
 __all__ = ["Checkpoint", "record", "config_vs_tensors", "fused_grades", "fused_scales",
-           "FUSED_SCALE_LEAVES", "fused_key"]
-
-#: per-tensor / global scale leaves that fused parts must share
-FUSED_SCALE_LEAVES = ("weight_scale_2", "weight_global_scale", "weight_scale")
-
+           "fused_key"]
 
 def record(ckpts: dict[str, Checkpoint], checkpoint: str, path: str,
            entries: Mapping[str, tuple[str, Sequence[int]]], config: dict | None,
@@ -39,14 +35,14 @@ def record(ckpts: dict[str, Checkpoint], checkpoint: str, path: str,
     if ck is None:
         ck = ckpts[checkpoint] = Checkpoint(checkpoint, config, read_modelopt_config(path))
     ck.files.append(path)
+    wanted = small_leaves()
     for n, (dt, shape) in entries.items():
         if "." not in n:
             continue
         pre, leaf = n.rsplit(".", 1)
         shp = tuple(int(x) for x in shape)
         ck.modules.setdefault(pre, {})[leaf] = (dt, shp, path)
-        small = math.prod(shp) <= 2 and (leaf in FUSED_SCALE_LEAVES or leaf == "weight_shape")
-        if small:
+        if math.prod(shp) <= 2 and leaf in wanted:
             try:
                 v = value(n)
             except Exception:  # noqa: BLE001 - an unreadable scalar is unknown
@@ -132,12 +128,13 @@ def fused_scales(ctx, ckpts: Mapping[str, Checkpoint],
     ``extra``: (checkpoint, file, tensor, value) of scales read elsewhere
     (GGUF NVFP4 companions, ``<tensor>.scale``)."""
     sets: dict[tuple[str, str, str, str], list[tuple[str, str, float]]] = {}
+    fused = scale_leaves()
     for cname, ck in ckpts.items():
         for pre, lv in ck.modules.items():
             k = fused_key(pre)
             if k is None:
                 continue
-            for leaf in FUSED_SCALE_LEAVES:
+            for leaf in fused:
                 sv = ck.scalars.get(f"{pre}.{leaf}")
                 if sv is not None and len(sv) == 1 and leaf in lv and \
                         math.prod(lv[leaf][1]) == 1:
