@@ -76,8 +76,8 @@ def _agrees(ct, folder, module, a):
     peer = ct.decompress(folder, module)
     x = np.asarray(grit.decode(a))
     assert peer.shape == x.shape
-    ours = x.astype(ml_dtypes.bfloat16).astype(np.float32) if peer.dtype == torch.bfloat16 \
-        else x
+    narrow = {torch.bfloat16: ml_dtypes.bfloat16, torch.float16: np.float16}.get(peer.dtype)
+    ours = x.astype(narrow).astype(np.float32) if narrow is not None else x
     p = peer.float().numpy()
     np.testing.assert_array_equal(p.view(np.uint32), ours.view(np.uint32))
     return int((p.view(np.uint32) != x.view(np.uint32)).sum())
@@ -402,7 +402,7 @@ def test_no_convention_branch_outside_the_package():
         with open(os.path.join(root, rel), encoding="utf-8") as f:
             src = f.read()
         for needle in ("weight_packed", "weight_global_scale", "quant_algo", "_blocks",
-                       "tensor_names", "desc_act", "config_groups"):
+                       "tensor_names", "desc_act", "config_groups", "hf_quant_config"):
             assert needle not in src, (rel, needle)
 
 

@@ -18,17 +18,21 @@ group ``grit.conventions``: each entry point names a
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from importlib.metadata import entry_points
-from typing import Mapping
+from typing import Any, Mapping
 
-from ..errors import GritUsageError
+from ..array import GritArray
+from ..errors import GritError, GritUsageError
 
 from . import (bitsandbytes, compressed_tensors, fp8_fnuz, gpt_oss, gptq_awq, grit, modelopt,
                torchao)
-from .base import Checkpoint, Convention, Header, Reader, Recognised, qconfig
+from .base import (Checkpoint, Convention, Emitted, Header, Leaf, Reader, Recognised,
+                   dense_format, qconfig)
 
 __all__ = ["BUILTIN", "ENTRY_POINT_GROUP", "conventions", "recognise", "check_config",
-           "scale_leaves", "small_leaves", "Convention", "Recognised", "Checkpoint"]
+           "scale_leaves", "small_leaves", "sidecars", "module_format", "emit", "Emission",
+           "by_name", "Convention", "Emitted", "Recognised", "Checkpoint"]
 
 #: the built-in conventions, in the order they are asked: header-wide ones
 #: first (a dtype v1 cannot express, a codebook, torchao's metadata, gpt-oss's
@@ -71,6 +75,80 @@ def small_leaves() -> tuple[str, ...]:
     scales and each convention's other small leaves."""
     return scale_leaves() + tuple(dict.fromkeys(
         leaf for c in conventions() for leaf in c.small_leaves))
+
+
+def by_name(name: str) -> Convention:
+    """The registered convention called ``name`` (a GritUsageError naming the
+    known ones otherwise)."""
+    for c in conventions():
+        if c.name == name:
+            return c
+    raise GritUsageError(f"no convention {name!r}; known: "
+                         f"{', '.join(c.name for c in conventions())}")
+
+
+@dataclass(frozen=True)
+class Emission:
+    """What :func:`emit` writes: every file tensor (the convention's for each
+    GRIT array, the plain tensors as they are), the JSON objects to merge
+    into the files beside them (``config.json`` …), and each array's
+    :class:`Emitted` record."""
+
+    tensors: dict[str, Any]
+    configs: dict[str, dict]
+    weights: dict[str, Emitted]
+
+
+def emit(convention: str, arrays: Mapping[str, Any]) -> Emission:
+    """``{name: GritArray | ndarray}`` as the tensors and config entries of
+    ``convention``: each GRIT array through the convention's ``emit``, plain
+    arrays unchanged.  Every array the convention cannot hold is refused at
+    once, in one GritUsageError listing each with its reason; a file tensor
+    two arrays would both write is refused too."""
+    conv = by_name(convention)
+    if conv.emit is None or conv.emit_config is None:
+        raise GritUsageError(f"convention {convention!r} does not write tensors")
+    tensors: dict[str, Any] = {}
+    weights: dict[str, Emitted] = {}
+    plain: list[str] = []
+    refused: list[str] = []
+    for name, a in arrays.items():
+        if isinstance(a, GritArray):
+            try:
+                em = conv.emit(name, a)
+            except GritError as e:
+                refused.append(str(e).splitlines()[0])
+                continue
+            weights[name] = em
+            out = em.tensors
+        else:
+            plain.append(name)
+            out = {name: a}
+        for tn, v in out.items():
+            if tn in tensors:
+                refused.append(f"{name}: file tensor {tn!r} is written twice")
+            tensors[tn] = v
+    if refused:
+        raise GritUsageError(f"{convention}: {len(refused)} array(s) cannot be written:\n  "
+                             + "\n  ".join(refused))
+    return Emission(tensors, conv.emit_config(weights, plain), weights)
+
+
+def sidecars() -> tuple[str, ...]:
+    """The JSON files beside a model file that some convention reads."""
+    return tuple(dict.fromkeys(name for c in conventions() for name in c.sidecars))
+
+
+def module_format(leaves: Mapping[str, Leaf]) -> tuple[str, str] | None:
+    """(format, element) of one module as its tensors show it: the first
+    convention that classifies it, else ``dense`` for a float ``weight``, else
+    None (no weight)."""
+    for c in conventions():
+        if c.module_format is not None:
+            got = c.module_format(leaves)
+            if got is not None:
+                return got
+    return dense_format(leaves)
 
 
 def recognise(header_tensors: Header, metadata: Mapping | None = None,
@@ -179,6 +257,8 @@ def check_config(ctx, ckpts: Mapping[str, Checkpoint]) -> None:
         ck = ckpts[name]
         q = qconfig(ck.config)
         where = ck.files[0] if len(ck.files) == 1 else ck.name
+        ck.formats = {pre: f for pre, lv in ck.modules.items()
+                      if (f := module_format(lv)) is not None}
         try:
             known = False
             for conv in conventions():

@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from .. import descriptor as D
-from ..array import GritArray
+from ..array import GritArray, canonical
 from ..errors import GritUsageError
 from ..formats import FormatFields, fmt_pack, format_token
 from ..grade import Grade, lookup_grade, register_grade
@@ -58,6 +58,21 @@ Reader = Callable[[str], "np.ndarray | None"]
 
 
 @dataclass(frozen=True)
+class Emitted:
+    """One GRIT array as a convention writes it: the file tensors (name ->
+    array of the safetensors dtype), what the config needs of it
+    (``scheme``: the convention's own description, e.g. compressed-tensors'
+    weights args and format), and how exact the move is: ``exact`` when the
+    convention's decode of the tensors is the array's decode bit for bit, else
+    ``notes`` say where they part (e.g. a per-tensor scale inverted)."""
+
+    tensors: dict[str, Any]
+    scheme: dict
+    exact: bool = True
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Convention:
     """One quantisation convention, the single owner of what it means in
     both directions.  Every part is optional; the registry
@@ -70,9 +85,14 @@ class Convention:
       tensors, header, q, read)`` — a module prefix (``…q_proj``) whose leaf
       tensors follow the convention, and the records for it;
     * ``methods`` — the ``quant_method`` values that name the convention;
+    * ``emit(name, array)`` / ``emit_config(emitted, plain)`` — the other
+      direction: a GRIT array as the convention's tensors, and the config
+      entries that declare them;
     * ``scale_leaves`` / ``small_leaves`` — the leaves of per-tensor scales
       (fused parts must share them) and of other small values the config
-      checks read;
+      checks read; ``sidecars`` — the JSON files beside a model file it
+      reads; ``module_format(leaves)`` — how a module of its tensors is
+      classified for the config checks;
     * ``claims_config(q, checkpoint)`` / ``check_config(ctx, checkpoint, q,
       where)`` — a ``quantization_config`` the convention declares, checked
       against the checkpoint's tensors (findings through ``ctx.add``).
@@ -96,6 +116,21 @@ class Convention:
     #: further leaves of at most two numbers the config checks read
     #: (``Checkpoint.scalars``)
     small_leaves: tuple[str, ...] = ()
+    #: ``module_format(leaves)`` — (format, element) of a module whose tensors
+    #: follow the convention (compressed-tensors' format names where one fits;
+    #: element ``int``/``int8``, ``nvfp4``, ``mxfp4``, ``fp8``), or None
+    module_format: Callable[..., tuple[str, str] | None] | None = None
+    #: JSON files beside a model file the convention reads (the reader
+    #: hands them over in ``Checkpoint.sidecars``)
+    sidecars: tuple[str, ...] = ()
+    #: ``emit(name, array)`` — the file tensors that hold one GRIT array in
+    #: this convention (an :class:`Emitted`), or a GritError saying why the
+    #: convention cannot hold it; ``emit_config(emitted, plain)`` — the JSON
+    #: files the convention writes beside them (file name -> the object to
+    #: merge into it), given every emitted weight and the names of the plain
+    #: tensors written as they are
+    emit: Callable[..., "Emitted"] | None = None
+    emit_config: Callable[..., dict] | None = None
 
 
 @dataclass
@@ -232,12 +267,18 @@ class Checkpoint:
 
     name: str
     config: dict | None = None
-    modelopt: dict | None = None                 # hf_quant_config.json "quantization"
+    #: the JSON files beside a model file that conventions read
+    #: (``Convention.sidecars``), by name; absent ones are missing
+    sidecars: dict[str, dict] = field(default_factory=dict)
     #: module prefix -> leaf -> (dtype, shape, file)
     modules: dict[str, dict[str, Leaf]] = field(default_factory=dict)
     #: tensor name -> its value (per-tensor scales, weight_shape), read small
     scalars: dict[str, tuple[float, ...]] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
+    #: module prefix -> (format, element) as its tensors show it (the
+    #: conventions' ``module_format``; filled by the registry before the
+    #: config checks run)
+    formats: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
 FLOAT_DTYPES = ("F16", "BF16", "F32", "F64")
@@ -250,33 +291,11 @@ SERVED_GROUPS: dict[str, tuple[int, ...]] = {
     "int4": (-1, 32, 64, 128), "nvfp4": (16,), "mxfp4": (32,)}
 
 
-def on_disk(leaves: Mapping[str, Leaf]) -> tuple[str, str] | None:
-    """(format, element) of one module as its tensors show it, or None for a
-    module without a weight.  Formats are compressed-tensors' names where one
-    fits; element is ``int4``/``int8``/``intN``, ``nvfp4``, ``mxfp4``, ``fp8``,
-    ``dense``."""
-    def dt(leaf):
-        return leaves[leaf][0] if leaf in leaves else None
-    if "weight_packed" in leaves:
-        if dt("weight_packed") == "I32":
-            return "pack-quantized", "int"
-        if dt("weight_scale") == "F8_E4M3" or "weight_global_scale" in leaves:
-            return "nvfp4-pack-quantized", "nvfp4"
-        return "mxfp4-pack-quantized", "mxfp4"
-    if {"qweight", "qzeros", "scales"} <= set(leaves):
-        return "gptq/awq", "int"
-    if "weight" not in leaves:
-        return None
-    w = dt("weight")
-    if w in FP8_DTYPES and "weight_scale" in leaves:
-        return "float-quantized", "fp8"
-    if w == "I8" and "weight_scale" in leaves:
-        return "int-quantized", "int8"
-    if w == "U8" and dt("weight_scale") == "F8_E4M3":
-        return "modelopt-nvfp4", "nvfp4"
-    if w in FLOAT_DTYPES:
-        return "dense", "dense"
-    return None
+def dense_format(leaves: Mapping[str, Leaf]) -> tuple[str, str] | None:
+    """("dense", "dense") for a module whose ``weight`` is a float tensor: the
+    format of a module no convention claims."""
+    w = leaves.get("weight")
+    return ("dense", "dense") if w is not None and w[0] in FLOAT_DTYPES else None
 
 
 def is_linear(pre: str, leaves: Mapping[str, Leaf]) -> bool:
@@ -436,3 +455,37 @@ def scale_direction(tensor: str, value: float, stored_as: str) -> tuple | None:
             f"(a {other_name} stored where a {stored_as} belongs)", lines,
             {"tensor": tensor, "value": value, "applied_as": stored_as,
              "amax_as_stored": own, "amax_other_direction": other, "factor": factor})
+
+
+# ---------------------------------------------------------------------------
+# emitting: GRIT arrays as a convention's tensors
+
+
+def emit_planes(name: str, array: Any, convention: str) -> tuple[Any, tuple[bytes, ...]]:
+    """(grade, canonical planes) of a GRIT array a convention can write as
+    row-major tensors: the groups along the last axis (``group_axis = rank −
+    1``), the planes moved into the canonical placement.  Anything else is a
+    :class:`~grit.errors.GritUsageError` naming the weight."""
+    if not isinstance(array, GritArray):
+        raise GritUsageError(f"{name}: {convention} holds GRIT arrays, not "
+                             f"{type(array).__name__}")
+    if len(array.shape) < 2 or array.descriptor.group_axis != len(array.shape) - 1:
+        raise GritUsageError(
+            f"{name}: {convention} groups along the last axis of a weight of rank ≥ 2; this "
+            f"array has shape {list(array.shape)} and group axis "
+            f"{array.descriptor.group_axis}")
+    c = canonical(array)
+    return c.grade, tuple(bytes(p) for p in c.planes)
+
+
+def refuse(name: str, convention: str, grade: Any, why: str) -> GritUsageError:
+    """The error of a convention that cannot hold a grade (the caller raises it)."""
+    return GritUsageError(f"{name}: {convention} cannot hold "
+                          f"{getattr(grade, 'canonical', grade)}: {why}")
+
+
+def decodes_as(grade: Any, template: str) -> bool:
+    """Whether ``grade`` decodes as the grade ``template`` does (§4.5: equal
+    decode projections; the encode rule and the accumulation contract do not
+    matter to a file's bytes)."""
+    return grade.decode_projection == Grade.parse(template).decode_projection

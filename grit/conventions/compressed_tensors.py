@@ -49,16 +49,16 @@ weight is 2-D, except embeddings.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from ..formats import REGISTERED, fmt_decode
-from .base import (FP8_ELEMS, Convention, K0_MAX, SCALE_FORMATS, SERVED_GROUPS, Checkpoint, Header,
-                   Reader, Recognised, add_finding, as_list, descriptor_for, grade_of,
-                   groups_check, ignored, inexpressible, is_linear, leaves_line,
-                   match_target, on_disk, product_notes, quantised,
-                   scale_direction)
+from .base import (FP8_DTYPES, FP8_ELEMS, K0_MAX, SCALE_FORMATS, SERVED_GROUPS, Checkpoint,
+                   Convention, Emitted, Header, Reader, Recognised, add_finding, as_list,
+                   descriptor_for, grade_of, groups_check, ignored, inexpressible, is_linear,
+                   leaves_line, match_target, product_notes, quantised, scale_direction,
+                   decodes_as, emit_planes, refuse)
 
 __all__ = ["CT_FIELDS", "CT_ENUMS", "nvfp4_global_exact", "scheme_for", "CONVENTION"]
 
@@ -119,6 +119,26 @@ def claims_module(leaves: set[str], t: dict, h: Header) -> bool:
     return "weight_scale" in leaves and (
         "weight_packed" in leaves
         or ("weight" in leaves and h[t["weight"]][0] in (*FP8_ELEMS, "I8")))
+
+
+def module_format(leaves: Mapping[str, Any]) -> tuple[str, str] | None:
+    def dt(leaf):
+        return leaves[leaf][0] if leaf in leaves else None
+    if "weight_packed" in leaves:
+        if dt("weight_packed") == "I32":
+            return "pack-quantized", "int"
+        if dt("weight_scale") == "F8_E4M3" or "weight_global_scale" in leaves:
+            return "nvfp4-pack-quantized", "nvfp4"
+        return "mxfp4-pack-quantized", "mxfp4"
+    if "weight" not in leaves or "weight_scale" not in leaves:
+        return None
+    if dt("weight") in FP8_DTYPES:
+        if dt("weight_scale") in ("U8", "F8_E8M0"):
+            return "mxfp8-quantized", "fp8"
+        return "float-quantized", "fp8"
+    if dt("weight") == "I8":
+        return "int-quantized", "int8"
+    return None
 
 
 def claims_config(q: Mapping, ck: Checkpoint) -> bool:
@@ -537,6 +557,7 @@ _CT_FITS = {"pack-quantized": ("pack-quantized",),
             "nvfp4-pack-quantized": ("nvfp4-pack-quantized",),
             "mxfp4-pack-quantized": ("mxfp4-pack-quantized",),
             "float-quantized": ("float-quantized",),
+            "mxfp8-quantized": ("mxfp8-quantized",),
             "int-quantized": ("int-quantized",),
             "naive-quantized": ("int-quantized", "float-quantized"),
             "dense": ("dense",), "fakequant": ("dense",)}
@@ -574,7 +595,7 @@ def _packed_bits(leaves, ck: Checkpoint, pre: str) -> int | None:
 
 
 def _in_features(fmt: str, leaves, ck: Checkpoint, pre: str, bits: int | None) -> int | None:
-    if fmt in ("float-quantized", "int-quantized", "dense"):
+    if fmt in ("float-quantized", "mxfp8-quantized", "int-quantized", "dense"):
         return leaves["weight"][1][-1] if leaves["weight"][1] else None
     if fmt == "modelopt-nvfp4":
         return leaves["weight"][1][-1] * 2
@@ -614,7 +635,7 @@ def check_config(ctx, ck: Checkpoint, q: dict, where: str) -> None:
     act: dict[str, list[str]] = {}
     for pre in sorted(ck.modules):
         leaves = ck.modules[pre]
-        got = on_disk(leaves)
+        got = ck.formats.get(pre)
         if got is None:
             continue
         lin = is_linear(pre, leaves)
@@ -718,9 +739,163 @@ def check_config(ctx, ck: Checkpoint, q: dict, where: str) -> None:
 
 
 
+# ---------------------------------------------------------------------------
+# emitting: GRIT arrays as compressed-tensors tensors
+
+#: a scale format token -> (safetensors dtype name, numpy dtype of its bytes,
+#: compressed-tensors' scale dtype)
+_EMIT_SCALES = {"binary32": ("F32", "<f4"), "binary16": ("F16", "<f2"),
+                SCALE_FORMATS["BF16"]: ("BF16", "bfloat16")}
+#: FP8 element token -> ml_dtypes name
+_EMIT_FP8 = {"e4m3": "float8_e4m3fn", "e5m2": "float8_e5m2"}
+
+
+def _np(dtype: str):
+    import ml_dtypes
+    return getattr(ml_dtypes, dtype) if not dtype.startswith("<") else np.dtype(dtype)
+
+
+def _scale_tensor(plane: bytes, token: str, shape: tuple[int, ...]):
+    return np.frombuffer(plane, _np(_EMIT_SCALES[token][1])).reshape(shape)
+
+
+def _args(num_bits: int, typ: str, strategy: str, group_size: int | None,
+          **more: Any) -> dict:
+    return {"num_bits": num_bits, "type": typ, "symmetric": more.pop("symmetric", True),
+            "strategy": strategy, "group_size": group_size, "dynamic": False, **more}
+
+
+def emit(name: str, array: Any) -> Emitted:
+    """One GRIT array as compressed-tensors' tensors of the weight ``name``
+    (``…/x.weight`` -> ``…/x.weight_packed`` and so on): nvfp4-pack-quantized
+    (NVF4-shaped: its level-1 scale written as the divisor g = f32(1/s1),
+    exact when f32(s0·s1) = f32(s0/g) for every E4M3 code — see
+    :func:`nvfp4_global_exact`), mxfp4-pack-quantized, mxfp8-quantized,
+    float-quantized (FP8 codes, one float scale per group), int-quantized
+    (int8 codes, with an int8 zero point when it has one) and pack-quantized
+    (u4/u8 codes offset by 2^(b−1): compressed-tensors' symmetric int
+    packing).  Anything else is refused with the reason."""
+    conv = "compressed-tensors"
+    grade, planes = emit_planes(name, array, conv)
+    data, s0, s1, aux = planes
+    shape = tuple(array.shape)
+    rows, cols = math.prod(shape[:-1]), shape[-1]
+    pre = name[:-len(".weight")] if name.endswith(".weight") else name
+    k0 = int(grade["k0"])
+    n_g = cols // k0
+    e, sf = str(grade["e"]), str(grade["s0"])
+    if decodes_as(grade, f"grit1(e=e2m1,k0={k0},s0=e4m3,k1=0,s1=binary32,esr=ratiomaxabs)"):
+        s1v = np.frombuffer(s1, "<f4")
+        if s1v.size != 1:
+            raise refuse(name, conv, grade, "a per-tensor level-1 scale is one value; this "
+                         f"array has {s1v.size}")
+        g = np.float32(1.0) / s1v[0]
+        back = np.float32(1.0) / g
+        ok, nbad = nvfp4_global_exact(float(g))
+        notes = [] if back == s1v[0] else [
+            f"weight_global_scale g = f32(1/{float(s1v[0])!r}) = {float(g)!r} reads back as "
+            f"1/g = {float(back)!r}"]
+        if not ok:
+            notes.append(f"compressed-tensors divides by g: f32(s0/g) ≠ f32(s0·s1) for {nbad} "
+                         "of the 254 finite E4M3 codes (1 ulp of the scale)")
+        return Emitted(
+            {f"{pre}.weight_packed": np.frombuffer(data, np.uint8).reshape(rows, cols // 2),
+             f"{pre}.weight_scale": np.frombuffer(s0, _np("float8_e4m3fn")).reshape(rows, n_g),
+             f"{pre}.weight_global_scale": np.array([g], np.float32)},
+            {"format": "nvfp4-pack-quantized",
+             "weights": _args(4, "float", "tensor_group", k0)},
+            exact=ok and not notes, notes=tuple(notes))
+    if decodes_as(grade, f"grit1(e=e2m1,k0={k0},s0=e8m0,esr=exp2floormaxabs)"):
+        return Emitted(
+            {f"{pre}.weight_packed": np.frombuffer(data, np.uint8).reshape(rows, cols // 2),
+             f"{pre}.weight_scale": np.frombuffer(s0, np.uint8).reshape(rows, n_g)},
+            {"format": "mxfp4-pack-quantized",
+             "weights": _args(4, "float", "group", k0, scale_dtype="torch.uint8")})
+    if e in _EMIT_FP8 and decodes_as(grade, f"grit1(e={e},k0={k0},s0=e8m0,"
+                                            "esr=exp2floormaxabs)"):
+        return Emitted(
+            {f"{pre}.weight": np.frombuffer(data, _np(_EMIT_FP8[e])).reshape(rows, cols),
+             f"{pre}.weight_scale": np.frombuffer(s0, np.uint8).reshape(rows, n_g)},
+            {"format": "mxfp8-quantized",
+             "weights": _args(8, "float", "group", k0, scale_dtype="torch.uint8")})
+    strategy, gs = ("channel", None) if k0 == cols else ("group", k0)
+    if sf in _EMIT_SCALES and e in (*_EMIT_FP8, "s8"):
+        scale = _scale_tensor(s0, sf, (rows, n_g))
+        if e != "s8" and decodes_as(grade, f"grit1(e={e},k0={k0},s0={sf},esr=ratiomaxabs)"):
+            return Emitted(
+                {f"{pre}.weight": np.frombuffer(data, _np(_EMIT_FP8[e])).reshape(rows, cols),
+                 f"{pre}.weight_scale": scale},
+                {"format": "float-quantized", "weights": _args(8, "float", strategy, gs)})
+        if e == "s8" and decodes_as(grade, f"grit1(e=s8,k0={k0},s0={sf},esr=ratiomaxabs)"):
+            return Emitted(
+                {f"{pre}.weight": np.frombuffer(data, np.int8).reshape(rows, cols),
+                 f"{pre}.weight_scale": scale},
+                {"format": "int-quantized", "weights": _args(8, "int", strategy, gs)})
+        if e == "s8" and decodes_as(grade, f"grit1(e=s8,k0={k0},s0={sf},zp=s8,"
+                                           "esr=affineminmax)"):
+            return Emitted(
+                {f"{pre}.weight": np.frombuffer(data, np.int8).reshape(rows, cols),
+                 f"{pre}.weight_scale": scale,
+                 f"{pre}.weight_zero_point": np.frombuffer(aux, np.int8).reshape(rows, n_g)},
+                {"format": "int-quantized",
+                 "weights": _args(8, "int", strategy, gs, symmetric=False)})
+    for bits in (4, 8):
+        if sf in _EMIT_SCALES and decodes_as(
+                grade, f"grit1(e=u{bits},k0={k0},s0={sf},zp=u{bits},esr=ratiomaxabs)"):
+            off = 1 << (bits - 1)
+            zp = np.frombuffer(aux, np.uint8)
+            if zp.size and not (zp == off).all():
+                raise refuse(name, conv, grade, f"pack-quantized is symmetric: every zero "
+                             f"point must be {off}, {int((zp != off).sum())} are not")
+            per = 32 // bits
+            if cols % per:
+                raise refuse(name, conv, grade, f"a row of {cols} codes does not fill whole "
+                             f"int32 words of {per}")
+            # canonical u<b> codes are LSB-first consecutive: per codes a little-endian word
+            words = np.frombuffer(data, "<u4").reshape(rows, cols // per).view(np.int32)
+            return Emitted(
+                {f"{pre}.weight_packed": words,
+                 f"{pre}.weight_scale": _scale_tensor(s0, sf, (rows, n_g)),
+                 f"{pre}.weight_shape": np.array([rows, cols], np.int64)},
+                {"format": "pack-quantized", "weights": _args(bits, "int", strategy, gs)})
+    raise refuse(name, conv, grade, "no compressed-tensors format has this decode (the "
+                 "formats written: nvfp4-pack-quantized, mxfp4-pack-quantized, "
+                 "mxfp8-quantized, float-quantized, int-quantized, pack-quantized)")
+
+
+def emit_config(emitted: Mapping[str, Emitted], plain: Sequence[str]) -> dict:
+    """config.json's ``quantization_config``: one config group per distinct
+    scheme, each targeting its modules by exact name; ``format`` the one
+    format, or ``mixed-precision``; the plain 2-D ``….weight`` modules in
+    ``ignore``."""
+    groups: dict[str, dict] = {}
+    by_scheme: dict[str, list[str]] = {}
+    for name, em in emitted.items():
+        key = repr(sorted(em.scheme.items()))
+        by_scheme.setdefault(key, []).append(name)
+        groups.setdefault(key, em.scheme)
+    config_groups = {}
+    for i, (key, names) in enumerate(sorted(by_scheme.items())):
+        scheme = groups[key]
+        config_groups[f"group_{i}"] = {
+            "targets": sorted(n[:-len(".weight")] if n.endswith(".weight") else n
+                              for n in names),
+            "weights": scheme["weights"], "input_activations": None,
+            "output_activations": None, "format": scheme["format"]}
+    fmts = {g["format"] for g in config_groups.values()}
+    return {"config.json": {"quantization_config": {
+        "quant_method": "compressed-tensors", "config_groups": config_groups,
+        "format": fmts.pop() if len(fmts) == 1 else "mixed-precision",
+        "quantization_status": "compressed", "kv_cache_scheme": None,
+        "ignore": sorted(n[:-len(".weight")] for n in plain if n.endswith(".weight")),
+        "global_compression_ratio": None, "sparsity_config": {}, "transform_config": {},
+        "version": "0.20.1"}}}
+
+
 CONVENTION = Convention("compressed-tensors", methods=("compressed-tensors",),
                         claims_module=claims_module,
                         recognise_module=recognise_module, claims_config=claims_config,
-                        check_config=check_config,
+                        check_config=check_config, emit=emit, emit_config=emit_config,
+                        module_format=module_format,
                         scale_leaves=("weight_global_scale", "weight_scale"),
                         small_leaves=("weight_shape",))

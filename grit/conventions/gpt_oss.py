@@ -16,7 +16,10 @@ from __future__ import annotations
 import math
 from typing import Mapping
 
-from .base import Convention, Header, Reader, Recognised, descriptor_for, grade_of
+import numpy as np
+
+from .base import (Convention, Emitted, Header, Reader, Recognised, decodes_as,
+                   descriptor_for, emit_planes, grade_of, refuse)
 
 __all__ = ["CONVENTION"]
 
@@ -74,5 +77,34 @@ def recognise_header(h: Header, metadata: Mapping | None, q: dict,
     return out
 
 
+def emit(name: str, array) -> Emitted:
+    """An MXFP4 GRIT array ``[..., G·32]`` as gpt-oss's ``<name>_blocks``
+    [..., G, 16] and ``<name>_scales`` [..., G]: the two planes as they are
+    (exact; a 0xFF scale byte, NaN here, is the one value gpt-oss reads
+    otherwise)."""
+    conv = "gpt-oss"
+    grade, (data, s0, _s1, _aux) = emit_planes(name, array, conv)
+    if not decodes_as(grade, "grit1(e=e2m1,k0=32,s0=e8m0,esr=exp2floormaxabs)"):
+        raise refuse(name, conv, grade, "gpt-oss writes MXFP4 (E2M1 codes, one E8M0 scale "
+                     "per 32) here")
+    shape = tuple(array.shape)
+    g = shape[-1] // 32
+    stem = name[:-len(".weight")] if name.endswith(".weight") else name
+    scales = np.frombuffer(s0, np.uint8).reshape(*shape[:-1], g)
+    notes = ("scale byte 0xFF: NaN here, 2^128 in gpt-oss's dequantisation",) \
+        if (scales == 0xFF).any() else ()
+    return Emitted({stem + _BLOCKS: np.frombuffer(data, np.uint8).reshape(
+                        *shape[:-1], g, _BLOCK_BYTES),
+                    stem + _SCALES: scales},
+                   {"quant_method": "mxfp4"}, exact=not notes, notes=notes)
+
+
+def emit_config(emitted, plain) -> dict:
+    return {"config.json": {"quantization_config": {
+        "quant_method": "mxfp4",
+        "modules_to_not_convert": sorted(n[:-len(".weight")] for n in plain
+                                         if n.endswith(".weight"))}}}
+
+
 CONVENTION = Convention("gpt-oss", methods=("mxfp4",),
-                        recognise_header=recognise_header)
+                        recognise_header=recognise_header, emit=emit, emit_config=emit_config)

@@ -20,7 +20,7 @@ from ..errors import GritSizeError
 from .base import (K0_MAX, SCALE_FORMATS, SCALE_NP, Checkpoint, Convention, Header, Reader,
                    Recognised,
                    add_finding, as_list, descriptor_for, grade_of, groups_check,
-                   inexpressible, leaves_line, on_disk, quantised)
+                   inexpressible, leaves_line, quantised)
 
 __all__ = ["AWQ_ORDER", "gptq_awq_planes", "CONVENTION"]
 
@@ -33,6 +33,10 @@ _GPTQ_BITS = (2, 4, 8)
 
 def claims_module(leaves: set[str], t: dict, h: Header) -> bool:
     return {"qweight", "qzeros", "scales"} <= leaves
+
+
+def module_format(leaves: Mapping[str, Any]) -> tuple[str, str] | None:
+    return ("gptq/awq", "int") if {"qweight", "qzeros", "scales"} <= set(leaves) else None
 
 
 def claims_config(q: Mapping, ck: Checkpoint) -> bool:
@@ -268,7 +272,7 @@ def check_config(ctx, ck: Checkpoint, q: dict, where: str) -> None:
     bad_bits: list[str] = []
     for pre in sorted(ck.modules):
         lv = ck.modules[pre]
-        got = on_disk(lv)
+        got = ck.formats.get(pre)
         if got is None:
             continue
         if any(pre == t or pre.endswith("." + t) or t in pre.split(".") for t in ignore):
@@ -302,4 +306,4 @@ def check_config(ctx, ck: Checkpoint, q: dict, where: str) -> None:
 CONVENTION = Convention("gptq-awq", methods=("gptq", "awq"),
                         claims_module=claims_module,
                         recognise_module=recognise_module, claims_config=claims_config,
-                        check_config=check_config)
+                        check_config=check_config, module_format=module_format)

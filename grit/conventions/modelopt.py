@@ -18,9 +18,11 @@ from typing import Mapping
 
 import numpy as np
 
-from .base import (Checkpoint, Convention, Header, Reader, Recognised, add_finding, as_list,
+from ..errors import GritUsageError
+from .base import (Checkpoint, Convention, Emitted, Header, Reader, Recognised, add_finding,
+                   as_list, decodes_as, emit_planes, refuse,
                    descriptor_for, grade_of, groups_check, ignored, inexpressible,
-                   is_linear, leaves_line, on_disk, quantised, scale_direction)
+                   is_linear, leaves_line, quantised, scale_direction)
 
 __all__ = ["CONVENTION"]
 
@@ -28,13 +30,32 @@ __all__ = ["CONVENTION"]
 _MODELOPT = {"NVFP4": ("modelopt-nvfp4", "nvfp4", 16), "FP8": ("float-quantized", "fp8", None)}
 
 
+#: ModelOpt's own file beside the checkpoint; its ``quantization`` object is
+#: the config (config.json's ``quantization_config`` when it is absent)
+HF_QUANT_CONFIG = "hf_quant_config.json"
+
+
+def _own(ck: Checkpoint) -> dict | None:
+    doc = ck.sidecars.get(HF_QUANT_CONFIG)
+    q = doc.get("quantization") if isinstance(doc, dict) else None
+    return q if isinstance(q, dict) else None
+
+
+def module_format(leaves: Mapping[str, tuple]) -> tuple[str, str] | None:
+    w, s = leaves.get("weight"), leaves.get("weight_scale")
+    if w is not None and s is not None and w[0] == "U8" and s[0] == "F8_E4M3":
+        return "modelopt-nvfp4", "nvfp4"
+    return None
+
+
 def claims_config(q: Mapping, ck: Checkpoint) -> bool:
-    return ck.modelopt is not None or str(q.get("quant_method", "")).lower() == "modelopt"
+    return _own(ck) is not None or str(q.get("quant_method", "")).lower() == "modelopt"
 
 
 def check_config(ctx, ck: Checkpoint, q: Mapping, where: str) -> None:
-    if ck.modelopt is not None:          # hf_quant_config.json's, before config.json's
-        q = ck.modelopt
+    own = _own(ck)
+    if own is not None:                  # hf_quant_config.json's, before config.json's
+        q = own
     algo = str(q.get("quant_algo") or "").upper()
     if algo not in _MODELOPT:
         return
@@ -48,7 +69,7 @@ def check_config(ctx, ck: Checkpoint, q: Mapping, where: str) -> None:
     ign_bad, dense_bad = [], []
     for pre in sorted(ck.modules):
         lv = ck.modules[pre]
-        got = on_disk(lv)
+        got = ck.formats.get(pre)
         if got is None or not is_linear(pre, lv):
             continue
         ig = ignored(pre, exclude, True, glob=True)
@@ -137,7 +158,50 @@ def recognise_module(pre: str, t: dict, h: Header, q: dict,
                        lines=lines, notes=tuple(notes), findings=tuple(found))]
 
 
+# ---------------------------------------------------------------------------
+# emitting: NVF4-shaped GRIT arrays as ModelOpt writes them
+
+
+def emit(name: str, array) -> Emitted:
+    """An NVF4-shaped GRIT array (E2M1 codes, E4M3 block scales, one binary32
+    per-tensor multiplier) as ModelOpt's ``weight`` / ``weight_scale`` /
+    ``weight_scale_2``: the three planes as they are, exact."""
+    conv = "modelopt"
+    grade, (data, s0, s1, _aux) = emit_planes(name, array, conv)
+    k0 = int(grade["k0"])
+    if not decodes_as(grade, f"grit1(e=e2m1,k0={k0},s0=e4m3,k1=0,s1=binary32,"
+                             "esr=ratiomaxabs)"):
+        raise refuse(name, conv, grade, "ModelOpt writes NVFP4 (E2M1 codes, E4M3 block "
+                     "scales, one float32 per-tensor scale) here")
+    import ml_dtypes
+    shape = tuple(array.shape)
+    rows, cols = math.prod(shape[:-1]), shape[-1]
+    pre = name[:-len(".weight")] if name.endswith(".weight") else name
+    return Emitted(
+        {f"{pre}.weight": np.frombuffer(data, np.uint8).reshape(rows, cols // 2),
+         f"{pre}.weight_scale": np.frombuffer(s0, ml_dtypes.float8_e4m3fn).reshape(
+             rows, cols // k0),
+         f"{pre}.weight_scale_2": np.frombuffer(s1, "<f4").reshape(())},
+        {"quant_algo": "NVFP4", "group_size": k0})
+
+
+def emit_config(emitted, plain) -> dict:
+    """``hf_quant_config.json`` (ModelOpt's own) and config.json's
+    ``quantization_config`` (what transformers and vLLM read); the plain
+    2-D weights' modules in ``exclude_modules``."""
+    sizes = {em.scheme["group_size"] for em in emitted.values()} or {16}
+    if len(sizes) != 1:
+        raise GritUsageError(f"modelopt: one group_size per checkpoint; these arrays have "
+                             f"{sorted(sizes)}")
+    exclude = sorted(n[:-len(".weight")] for n in plain if n.endswith(".weight"))
+    q = {"quant_algo": "NVFP4", "group_size": sizes.pop(), "exclude_modules": exclude,
+         "kv_cache_quant_algo": None}
+    return {HF_QUANT_CONFIG: {"producer": {"name": "modelopt"}, "quantization": q},
+            "config.json": {"quantization_config": {"quant_method": "modelopt", **q}}}
+
+
 CONVENTION = Convention("modelopt", methods=("modelopt",),
                         claims_module=claims_module, recognise_module=recognise_module,
                         claims_config=claims_config, check_config=check_config,
-                        scale_leaves=("weight_scale_2",))
+                        scale_leaves=("weight_scale_2",), module_format=module_format,
+                        sidecars=(HF_QUANT_CONFIG,), emit=emit, emit_config=emit_config)

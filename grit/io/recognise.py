@@ -3,10 +3,11 @@ the file side of :mod:`grit.conventions`.
 
 The conventions themselves (what a compressed-tensors, GPTQ, torchao… header
 means) live in :mod:`grit.conventions`, one module each; this module gives
-them what only a reader has: the ``config.json`` and ``hf_quant_config.json``
-beside a model file (local or remote), a file's header and its small
-tensors (:func:`recognise_file`), and the loaded tensors with each
-recognised weight in place of its file tensors (:func:`with_recognised`).
+them what only a reader has: the ``config.json`` and the other JSON files
+the conventions read (their ``sidecars``) beside a model file, local or
+remote; a file's header and its small tensors (:func:`recognise_file`); and
+the loaded tensors with each recognised weight in place of its file tensors
+(:func:`with_recognised`).
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import os
 from typing import Mapping
 
 from .._files import open_regular
-from ..conventions import Recognised, recognise
+from ..conventions import Recognised, recognise, sidecars
 from ..errors import GritError
 from . import safetensors as _st
 from .dtypes import ST_DTYPES
@@ -23,7 +24,7 @@ from .http import RemoteError
 from .hub import is_remote, read_small
 
 __all__ = ["recognise", "Recognised", "ST_DTYPE_BYTES", "read_config", "recognise_file",
-           "SMALL_MAX", "MAX_CONFIG", "with_recognised", "read_modelopt_config",
+           "SMALL_MAX", "MAX_CONFIG", "with_recognised", "read_sidecars",
            "read_remote_config"]
 
 #: the largest small tensor (a GPTQ g_idx, an NVFP4 global scale) the
@@ -80,16 +81,19 @@ def read_remote_config(path: str) -> dict | None:
     return _json_beside(path, "config.json")
 
 
-def read_modelopt_config(path: str) -> dict | None:
-    """The ``quantization`` object of ModelOpt's ``hf_quant_config.json``
-    beside a model file (None: absent, too large, not JSON or no such
-    object)."""
-    try:
-        doc = _json_beside(path, "hf_quant_config.json")
-    except RemoteError:
-        return None
-    q = doc.get("quantization") if doc is not None else None
-    return q if isinstance(q, dict) else None
+def read_sidecars(path: str) -> dict[str, dict]:
+    """The JSON files beside a model file that the conventions read
+    (:func:`grit.conventions.sidecars`), by name; absent, too large, unreadable or
+    non-object files are left out."""
+    out = {}
+    for name in sidecars():
+        try:
+            doc = _json_beside(path, name)
+        except RemoteError:
+            doc = None
+        if doc is not None:
+            out[name] = doc
+    return out
 
 
 def recognise_file(f: "_st.SafetensorsFile", config: Mapping | None) -> list[Recognised]:

@@ -23,7 +23,7 @@ from ..errors import Detail, GritError, Status
 from ..explain import diff, render, to_dict
 from ..fingerprint import base32_decode, base32_encode, gid as _gid
 from ..grade import lookup_grade
-from ..io.gguf import (KV_DIGEST, GGUFContents, Inexpressible, block_span,
+from ..io.gguf import (companion_names, KV_DIGEST, GGUFContents, Inexpressible, block_span,
                        nvfp4_scale_disagreements)
 from ..io.problems import Problem, ProblemKind as PK
 from ..io.recognise import Recognised, recognise_file
@@ -372,6 +372,7 @@ def _companions(ctx: Context, path: str, got: GGUFContents, ctx_ckpt: str = "") 
     S505 for scale bytes ggml and GRIT read differently."""
     companions = getattr(got.tensors, "companions", {})
     missing: dict[str, list[str]] = {}
+    elsewhere: list[tuple[str, str]] = []
     for name, c in companions.items():
         if c.attached and c.scale is not None and c.k1 == 0:
             # one scale for the whole tensor: its value, read from the companion
@@ -380,6 +381,8 @@ def _companions(ctx: Context, path: str, got: GGUFContents, ctx_ckpt: str = "") 
             v = np.asarray(got.tensors.get(c.scale), dtype="<f4").reshape(-1)
             if v.size == 1:
                 ctx.companion_scales.append((ctx_ckpt, path, c.scale, float(v[0])))
+        if c.scale is not None and c.scale != companion_names(name)[0]:
+            elsewhere.append((name, c.scale))
         if not c.attached:
             missing.setdefault(c.reason if c.scale is None else f"{c.scale}: {c.reason}",
                                []).append(name)
@@ -396,6 +399,18 @@ def _companions(ctx: Context, path: str, got: GGUFContents, ctx_ckpt: str = "") 
                 f"{len(names)} NVFP4 tensor(s) decoded without a companion scale ({reason})",
                 ("llama.cpp's converter writes <base>.scale (F32), and leaves it out when the "
                  "scale is 1.0",), {"tensors": names, "reason": reason})
+    if elsewhere:
+        names = [n for n, _ in elsewhere]
+        ctx.add("S605", path, _names(names),
+                f"{len(names)} NVFP4 tensor(s) have their companion scale under a name "
+                "llama.cpp does not load",
+                tuple(f"{c} found; llama.cpp loads {companion_names(n)[0]} (optional: when "
+                      "absent it runs the tensor without its per-tensor scale)"
+                      for n, c in elsewhere[:4])
+                + ((f"… {len(elsewhere) - 4} more in detail.tensors",)
+                   if len(elsewhere) > 4 else ()),
+                {"tensors": names, "companions": {n: c for n, c in elsewhere},
+                 "expected": {n: companion_names(n)[0] for n, _ in elsewhere}})
     if not ctx.deep:
         return
     for name, gt in got.tensors.ggml_types.items():

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..conventions import check_config, scale_leaves, small_leaves
 from ..conventions.base import Checkpoint, names_label
-from ..io.recognise import read_modelopt_config
+from ..io.recognise import read_sidecars
 
 __all__ = ["Checkpoint", "record", "config_vs_tensors", "fused_grades", "fused_scales",
            "fused_key"]
@@ -33,7 +33,7 @@ def record(ckpts: dict[str, Checkpoint], checkpoint: str, path: str,
     tensor's values or None."""
     ck = ckpts.get(checkpoint)
     if ck is None:
-        ck = ckpts[checkpoint] = Checkpoint(checkpoint, config, read_modelopt_config(path))
+        ck = ckpts[checkpoint] = Checkpoint(checkpoint, config, read_sidecars(path))
     ck.files.append(path)
     wanted = small_leaves()
     for n, (dt, shape) in entries.items():

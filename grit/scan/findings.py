@@ -619,6 +619,15 @@ REGISTRY: dict[str, FindingSpec] = _specs(
      "grit.decode and llama.cpp agree to 1 ulp on those elements, not bit for bit; both "
      "are correct readings of their own contracts.",
      "None needed; compare with a 1-ulp tolerance where the pairs occur."),
+    ("S605", C.INFERRED, V.DISAGREEMENT, K.COMPANION,
+     "NVFP4 companion scale under a name llama.cpp does not load",
+     "An NVFP4 tensor's per-tensor scale is stored as `<name>.scale` (e.g. "
+     "`blk.3.ffn_gate.weight.scale`); llama.cpp creates the companion as `<base>.scale` "
+     "(`blk.3.ffn_gate.scale`, `tn(…, \"scale\", i)` in its model loader) and treats it as "
+     "optional. grit.load attaches either name; the lines give both.",
+     "llama.cpp does not find the companion and runs the tensor without its per-tensor "
+     "scale: every value off by that factor, with no error.",
+     "Rename the companion to `<base>.scale` (what llama.cpp's converter writes)."),
     ("S701", C.INEXPRESSIBLE, V.WARNING, K.INEXPRESSIBLE,
      "safetensors weights GRIT v1 cannot express",
      "Recognised weights whose layout v1 cannot express (codebooks, act-order, dense "
