@@ -15,6 +15,7 @@ from grit.codec.decode import decode_canonical
 from grit.errors import GritSizeError, GritUsageError
 from grit.ggml import CONVERTED, Blocks
 from grit.io import gguf as G
+from grit.io.gguf_writer import native_type
 from _support import write_gguf
 
 gguf = pytest.importorskip("gguf")
@@ -91,8 +92,8 @@ def blocks_of(path, name):
 def test_save_writes_the_files_blocks_the_general_path_rebuilds_the_same(gguf_path, tmp_path):
     arrays = grit.load(str(gguf_path))
     for name, a in arrays.items():
-        fast = G.native_type(a)
-        general = G.native_type(G._CONVERT[name](blocks_of(gguf_path, name), a.shape))
+        fast = native_type(a)
+        general = native_type(G._CONVERT[name](blocks_of(gguf_path, name), a.shape))
         assert fast is not None and general is not None
         assert fast[0] == general[0] == name
         assert fast[1].tobytes() == general[1].tobytes() == blocks_of(gguf_path, name).tobytes()
@@ -108,10 +109,10 @@ def test_q8_k_bsums_of_the_file_are_kept_even_when_they_are_not_the_codes_sums(t
     path = tmp_path / "q8k.gguf"
     write_gguf(path, {"x": (b, T.Q8_K)})
     a = grit.load(str(path))["x"]
-    assert G.native_type(a)[1].tobytes() == b.tobytes()
+    assert native_type(a)[1].tobytes() == b.tobytes()
     # the general path, from the planes alone, derives them from the codes
     eager = G._CONVERT["Q8_K"](b.reshape(-1, 292), a.shape)
-    assert G.native_type(eager)[1].tobytes() != b.tobytes()
+    assert native_type(eager)[1].tobytes() != b.tobytes()
 
 
 def test_a_build_of_the_wrong_size_or_shape_is_a_typed_error():

@@ -1,0 +1,459 @@
+"""GGUF files written: GRIT arrays as ggml block types (``save_gguf``).
+
+The writing half of grit.io.gguf: :func:`native_type` finds the ggml block
+type an array is (its grade and placement, or the canonical placement of a
+converted type whose implicit constants hold) and builds its blocks; every
+other GritArray is written as its GRIT payload, annotated by ``grit.*`` KV
+entries that grit.io.gguf reads back (docs/file-format.md, "GGUF").
+"""
+from __future__ import annotations
+
+import os
+import struct
+import warnings
+from collections.abc import Mapping
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import descriptor as D
+from .._files import atomic_write
+from ..array import GritArray
+from ..codec.packing import unpack_stream
+from ..errors import GritError, GritUsageError
+from ..ggml import Blocks
+from ..placement.expr import resolve_layout
+from ..placement.registered import pack_k4_12b
+from ..placement.words import CLASS_HASHED, CLASS_OPAQUE, placement_class
+from .gguf import (_CONVERT, _ZERO_COPY, GGML_GRADES, KV_DESC, KV_GRADE, KV_LAYOUT, KV_SCHEMA,
+                   KV_SHAPE, GGUF_SCHEMA, GGUFMetadata, GGUFValue, Inexpressible, _grade, _u8,
+                   companion_names, nvfp4_scaled_grade)
+from .gguf_file import ValueType, ggml_types
+
+__all__ = ["save_gguf", "native_type"]
+
+
+def _gguf():
+    try:
+        import gguf  # noqa: PLC0415 - gguf-py is heavy to import; only writing GGUF needs it
+    except ImportError:  # pragma: no cover - exercised only without the package
+        raise GritUsageError("writing GGUF files needs the gguf package (gguf-py): "
+                             "pip install gguf") from None
+    return gguf
+
+
+_INT32_MAX = (1 << 31) - 1
+
+
+def _codes(a: GritArray, w: int, n: int) -> np.ndarray:
+    nb = a.size // n
+    return unpack_stream(a.planes[0], nb * n, w).astype(np.uint8).reshape(nb, n)
+
+
+def _halves_inv(c: np.ndarray) -> np.ndarray:
+    """(nb, n) codes -> (nb, n/2) bytes in ggml's halves order."""
+    h = c.shape[1] // 2
+    return (c[:, :h] & np.uint8(15)) | ((c[:, h:] & np.uint8(15)) << np.uint8(4))
+
+
+def _crumbs_inv(c: np.ndarray) -> np.ndarray:
+    nb = c.shape[0]
+    r = c.reshape(nb, -1, 4, 32) & np.uint8(3)
+    return (r[:, :, 0] | (r[:, :, 1] << 2) | (r[:, :, 2] << 4) | (r[:, :, 3] << 6)).reshape(nb, -1)
+
+
+def _qh_inv(c: np.ndarray) -> np.ndarray:
+    """bit 4 of 32 codes -> one little-endian uint32 per block."""
+    return np.packbits((c >> np.uint8(4)) & np.uint8(1), axis=1, bitorder="little")
+
+
+def _plane(a: GritArray, i: int, nb: int) -> np.ndarray:
+    return _u8(a.planes[i]).reshape(nb, -1)
+
+
+def _inv_q4_0(a, nb):
+    return [_plane(a, 1, nb), _halves_inv(_codes(a, 4, 32))]
+
+
+def _inv_q4_1(a, nb):
+    return [_plane(a, 2, nb), _halves_inv(_codes(a, 4, 32))]
+
+
+def _inv_q5_0(a, nb):
+    c = _codes(a, 5, 32)
+    return [_plane(a, 1, nb), _qh_inv(c), _halves_inv(c)]
+
+
+def _inv_q5_1(a, nb):
+    c = _codes(a, 5, 32)
+    return [_plane(a, 2, nb), _qh_inv(c), _halves_inv(c)]
+
+
+def _inv_q2_k(a, nb):
+    sc = _plane(a, 1, nb) | (_plane(a, 3, nb) << np.uint8(4))
+    return [sc, _crumbs_inv(_codes(a, 2, 256)), _plane(a, 2, nb)]
+
+
+def _inv_q5_k(a, nb):
+    c = _codes(a, 5, 256)
+    hb = ((c >> np.uint8(4)) & np.uint8(1)).reshape(nb, 8, 32)
+    qh = np.zeros((nb, 32), np.uint8)
+    for j in range(8):
+        qh |= hb[:, j] << np.uint8(j)
+    lo = (c & np.uint8(15)).reshape(nb, 4, 2, 32)
+    qs = (lo[:, :, 0] | (lo[:, :, 1] << np.uint8(4))).reshape(nb, 128)
+    return [_plane(a, 2, nb), pack_k4_12b(_plane(a, 1, nb), _plane(a, 3, nb)), qh, qs]
+
+
+def _inv_q6_k(a, nb):
+    c = _codes(a, 6, 256)
+    lo = (c & np.uint8(15)).reshape(nb, 2, 2, 64)
+    ql = (lo[:, :, 0] | (lo[:, :, 1] << np.uint8(4))).reshape(nb, 128)
+    return [ql, _crumbs_inv(c >> np.uint8(4)), _plane(a, 1, nb), _plane(a, 2, nb)]
+
+
+def _inv_q8_k(a, nb):
+    q = _plane(a, 0, nb)
+    # bsums: ggml's block_q8_k field, the sum of each 16 codes (derived)
+    bs = q.view(np.int8).reshape(nb, 16, 16).astype(np.int16).sum(axis=2, dtype=np.int16)
+    return [_plane(a, 1, nb), q, bs.astype("<i2").view(np.uint8)]
+
+
+def _inv_tq2_0(a, nb):
+    return [_crumbs_inv(_codes(a, 2, 256)), _plane(a, 1, nb)]
+
+
+def _inv_q8_0_canonical(a, nb):
+    return [_plane(a, 1, nb), _plane(a, 0, nb)]
+
+
+def _inv_mxfp4_canonical(a, nb):
+    return [_plane(a, 1, nb), _halves_inv(_codes(a, 4, 32))]
+
+
+def _inv_nvfp4_canonical(a, nb):
+    # four E4M3 scales, then four runs of 8 bytes (16 codes in halves order)
+    qs = _halves_inv(_codes(a, 4, 64).reshape(nb * 4, 16)).reshape(nb, 32)
+    return [_plane(a, 1, nb), qs]
+
+
+#: zero-copy types whose canonical placement is written as ggml blocks too
+#: (nothing implicit: the block is the scale then the codes)
+_CANONICAL_ZC: dict[str, Callable[[GritArray, int], list]] = {
+    "Q8_0": _inv_q8_0_canonical, "MXFP4": _inv_mxfp4_canonical,
+}
+
+
+def _scaled_k1(a: GritArray) -> int | None:
+    """k1 when ``a`` is an NVFP4 tensor with its companion scale as scale1
+    (:func:`nvfp4_scaled_grade`, canonical placement, group axis last)."""
+    g = a.grade
+    if g["s1"] != "binary32" or g["e"] != "e2m1" or not a.shape or a.shape[-1] % 64:
+        return None
+    try:
+        k1 = int(g["k1"] or "")
+    except ValueError:
+        return None
+    if a.descriptor != nvfp4_scaled_grade(k1).descriptor(group_axis=len(a.shape) - 1):
+        return None
+    return k1
+
+
+def _companion_shape(a: GritArray, k1: int) -> tuple[int, ...]:
+    if k1 == 0:
+        return (1,)
+    for j in range(1, len(a.shape)):
+        if int(np.prod(a.shape[j:], dtype=np.int64)) // 16 == k1:
+            return tuple(a.shape[:j])
+    return (a.size // 16 // k1,)
+
+
+_INVERT: dict[str, Callable[[GritArray, int], list]] = {
+    "Q4_0": _inv_q4_0, "Q4_1": _inv_q4_1, "Q5_0": _inv_q5_0, "Q5_1": _inv_q5_1,
+    "Q2_K": _inv_q2_k, "Q5_K": _inv_q5_k, "Q6_K": _inv_q6_k, "Q8_K": _inv_q8_k,
+    "TQ2_0": _inv_tq2_0,
+}
+
+
+def _zero_copy_desc(name: str, rank: int) -> D.Descriptor:
+    pd, ps, pm = _ZERO_COPY[name][0]
+    d = _grade(name).descriptor(group_axis=rank - 1, placement_data=pd, placement_scale=ps,
+                                placement_meta=pm)
+    return d.replace(flags=d.flags | D.F_INTERLEAVED)
+
+
+def _same_planes(a: GritArray, b: GritArray) -> bool:
+    return all(bytes(x) == bytes(y) for x, y in zip(a.planes, b.planes))
+
+
+def native_type(a: GritArray, *, relayout: bool = False) -> tuple[str, np.ndarray] | None:
+    """(ggml type name, the tensor's block bytes) when ``a``'s descriptor is
+    exactly one :func:`load` gives a tensor of that ggml type — its grade,
+    the group axis last, and the type's zero-copy placement or (for the
+    converted types) the canonical one — and, for a converted type, ggml's
+    implicit constants hold (the blocks convert back to ``a``'s own planes);
+    None otherwise.  An NVFP4 array with its companion scale as scale1
+    (:class:`Companion`) gives its NVFP4 blocks: the scale1 plane is the
+    companion tensor, which :func:`save_gguf` writes beside them.  With
+    ``relayout=True`` a Q8_0 or MXFP4 array in the canonical placement
+    qualifies too (loading the file then gives the same decode in ggml's
+    placement)."""
+    d = a.descriptor
+    if not a.shape or d.group_axis != len(a.shape) - 1:
+        return None
+    if _scaled_k1(a) is not None:      # NVFP4 + companion: the blocks (scale1 apart)
+        nb = a.size // 64
+        return "NVFP4", np.concatenate(_inv_nvfp4_canonical(a, nb), axis=1).reshape(-1)
+    for name in GGML_GRADES:
+        if _grade(name).id == d.grade_id:
+            break
+    else:
+        return None
+    _, bsize, tsize = next(v for v in ggml_types().values() if v[0] == name)
+    if a.shape[-1] % bsize:
+        return None
+    nb = a.size // bsize
+    if name in _ZERO_COPY and d == _zero_copy_desc(name, len(a.shape)):
+        if a.plane_bytes[1:] != (0, 0, 0) or a.plane_bytes[0] != nb * tsize:
+            return None
+        return name, _u8(a.planes[0])
+    if d != _grade(name).descriptor(group_axis=len(a.shape) - 1):
+        return None
+    src = a.source
+    if isinstance(src, Blocks) and src.type_name == name:
+        # loaded from blocks of this type: they are the bytes (the general path
+        # below rebuilds the same ones, tests/test_gguf_roundtrip.py)
+        return name, _u8(src.data)
+    inv = _INVERT.get(name) or (_CANONICAL_ZC.get(name) if relayout else None)
+    if inv is None:
+        return None
+    try:
+        blocks = np.ascontiguousarray(np.concatenate(inv(a, nb), axis=1), dtype=np.uint8)
+    except (ValueError, GritError):
+        return None
+    if blocks.shape != (nb, tsize):
+        return None
+    # a converted type: the blocks must convert back to a's own planes (ggml's
+    # implicit constants hold); canonical Q8_0/MXFP4 is scale ‖ codes, nothing implicit
+    if name in _CONVERT and not _same_planes(_CONVERT[name](blocks, a.shape), a):
+        return None
+    return name, blocks.reshape(-1)
+
+
+def _companion_out(tensors, name: str, a: GritArray, k1: int):
+    """The companion tensor save_gguf writes for NVFP4 array ``a`` (its
+    scale1 plane), or None when ``tensors`` holds it already — with the same
+    values, or GritUsageError."""
+    s1 = np.frombuffer(a.planes[2], "<f4")
+    for cname in companion_names(name):
+        if cname in tensors:
+            c = tensors[cname]
+            if not (isinstance(c, np.ndarray) and c.size == s1.size and
+                    np.ascontiguousarray(c, "<f4").reshape(-1).tobytes() == s1.tobytes()):
+                raise GritUsageError(
+                    f"tensor {name!r}: its level-1 scale is the companion tensor {cname!r}, "
+                    "which the mapping holds with other values")
+            return None
+    return companion_names(name)[0], s1.reshape(_companion_shape(a, k1)).copy(), None
+
+
+def _byte_shape(shape: tuple[int, ...], bsize: int, tsize: int) -> tuple[int, ...]:
+    return (*shape[:-1], shape[-1] // bsize * tsize) if shape else (tsize,)
+
+
+def _metadata(metadata) -> dict[str, GGUFValue]:
+    """The caller's metadata as typed values: a GGUFValue as it is, a str as a
+    STRING (and, for compatibility, any other plain value refused)."""
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise GritUsageError("metadata must be a mapping of str to str or GGUFValue")
+    out: dict[str, GGUFValue] = {}
+    for k, v in metadata.items():
+        if not isinstance(k, str) or not k:
+            raise GritUsageError(f"metadata keys are non-empty str, got {k!r}")
+        if k.startswith("grit."):
+            raise GritUsageError(f"metadata key {k!r} is reserved")
+        if isinstance(v, str):
+            v = GGUFValue(ValueType.STRING, None, v)
+        elif not isinstance(v, GGUFValue):
+            raise GritUsageError(f"metadata {k!r}: a value is a str or a GGUFValue, got "
+                                 f"{type(v).__name__}")
+        if v.type not in ValueType.__members__.values() or (
+                v.type == ValueType.ARRAY and v._buf is None and v.sub_type is None):
+            raise GritUsageError(f"metadata {k!r}: value type {v.type} (sub-type "
+                                 f"{v.sub_type}) is not a GGUF value type")
+        out[k] = v
+    return out
+
+
+class _Raw:
+    """A KV value's encoded bytes, written as they are."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data):
+        self.data = bytes(data)
+
+
+def _writer_class(gguf):
+    class Writer(gguf.GGUFWriter):
+        def _pack_val(self, val, vtype, add_vtype, sub_type=None):
+            if isinstance(val, _Raw):
+                return (struct.pack("<I", int(vtype)) if add_vtype else b"") + val.data
+            return super()._pack_val(val, vtype, add_vtype, sub_type)
+    return Writer
+
+
+def save_gguf(path, tensors, metadata=None, *, arch: str | None = None,
+              relayout: bool = False) -> None:
+    """Write ``{name: GritArray | ndarray | Inexpressible}`` as a GGUF file
+    with gguf-py's GGUFWriter (docs/file-format.md, "GGUF").
+
+    * A GritArray whose grade and placement are a ggml block type
+      (:func:`native_type`) is stored as that ggml type, its block bytes, so
+      that ggml runtimes and ``gguf.quants.dequantize`` read it (with
+      ``relayout=True`` also a canonical Q8_0 or MXFP4 array, which then
+      loads back in ggml's placement: same decode).  An NVFP4 array with a
+      binary32 scale1 (:class:`Companion`) is stored as NVFP4 blocks when the
+      mapping holds its companion tensor (as a loaded one does), or with
+      ``relayout=True``, which adds the companion ``<base>.scale``; any other
+      GritArray as a one-dimensional I8 tensor of its payload, with a
+      warning naming the tensor, annotated by ``grit.desc.``/``grit.shape.``
+      entries (and ``grit.layout.`` for hashed placement words).  Every
+      GritArray has its ``grit.grade.`` entry; a tensor written as its ggml
+      type needs no more, as it loads back as the same descriptor.
+    * An ndarray of a dtype GGUF holds (F16, F32, F64, I8..I64) is stored as
+      itself; float32 values that :func:`load` widened from BF16 (per
+      ``tensors.ggml_types``) as BF16 again when exact.
+    * An :class:`Inexpressible` record is carried through verbatim (type,
+      shape, bytes).
+    * ``metadata`` (``{key: str | GGUFValue}``; by default ``tensors.metadata``
+      when ``tensors`` came from :func:`load`) becomes KV entries with their
+      types and, for values read from a file, their exact bytes.  Keys under
+      ``grit.`` are refused; ``general.architecture`` in it sets ``arch``
+      (default "grit"), ``general.alignment`` the data alignment.
+
+    The file appears atomically."""
+    gguf = _gguf()
+    path = os.fspath(path)
+    if metadata is None:
+        metadata = getattr(tensors, "metadata", None)
+        if not isinstance(metadata, GGUFMetadata):
+            metadata = None
+    meta = _metadata(metadata)
+    a_kv = meta.pop("general.architecture", None)
+    if a_kv is not None:
+        if a_kv.type != ValueType.STRING or not isinstance(a_kv.value, str):
+            raise GritUsageError("metadata general.architecture must be a string")
+        if arch is not None and arch != a_kv.value:
+            raise GritUsageError(f"arch={arch!r} but metadata general.architecture is "
+                                 f"{a_kv.value!r}")
+        arch = a_kv.value
+    al_kv = meta.pop("general.alignment", None)
+    alignment = None
+    if al_kv is not None:
+        al = al_kv.value
+        if al_kv.type != ValueType.UINT32 or not isinstance(al, int) or al <= 0 or al & (al - 1):
+            raise GritUsageError("metadata general.alignment must be a UINT32 power of two")
+        alignment = al
+    sizes = {n: (b, t) for n, b, t in ggml_types().values()}
+    src_types = getattr(tensors, "ggml_types", None) or {}
+    plan: list[tuple[str, Any, Any]] = []    # (name, ndarray to write, raw ggml type | None)
+    native: dict[str, str] = {}
+    for name, v in tensors.items():
+        if not isinstance(name, str) or not name:
+            raise GritUsageError(f"tensor names are non-empty str, got {name!r}")
+        if isinstance(v, GritArray):
+            if any(x > _INT32_MAX for x in v.shape):
+                raise GritUsageError(
+                    f"tensor {name!r}: extent {max(v.shape)} does not fit the INT32 array this "
+                    f"writer stores {KV_SHAPE}<name> as (at most {_INT32_MAX}); save it as "
+                    "safetensors, whose shapes are 64-bit")
+            nt = native_type(v, relayout=relayout)
+            if nt is not None and not relayout and _scaled_k1(v) is not None and \
+                    not any(c in tensors for c in companion_names(name)):
+                nt = None     # NVFP4 + scale1 adds a companion tensor: only with relayout=True
+            if nt is not None:
+                t, blocks = nt
+                b, s = sizes[t]
+                native[name] = t
+                plan.append((name, blocks.reshape(_byte_shape(v.shape, b, s)),
+                             gguf.GGMLQuantizationType[t]))
+                k1 = _scaled_k1(v)
+                if k1 is not None:
+                    extra = _companion_out(tensors, name, v, k1)
+                    if extra is not None:
+                        plan.append(extra)
+            else:
+                warnings.warn(f"tensor {name!r}: grade {v.grade.canonical} in this placement "
+                              "is no ggml block type; stored as its GRIT payload in a 1-D I8 "
+                              "tensor, which ggml runtimes cannot use", stacklevel=2)
+                buf = np.frombuffer(v.payload(), np.int8) if v.nbytes else np.zeros(0, np.int8)
+                plan.append((name, buf, None))
+        elif isinstance(v, Inexpressible):
+            if v.raw is None or v.ggml_type not in sizes or not v.shape:
+                raise GritUsageError(f"tensor {name!r}: an Inexpressible record without its "
+                                     "bytes cannot be written")
+            if v.ggml_type not in gguf.GGMLQuantizationType.__members__:
+                raise GritUsageError(f"tensor {name!r}: ggml type {v.ggml_type} is unknown to "
+                                     "the installed gguf-py, which writes the file")
+            b, s = sizes[v.ggml_type]
+            shp = _byte_shape(tuple(v.shape), b, s)
+            raw = _u8(v.raw)
+            if v.shape[-1] % b or raw.size != int(np.prod(shp)):
+                raise GritUsageError(f"tensor {name!r}: {raw.size} bytes do not fit "
+                                     f"{v.ggml_type} of shape {tuple(v.shape)}")
+            plan.append((name, raw.reshape(shp), gguf.GGMLQuantizationType[v.ggml_type]))
+        elif isinstance(v, np.ndarray):
+            if v.dtype.newbyteorder("<") not in [
+                    np.dtype(x) for x in ("<f2", "<f4", "<f8", "i1", "<i2", "<i4", "<i8")]:
+                raise GritUsageError(f"tensor {name!r}: GGUF holds F16/F32/F64/I8..I64 arrays, "
+                                     f"not {v.dtype}")
+            x = np.ascontiguousarray(v.astype(v.dtype.newbyteorder("<")))
+            if src_types.get(name) == "BF16" and x.dtype == np.float32 and x.ndim:
+                u = x.view(np.uint32)
+                if not (u & np.uint32(0xFFFF)).any():
+                    bf = (u >> np.uint32(16)).astype("<u2")
+                    plan.append((name, bf.view(np.uint8).reshape(*x.shape[:-1], -1),
+                                 gguf.GGMLQuantizationType.BF16))
+                    continue
+            plan.append((name, x, None))
+        else:
+            raise GritUsageError(f"tensor {name!r}: expected a GritArray, a numpy array or an "
+                                 f"Inexpressible record, got {type(v).__name__}")
+
+    def write(tmp):
+        w = _writer_class(gguf)(tmp, arch or "grit")
+        if alignment is not None:
+            w.add_custom_alignment(alignment)
+        for k, kv in meta.items():
+            val = _Raw(kv.raw) if kv.raw is not None else kv.value
+            w.add_key_value(k, val, gguf.GGUFValueType(int(kv.type)),
+                            None if kv.sub_type is None else gguf.GGUFValueType(int(kv.sub_type)))
+        w.add_string(KV_SCHEMA, GGUF_SCHEMA)
+        layouts: dict[int, str] = {}
+        for name, v in tensors.items():
+            if isinstance(v, GritArray):
+                d = v.descriptor
+                # a tensor written as its ggml type loads back as this very
+                # descriptor unannotated (native_type): only its grade is noted
+                if name not in native:
+                    w.add_string(KV_DESC + name, d.hex())
+                    w.add_array(KV_SHAPE + name, [int(x) for x in v.shape])
+                w.add_string(KV_GRADE + name, v.grade.canonical)
+                for word in d.placements:
+                    if placement_class(word) in (CLASS_HASHED, CLASS_OPAQUE):
+                        e = resolve_layout(word)
+                        if e is not None:
+                            layouts[word] = str(e)
+        for word, e in sorted(layouts.items()):
+            w.add_string(f"{KV_LAYOUT}0x{word:016x}", e)
+        for name, arr, raw_type in plan:
+            w.add_tensor(name, arr, raw_dtype=raw_type)
+        w.write_header_to_file()
+        w.write_kv_data_to_file()
+        w.write_tensors_to_file()
+        w.close()
+
+    atomic_write(path, write, by_name=True)
