@@ -47,13 +47,12 @@ import numpy as np
 from .. import descriptor as D
 from ..array import GritArray, canonical
 from ..check import check as _check
-from ..codec.packing import pack_stream
 from ..errors import GritError, GritGradeError, GritUsageError
 from ..formats import REGISTERED as _FORMATS, fmt_decode
 from ..grade import Grade, lookup_grade, register_grade
-from ..ggml import CONVERTED, Blocks, MXFP4_DATA, NVFP4_DATA, Q4_K_DATA, ZERO_COPY
+from ..ggml import (CONVERTED, INEXPRESSIBLE, PLAIN, TYPES, ZERO_COPY, Blocks, MXFP4_DATA,
+                    NVFP4_DATA, Q4_K_DATA)
 from ..placement.expr import (layout_word, parse_layout, register_layout)
-from ..placement.registered import unpack_k4_12b
 from ..placement.words import REGISTERED
 from .gguf_file import (GGUF_MAGIC, GGUFField, GGUFFile, TensorInfo, ValueType, _Cursor,
                         header_bytes, problem, read_gguf)
@@ -66,14 +65,15 @@ __all__ = ["load", "read", "read_source", "Unread", "Inexpressible",
            "GGUFTensors", "GGUFContents", "GGUFValue", "GGUFMetadata", "metadata_of",
            "GGML_GRADES", "INEXPRESSIBLE", "ggml_placement", "KV_DESC", "KV_SHAPE", "KV_GRADE",
            "KV_LAYOUT", "KV_SCHEMA", "KV_DIGEST", "GGUF_MAGIC", "Companion", "COMPANION_SUFFIX",
-           "companion_names", "companion_rounding", "nvfp4_scaled_grade",
+           "companion_names", "companion_rounding", "nvfp4_scaled_grade", "converted",
            "nvfp4_scale_disagreements", "leading", "block_span"]
 
 _W = {n: w for n, (w, _) in REGISTERED.items()}
 
 
-# the zero-copy types (grit.ggml); their expressions are registered in this
-# process on import, so a loaded array's placement words resolve
+# the ggml block types: one record each in grit.ggml.  The zero-copy types'
+# expressions are registered in this process on import, so a loaded array's
+# placement words resolve
 
 
 for _e in (Q4_K_DATA, MXFP4_DATA, NVFP4_DATA):
@@ -83,170 +83,25 @@ for _e in (Q4_K_DATA, MXFP4_DATA, NVFP4_DATA):
 def ggml_placement(name: str) -> tuple[int, int, int] | None:
     """(placement_data, placement_scale, placement_meta) of a zero-copy ggml
     type, or None when the type is converted into the canonical placement."""
-    return _ZERO_COPY.get(name, (None,))[0]  # type: ignore[return-value]
+    t = TYPES.get(name)
+    return None if t is None else t.placement
 
 
-# ---------------------------------------------------------------------------
-# the grades
+#: ggml type name -> the grade string of its GRIT array (grit.ggml's records)
+GGML_GRADES: dict[str, str] = {n: t.grade_text for n, t in TYPES.items()}
+#: the numpy type of each unquantised ggml type read as itself (BF16 apart:
+#: widened to float32)
+_PLAIN = {n: np.dtype(v) for n, v in PLAIN.items() if n != "BF16"}
 
 
-GGML_GRADES: dict[str, str] = {n: c.grade_text for n, c in CONVERTED.items()}
-GGML_GRADES.update((n, z.grade_text) for n, z in ZERO_COPY.items())   # Q8_0, MXFP4, NVFP4, Q4_K
-
-INEXPRESSIBLE: dict[str, str] = {
-    "Q3_K": ("its 6-bit sub-block scales are offset-binary (value = code − 32); a v1 scale "
-             "format is unsigned or two's-complement with no offset, so a bit-exact GRIT form "
-             "would rewrite every scale code (XOR 0x20) — a change of bits, not a relayout"),
-    "TQ1_0": ("elements are trits packed five to a byte in base 3 (1.6 bits each); a v1 "
-              "element plane is a bitstream of w-bit codes"),
-    "Q8_1": ("a compute-time activation type, not a storage type: its s = d·Σq field is "
-             "derived, and gguf-py's size table (40 bytes per block) disagrees with ggml's "
-             "block_q8_1 (36 bytes) — not loaded rather than guessed"),
-    "Q1_0": "1-bit elements; v1 formats start at 2 bits",
-}
-for _n in ("IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S", "IQ1_S", "IQ1_M"):
-    INEXPRESSIBLE[_n] = ("elements index a codebook of vectors (lattice/grid tables with sign "
-                         "masks); a v1 element decodes through a §2 format word, never a table")
-for _n in ("IQ4_NL", "IQ4_XS"):
-    INEXPRESSIBLE[_n] = ("4-bit codes index a non-uniform 16-entry value table (kvalues_iq4nl); "
-                         "no §2 format has those values")
-
-_PLAIN = {"F32": np.float32, "F16": np.float16, "F64": np.float64, "I8": np.int8,
-          "I16": np.int16, "I32": np.int32, "I64": np.int64}
-
-
-def _grade(name: str) -> Grade:
-    g = register_grade(GGML_GRADES[name])
-    return lookup_grade(g.id) or g
-
-
-# ---------------------------------------------------------------------------
-# zero-copy types: the block bytes are the GRIT data plane
-
-
-_ZERO_COPY: dict[str, tuple[tuple[int, int, int]]] = {
-    n: (z.placement,) for n, z in ZERO_COPY.items()}
-
-
-def _zero_copy_descriptor(name: str, shape: tuple[int, ...]) -> D.Descriptor:
-    g = _grade(name)
-    pd, ps, pm = _ZERO_COPY[name][0]
-    d = g.descriptor(group_axis=len(shape) - 1, placement_data=pd, placement_scale=ps,
-                     placement_meta=pm)
-    return d.replace(flags=d.flags | D.F_INTERLEAVED)
-
-
-def _zero_copy(name: str, raw: np.ndarray, shape: tuple[int, ...]):
-    return GritArray(_zero_copy_descriptor(name, shape), shape, (raw, b"", b"", b""))
-
-
-# ---------------------------------------------------------------------------
-# converted types: fields moved into the canonical planes
-
-
-def _canonical(name: str, shape, data, s0, s1=b"", aux=b""):
-    g = _grade(name)
-    return GritArray(g.descriptor(group_axis=len(shape) - 1), shape, (data, s0, s1, aux))
-
-
-def _nibbles_halves(qs: np.ndarray) -> np.ndarray:
-    """(nb, n/2) bytes in ggml's halves order -> (nb, n) codes in order."""
-    return np.concatenate([qs & np.uint8(15), qs >> np.uint8(4)], axis=1)
-
-
-def _bit_planes(qh: np.ndarray, n: int) -> np.ndarray:
-    """(nb, 4) bytes = one little-endian uint32 per block, bit j for element j."""
-    bits = np.unpackbits(qh, axis=1, bitorder="little")
-    return bits[:, :n]
-
-
-def _conv_q4_0(b, shape):
-    nb = b.shape[0]
-    codes = _nibbles_halves(b[:, 2:18])
-    return _canonical("Q4_0", shape, pack_stream(codes, 4), b[:, 0:2].tobytes(), b"",
-                      np.full(nb, 8, np.uint8).tobytes())
-
-
-def _conv_q4_1(b, shape):
-    nb = b.shape[0]
-    codes = _nibbles_halves(b[:, 4:20])
-    return _canonical("Q4_1", shape, pack_stream(codes, 4), np.ones(nb, np.uint8).tobytes(),
-                      b[:, 0:4].tobytes(), np.full(nb, 0xFF, np.uint8).tobytes())
-
-
-def _conv_q5_0(b, shape):
-    nb = b.shape[0]
-    codes = _nibbles_halves(b[:, 6:22]) | (_bit_planes(b[:, 2:6], 32) << np.uint8(4))
-    return _canonical("Q5_0", shape, pack_stream(codes, 5), b[:, 0:2].tobytes(), b"",
-                      np.full(nb, 16, np.uint8).tobytes())
-
-
-def _conv_q5_1(b, shape):
-    nb = b.shape[0]
-    codes = _nibbles_halves(b[:, 8:24]) | (_bit_planes(b[:, 4:8], 32) << np.uint8(4))
-    return _canonical("Q5_1", shape, pack_stream(codes, 5), np.ones(nb, np.uint8).tobytes(),
-                      b[:, 0:4].tobytes(), np.full(nb, 0xFF, np.uint8).tobytes())
-
-
-def _crumbs(qs: np.ndarray) -> np.ndarray:
-    """K-quant 2-bit order: per 128-element half, 32 bytes; bits 2s..2s+1 of
-    byte l hold element 32s + l of that half."""
-    nb = qs.shape[0]
-    sh = np.array([0, 2, 4, 6], dtype=np.uint8).reshape(1, 1, 4, 1)
-    return ((qs.reshape(nb, -1, 1, 32) >> sh) & np.uint8(3)).reshape(nb, -1)
-
-
-def _conv_q2_k(b, shape):
-    sc = b[:, 0:16]
-    codes = _crumbs(b[:, 16:80])
-    return _canonical("Q2_K", shape, pack_stream(codes, 2), (sc & np.uint8(15)).tobytes(),
-                      b[:, 80:84].tobytes(), (sc >> np.uint8(4)).tobytes())
-
-
-def _k_nibbles(qs: np.ndarray) -> np.ndarray:
-    """Q4_K/Q5_K order: per 64-element chunk, 32 bytes; low nibbles are
-    elements 0..31 of the chunk, high nibbles 32..63."""
-    nb = qs.shape[0]
-    sh = np.array([0, 4], dtype=np.uint8).reshape(1, 1, 2, 1)
-    return ((qs.reshape(nb, -1, 1, 32) >> sh) & np.uint8(15)).reshape(nb, -1)
-
-
-def _conv_q5_k(b, shape):
-    nb = b.shape[0]
-    sc, m = unpack_k4_12b(b[:, 4:16])
-    qh = b[:, 16:48]
-    hb = (qh.reshape(nb, 1, 32) >> np.arange(8, dtype=np.uint8).reshape(1, 8, 1)) & np.uint8(1)
-    codes = _k_nibbles(b[:, 48:176]) | (hb.reshape(nb, 256) << np.uint8(4))
-    return _canonical("Q5_K", shape, pack_stream(codes, 5), sc.tobytes(), b[:, 0:4].tobytes(),
-                      m.tobytes())
-
-
-def _conv_q6_k(b, shape):
-    nb = b.shape[0]
-    ql, qh = b[:, 0:128], b[:, 128:192]
-    lo = ((ql.reshape(nb, 2, 1, 64) >> np.array([0, 4], dtype=np.uint8).reshape(1, 1, 2, 1))
-          & np.uint8(15)).reshape(nb, 256)
-    codes = lo | (_crumbs(qh) << np.uint8(4))
-    return _canonical("Q6_K", shape, pack_stream(codes, 6), b[:, 192:208].tobytes(),
-                      b[:, 208:210].tobytes(), np.full(nb * 16, 32, np.uint8).tobytes())
-
-
-def _conv_q8_k(b, shape):
-    # bsums (16 × int16 per block) are sums of the codes: derived, not values
-    return _canonical("Q8_K", shape, b[:, 4:260].tobytes(), b[:, 0:4].tobytes())
-
-
-def _conv_tq2_0(b, shape):
-    nb = b.shape[0]
-    return _canonical("TQ2_0", shape, pack_stream(_crumbs(b[:, 0:64]), 2), b[:, 64:66].tobytes(),
-                      b"", np.ones(nb, np.uint8).tobytes())
-
-
-_CONVERT: dict[str, Callable[[np.ndarray, tuple], Any]] = {
-    "Q4_0": _conv_q4_0, "Q4_1": _conv_q4_1, "Q5_0": _conv_q5_0, "Q5_1": _conv_q5_1,
-    "Q2_K": _conv_q2_k, "Q5_K": _conv_q5_k, "Q6_K": _conv_q6_k, "Q8_K": _conv_q8_k,
-    "TQ2_0": _conv_tq2_0,
-}
+def converted(name: str, blocks: np.ndarray, shape) -> GritArray:
+    """The GRIT array of ``(nb, block_bytes)`` blocks of ggml type ``name``
+    holding an array of ``shape`` (ggml's ne[0] the last axis): the blocks
+    in place for a zero-copy type, its canonical planes for a converted one
+    (grit.ggml's record, ``read``)."""
+    t = TYPES[name]
+    shape = tuple(shape)
+    return GritArray(t.descriptor(group_axis=len(shape) - 1), shape, t.read(blocks))
 
 
 def leading(a: GritArray, rows: int) -> GritArray | None:
@@ -255,13 +110,13 @@ def leading(a: GritArray, rows: int) -> GritArray | None:
     blocks — the leading rows are a prefix of the blocks; None for any other
     array."""
     src = a.source
-    if not isinstance(src, Blocks) or src.type_name not in _CONVERT or len(a.shape) < 2:
+    if not isinstance(src, Blocks) or src.type_name not in CONVERTED or len(a.shape) < 2:
         return None
     ct = CONVERTED[src.type_name]
     sub = (max(1, min(int(rows), a.shape[0])), *a.shape[1:])
     nb = int(np.prod(sub, dtype=np.int64)) // ct.block_elems
     raw = _u8(src.data)[:nb * ct.block_bytes]
-    return _CONVERT[src.type_name](raw.reshape(nb, ct.block_bytes), sub)
+    return converted(src.type_name, raw.reshape(nb, ct.block_bytes), sub)
 
 
 def block_span(got: "GGUFContents", name: str) -> Span | None:
@@ -274,7 +129,7 @@ def block_span(got: "GGUFContents", name: str) -> Span | None:
     f = got.file
     if f.buf is not None or f.source is None or name in got.annotated:
         return None
-    if got.tensors.ggml_types.get(name) not in _ZERO_COPY or \
+    if got.tensors.ggml_types.get(name) not in ZERO_COPY or \
             not isinstance(got.tensors.get(name), GritArray) or \
             getattr(got.tensors.companions.get(name), "attached", False):
         return None
@@ -288,8 +143,8 @@ def _deferred(name: str, raw, type_size: int, shape: tuple[int, ...]) -> GritArr
     and ``grit.decode`` reads the blocks in place where a fused kernel
     serves the type (``.source``)."""
     def build():
-        return _CONVERT[name](raw.reshape(-1, type_size), shape).planes
-    return GritArray.deferred(_grade(name).descriptor(group_axis=len(shape) - 1), shape,
+        return converted(name, raw.reshape(-1, type_size), shape).planes
+    return GritArray.deferred(TYPES[name].descriptor(group_axis=len(shape) - 1), shape,
                               build, source=Blocks(name, raw))
 
 
@@ -437,9 +292,9 @@ def _tensor(f: GGUFFile, t: TensorInfo):
         out.flags.writeable = False
         return out
     raw = f.data(t)
-    if name in _ZERO_COPY:
-        return _zero_copy(name, raw, shape)
-    if name in _CONVERT:
+    if name in ZERO_COPY:
+        return converted(name, raw, shape)
+    if name in CONVERTED:
         return _deferred(name, raw, t.type_size, shape)
     reason = INEXPRESSIBLE.get(name, f"ggml type {name} has no GRIT v1 mapping in this version")
     return Inexpressible(t.name, name, shape, reason, raw)
@@ -475,16 +330,16 @@ def _unread_tensor(f: GGUFFile, t: TensorInfo):
     name, shape = t.ggml_type or "", t.shape      # (a readable info's type is known)
     if name in _PLAIN or name == "BF16":
         return Unread(t.name, name, shape, lambda: _read_plain(f, t))
-    if name in _ZERO_COPY:
-        d = _zero_copy_descriptor(name, shape)
+    if name in ZERO_COPY:
+        d = ZERO_COPY[name].descriptor(group_axis=len(shape) - 1)
         _check(d, shape, (t.nbytes, 0, 0, 0), level=1)
         return GritArray.deferred(d, shape, lambda: (f.data(t), b"", b"", b""))
-    if name in _CONVERT:
+    if name in CONVERTED:
         ts = t.type_size
 
         def build():
-            return _CONVERT[name](f.data(t).reshape(-1, ts), shape).planes
-        return GritArray.deferred(_grade(name).descriptor(group_axis=len(shape) - 1), shape,
+            return converted(name, f.data(t).reshape(-1, ts), shape).planes
+        return GritArray.deferred(CONVERTED[name].descriptor(group_axis=len(shape) - 1), shape,
                                   build)
     reason = INEXPRESSIBLE.get(name, f"ggml type {name} has no GRIT v1 mapping in this version")
     return Inexpressible(t.name, name, shape, reason)

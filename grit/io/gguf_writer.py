@@ -12,21 +12,18 @@ import os
 import struct
 import warnings
 from collections.abc import Mapping
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
-from .. import descriptor as D
 from .._files import atomic_write
 from ..array import GritArray
-from ..codec.packing import unpack_stream
 from ..errors import GritError, GritUsageError
-from ..ggml import Blocks
+from ..ggml import TYPES, Blocks
 from ..placement.expr import resolve_layout
-from ..placement.registered import pack_k4_12b
 from ..placement.words import CLASS_HASHED, CLASS_OPAQUE, placement_class
-from .gguf import (_CONVERT, _ZERO_COPY, GGML_GRADES, KV_DESC, KV_GRADE, KV_LAYOUT, KV_SCHEMA,
-                   KV_SHAPE, GGUF_SCHEMA, GGUFMetadata, GGUFValue, Inexpressible, _grade, _u8,
+from .gguf import (KV_DESC, KV_GRADE, KV_LAYOUT, KV_SCHEMA,
+                   KV_SHAPE, GGUF_SCHEMA, GGUFMetadata, GGUFValue, Inexpressible, _u8,
                    companion_names, nvfp4_scaled_grade)
 from .gguf_file import ValueType, ggml_types
 
@@ -43,105 +40,6 @@ def _gguf():
 
 
 _INT32_MAX = (1 << 31) - 1
-
-
-def _codes(a: GritArray, w: int, n: int) -> np.ndarray:
-    nb = a.size // n
-    return unpack_stream(a.planes[0], nb * n, w).astype(np.uint8).reshape(nb, n)
-
-
-def _halves_inv(c: np.ndarray) -> np.ndarray:
-    """(nb, n) codes -> (nb, n/2) bytes in ggml's halves order."""
-    h = c.shape[1] // 2
-    return (c[:, :h] & np.uint8(15)) | ((c[:, h:] & np.uint8(15)) << np.uint8(4))
-
-
-def _crumbs_inv(c: np.ndarray) -> np.ndarray:
-    nb = c.shape[0]
-    r = c.reshape(nb, -1, 4, 32) & np.uint8(3)
-    return (r[:, :, 0] | (r[:, :, 1] << 2) | (r[:, :, 2] << 4) | (r[:, :, 3] << 6)).reshape(nb, -1)
-
-
-def _qh_inv(c: np.ndarray) -> np.ndarray:
-    """bit 4 of 32 codes -> one little-endian uint32 per block."""
-    return np.packbits((c >> np.uint8(4)) & np.uint8(1), axis=1, bitorder="little")
-
-
-def _plane(a: GritArray, i: int, nb: int) -> np.ndarray:
-    return _u8(a.planes[i]).reshape(nb, -1)
-
-
-def _inv_q4_0(a, nb):
-    return [_plane(a, 1, nb), _halves_inv(_codes(a, 4, 32))]
-
-
-def _inv_q4_1(a, nb):
-    return [_plane(a, 2, nb), _halves_inv(_codes(a, 4, 32))]
-
-
-def _inv_q5_0(a, nb):
-    c = _codes(a, 5, 32)
-    return [_plane(a, 1, nb), _qh_inv(c), _halves_inv(c)]
-
-
-def _inv_q5_1(a, nb):
-    c = _codes(a, 5, 32)
-    return [_plane(a, 2, nb), _qh_inv(c), _halves_inv(c)]
-
-
-def _inv_q2_k(a, nb):
-    sc = _plane(a, 1, nb) | (_plane(a, 3, nb) << np.uint8(4))
-    return [sc, _crumbs_inv(_codes(a, 2, 256)), _plane(a, 2, nb)]
-
-
-def _inv_q5_k(a, nb):
-    c = _codes(a, 5, 256)
-    hb = ((c >> np.uint8(4)) & np.uint8(1)).reshape(nb, 8, 32)
-    qh = np.zeros((nb, 32), np.uint8)
-    for j in range(8):
-        qh |= hb[:, j] << np.uint8(j)
-    lo = (c & np.uint8(15)).reshape(nb, 4, 2, 32)
-    qs = (lo[:, :, 0] | (lo[:, :, 1] << np.uint8(4))).reshape(nb, 128)
-    return [_plane(a, 2, nb), pack_k4_12b(_plane(a, 1, nb), _plane(a, 3, nb)), qh, qs]
-
-
-def _inv_q6_k(a, nb):
-    c = _codes(a, 6, 256)
-    lo = (c & np.uint8(15)).reshape(nb, 2, 2, 64)
-    ql = (lo[:, :, 0] | (lo[:, :, 1] << np.uint8(4))).reshape(nb, 128)
-    return [ql, _crumbs_inv(c >> np.uint8(4)), _plane(a, 1, nb), _plane(a, 2, nb)]
-
-
-def _inv_q8_k(a, nb):
-    q = _plane(a, 0, nb)
-    # bsums: ggml's block_q8_k field, the sum of each 16 codes (derived)
-    bs = q.view(np.int8).reshape(nb, 16, 16).astype(np.int16).sum(axis=2, dtype=np.int16)
-    return [_plane(a, 1, nb), q, bs.astype("<i2").view(np.uint8)]
-
-
-def _inv_tq2_0(a, nb):
-    return [_crumbs_inv(_codes(a, 2, 256)), _plane(a, 1, nb)]
-
-
-def _inv_q8_0_canonical(a, nb):
-    return [_plane(a, 1, nb), _plane(a, 0, nb)]
-
-
-def _inv_mxfp4_canonical(a, nb):
-    return [_plane(a, 1, nb), _halves_inv(_codes(a, 4, 32))]
-
-
-def _inv_nvfp4_canonical(a, nb):
-    # four E4M3 scales, then four runs of 8 bytes (16 codes in halves order)
-    qs = _halves_inv(_codes(a, 4, 64).reshape(nb * 4, 16)).reshape(nb, 32)
-    return [_plane(a, 1, nb), qs]
-
-
-#: zero-copy types whose canonical placement is written as ggml blocks too
-#: (nothing implicit: the block is the scale then the codes)
-_CANONICAL_ZC: dict[str, Callable[[GritArray, int], list]] = {
-    "Q8_0": _inv_q8_0_canonical, "MXFP4": _inv_mxfp4_canonical,
-}
 
 
 def _scaled_k1(a: GritArray) -> int | None:
@@ -168,22 +66,13 @@ def _companion_shape(a: GritArray, k1: int) -> tuple[int, ...]:
     return (a.size // 16 // k1,)
 
 
-_INVERT: dict[str, Callable[[GritArray, int], list]] = {
-    "Q4_0": _inv_q4_0, "Q4_1": _inv_q4_1, "Q5_0": _inv_q5_0, "Q5_1": _inv_q5_1,
-    "Q2_K": _inv_q2_k, "Q5_K": _inv_q5_k, "Q6_K": _inv_q6_k, "Q8_K": _inv_q8_k,
-    "TQ2_0": _inv_tq2_0,
-}
+#: zero-copy types whose canonical placement relayout=True writes as ggml
+#: blocks too (nothing implicit: the block is the scale then the codes)
+_RELAYOUT_ZC = ("Q8_0", "MXFP4")
 
 
-def _zero_copy_desc(name: str, rank: int) -> D.Descriptor:
-    pd, ps, pm = _ZERO_COPY[name][0]
-    d = _grade(name).descriptor(group_axis=rank - 1, placement_data=pd, placement_scale=ps,
-                                placement_meta=pm)
-    return d.replace(flags=d.flags | D.F_INTERLEAVED)
-
-
-def _same_planes(a: GritArray, b: GritArray) -> bool:
-    return all(bytes(x) == bytes(y) for x, y in zip(a.planes, b.planes))
+def _same_planes(a, b) -> bool:
+    return all(bytes(x) == bytes(y) for x, y in zip(a, b))
 
 
 def native_type(a: GritArray, *, relayout: bool = False) -> tuple[str, np.ndarray] | None:
@@ -203,41 +92,33 @@ def native_type(a: GritArray, *, relayout: bool = False) -> tuple[str, np.ndarra
         return None
     if _scaled_k1(a) is not None:      # NVFP4 + companion: the blocks (scale1 apart)
         nb = a.size // 64
-        return "NVFP4", np.concatenate(_inv_nvfp4_canonical(a, nb), axis=1).reshape(-1)
-    for name in GGML_GRADES:
-        if _grade(name).id == d.grade_id:
-            break
-    else:
+        return "NVFP4", TYPES["NVFP4"].write(a.planes, nb).reshape(-1)
+    t = next((t for t in TYPES.values() if t.grade.id == d.grade_id), None)
+    if t is None or a.shape[-1] % t.block_elems:
         return None
-    _, bsize, tsize = next(v for v in ggml_types().values() if v[0] == name)
-    if a.shape[-1] % bsize:
-        return None
-    nb = a.size // bsize
-    if name in _ZERO_COPY and d == _zero_copy_desc(name, len(a.shape)):
-        if a.plane_bytes[1:] != (0, 0, 0) or a.plane_bytes[0] != nb * tsize:
+    nb = a.size // t.block_elems
+    if t.zero_copy and d == t.descriptor(group_axis=len(a.shape) - 1):
+        if a.plane_bytes[1:] != (0, 0, 0) or a.plane_bytes[0] != nb * t.block_bytes:
             return None
-        return name, _u8(a.planes[0])
-    if d != _grade(name).descriptor(group_axis=len(a.shape) - 1):
+        return t.name, _u8(a.planes[0])
+    if d != t.grade.descriptor(group_axis=len(a.shape) - 1):
         return None
     src = a.source
-    if isinstance(src, Blocks) and src.type_name == name:
+    if isinstance(src, Blocks) and src.type_name == t.name:
         # loaded from blocks of this type: they are the bytes (the general path
         # below rebuilds the same ones, tests/test_gguf_roundtrip.py)
-        return name, _u8(src.data)
-    inv = _INVERT.get(name) or (_CANONICAL_ZC.get(name) if relayout else None)
-    if inv is None:
+        return t.name, _u8(src.data)
+    if t.zero_copy and not (relayout and t.name in _RELAYOUT_ZC):
         return None
     try:
-        blocks = np.ascontiguousarray(np.concatenate(inv(a, nb), axis=1), dtype=np.uint8)
+        blocks = t.write(a.planes, nb)
     except (ValueError, GritError):
-        return None
-    if blocks.shape != (nb, tsize):
         return None
     # a converted type: the blocks must convert back to a's own planes (ggml's
     # implicit constants hold); canonical Q8_0/MXFP4 is scale ‖ codes, nothing implicit
-    if name in _CONVERT and not _same_planes(_CONVERT[name](blocks, a.shape), a):
+    if not t.zero_copy and not _same_planes(t.read(blocks), a.planes):
         return None
-    return name, blocks.reshape(-1)
+    return t.name, blocks.reshape(-1)
 
 
 def _companion_out(tensors, name: str, a: GritArray, k1: int):
