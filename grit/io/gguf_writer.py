@@ -19,12 +19,13 @@ import numpy as np
 from .._files import atomic_write
 from ..array import GritArray
 from ..errors import GritError, GritUsageError
-from ..ggml import TYPES, Blocks
+from ..ggml import PLAIN, TYPES, Blocks
 from ..placement.expr import resolve_layout
 from ..placement.words import CLASS_HASHED, CLASS_OPAQUE, placement_class
 from .gguf import (KV_DESC, KV_GRADE, KV_LAYOUT, KV_SCHEMA,
                    KV_SHAPE, GGUF_SCHEMA, GGUFMetadata, GGUFValue, Inexpressible, _u8,
                    companion_names, nvfp4_scaled_grade)
+from .dtypes import ST_DTYPES
 from .gguf_file import ValueType, ggml_types
 
 __all__ = ["save_gguf", "native_type"]
@@ -138,6 +139,24 @@ def _companion_out(tensors, name: str, a: GritArray, k1: int):
     return companion_names(name)[0], s1.reshape(_companion_shape(a, k1)).copy(), None
 
 
+def _plain_type(dt: np.dtype) -> str | None:
+    """The unquantised ggml type of numpy dtype ``dt`` (either byte order;
+    ml_dtypes' bfloat16 as BF16), or None (grit.ggml.PLAIN)."""
+    for name, spec in PLAIN.items():
+        want = ST_DTYPES["BF16"].np_dtype() if name == "BF16" else np.dtype(spec)
+        if want is not None and (dt == want or (dt.kind in "fi" and
+                                                dt.newbyteorder("<") == want.newbyteorder("<"))):
+            return name
+    return None
+
+
+def _bf16_bytes(u: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """bfloat16 bit patterns (uint16) of an array of ``shape`` as the byte
+    rows GGUFWriter takes for a BF16 tensor (two bytes per element)."""
+    shape = tuple(shape) or (1,)
+    return np.ascontiguousarray(u, "<u2").view(np.uint8).reshape(*shape[:-1], 2 * shape[-1])
+
+
 def _byte_shape(shape: tuple[int, ...], bsize: int, tsize: int) -> tuple[int, ...]:
     return (*shape[:-1], shape[-1] // bsize * tsize) if shape else (tsize,)
 
@@ -205,8 +224,9 @@ def save_gguf(path, tensors, metadata=None, *, arch: str | None = None,
       GritArray has its ``grit.grade.`` entry; a tensor written as its ggml
       type needs no more, as it loads back as the same descriptor.
     * An ndarray of a dtype GGUF holds (F16, F32, F64, I8..I64) is stored as
-      itself; float32 values that :func:`load` widened from BF16 (per
-      ``tensors.ggml_types``) as BF16 again when exact.
+      itself, a bfloat16 one (ml_dtypes) as BF16; float32 values that
+      :func:`load` widened from BF16 (per ``tensors.ggml_types``) as BF16
+      again when exact.
     * An :class:`Inexpressible` record is carried through verbatim (type,
       shape, bytes).
     * ``metadata`` (``{key: str | GGUFValue}``; by default ``tensors.metadata``
@@ -287,17 +307,20 @@ def save_gguf(path, tensors, metadata=None, *, arch: str | None = None,
                                      f"{v.ggml_type} of shape {tuple(v.shape)}")
             plan.append((name, raw.reshape(shp), gguf.GGMLQuantizationType[v.ggml_type]))
         elif isinstance(v, np.ndarray):
-            if v.dtype.newbyteorder("<") not in [
-                    np.dtype(x) for x in ("<f2", "<f4", "<f8", "i1", "<i2", "<i4", "<i8")]:
-                raise GritUsageError(f"tensor {name!r}: GGUF holds F16/F32/F64/I8..I64 arrays, "
-                                     f"not {v.dtype}")
+            plain = _plain_type(v.dtype)
+            if plain is None:
+                raise GritUsageError(f"tensor {name!r}: GGUF holds F16/BF16/F32/F64/I8..I64 "
+                                     f"arrays, not {v.dtype}")
+            if plain == "BF16":      # bfloat16 (ml_dtypes): its bits as they are
+                u = np.ascontiguousarray(v).reshape(-1).view("<u2")
+                plan.append((name, _bf16_bytes(u, v.shape), gguf.GGMLQuantizationType.BF16))
+                continue
             x = np.ascontiguousarray(v.astype(v.dtype.newbyteorder("<")))
             if src_types.get(name) == "BF16" and x.dtype == np.float32 and x.ndim:
                 u = x.view(np.uint32)
                 if not (u & np.uint32(0xFFFF)).any():
                     bf = (u >> np.uint32(16)).astype("<u2")
-                    plan.append((name, bf.view(np.uint8).reshape(*x.shape[:-1], -1),
-                                 gguf.GGMLQuantizationType.BF16))
+                    plan.append((name, _bf16_bytes(bf, x.shape), gguf.GGMLQuantizationType.BF16))
                     continue
             plan.append((name, x, None))
         else:
