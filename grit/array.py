@@ -402,7 +402,7 @@ def decode(array: GritArray) -> np.ndarray:
     if src is not None:
         k = ggml.type_kernel(src.type_name, a.shape)
         if k is not None and not k.zero_copy and \
-                a.descriptor == k.descriptor(group_axis=len(a.shape) - 1):
+                a.descriptor.group_axis == len(a.shape) - 1 and k.carries(a.descriptor):
             # a converted ggml type loaded from its blocks: decode them in place,
             # building no plane (the same bits, tests/test_native_ggml_converted.py)
             return k.decode(src.data, numel_of(a.shape)).reshape(a.shape)

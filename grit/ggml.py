@@ -195,6 +195,16 @@ class BlockType:
         """The fused decode kernel's id in grit._kernels (None: none)."""
         return native.ggml_kind(self.name)
 
+    def carries(self, d: D.Descriptor, *, canonical: bool = False) -> bool:
+        """Whether ``d`` is the descriptor of this type's array with
+        ``d``'s group axis — :meth:`descriptor`'s, or with ``canonical`` the
+        canonical placement's — up to the grade id: a grade that differs
+        from the type's only in encode fields (§4: er, esr) decodes the same
+        bytes the same way (§8.1 reads the frame alone)."""
+        want = self.grade.descriptor(group_axis=d.group_axis) if canonical \
+            else self.descriptor(d.group_axis)
+        return d.replace(grade_id=0) == want.replace(grade_id=0)
+
     def decode(self, data, numel: int) -> np.ndarray:
         """The fused kernel's decode of ``numel`` elements' whole blocks read
         in place (:func:`grit.native.decode_ggml`); only where
@@ -489,18 +499,20 @@ class Blocks:
     data: Any = field(repr=False)
 
 
-# zero-copy descriptor bytes (group axis 0) -> record
-_BY_DESC: dict[bytes, BlockType] = {t.descriptor().to_bytes(): t for t in ZERO_COPY.values()}
+# zero-copy descriptor bytes (group axis 0, grade id 0) -> record
+_BY_DESC: dict[bytes, BlockType] = {t.descriptor().replace(grade_id=0).to_bytes(): t
+                                    for t in ZERO_COPY.values()}
 
 
 def kernel_for(d: D.Descriptor, shape: tuple[int, ...]) -> BlockType | None:
     """The zero-copy record whose fused kernel decodes an array of
-    descriptor ``d`` and ``shape``: its descriptor is exactly the type's
-    with the group axis last (ggml's ne[0]), the row length is whole blocks,
-    and the kernels are built and on; else None (the general path)."""
+    descriptor ``d`` and ``shape``: its descriptor is the type's with the
+    group axis last (ggml's ne[0]), up to the grade id (:meth:`BlockType.carries`),
+    the row length is whole blocks, and the kernels are built and on; else
+    None (the general path)."""
     if not shape or d.group_axis != len(shape) - 1 or not native.ggml_kernels_on():
         return None
-    t = _BY_DESC.get(d.replace(group_axis=0).to_bytes())
+    t = _BY_DESC.get(d.replace(group_axis=0, grade_id=0).to_bytes())
     if t is None or t.kernel is None or shape[-1] % t.block_elems:
         return None
     return t

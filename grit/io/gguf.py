@@ -456,8 +456,10 @@ def _companion_k1(shape: tuple[int, ...], cshape: tuple[int, ...]) -> int | None
     return None
 
 
-def _attach(out: "GGUFTensors", annotated) -> None:
-    """Pair every NVFP4 tensor with its companion scale (see above)."""
+def _attach(out: "GGUFTensors", annotated, grades) -> None:
+    """Pair every NVFP4 tensor with its companion scale (see above); the
+    pair takes the tensor's annotated grade where it is one with the same
+    decode (:func:`_regraded`)."""
     for name, gt in list(out.ggml_types.items()):
         if gt != "NVFP4" or name in annotated or not isinstance(out.get(name), GritArray):
             continue
@@ -491,7 +493,7 @@ def _attach(out: "GGUFTensors", annotated) -> None:
         def build(a=a, s1=s1):
             one = canonical(a)            # the blocks' codes and E4M3 scales, moved
             return one.planes[0], one.planes[1], s1, b""
-        out[name] = GritArray.deferred(d, a.shape, build)
+        out[name] = _regraded(GritArray.deferred(d, a.shape, build), grades.get(name))
         out.companions[name] = Companion(name, cname, True, k1,
                                          rounding=companion_rounding(c))
 
@@ -546,9 +548,11 @@ def _contents(f: GGUFFile) -> GGUFContents:
                   f"{str(e)[:200]}"
             tally.add(problem(path, K.BAD_TENSOR, msg, t.name))
             continue
+        if t.name not in notes["desc"]:
+            v = _regraded(v, notes["grade"].get(t.name))
         out[t.name] = v
         out.ggml_types[t.name] = t.ggml_type
-    _attach(out, notes["desc"])
+    _attach(out, notes["desc"], notes["grade"])
     for name in sorted(set(notes["desc"]) - f.names):
         msg = f"GRIT annotation {KV_DESC}{name} names no tensor of the file"
         tally.add(problem(path, K.BAD_ANNOTATION, msg, name))
@@ -644,6 +648,7 @@ def _annotations(f: GGUFFile, tally: Tally) -> dict:
                     continue
                 layouts[word] = v
     descs: dict[str, D.Descriptor] = {}
+    grades: dict[str, Grade] = {}
     for name, v in notes["desc"].items():
         if not isinstance(v, str):
             bad(K.BAD_DESCRIPTOR, f"{KV_DESC}{name} is not a string", name)
@@ -671,9 +676,34 @@ def _annotations(f: GGUFFile, tally: Tally) -> dict:
         if d is not None and d.grade_id != g.id:
             bad(K.BAD_ANNOTATION, f"{KV_GRADE}{name} {v!r} has id 0x{g.id:016x}; the "
                                   f"descriptor says 0x{d.grade_id:016x}"[:300], name)
+            continue
+        grades[name] = g
     for v in layouts.values():
         register_layout(v)
-    return {"desc": descs, "shape": notes["shape"]}
+    return {"desc": descs, "shape": notes["shape"], "grade": grades}
+
+
+def _regraded(a, g: Grade | None):
+    """A ggml-typed array as grade ``g`` (its ``grit.grade.`` annotation)
+    when ``g`` differs from the type's grade only in the encode fields (the
+    same descriptor but for the grade id: the same decode of the same
+    bytes), as grit.io.gguf_writer writes an array of such a grade;
+    otherwise ``a`` itself.  The planes are ``a``'s, built on first use."""
+    if not isinstance(a, GritArray) or g is None:
+        return a
+    d = a.descriptor
+    if g.id == d.grade_id:
+        return a
+    try:
+        want = g.descriptor(group_axis=d.group_axis, placement_data=d.placement_data,
+                            placement_scale=d.placement_scale,
+                            placement_meta=d.placement_meta)
+    except GritError:
+        return a
+    if want.replace(flags=want.flags | (d.flags & D.F_INTERLEAVED)) != d.replace(grade_id=g.id):
+        return a
+    return GritArray.deferred(want.replace(flags=d.flags), a.shape, a.transient_planes,
+                              source=a.source)
 
 
 def _annotated(f: GGUFFile, t: TensorInfo, notes):

@@ -17,8 +17,9 @@ from typing import Any
 import numpy as np
 
 from .._files import atomic_write
-from ..array import GritArray
+from ..array import GritArray, canonical
 from ..errors import GritError, GritUsageError
+from ..facts import is_canonical
 from ..ggml import PLAIN, TYPES, Blocks
 from ..placement.expr import resolve_layout
 from ..placement.words import CLASS_HASHED, CLASS_OPAQUE, placement_class
@@ -45,7 +46,8 @@ _INT32_MAX = (1 << 31) - 1
 
 def _scaled_k1(a: GritArray) -> int | None:
     """k1 when ``a`` is an NVFP4 tensor with its companion scale as scale1
-    (:func:`nvfp4_scaled_grade`, canonical placement, group axis last)."""
+    (:func:`nvfp4_scaled_grade` up to the grade id, canonical placement,
+    group axis last)."""
     g = a.grade
     if g["s1"] != "binary32" or g["e"] != "e2m1" or not a.shape or a.shape[-1] % 64:
         return None
@@ -53,7 +55,8 @@ def _scaled_k1(a: GritArray) -> int | None:
         k1 = int(g["k1"] or "")
     except ValueError:
         return None
-    if a.descriptor != nvfp4_scaled_grade(k1).descriptor(group_axis=len(a.shape) - 1):
+    want = nvfp4_scaled_grade(k1).descriptor(group_axis=len(a.shape) - 1)
+    if a.descriptor.replace(grade_id=0) != want.replace(grade_id=0):
         return None
     return k1
 
@@ -67,59 +70,80 @@ def _companion_shape(a: GritArray, k1: int) -> tuple[int, ...]:
     return (a.size // 16 // k1,)
 
 
-#: zero-copy types whose canonical placement relayout=True writes as ggml
-#: blocks too (nothing implicit: the block is the scale then the codes)
-_RELAYOUT_ZC = ("Q8_0", "MXFP4")
-
-
 def _same_planes(a, b) -> bool:
     return all(bytes(x) == bytes(y) for x, y in zip(a, b))
 
 
 def native_type(a: GritArray, *, relayout: bool = False) -> tuple[str, np.ndarray] | None:
-    """(ggml type name, the tensor's block bytes) when ``a``'s descriptor is
-    exactly one :func:`load` gives a tensor of that ggml type — its grade,
-    the group axis last, and the type's zero-copy placement or (for the
-    converted types) the canonical one — and, for a converted type, ggml's
-    implicit constants hold (the blocks convert back to ``a``'s own planes);
-    None otherwise.  An NVFP4 array with its companion scale as scale1
-    (:class:`Companion`) gives its NVFP4 blocks: the scale1 plane is the
-    companion tensor, which :func:`save_gguf` writes beside them.  With
-    ``relayout=True`` a Q8_0 or MXFP4 array in the canonical placement
-    qualifies too (loading the file then gives the same decode in ggml's
-    placement)."""
+    """(ggml type name, the tensor's block bytes) when ``a`` is written as a
+    ggml block type (grit.ggml's records); None otherwise.
+
+    Without ``relayout``, ``a``'s descriptor must be one :func:`load` gives
+    a tensor of that type — up to the grade id (``BlockType.carries``: a
+    grade that differs only in its encode rule decodes the same) — with the
+    group axis last: the type's zero-copy placement (the data plane is the
+    blocks), or for a converted type the canonical one, whose bits the
+    record moves back into blocks; and an NVFP4 array with its companion
+    scale as scale1 (:class:`Companion`) gives its NVFP4 blocks (the scale1
+    plane is the companion tensor, which :func:`save_gguf` writes beside
+    them).  With ``relayout=True`` any placement qualifies: the array is
+    relayouted to the canonical placement and its planes moved into the
+    type's blocks.  Either way the blocks must give back ``a``'s canonical
+    planes bit for bit (a converted type's implicit constants hold, no code
+    is wider than its field), or the answer is None."""
+    got = _native(a, relayout)
+    return None if got is None else got[:2]
+
+
+def _native(a: GritArray, relayout: bool):
+    """:func:`native_type`, with the array whose planes gave the blocks
+    (``a`` or its canonical form: the companion scale is its scale1)."""
     d = a.descriptor
     if not a.shape or d.group_axis != len(a.shape) - 1:
         return None
-    if _scaled_k1(a) is not None:      # NVFP4 + companion: the blocks (scale1 apart)
-        nb = a.size // 64
-        return "NVFP4", TYPES["NVFP4"].write(a.planes, nb).reshape(-1)
-    t = next((t for t in TYPES.values() if t.grade.id == d.grade_id), None)
-    if t is None or a.shape[-1] % t.block_elems:
+    t = next((t for t in TYPES.values() if t.carries(d) or t.carries(d, canonical=True)), None)
+    if t is not None and a.shape[-1] % t.block_elems == 0:
+        nb = a.size // t.block_elems
+        if t.zero_copy and t.carries(d):     # the blocks as they lie
+            if a.plane_bytes[1:] != (0, 0, 0) or a.plane_bytes[0] != nb * t.block_bytes:
+                return None
+            return t.name, _u8(a.planes[0]), a
+        src = a.source
+        if isinstance(src, Blocks) and src.type_name == t.name:
+            # loaded from blocks of this type: they are the bytes (the general path
+            # below rebuilds the same ones, tests/test_gguf_roundtrip.py)
+            return t.name, _u8(src.data), a
+    if not relayout and not (t is not None and not t.zero_copy) and _scaled_k1(a) is None:
         return None
-    nb = a.size // t.block_elems
-    if t.zero_copy and d == t.descriptor(group_axis=len(a.shape) - 1):
-        if a.plane_bytes[1:] != (0, 0, 0) or a.plane_bytes[0] != nb * t.block_bytes:
+    if is_canonical(d):
+        c = a
+    elif not relayout:
+        return None
+    else:
+        try:
+            c = canonical(a)
+        except GritError:                   # an opaque placement: no way back
             return None
-        return t.name, _u8(a.planes[0])
-    if d != t.grade.descriptor(group_axis=len(a.shape) - 1):
-        return None
-    src = a.source
-    if isinstance(src, Blocks) and src.type_name == t.name:
-        # loaded from blocks of this type: they are the bytes (the general path
-        # below rebuilds the same ones, tests/test_gguf_roundtrip.py)
-        return t.name, _u8(src.data)
-    if t.zero_copy and not (relayout and t.name in _RELAYOUT_ZC):
-        return None
+    if _scaled_k1(c) is not None:           # NVFP4 + companion: the blocks, scale1 apart
+        t, planes = TYPES["NVFP4"], (*c.planes[:2], b"", b"")
+    else:
+        t = next((t for t in TYPES.values() if t.carries(c.descriptor, canonical=True)), None)
+        if t is None or a.shape[-1] % t.block_elems:
+            return None
+        planes = c.planes
+    nb = a.size // t.block_elems
     try:
-        blocks = t.write(a.planes, nb)
+        blocks = t.write(planes, nb)
     except (ValueError, GritError):
         return None
-    # a converted type: the blocks must convert back to a's own planes (ggml's
-    # implicit constants hold); canonical Q8_0/MXFP4 is scale ‖ codes, nothing implicit
-    if not t.zero_copy and not _same_planes(t.read(blocks), a.planes):
+    # the blocks must give back the planes they came from: a converted type's
+    # implicit constants hold (Q4_0's zero point 8, ...), no code was cut
+    back = t.read(blocks)
+    if t.zero_copy:
+        back = canonical(GritArray(t.descriptor(len(a.shape) - 1), a.shape, back)).planes
+    if not _same_planes(back, planes):
         return None
-    return t.name, blocks.reshape(-1)
+    return t.name, blocks.reshape(-1), c
 
 
 def _companion_out(tensors, name: str, a: GritArray, k1: int):
@@ -212,9 +236,10 @@ def save_gguf(path, tensors, metadata=None, *, arch: str | None = None,
 
     * A GritArray whose grade and placement are a ggml block type
       (:func:`native_type`) is stored as that ggml type, its block bytes, so
-      that ggml runtimes and ``gguf.quants.dequantize`` read it (with
-      ``relayout=True`` also a canonical Q8_0 or MXFP4 array, which then
-      loads back in ggml's placement: same decode).  An NVFP4 array with a
+      that ggml runtimes and ``gguf.quants.dequantize`` read it, with the
+      logical shape (with ``relayout=True`` also such an array in any other
+      placement, e.g. what ``grit.encode`` makes, which then loads back in
+      ggml's placement: same decode).  An NVFP4 array with a
       binary32 scale1 (:class:`Companion`) is stored as NVFP4 blocks when the
       mapping holds its companion tensor (as a loaded one does), or with
       ``relayout=True``, which adds the companion ``<base>.scale``; any other
@@ -222,7 +247,7 @@ def save_gguf(path, tensors, metadata=None, *, arch: str | None = None,
       warning naming the tensor, annotated by ``grit.desc.``/``grit.shape.``
       entries (and ``grit.layout.`` for hashed placement words).  Every
       GritArray has its ``grit.grade.`` entry; a tensor written as its ggml
-      type needs no more, as it loads back as the same descriptor.
+      type needs no more: it loads back with that grade.
     * An ndarray of a dtype GGUF holds (F16, F32, F64, I8..I64) is stored as
       itself, a bfloat16 one (ml_dtypes) as BF16; float32 values that
       :func:`load` widened from BF16 (per ``tensors.ggml_types``) as BF16
@@ -271,19 +296,19 @@ def save_gguf(path, tensors, metadata=None, *, arch: str | None = None,
                     f"tensor {name!r}: extent {max(v.shape)} does not fit the INT32 array this "
                     f"writer stores {KV_SHAPE}<name> as (at most {_INT32_MAX}); save it as "
                     "safetensors, whose shapes are 64-bit")
-            nt = native_type(v, relayout=relayout)
-            if nt is not None and not relayout and _scaled_k1(v) is not None and \
+            nt = _native(v, relayout)
+            if nt is not None and not relayout and _scaled_k1(nt[2]) is not None and \
                     not any(c in tensors for c in companion_names(name)):
                 nt = None     # NVFP4 + scale1 adds a companion tensor: only with relayout=True
             if nt is not None:
-                t, blocks = nt
+                t, blocks, c = nt
                 b, s = sizes[t]
                 native[name] = t
                 plan.append((name, blocks.reshape(_byte_shape(v.shape, b, s)),
                              gguf.GGMLQuantizationType[t]))
-                k1 = _scaled_k1(v)
+                k1 = _scaled_k1(c)
                 if k1 is not None:
-                    extra = _companion_out(tensors, name, v, k1)
+                    extra = _companion_out(tensors, name, c, k1)
                     if extra is not None:
                         plan.append(extra)
             else:
