@@ -38,7 +38,7 @@ from . import native
 from .codec.packing import pack_stream, unpack_stream
 from .ggml_types import BY_NAME as _SIZES
 from .grade import Grade, lookup_grade, register_grade
-from .placement.expr import Interleave, Perm
+from .placement.expr import Interleave, Perm, register_layout
 from .placement.registered import pack_k4_12b, unpack_k4_12b
 from .placement.words import REGISTERED as _PLACEMENTS
 
@@ -71,6 +71,10 @@ def halves(n: int) -> tuple[int, ...]:
 Q4_K_DATA = Interleave(Perm(halves(64)), 8)
 MXFP4_DATA = Interleave(Perm(halves(32)), 1)
 NVFP4_DATA = Interleave(Perm(halves(16)), 4)
+# registered in this process on import, so the placement words of an array
+# loaded in them resolve to their expressions
+for _e in (Q4_K_DATA, MXFP4_DATA, NVFP4_DATA):
+    register_layout(_e)
 
 
 # ---------------------------------------------------------------------------

@@ -50,8 +50,7 @@ from ..check import check as _check
 from ..errors import GritError, GritGradeError, GritUsageError
 from ..formats import REGISTERED as _FORMATS, fmt_decode
 from ..grade import Grade, lookup_grade, register_grade
-from ..ggml import (CONVERTED, INEXPRESSIBLE, PLAIN, TYPES, ZERO_COPY, Blocks, MXFP4_DATA,
-                    NVFP4_DATA, Q4_K_DATA)
+from ..ggml import (CONVERTED, INEXPRESSIBLE, PLAIN, TYPES, ZERO_COPY, Blocks)
 from ..placement.expr import (layout_word, parse_layout, register_layout)
 from ..placement.words import REGISTERED
 from .gguf_file import (GGUF_MAGIC, GGUFField, GGUFFile, TensorInfo, ValueType, _Cursor,
@@ -71,13 +70,8 @@ __all__ = ["load", "read", "read_source", "Unread", "Inexpressible",
 _W = {n: w for n, (w, _) in REGISTERED.items()}
 
 
-# the ggml block types: one record each in grit.ggml.  The zero-copy types'
-# expressions are registered in this process on import, so a loaded array's
-# placement words resolve
-
-
-for _e in (Q4_K_DATA, MXFP4_DATA, NVFP4_DATA):
-    register_layout(_e)
+# the ggml block types: one record each in grit.ggml (which registers the
+# zero-copy types' layout expressions, so a loaded array's placement words resolve)
 
 
 def ggml_placement(name: str) -> tuple[int, int, int] | None:
