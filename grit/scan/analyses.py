@@ -279,8 +279,14 @@ def _recognised(ctx: Context, inp: Input, recognised: list[Recognised], trunc) -
     f, path, ckpt = inp.safetensors, inp.file.path, inp.file.checkpoint
     inferred: dict[tuple[str, str], list[Recognised]] = {}
     inexpr: dict[tuple, list[Recognised]] = {}
+    unclaimed: list[Recognised] = []
+    more: dict[tuple[str, str], list[tuple[Recognised, tuple]]] = {}
     for r in recognised:
-        if r.kind == "inferred":
+        for fnd in r.findings:
+            more.setdefault((fnd[0], fnd[1]), []).append((r, fnd))
+        if r.kind == "unrecognised":
+            unclaimed.append(r)
+        elif r.kind == "inferred":
             sizes = r.plane_lengths(f.on_disk)
             det = diagnose(r.descriptor, r.shape, sizes, level=1)
             t = Tensor(path, ckpt, r.name, r.descriptor, tuple(r.shape), inferred=True)
@@ -322,6 +328,24 @@ def _recognised(ctx: Context, inp: Input, recognised: list[Recognised], trunc) -
                 {"convention": conv, "section": section, "reason": reason,
                  "arithmetic": list(lines), "tensors": names,
                  "files": sorted({t for r in rs for t in r.tensors})})
+    if unclaimed:
+        names = [r.name for r in unclaimed]
+        ctx.add("S704", path, _names(names),
+                f"{len(names)} module(s) hold tensors that look quantised and no convention "
+                "claims them: not checked",
+                tuple(line for r in unclaimed[:4] for line in r.lines)
+                + ((f"… {len(unclaimed) - 4} more modules in detail.tensors",)
+                   if len(unclaimed) > 4 else ()),
+                {"tensors": names, "files": sorted({t for r in unclaimed for t in r.tensors}),
+                 "lines": {r.name: list(r.lines) for r in unclaimed}})
+    for (code, _key), hits in sorted(more.items()):
+        r0, (_, _, message, lines, detail) = hits[0]
+        names = [r.name for r, _ in hits]
+        ctx.add(code, path, _names(names),
+                message + (f" ({len(hits)} tensors)" if len(hits) > 1 else ""),
+                lines + ((f"… {len(hits) - 1} more in detail.tensors",) if len(hits) > 1
+                         else ()),
+                {**detail, "tensors": names, "each": [d for _, (_, _, _, _, d) in hits]})
 
 
 def _inferred_planes(ctx: Context, inp: Input, r: Recognised) -> list | None:
@@ -330,7 +354,7 @@ def _inferred_planes(ctx: Context, inp: Input, r: Recognised) -> list | None:
     file-backed ones are not copied); None, with a finding, where it fails."""
     path = inp.file.path
     try:
-        return list(r.array(path, inp.safetensors.view).planes)
+        return list(r.array(inp.safetensors.view).planes)
     except GritError as e:
         det = e.detail
         if det is None:
