@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import grit
-from grit.ggml import CONVERTED
+from grit.ggml import CONVERTED, TYPES
 from grit.io.gguf import GGML_GRADES
 
 gguf = pytest.importorskip("gguf")
@@ -197,6 +197,10 @@ def test_an_encoded_array_is_written_as_its_ggml_type(tmp_path, label, grade, gg
     b = back["blk.0.w.weight"]
     assert back.ggml_types["blk.0.w.weight"] == ggml
     assert b.grade.id == a.grade.id
+    if grit.native.ggml_kernels_on() and a.descriptor.n_levels == TYPES[ggml].grade.descriptor(
+            ).n_levels and TYPES[ggml].zero_copy:
+        # a grade the type carries up to its encode rule takes the fused kernel
+        assert grit.ggml.kernel_for(b.descriptor, b.shape) is TYPES[ggml]
     assert (bits(grit.decode(b)) == bits(grit.decode(a))).all()
 
 
