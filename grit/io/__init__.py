@@ -9,7 +9,8 @@ specified in docs/file-format.md.
 
 Each container has one reader that returns what it parsed together with a
 list of :class:`~grit.io.problems.Problem` values (``grit.io.safetensors.read``,
-``grit.io.gguf.read``);
+``grit.io.gguf.read``) and one writer (``grit.io.safetensors.save``,
+``grit.io.gguf_writer.save_gguf``);
 ``load`` raises the first problem, ``grit scan`` reports them all.
 """
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Mapping
 from .._files import open_regular
 from ..errors import GritUsageError
 from . import gguf as _gguf
+from . import gguf_writer as _gguf_writer
 from . import safetensors as _st
 from .gguf import GGUF_MAGIC
 from .recognise import with_recognised
@@ -80,7 +82,7 @@ def load(path, **options):
 def save(path, tensors, metadata=None, *, format: str | None = None, **options) -> None:
     """Write ``{name: GritArray | ndarray}`` to ``path``: safetensors
     (:func:`grit.io.safetensors.save`), or GRIT-annotated GGUF
-    (:func:`grit.io.gguf.save_gguf`) when ``format="gguf"`` or the path ends
+    (:func:`grit.io.gguf_writer.save_gguf`) when ``format="gguf"`` or the path ends
     in ``.gguf``.  Without ``metadata``, the ``.metadata`` of a mapping that
     ``grit.load`` returned is written back (GGUF KV entries to GGUF, a
     safetensors ``__metadata__`` to safetensors).  Input files are never
@@ -95,7 +97,7 @@ def save(path, tensors, metadata=None, *, format: str | None = None, **options) 
     if fmt is None:
         fmt = "gguf" if os.fspath(path).lower().endswith(".gguf") else "safetensors"
     if fmt == "gguf":
-        return _gguf.save_gguf(path, tensors, metadata, **options)
+        return _gguf_writer.save_gguf(path, tensors, metadata, **options)
     if fmt == "safetensors":
         if metadata is None and isinstance(getattr(tensors, "metadata", None), dict) \
                 and not isinstance(tensors.metadata, _gguf.GGUFMetadata):
@@ -107,5 +109,5 @@ def save(path, tensors, metadata=None, *, format: str | None = None, **options) 
 
 
 def save_gguf(path, tensors, metadata=None, **options) -> None:
-    """:func:`grit.io.gguf.save_gguf`."""
-    return _gguf.save_gguf(path, tensors, metadata, **options)
+    """:func:`grit.io.gguf_writer.save_gguf`."""
+    return _gguf_writer.save_gguf(path, tensors, metadata, **options)
