@@ -203,10 +203,9 @@ def file_analyses(ctx: Context, inp: Input) -> list[Tensor]:
     """The structural, inferred and inexpressible findings of one parsed
     file, and its GRIT tensors (appended to ``ctx.tensors`` and returned)."""
     first = len(ctx.tensors)
-    if inp.safetensors is not None:
-        _safetensors(ctx, inp)
-    elif inp.gguf is not None:
-        _gguf(ctx, inp)
+    c = inp.container
+    if c is not None:
+        FILE_ANALYSES[c.name](ctx, inp)
     return ctx.tensors[first:]
 
 
@@ -671,3 +670,9 @@ def checkpoint_contracts(ctx: Context) -> None:
     _cfg.config_vs_tensors(ctx, ctx.checkpoints)
     _cfg.fused_grades(ctx, lambda ts: _by_design(ts) is not None)
     _cfg.fused_scales(ctx, ctx.checkpoints, ctx.companion_scales)
+
+
+#: each container's per-file analyses (a container grit reads and scan does
+#: not analyse is a KeyError: a bug, never a silent skip)
+FILE_ANALYSES: dict[str, Callable[[Context, Input], None]] = {
+    "safetensors": _safetensors, "gguf": _gguf}
