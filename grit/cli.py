@@ -12,6 +12,7 @@ import threading
 import click
 
 from . import __version__
+from . import convert as convert_mod
 from .boundary import diagnose
 from .errors import GritError, Status
 from .explain import (ESCAPE_ERRORS, ExplainInputError, diff, escape_errors, printable,
@@ -542,11 +543,91 @@ def _load_cases(target, shape, planes):
     return cases
 
 
+@main.command("convert")
+@click.argument("src", metavar="SRC")
+@click.argument("dst", metavar="DST")
+@click.option("--to", "to", type=click.Choice(sorted(convert_mod.TARGETS)), required=True,
+              help="The convention to write: compressed-tensors, modelopt (NVFP4), gpt-oss "
+                   "(MXFP4) or grit (GRIT safetensors).")
+@click.option("--force", is_flag=True, help="Replace DST if it exists (once the new one is "
+                                            "complete).")
+@click.option("--json", "as_json", is_flag=True, help="Print the proof's summary as JSON.")
+def convert_cmd(src: str, dst: str, to: str, force: bool, as_json: bool) -> None:
+    """Move the safetensors checkpoint SRC (a file or a folder of shards) into
+    the convention --to, as the folder DST, without re-quantising: element
+    codes and scale bytes are moved, never re-derived.  A weight the target
+    cannot hold refuses the whole conversion, with the reason, before
+    anything is written.  DST holds the model files, config.json (the
+    target's quantisation entry in place of the source's), the files that
+    were beside SRC, and grit-proof.json: per weight the source's and the
+    target's gid, grade and plane digests and the decode verdict (bit-exact,
+    or scalar-rounded with the elements that differ and by how many ulps).
+    `grit verify SRC DST` re-derives every verdict.
+
+    \b
+    Examples:
+      grit convert ./llama-nvfp4-ct ./llama-nvfp4-modelopt --to modelopt
+      grit convert ./model.safetensors ./model-grit --to grit
+    Exit status: 0 written (every verdict bit-exact), 3 written with
+    scalar-rounded weights, 2 refused or unreadable."""
+    try:
+        def progress(f: str) -> None:
+            if sys.stderr.isatty():
+                click.echo(f"writing {os.path.basename(f)}", err=True)
+        rep = convert_mod.convert(src, dst, to, overwrite=force, progress=progress)
+    except (GritError, OSError) as e:
+        _die(e, as_json)
+    rounded = rep.counts.get("scalar-rounded", 0)
+    if as_json:
+        click.echo(json.dumps({"dst": rep.dst, "to": to, "verdicts": rep.counts,
+                               "proof": os.path.join(rep.dst, convert_mod.PROOF_FILE)}))
+    else:
+        n = sum(rep.counts.values())
+        click.echo(f"{n} weight(s) written as {to} to {rep.dst}: "
+                   + ", ".join(f"{v} {k}" for k, v in sorted(rep.counts.items())))
+        for w in rep.proof["weights"]:
+            if w["verdict"]["verdict"] != "bit-exact":
+                click.echo(f"  {w['name']}: {w['verdict']['differ']} of "
+                           f"{w['verdict']['elements']} elements differ, at most "
+                           f"{w['verdict']['max_ulps']} ulp(s); " + "; ".join(w["notes"]))
+        click.echo(f"proof: {os.path.join(rep.dst, convert_mod.PROOF_FILE)}")
+    sys.exit(3 if rounded else 0)
+
+
+@main.command("verify")
+@click.argument("src", metavar="SRC")
+@click.argument("dst", metavar="DST")
+@click.option("--proof", default=None, metavar="PROOF.json",
+              help="The proof to check against (default: DST's grit-proof.json, whose SHA-256 "
+                   "must be the one DST's config.json records).")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def verify_cmd(src: str, dst: str, proof: str | None, as_json: bool) -> None:
+    """Re-derive every verdict of `grit convert SRC DST` from the two
+    checkpoints alone (gids, grades, plane digests, the decodes compared
+    element by element) and compare them with the proof.  Exit status: 0 the
+    proof holds, 1 a disagreement (each one printed), 2 unreadable input."""
+    try:
+        rep = convert_mod.verify(src, dst, proof)
+    except (GritError, OSError) as e:
+        _die(e, as_json)
+    if as_json:
+        click.echo(json.dumps({"ok": rep.ok, "checked": rep.checked, "problems": rep.problems}))
+    else:
+        for p in rep.problems:
+            click.echo(f"disagrees: {p}")
+        click.echo(f"{rep.checked} weight(s) checked: "
+                   + ("the proof holds" if rep.ok else f"{len(rep.problems)} disagreement(s)"))
+    sys.exit(0 if rep.ok else 1)
+
+
 def _die(e: Exception, as_json: bool, code: int = 2):
     if as_json:
         click.echo(json.dumps({"error": type(e).__name__, "message": str(e)}))
     else:
-        click.echo(f"error: {printable(e)}", err=True)
+        first, *more = str(e).splitlines() or [""]
+        click.echo(f"error: {printable(first)}", err=True)
+        for line in more:
+            click.echo(printable(line), err=True)
     sys.exit(code)
 
 

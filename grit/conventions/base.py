@@ -461,7 +461,7 @@ def scale_direction(tensor: str, value: float, stored_as: str) -> tuple | None:
 # emitting: GRIT arrays as a convention's tensors
 
 
-def emit_planes(name: str, array: Any, convention: str) -> tuple[Any, tuple[bytes, ...]]:
+def emit_planes(name: str, array: Any, convention: str) -> tuple[Any, tuple[Any, ...]]:
     """(grade, canonical planes) of a GRIT array a convention can write as
     row-major tensors: the groups along the last axis (``group_axis = rank −
     1``), the planes moved into the canonical placement.  Anything else is a
@@ -474,8 +474,8 @@ def emit_planes(name: str, array: Any, convention: str) -> tuple[Any, tuple[byte
             f"{name}: {convention} groups along the last axis of a weight of rank ≥ 2; this "
             f"array has shape {list(array.shape)} and group axis "
             f"{array.descriptor.group_axis}")
-    c = canonical(array)
-    return c.grade, tuple(bytes(p) for p in c.planes)
+    c = canonical(array)          # the array itself where it is canonical: no copy
+    return c.grade, tuple(c.planes)
 
 
 def refuse(name: str, convention: str, grade: Any, why: str) -> GritUsageError:
