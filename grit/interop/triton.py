@@ -52,7 +52,7 @@ __all__ = ["decode", "decode_planes", "decode_blocks", "FRAMES", "BLOCK_TYPES",
 #: whether the kernels run under Triton's interpreter (CPU, numpy)
 INTERPRETED = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
-_NAN = 0x7FC00000
+_NAN = tl.constexpr(0x7FC00000)
 
 # kernel kinds: the registered frames (canonical planes)
 _MX, _NV, _Q4KS, _I8S24 = 0, 1, 2, 3
