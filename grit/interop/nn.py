@@ -21,7 +21,7 @@ from ..check import plane_sizes
 from ..errors import Detail, GritUsageError, error_for
 from ..facts import PLANE_NAMES
 from ..grade import lookup_grade
-from .torch import DECODE_DTYPES, decode, from_planes, planes
+from .torch import DECODE_DTYPES, decode, from_planes, narrow, planes
 
 __all__ = ["GritLinear", "BUFFERS"]
 
@@ -99,7 +99,7 @@ class GritLinear(nn.Module):
         from .triton import decode_planes        # the GPU path needs triton
         w = decode_planes(self.descriptor, self.weight_shape,
                           [getattr(self, n) for n in BUFFERS])
-        return w if dtype == torch.float32 else w.to(dtype)
+        return w if dtype == torch.float32 else narrow(w, dtype)
 
     def _weight(self, dtype: torch.dtype) -> torch.Tensor:
         if not self.cache:

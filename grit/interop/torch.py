@@ -14,7 +14,8 @@ is encoding its float32 cast.
   (the native kernels) writes a numpy array that the tensor then wraps
   (``torch.from_numpy``, no copy); for ``dtype=torch.bfloat16`` or
   ``torch.float16`` that binary32 result is rounded once, to nearest even,
-  by torch's own cast (``Tensor.to``).
+  by torch's own cast (``Tensor.to``), every NaN then canonical (bfloat16
+  0x7FC0, float16 0x7E00).
 * :func:`values` — the reader ``grit.encode`` uses for tensors.
 
 A GritArray is not an array of values: ``torch.as_tensor(a)`` and
@@ -33,7 +34,7 @@ from ..array import decode as _grit_decode
 from ..codec.encode import encode, register_values_reader
 from ..errors import GritUsageError
 
-__all__ = ["planes", "from_planes", "decode", "encode", "values", "DECODE_DTYPES"]
+__all__ = ["planes", "from_planes", "decode", "encode", "values", "narrow", "DECODE_DTYPES"]
 
 #: the dtypes :func:`decode` gives: binary32, or binary32 rounded once (RNE)
 DECODE_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
@@ -93,17 +94,33 @@ def decode(a: GritArray, dtype: torch.dtype = torch.float32, device=None) -> tor
     The binary32 values come from ``grit.decode`` (the native kernels where
     built) into a new numpy array, which the returned float32 tensor wraps
     without a copy.  ``dtype=torch.bfloat16`` / ``torch.float16`` rounds
-    that binary32 result once, to nearest even (torch's cast; NaN stays
-    NaN).  ``device``: the CPU result is then moved there (for decode on a
+    that binary32 result once, to nearest even (torch's cast), and makes
+    every NaN the dtype's canonical one (0x7FC0, 0x7E00).  ``device``: the CPU result is then moved there (for decode on a
     GPU from planes already there, see :mod:`grit.interop.triton`)."""
     if dtype not in DECODE_DTYPES:
         raise GritUsageError(f"decode(): dtype must be one of {DECODE_DTYPES}, got {dtype!r}")
     t = torch.from_numpy(_grit_decode(a))
     if dtype != torch.float32:
-        t = t.to(dtype)
+        t = narrow(t, dtype)
     if device is not None:
         t = t.to(device)
     return t
+
+
+#: the canonical NaN of each narrow dtype: binary32's 0x7FC00000 cut to its top
+#: 16 bits for bfloat16, the binary16 quiet NaN 0x7E00 for float16 (§1.2)
+_NARROW_NAN = {torch.bfloat16: 0x7FC0, torch.float16: 0x7E00}
+
+
+def narrow(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """The one RNE rounding of binary32 ``t`` to ``dtype`` (torch's cast),
+    with every NaN made that dtype's canonical NaN (torch's vectorised cast
+    gives 0xFFFF for a bfloat16 NaN)."""
+    nan = torch.isnan(t)
+    out = t.to(dtype)
+    if bool(nan.any()):
+        out.view(torch.int16).masked_fill_(nan, _NARROW_NAN[dtype])
+    return out
 
 
 def values(t: torch.Tensor) -> np.ndarray:
