@@ -202,7 +202,6 @@ def test_arrays_loaded_from_gguf_decode_from_their_blocks(tmp_path):
     w = gguf.GGUFWriter(path, "grit-test")
     names = ["Q8_0", "Q4_K", "Q5_K", "Q6_K", "Q4_0"]
     for n in names:
-        t = ZERO_COPY.get(n) or CONVERTED[n]
         w.add_tensor(n, fuzzed_blocks(n, 16, rng).reshape(2, -1),
                      raw_dtype=gguf.GGMLQuantizationType[n])
     w.write_header_to_file()

@@ -95,8 +95,9 @@ def decode(a: GritArray, dtype: torch.dtype = torch.float32, device=None) -> tor
     built) into a new numpy array, which the returned float32 tensor wraps
     without a copy.  ``dtype=torch.bfloat16`` / ``torch.float16`` rounds
     that binary32 result once, to nearest even (torch's cast), and makes
-    every NaN the dtype's canonical one (0x7FC0, 0x7E00).  ``device``: the CPU result is then moved there (for decode on a
-    GPU from planes already there, see :mod:`grit.interop.triton`)."""
+    every NaN the dtype's canonical one (0x7FC0, 0x7E00).  ``device``: the
+    CPU result is then moved there (for decode on a GPU from planes already
+    there, see :mod:`grit.interop.triton`)."""
     if dtype not in DECODE_DTYPES:
         raise GritUsageError(f"decode(): dtype must be one of {DECODE_DTYPES}, got {dtype!r}")
     t = torch.from_numpy(_grit_decode(a))
