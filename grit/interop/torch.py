@@ -117,8 +117,8 @@ def narrow(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """The one RNE rounding of binary32 ``t`` to ``dtype`` (torch's cast),
     with every NaN made that dtype's canonical NaN (torch's vectorised cast
     gives 0xFFFF for a bfloat16 NaN)."""
-    nan = torch.isnan(t)
     out = t.to(dtype)
+    nan = torch.isnan(out)                  # the narrow result: half the bytes to read
     if bool(nan.any()):
         out.view(torch.int16).masked_fill_(nan, _NARROW_NAN[dtype])
     return out
