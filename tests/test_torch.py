@@ -193,6 +193,17 @@ def test_encode_reads_views_and_parameters():
         grit.encode(view.float().numpy(), grit.GRADE_MXFP4)
 
 
+def test_without_the_interop_import_bf16_encode_says_what_to_import():
+    code = ("import grit, torch\n"
+            "t = torch.ones(4, 32, dtype=torch.bfloat16)\n"
+            "assert grit.encode(t.float(), grit.GRADE_MXFP4) is not None   # numpy reads f32\n"
+            "try:\n    grit.encode(t, grit.GRADE_MXFP4)\n"
+            "except grit.GritUsageError as e:\n    print(e)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "import grit.interop.torch" in r.stdout
+
+
 def test_encode_refuses_complex_and_bool_tensors():
     for t in (torch.zeros(32, dtype=torch.complex64), torch.zeros(32, dtype=torch.bool)):
         with pytest.raises(grit.GritUsageError, match="real numbers"):
