@@ -136,6 +136,14 @@ def _k4_scale_min(sc12, t, mask):
     return sc, m
 
 
+@triton.jit
+def _l1(S1, s0, Z1, zp, code):
+    """the zps=l1 form (§8.4): f32(f32(f32(S1 · s0) · q) − f32(Z1 · zp))"""
+    S = S1 * s0.to(tl.float32)
+    Z = Z1 * zp.to(tl.float32)
+    return S * code.to(tl.float32) - Z
+
+
 # ---------------------------------------------------------------------------
 # the registered frames, from canonical planes (lin order)
 
@@ -179,9 +187,7 @@ def _frame_kernel(data, s0, s1, aux, base, out, numel, KIND: tl.constexpr, K1: t
             g1 = g0 // 8
             d = _f16(_u8(s1, 4 * g1, mask), _u8(s1, 4 * g1 + 1, mask))
             dmin = _f16(_u8(s1, 4 * g1 + 2, mask), _u8(s1, 4 * g1 + 3, mask))
-            S = d * (_u8(s0, g0, mask) & 63).to(tl.float32)
-            Z = dmin * (_u8(aux, g0, mask) & 63).to(tl.float32)
-            x = S * code.to(tl.float32) - Z
+            x = _l1(d, _u8(s0, g0, mask) & 63, dmin, _u8(aux, g0, mask) & 63, code)
         x = _canon(x)
     tl.store(out + i, x, mask=mask)
 
@@ -230,9 +236,7 @@ def _blocks_kernel(src, s1, out, numel, KIND: tl.constexpr, BB: tl.constexpr,
         dmin = _f16(_u8(p, 2, mask), _u8(p, 3, mask))
         sc, m = _k4_scale_min(p + 4, t, mask)
         code = (_u8(p, 16 + 32 * (t >> 1) + lidx, mask) >> (4 * (t & 1))) & 15
-        S = d * sc.to(tl.float32)
-        Z = dmin * m.to(tl.float32)
-        x = S * code.to(tl.float32) - Z
+        x = _l1(d, sc, dmin, m, code)
     elif KIND <= 7:                                # Q4_0, Q4_1, Q5_0, Q5_1: 32 per block
         QS: tl.constexpr = 2 * (KIND - 3)          # the nibbles: after d[, m][, qh]
         p = src + (i // 32) * BB
@@ -259,9 +263,7 @@ def _blocks_kernel(src, s1, out, numel, KIND: tl.constexpr, BB: tl.constexpr,
         code = (_u8(p, 16 + 32 * h + lidx, mask) >> (2 * s)) & 3
         d = _f16(_u8(p, 80, mask), _u8(p, 81, mask))
         dmin = _f16(_u8(p, 82, mask), _u8(p, 83, mask))
-        S = d * (sc & 15).to(tl.float32)
-        Z = dmin * (sc >> 4).to(tl.float32)
-        x = S * code.to(tl.float32) - Z
+        x = _l1(d, sc & 15, dmin, sc >> 4, code)
     elif KIND == 9:                                # Q5_K: 176 B / 256
         p = src + (i // 256) * 176
         j = (i % 256).to(tl.int32)
@@ -272,9 +274,7 @@ def _blocks_kernel(src, s1, out, numel, KIND: tl.constexpr, BB: tl.constexpr,
         sc, m = _k4_scale_min(p + 4, t, mask)
         lo4 = (_u8(p, 48 + 32 * (t >> 1) + lidx, mask) >> (4 * (t & 1))) & 15
         code = lo4 | (((_u8(p, 16 + lidx, mask) >> t) & 1) << 4)
-        S = d * sc.to(tl.float32)
-        Z = dmin * m.to(tl.float32)
-        x = S * code.to(tl.float32) - Z
+        x = _l1(d, sc, dmin, m, code)
     elif KIND == 10:                               # Q6_K: 210 B / 256
         p = src + (i // 256) * 210
         j = (i % 256).to(tl.int32)
