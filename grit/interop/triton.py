@@ -137,6 +137,15 @@ def _k4_scale_min(sc12, t, mask):
 
 
 @triton.jit
+def _runs_of_128(i):
+    """Element i of a 256-element block as (h, s, l): 128-element half h,
+    32-element run s in it, position l in the run (the crumb layouts of
+    Q2_K, Q6_K and TQ2_0: element 128h + 32s + l)"""
+    j = (i % 256).to(tl.int32)
+    return j // 128, (j % 128) // 32, j % 32
+
+
+@triton.jit
 def _l1(S1, s0, Z1, zp, code):
     """the zps=l1 form (§8.4): f32(f32(f32(S1 · s0) · q) − f32(Z1 · zp))"""
     S = S1 * s0.to(tl.float32)
@@ -255,10 +264,7 @@ def _blocks_kernel(src, s1, out, numel, KIND: tl.constexpr, BB: tl.constexpr,
             x = S * code.to(tl.float32) - Z
     elif KIND == 8:                                # Q2_K: 84 B / 256
         p = src + (i // 256) * 84
-        j = (i % 256).to(tl.int32)
-        h = j // 128
-        s = (j % 128) // 32
-        lidx = j % 32
+        h, s, lidx = _runs_of_128(i)
         sc = _u8(p, 8 * h + 2 * s + lidx // 16, mask)
         code = (_u8(p, 16 + 32 * h + lidx, mask) >> (2 * s)) & 3
         d = _f16(_u8(p, 80, mask), _u8(p, 81, mask))
@@ -277,10 +283,7 @@ def _blocks_kernel(src, s1, out, numel, KIND: tl.constexpr, BB: tl.constexpr,
         x = _l1(d, sc, dmin, m, code)
     elif KIND == 10:                               # Q6_K: 210 B / 256
         p = src + (i // 256) * 210
-        j = (i % 256).to(tl.int32)
-        h = j // 128
-        t = (j % 128) // 32
-        lidx = j % 32
+        h, t, lidx = _runs_of_128(i)
         g = 8 * h + 2 * t + lidx // 16
         sc = tl.load(p + 192 + g, mask=mask, other=0).to(tl.int8, bitcast=True)
         d = _f16(_u8(p, 208, mask), _u8(p, 209, mask))
@@ -297,10 +300,7 @@ def _blocks_kernel(src, s1, out, numel, KIND: tl.constexpr, BB: tl.constexpr,
         x = d * q.to(tl.float32)
     else:                                          # TQ2_0: 66 B / 256
         p = src + (i // 256) * 66
-        j = (i % 256).to(tl.int32)
-        h = j // 128
-        s = (j % 128) // 32
-        lidx = j % 32
+        h, s, lidx = _runs_of_128(i)
         code = (_u8(p, 32 * h + lidx, mask) >> (2 * s)) & 3
         d = _f16(_u8(p, 64, mask), _u8(p, 65, mask))
         x = d * (code.to(tl.float32) - 1.0)
