@@ -160,3 +160,21 @@ def test_a_grade_that_does_not_fit_leaves_the_layer_in_floating_point(tmp_path):
     assert isinstance(q.model.layers[0].mlp.down_proj, GritLinear)
     assert type(q.model.layers[0].mlp.up_proj) is torch.nn.Linear
     assert torch.equal(q.model.layers[0].mlp.up_proj.weight, m.model.layers[0].mlp.up_proj.weight)
+
+
+def test_a_bfloat16_model_is_written_and_read_back(model, tmp_path):
+    pytest.importorskip("ml_dtypes")
+    mb = transformers.LlamaForCausalLM(model.config).eval()
+    mb.load_state_dict(model.state_dict())
+    mb = mb.to(torch.bfloat16)
+    converted = gtf.save_pretrained(mb, tmp_path, grit.GRADE_NVF4)
+    files = grit.load(tmp_path / gtf.WEIGHTS_NAME)
+    emb = files["model.embed_tokens.weight"]
+    assert str(emb.dtype) == "bfloat16"                       # written as BF16, not widened
+    q = transformers.AutoModelForCausalLM.from_pretrained(tmp_path, dtype=torch.bfloat16)
+    assert torch.equal(q.model.embed_tokens.weight.view(torch.int16),
+                       mb.model.embed_tokens.weight.view(torch.int16))
+    for n in converted:                                       # bf16 weights encoded exactly
+        w = mb.get_submodule(n).weight
+        assert q.get_submodule(n).array() == grit.encode(w.detach().float().numpy(),
+                                                         grit.GRADE_NVF4)
