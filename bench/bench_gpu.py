@@ -2,6 +2,7 @@
 memory bandwidth, against torchao's MX / NVFP4 dequantize in the same run.
 
     python bench/bench_gpu.py [--rows 8192] [--cols 8192] [--rounds 20] [--peak-gbs N] [--json out.json]
+    python bench/bench_gpu.py --interpret --rows 64 --cols 1024 --rounds 1   # smoke run, CPU
 
 For each kernel: the median time of one decode (CUDA events), the bytes it
 moves (packed bytes read + 4 bytes per element written; torchao's rows:
@@ -9,7 +10,9 @@ packed read + 2 bytes per bfloat16 element written) per second, and that
 divided by the peak bandwidth — from --peak-gbs, else from the device
 properties (2 × memory clock × bus width).  Every GRIT row is also checked
 against grit.decode on the CPU (bit for bit).  Without a CUDA device (or
-without triton) it prints why it skips and exits 0.
+without triton) it prints why it skips and exits 0.  ``--interpret`` runs
+the same code on the CPU under Triton's interpreter (wall-clock timing, no
+bandwidth fraction): a check that the bench itself works, not a measurement.
 """
 from __future__ import annotations
 
@@ -35,8 +38,16 @@ def _peak_gbs(torch, given: float | None) -> float | None:
     return 2 * clock_khz * 1e3 * bus_bits / 8 / 1e9
 
 
-def _median_ms(torch, fn, rounds: int) -> float:
+def _median_ms(torch, fn, rounds: int, cuda: bool = True) -> float:
     fn()
+    if not cuda:
+        import time
+        times = []
+        for _ in range(rounds):
+            t0 = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - t0) * 1e3)
+        return statistics.median(times)
     torch.cuda.synchronize()
     times = []
     for _ in range(rounds):
@@ -56,12 +67,16 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--peak-gbs", type=float)
     ap.add_argument("--json")
+    ap.add_argument("--interpret", action="store_true")
     a = ap.parse_args()
+    if a.interpret:
+        import os
+        os.environ["TRITON_INTERPRET"] = "1"        # before the kernels are decorated
     try:
         import torch
     except ImportError:
         _skip("torch is not installed")
-    if not torch.cuda.is_available():
+    if not a.interpret and not torch.cuda.is_available():
         _skip("no CUDA device")
     try:
         import grit.interop.triton as gtr
@@ -73,15 +88,16 @@ def main() -> None:
     from grit.ggml import CONVERTED, ZERO_COPY
     from grit.io import gguf as G
 
-    dev = torch.device("cuda")
-    peak = _peak_gbs(torch, a.peak_gbs)
+    cuda = not a.interpret
+    dev = torch.device("cuda" if cuda else "cpu")
+    peak = _peak_gbs(torch, a.peak_gbs) if cuda else None
     rng = np.random.default_rng(0)
     x = rng.standard_normal((a.rows, a.cols)).astype(np.float32)
     n = x.size
     rows: dict[str, dict] = {}
 
     def record(name, fn, moved, check=None):
-        ms = _median_ms(torch, fn, a.rounds)
+        ms = _median_ms(torch, fn, a.rounds, cuda)
         gbs = moved / (ms / 1e3) / 1e9
         r = {"median_ms": ms, "GB_per_s": gbs,
              "fraction_of_peak": gbs / peak if peak else None}
@@ -124,7 +140,8 @@ def main() -> None:
     except ImportError as e:
         print(f"torchao rows skipped: {e}")
 
-    print(f"{torch.cuda.get_device_name(0)}, peak {peak or float('nan'):.0f} GB/s, "
+    where = torch.cuda.get_device_name(0) if cuda else "CPU, Triton interpreter (not a measurement)"
+    print(f"{where}, peak {peak or float('nan'):.0f} GB/s, "
           f"{a.rows}x{a.cols}, median of {a.rounds}")
     print(f"{'kernel':32} {'ms':>8} {'GB/s':>8} {'of peak':>8} {'exact':>6}")
     for name, r in rows.items():
