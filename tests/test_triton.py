@@ -289,3 +289,15 @@ def test_gpu_code_has_no_fma_and_no_flush_to_zero():
         assert "mul.rn.f32" in code, name
     # the control: left to itself the compiler contracts S·q − Z into an FMA
     assert "fma.rn.f32" in ptx["Q4_K fused"]
+
+
+def test_grit_linear_buffers_decode_as_on_a_gpu():
+    """GritLinear on a CUDA device decodes its buffers with decode_planes:
+    the same call on the CPU buffers gives the CPU path's bits."""
+    from grit.interop.nn import BUFFERS, GritLinear
+    rng = np.random.default_rng(14)
+    w = rng.standard_normal((48, 512)).astype(np.float32)
+    for grade in REGISTERED.values():
+        m = GritLinear.from_array(grit.encode(w, grade))
+        got = gtr.decode_planes(m.descriptor, m.weight_shape, [getattr(m, n) for n in BUFFERS])
+        same(got, m.decoded_weight().numpy())
