@@ -2,7 +2,9 @@
 
 * :mod:`grit.interop.torch` — planes as torch tensors (zero-copy), decode
   into a torch tensor of any float dtype, encode from torch tensors
-  (bfloat16 included), and :class:`~grit.interop.torch.GritLinear`;
+  (bfloat16 included);
+* :mod:`grit.interop.nn` — :class:`~grit.interop.nn.GritLinear`, a
+  weight-only quantised linear layer over a GRIT array's planes;
 * :mod:`grit.interop.triton` — decode kernels for a GPU, bit-exact to
   ``grit.decode``;
 * :mod:`grit.interop.transformers` — ``from_pretrained`` of GRIT checkpoints
