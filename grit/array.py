@@ -302,6 +302,28 @@ class GritArray:
     def T(self) -> "GritArray":
         return self.transpose()
 
+    # -- not a container of values: conversions name the decode
+    def __array__(self, dtype=None, copy=None):
+        """``np.asarray(a)`` raises TypeError: a GritArray holds codes and
+        scales, not values; ``grit.decode(a)`` is the one conversion (never
+        a 0-d object array)."""
+        raise TypeError(f"a GritArray is not an array of values; grit.decode(a) gives its "
+                        f"float32 values (shape {list(self._shape)})")
+
+    def __len__(self) -> int:
+        """Raises TypeError: a GritArray is not a sequence of values (its
+        extents are ``shape``; ``grit.decode(a)`` gives the values), so that
+        ``torch.as_tensor(a)`` and ``list(a)`` fail saying so."""
+        raise TypeError(f"a GritArray has no len(): its extents are a.shape = "
+                        f"{self._shape}; grit.decode(a) gives its values")
+
+    def __bool__(self) -> bool:
+        return True           # truthy, as before __len__ existed
+
+    def __iter__(self):
+        raise TypeError("a GritArray is not iterable; slice it (a[i:j]) or iterate over "
+                        "grit.decode(a)")
+
     # -- value semantics: equal descriptor bytes, shape and plane bytes
     def __eq__(self, other) -> bool:
         if not isinstance(other, GritArray):

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any, Callable
 import numpy as np
 
 from .. import native
@@ -42,7 +43,8 @@ from ..vformats import code_dtype, decode_codes, decode_table, encode_values
 from .layout import require_canonical_placement, to_lin
 from .packing import pack_elements, write_group_plane, write_meta, write_scale1
 
-__all__ = ["encode", "requantize", "Requantized", "SCALE_RULES"]
+__all__ = ["encode", "requantize", "Requantized", "SCALE_RULES", "VALUE_READERS",
+           "register_values_reader"]
 
 SCALE_RULES = ("exp2floormaxabs", "exp2ceilmaxabs", "exp2rnemaxabs", "ratiomaxabs",
                "affineminmax")
@@ -456,18 +458,50 @@ def _flush_subnormals(xl: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------
 # public API
 
+#: Readers of array types numpy cannot read exactly by itself (a bfloat16
+#: tensor has no numpy dtype), by the type's qualified name
+#: ("torch.Tensor"): each returns a numpy array of real numbers whose values
+#: are the input's, exactly.  A framework's interop module registers its
+#: reader (grit.interop.torch registers torch.Tensor), so that the core never
+#: imports a framework.
+VALUE_READERS: dict[str, Callable[[Any], np.ndarray]] = {}
+
+
+def register_values_reader(type_name: str, reader: Callable[[Any], np.ndarray]) -> None:
+    """Make encode() read instances of the type named ``type_name`` (its
+    ``module.qualname``; subclasses included) with ``reader``."""
+    if not isinstance(type_name, str) or not callable(reader):
+        raise GritUsageError("register_values_reader(type_name: str, reader: callable)")
+    VALUE_READERS[type_name] = reader
+
+
+def _reader_for(values) -> Callable[[Any], np.ndarray] | None:
+    if not VALUE_READERS:
+        return None
+    for c in type(values).__mro__:
+        r = VALUE_READERS.get(f"{c.__module__}.{c.__qualname__}")
+        if r is not None:
+            return r
+    return None
+
+
 def _as_values(values) -> np.ndarray:
     if isinstance(values, GritArray):
         raise GritUsageError("encode() takes binary32 values, not a GritArray: re-rounding "
                              "an array into another grade is grit.requantize(array, grade)")
     if isinstance(values, np.ndarray):
         arr = values
+    elif (reader := _reader_for(values)) is not None:
+        arr = reader(values)
     else:
         try:
             arr = np.asarray(values)
         except (TypeError, ValueError) as e:
+            hint = ""
+            if type(values).__module__.split(".")[0] == "torch":
+                hint = " (import grit.interop.torch to encode torch tensors of any float dtype)"
             raise GritUsageError(f"encode() needs a numeric array, got {type(values).__name__}: "
-                                 f"{e}") from None
+                                 f"{e}{hint}") from None
     if arr.dtype.kind not in "fiu":
         raise GritUsageError(
             f"encode() needs real numbers (float or integer dtype), got dtype {arr.dtype}")
