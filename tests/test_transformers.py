@@ -178,3 +178,58 @@ def test_a_bfloat16_model_is_written_and_read_back(model, tmp_path):
         w = mb.get_submodule(n).weight
         assert q.get_submodule(n).array() == grit.encode(w.detach().float().numpy(),
                                                          grit.GRADE_NVF4)
+
+
+def test_a_compressed_tensors_checkpoint_converted_to_grit_loads_with_from_pretrained(
+        model, ids, tmp_path):
+    """A compressed-tensors NVFP4 checkpoint written by compressed-tensors
+    itself, moved with ``grit convert --to grit``, loads into GritLinear
+    modules; its logits are the model holding grit.decode of the source's
+    weights, bit for bit in float32."""
+    pytest.importorskip("compressed_tensors", reason="compressed-tensors is not installed")
+    from compressed_tensors.compressors import ModelCompressor
+    from compressed_tensors.quantization import (QuantizationArgs, QuantizationConfig,
+                                                 QuantizationScheme, apply_quantization_config)
+    from compressed_tensors.quantization.utils import calculate_qparams, generate_gparam
+    from safetensors.torch import save_file
+
+    from grit.convert import convert
+
+    ct_model = transformers.LlamaForCausalLM(model.config).eval()
+    ct_model.load_state_dict(model.state_dict())
+    args = QuantizationArgs(num_bits=4, type="float", strategy="tensor_group", group_size=16,
+                            symmetric=True)
+    apply_quantization_config(ct_model, QuantizationConfig(
+        config_groups={"g": QuantizationScheme(targets=["Linear"], weights=args)},
+        ignore=["lm_head"], format="nvfp4-pack-quantized"))
+    with torch.no_grad():
+        for m in ct_model.modules():
+            if getattr(m, "quantization_scheme", None) is None:
+                continue
+            w = m.weight.float()
+            g = w.reshape(w.shape[0], -1, 16)
+            gs = generate_gparam(w.amin(), w.amax())
+            m.weight_global_scale.data.copy_(gs.reshape(m.weight_global_scale.shape))
+            s, _ = calculate_qparams(g.amin(dim=2), g.amax(dim=2), args, global_scale=gs)
+            m.weight_scale.data = s.to(m.weight_scale.dtype).reshape(m.weight_scale.shape)
+    src = tmp_path / "ct"
+    src.mkdir()
+    model.config.to_json_file(str(src / "config.json"))
+    comp = ModelCompressor.from_pretrained_model(ct_model, quantization_format="nvfp4-pack-quantized")
+    comp.compress_model(ct_model)
+    save_file({k: v.contiguous() for k, v in ct_model.state_dict().items()},
+              str(src / "model.safetensors"))
+    comp.update_config(str(src))
+
+    rep = convert(str(src), str(tmp_path / "grit"), "grit")
+    assert rep.counts == {"bit-exact": 7 * LAYERS}
+    q = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "grit")
+    source = grit.load(str(src / "model.safetensors"))
+    ref = transformers.LlamaForCausalLM(model.config).eval()
+    ref.load_state_dict(model.state_dict())
+    with torch.no_grad():
+        for name, m in ref.named_modules():
+            if isinstance(m, torch.nn.Linear) and name != "lm_head":
+                assert isinstance(q.get_submodule(name), GritLinear)
+                m.weight.copy_(torch.from_numpy(grit.decode(source[name + ".weight"])))
+        assert torch.equal(q(ids).logits, ref(ids).logits)
