@@ -202,7 +202,7 @@ def convert(src: str, dst: str, to: str, *, overwrite: bool = False,
 def _write(files: list[str], work: str, conv: str, progress) -> tuple[dict, dict, dict]:
     weights: list[dict] = []
     emitted_all: dict[str, conventions.Emitted] = {}
-    plain_all: list[str] = []
+    plain_all: dict[str, tuple[int, ...]] = {}
     weight_map: dict[str, str] = {}
     # every file is checked before any is written: a refusal writes nothing
     loaded = [(f, load(f)) for f in files]
@@ -215,7 +215,8 @@ def _write(files: list[str], work: str, conv: str, progress) -> tuple[dict, dict
         out = os.path.join(work, os.path.basename(f))
         save(out, em.tensors)
         emitted_all.update(em.weights)
-        plain_all += [n for n, v in tensors.items() if not isinstance(v, GritArray)]
+        plain_all.update((n, tuple(getattr(v, "shape", ()))) for n, v in tensors.items()
+                         if not isinstance(v, GritArray))
         weight_map.update({tn: os.path.basename(f) for tn in em.tensors})
         back = load(out)
         for name, e in em.weights.items():

@@ -58,8 +58,9 @@ def test_compressed_tensors_to_grit_and_back_is_the_source_bytes(ct, kind, tmp_p
     before = tree_digest(src)
     r1 = convert(str(src), str(tmp_path / "grit"), "grit")
     assert set(r1.counts) == {"bit-exact"}
-    assert json.loads((tmp_path / "grit" / "config.json").read_text())[
-        "quantization_config"] == {"quant_method": "grit"}
+    entry = json.loads((tmp_path / "grit" / "config.json").read_text())["quantization_config"]
+    assert entry == {"quant_method": "grit", "convention": "grit-safetensors", "version": 1,
+                     "modules_not_converted": []}
     assert (tmp_path / "grit" / "tokenizer.json").read_text() == "{}"
     r2 = convert(str(tmp_path / "grit"), str(tmp_path / "back"), "compressed-tensors")
     assert set(r2.counts) == {"bit-exact"}

@@ -98,6 +98,30 @@ def gptq_cfg(bits, group, fmt="gptq", **extra):
                                     "checkpoint_format": fmt, **extra}}
 
 
+@pytest.mark.parametrize("bits,group,v1,sdt", [(4, 32, True, np.float16),
+                                               (4, 128, False, ml_dtypes.bfloat16),
+                                               (2, 64, True, np.float32), (8, 32, True, np.float16)])
+def test_a_gptq_weight_written_back_by_its_convention_is_its_own_bytes(tmp_path, bits, group, v1,
+                                                                         sdt):
+    """grit.conventions' GPTQ emitter is the inverse of the reader: AutoGPTQ's
+    packing (hand-packed here as its ``pack`` does), loaded as one GRIT array
+    and emitted again, gives qweight, qzeros, scales and g_idx back byte for
+    byte, with the config naming the checkpoint format."""
+    from grit import conventions
+    _, _, _, tensors = gptq_case(bits, group, v1, scale_dtype=sdt)
+    path = write(tmp_path, tensors, gptq_cfg(bits, group, "gptq" if v1 else "gptq_v2"))
+    loaded = grit.load(path)
+    em = conventions.emit("gptq-awq", dict(loaded))
+    for tn, v in tensors.items():
+        got = np.ascontiguousarray(em.tensors[tn])
+        assert got.shape == v.shape and got.tobytes() == np.ascontiguousarray(v).tobytes(), tn
+        assert np.dtype(got.dtype).itemsize == np.dtype(v.dtype).itemsize, tn
+    q = em.configs["config.json"]["quantization_config"]
+    assert (q["bits"], q["group_size"], q["checkpoint_format"]) == (
+        bits, group, "gptq" if v1 else "gptq_v2")
+    assert q["modules_to_not_convert"] == []
+
+
 @pytest.mark.parametrize("bits,group,v1", [(4, 32, True), (4, 128, False), (2, 64, True),
                                            (8, 32, True), (4, IN, True)])
 def test_gptq_loads_as_one_array_that_decodes_like_autogptq(tmp_path, bits, group, v1):

@@ -24,11 +24,9 @@ from typing import Any, Mapping
 
 from ..array import GritArray
 from ..errors import GritError, GritUsageError
-
-from . import (bitsandbytes, compressed_tensors, fp8_fnuz, gpt_oss, gptq_awq, grit, modelopt,
-               torchao)
-from .base import (Checkpoint, Convention, Emitted, Header, Leaf, Reader, Recognised,
-                   dense_format, qconfig)
+from . import bitsandbytes, compressed_tensors, fp8_fnuz, gpt_oss, gptq_awq, grit, modelopt, torchao
+from .base import (Checkpoint, Convention, Emitted, Header, Leaf, Reader, Recognised, dense_format,
+                   qconfig)
 
 __all__ = ["BUILTIN", "ENTRY_POINT_GROUP", "conventions", "recognise", "check_config",
            "scale_leaves", "small_leaves", "sidecars", "module_format", "emit", "Emission",
@@ -110,7 +108,7 @@ def emit(convention: str, arrays: Mapping[str, Any]) -> Emission:
         raise GritUsageError(f"convention {convention!r} does not write tensors")
     tensors: dict[str, Any] = {}
     weights: dict[str, Emitted] = {}
-    plain: list[str] = []
+    plain: dict[str, tuple[int, ...]] = {}
     refused: list[str] = []
     for name, a in arrays.items():
         if isinstance(a, GritArray):
@@ -122,7 +120,7 @@ def emit(convention: str, arrays: Mapping[str, Any]) -> Emission:
             weights[name] = em
             out = em.tensors
         else:
-            plain.append(name)
+            plain[name] = tuple(getattr(a, "shape", ()))
             out = {name: a}
         for tn, v in out.items():
             if tn in tensors:

@@ -489,3 +489,11 @@ def decodes_as(grade: Any, template: str) -> bool:
     decode projections; the encode rule and the accumulation contract do not
     matter to a file's bytes)."""
     return grade.decode_projection == Grade.parse(template).decode_projection
+
+
+def unconverted_modules(plain: Mapping[str, Sequence[int]]) -> list[str]:
+    """The modules whose 2-D ``….weight`` is written as a plain tensor (the
+    layers a config names as not quantised: ``ignore``, ``exclude_modules``,
+    ``modules_to_not_convert``), sorted; ``plain``: name -> shape."""
+    return sorted(n[:-len(".weight")] for n, shape in plain.items()
+                  if n.endswith(".weight") and len(shape) == 2)

@@ -56,9 +56,9 @@ import numpy as np
 from ..formats import REGISTERED, fmt_decode
 from .base import (FP8_DTYPES, FP8_ELEMS, K0_MAX, SCALE_FORMATS, SERVED_GROUPS, Checkpoint,
                    Convention, Emitted, Header, Reader, Recognised, add_finding, as_list,
-                   descriptor_for, grade_of, groups_check, ignored, inexpressible, is_linear,
-                   leaves_line, match_target, product_notes, quantised, scale_direction,
-                   decodes_as, emit_planes, refuse)
+                   decodes_as, descriptor_for, emit_planes, grade_of, groups_check, ignored,
+                   inexpressible, is_linear, leaves_line, match_target, product_notes, quantised,
+                   refuse, scale_direction, unconverted_modules)
 
 __all__ = ["CT_FIELDS", "CT_ENUMS", "nvfp4_global_exact", "scheme_for", "CONVENTION"]
 
@@ -863,7 +863,7 @@ def emit(name: str, array: Any) -> Emitted:
                  "mxfp8-quantized, float-quantized, int-quantized, pack-quantized)")
 
 
-def emit_config(emitted: Mapping[str, Emitted], plain: Sequence[str]) -> dict:
+def emit_config(emitted: Mapping[str, Emitted], plain: Mapping[str, Sequence[int]]) -> dict:
     """config.json's ``quantization_config``: one config group per distinct
     scheme, each targeting its modules by exact name; ``format`` the one
     format, or ``mixed-precision``; the plain 2-D ``….weight`` modules in
@@ -887,7 +887,7 @@ def emit_config(emitted: Mapping[str, Emitted], plain: Sequence[str]) -> dict:
         "quant_method": "compressed-tensors", "config_groups": config_groups,
         "format": fmts.pop() if len(fmts) == 1 else "mixed-precision",
         "quantization_status": "compressed", "kv_cache_scheme": None,
-        "ignore": sorted(n[:-len(".weight")] for n in plain if n.endswith(".weight")),
+        "ignore": unconverted_modules(plain),
         "global_compression_ratio": None, "sparsity_config": {}, "transform_config": {},
         "version": "0.20.1"}}}
 

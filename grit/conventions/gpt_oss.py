@@ -18,8 +18,8 @@ from typing import Mapping
 
 import numpy as np
 
-from .base import (Convention, Emitted, Header, Reader, Recognised, decodes_as,
-                   descriptor_for, emit_planes, grade_of, refuse)
+from .base import (Convention, Emitted, Header, Reader, Recognised, decodes_as, descriptor_for,
+                   emit_planes, grade_of, refuse, unconverted_modules)
 
 __all__ = ["CONVENTION"]
 
@@ -102,8 +102,7 @@ def emit(name: str, array) -> Emitted:
 def emit_config(emitted, plain) -> dict:
     return {"config.json": {"quantization_config": {
         "quant_method": "mxfp4",
-        "modules_to_not_convert": sorted(n[:-len(".weight")] for n in plain
-                                         if n.endswith(".weight"))}}}
+        "modules_to_not_convert": unconverted_modules(plain)}}}
 
 
 CONVENTION = Convention("gpt-oss", methods=("mxfp4",),

@@ -16,11 +16,11 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..errors import GritSizeError
-from .base import (K0_MAX, SCALE_FORMATS, SCALE_NP, Checkpoint, Convention, Header, Reader,
-                   Recognised,
-                   add_finding, as_list, descriptor_for, grade_of, groups_check,
-                   inexpressible, leaves_line, quantised)
+from ..errors import GritSizeError, GritUsageError
+from .base import (K0_MAX, SCALE_FORMATS, SCALE_NP, Checkpoint, Convention, Emitted, Header, Reader,
+                   Recognised, add_finding, as_list, decodes_as, descriptor_for, emit_planes,
+                   grade_of, groups_check, inexpressible, leaves_line, quantised, refuse,
+                   unconverted_modules)
 
 __all__ = ["AWQ_ORDER", "gptq_awq_planes", "CONVENTION"]
 
@@ -303,7 +303,86 @@ def check_config(ctx, ck: Checkpoint, q: dict, where: str) -> None:
 
 
 
+# ---------------------------------------------------------------------------
+# emitting: GRIT arrays as AutoGPTQ's packing
+
+
+def _pack_words(codes: np.ndarray, bits: int) -> np.ndarray:
+    """Codes (uint8, last axis a multiple of 32/bits) packed LSB-first into
+    little-endian int32 words along the last axis: code per·j + k at bits
+    k·bits of word j (AutoGPTQ's ``pack``)."""
+    per = 32 // bits
+    c = codes.astype(np.uint32).reshape(*codes.shape[:-1], codes.shape[-1] // per, per)
+    shifts = np.arange(per, dtype=np.uint32) * np.uint32(bits)
+    return np.bitwise_or.reduce(c << shifts, axis=-1).astype("<u4").view("<i4")
+
+
+def emit(name: str, array: Any) -> Emitted:
+    """A GRIT array of GPTQ's shape (``e=u<b>``, b in 2/4/8, one scale and one
+    zero point per group along the input axis, ``zps=shared``) as AutoGPTQ's
+    ``qweight`` [in·b/32, out], ``qzeros`` [in/g, out·b/32], ``scales``
+    [in/g, out] and a contiguous ``g_idx``: the inverse of
+    :func:`gptq_awq_planes`, exact.  ``zpc=minus1`` is GPTQ's v1 checkpoint
+    format (the stored zero points are z − 1), without it v2."""
+    conv = "gptq"
+    grade, (data, s0, _s1, aux) = emit_planes(name, array, conv)
+    bits_s = str(grade["e"])[1:] if str(grade["e"]).startswith("u") else ""
+    bits = int(bits_s) if bits_s.isdigit() else 0
+    k0, sf = int(grade["k0"]), str(grade["s0"])
+    minus1 = grade["zpc"] == "minus1"
+    template = (f"grit1(e=u{bits},k0={k0},s0={sf},zp=u{bits}"
+                f"{',zpc=minus1' if minus1 else ''},esr=affineminmax)")
+    if bits not in _GPTQ_BITS or sf not in SCALE_NP or len(array.shape) != 2 or \
+            not decodes_as(grade, template):
+        raise refuse(name, conv, grade, "GPTQ packs u2/u4/u8 codes with one zero point and "
+                     "one F16/BF16/F32 scale per group along the input axis of a 2-D weight")
+    out_f, in_f = (int(x) for x in array.shape)
+    per = 32 // bits
+    n_g = in_f // k0
+    if out_f % per:
+        raise refuse(name, conv, grade, f"out_features {out_f} does not fill whole int32 words "
+                     f"of {per} zero points")
+    if in_f % per:
+        raise refuse(name, conv, grade, f"in_features {in_f} does not fill whole int32 words "
+                     f"of {per} codes")
+    # canonical u<b> codes row-major over [out, in], LSB-first: whole words per row, so
+    # the words of row j are column j of qweight
+    words = np.frombuffer(data, "<u4").reshape(out_f, in_f // per)
+    zeros = np.frombuffer(aux, np.uint8).reshape(out_f, n_g)
+    pre = name[:-len(".weight")] if name.endswith(".weight") else name
+    if SCALE_NP[sf] == "<u2":                        # bfloat16: its own dtype on disk
+        import ml_dtypes
+        sdt: Any = ml_dtypes.bfloat16
+    else:
+        sdt = np.dtype(SCALE_NP[sf])
+    return Emitted(
+        {f"{pre}.qweight": np.ascontiguousarray(words.T).view("<i4"),
+         f"{pre}.qzeros": _pack_words(np.ascontiguousarray(zeros.T), bits),
+         f"{pre}.scales": np.ascontiguousarray(
+             np.frombuffer(s0, sdt).reshape(out_f, n_g).T),
+         f"{pre}.g_idx": (np.arange(in_f) // k0).astype(np.int32)},
+        {"bits": bits, "group_size": k0, "checkpoint_format": "gptq" if minus1 else "gptq_v2",
+         "scale_dtype": sf})
+
+
+def emit_config(emitted, plain) -> dict:
+    """config.json's ``quantization_config``: one bit width, group size and
+    checkpoint format for the whole checkpoint (GPTQ has no per-module
+    entries); the plain 2-D weights' modules in ``modules_to_not_convert``."""
+    keys = {(e.scheme["bits"], e.scheme["group_size"], e.scheme["checkpoint_format"])
+            for e in emitted.values()}
+    if len(keys) > 1:
+        raise GritUsageError(f"gptq: one (bits, group_size, checkpoint_format) per checkpoint; "
+                             f"these arrays have {sorted(keys)}")
+    bits, gs, fmt = keys.pop() if keys else (4, 128, "gptq")
+    return {"config.json": {"quantization_config": {
+        "quant_method": "gptq", "bits": bits, "group_size": gs, "desc_act": False,
+        "sym": False, "checkpoint_format": fmt,
+        "modules_to_not_convert": unconverted_modules(plain)}}}
+
+
 CONVENTION = Convention("gptq-awq", methods=("gptq", "awq"),
                         claims_module=claims_module,
                         recognise_module=recognise_module, claims_config=claims_config,
-                        check_config=check_config, module_format=module_format)
+                        check_config=check_config, module_format=module_format,
+                        emit=emit, emit_config=emit_config)

@@ -28,7 +28,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from ..array import GritArray
 from ..errors import GritUsageError
-from .base import Convention, Emitted
+from .base import Convention, Emitted, unconverted_modules
 
 __all__ = ["CONVENTION", "METHOD", "QUANT_METHOD", "FILE_CONVENTION", "VERSION",
            "GritCheckpointConfig", "build_config", "parse_config"]
@@ -100,12 +100,11 @@ def emit(name: str, array: Any) -> Emitted:
     return Emitted({name: array}, {})
 
 
-def emit_config(emitted: Mapping[str, Emitted], plain: Sequence[str]) -> dict:
+def emit_config(emitted: Mapping[str, Emitted], plain: Mapping[str, Sequence[int]]) -> dict:
     """config.json's entry; the plain 2-D weights' modules are the modules
     not converted."""
     return {"config.json": {"quantization_config": build_config(
-        modules_not_converted=sorted(n[:-len(".weight")] for n in plain
-                                     if n.endswith(".weight")))}}
+        modules_not_converted=unconverted_modules(plain))}}
 
 
 CONVENTION = Convention("grit", methods=(METHOD,), emit=emit, emit_config=emit_config)

@@ -20,9 +20,9 @@ import numpy as np
 
 from ..errors import GritUsageError
 from .base import (Checkpoint, Convention, Emitted, Header, Reader, Recognised, add_finding,
-                   as_list, decodes_as, emit_planes, refuse,
-                   descriptor_for, grade_of, groups_check, ignored, inexpressible,
-                   is_linear, leaves_line, quantised, scale_direction)
+                   as_list, decodes_as, descriptor_for, emit_planes, grade_of, groups_check,
+                   ignored, inexpressible, is_linear, leaves_line, quantised, refuse,
+                   scale_direction, unconverted_modules)
 
 __all__ = ["CONVENTION"]
 
@@ -193,7 +193,7 @@ def emit_config(emitted, plain) -> dict:
     if len(sizes) != 1:
         raise GritUsageError(f"modelopt: one group_size per checkpoint; these arrays have "
                              f"{sorted(sizes)}")
-    exclude = sorted(n[:-len(".weight")] for n in plain if n.endswith(".weight"))
+    exclude = unconverted_modules(plain)
     q = {"quant_algo": "NVFP4", "group_size": sizes.pop(), "exclude_modules": exclude,
          "kv_cache_quant_algo": None}
     return {HF_QUANT_CONFIG: {"producer": {"name": "modelopt"}, "quantization": q},

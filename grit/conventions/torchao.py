@@ -14,7 +14,7 @@ import json
 import math
 from typing import Mapping
 
-from .base import (Convention, FP8_ELEMS, K0_MAX, SCALE_FORMATS, Header, Reader, Recognised,
+from .base import (FP8_ELEMS, K0_MAX, SCALE_FORMATS, Convention, Header, Reader, Recognised,
                    descriptor_for, grade_of, inexpressible, product_notes)
 
 __all__ = ["CONVENTION"]
