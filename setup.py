@@ -28,16 +28,18 @@ setup(
     ext_modules=[
         Extension(
             "grit._ext",
-            sources=["grit/_native/fnv.c"],
+            sources=["grit/_native/py/fnv.c", "grit/_native/core/fnv.c"],
+            depends=["grit/_native/core/fnv.h"],
             optional=True,
         ),
         # Hot loops of the codec for the registered grades; grit.codec falls
         # back to its numpy path (same bytes) when this one is missing.
         Extension(
             "grit._kernels",
-            sources=[f"grit/_native/{name}.c"
-                     for name in ("module", "common", "decode", "encode", "relayout", "ggml")],
-            depends=["grit/_native/kernels.h"],
+            sources=([f"grit/_native/py/{name}.c"
+                      for name in ("module", "plane", "decode", "encode", "relayout", "ggml")]
+                     + [f"grit/_native/core/{name}.c" for name in ("threads", "decode", "encode")]),
+            depends=["grit/_native/core/core.h", "grit/_native/py/kernels_py.h"],
             optional=True,
         ),
     ],

@@ -41,7 +41,7 @@
  * l + n/2 (high nibble).  "crumbs": per 128 elements 32 bytes; bits 2s..2s+1
  * of byte l hold element 32s + l.  Unit of threading: one block.
  */
-#include "kernels.h"
+#include "kernels_py.h"
 
 /* the kind ids grit.native gives the types (zero-copy, then grit.ggml.CONVERTED
  * in its order); the block sizes are gguf-py's GGML_QUANT_SIZES, compared with

@@ -2,7 +2,7 @@
  * grit._kernels: the relayout fast paths (docs/placements.md) and their
  * entry points.
  */
-#include "kernels.h"
+#include "kernels_py.h"
 
 /* ------------------------------------------------------------------------
  * Relayout fast paths (docs/placements.md).  Each is the same index map as
