@@ -266,7 +266,7 @@ GRIT_API int64_t grit_fmt_encode_rne(grit_fmt_t word, float x);
  * registering the same string is a no-op.
  *
  * Returns GRIT_OK, or GRIT_GRADE_UNKNOWN with the reason in out_detail
- * (not a canonical grade string; or the registry is full: 1024 grades).
+ * (not a canonical grade string; or the registry is full: 2^20 grades).
  * out_id (may be NULL) receives the grade_id. */
 GRIT_NODISCARD GRIT_API grit_status_t grit_register_grade(const char* canonical, size_t len,
                                                           uint64_t* out_id,

@@ -4,16 +4,14 @@
  * frame fields come from its canonical string by grit/grade.py's rules
  * (Grade._frame_fields); tests/test_libgrit.py compares the two.
  *
- * Concurrency: entries live in one fixed array and never move or change
- * once published; a writer (under a mutex) fills entry n, then publishes
- * count = n + 1 with a release store, and readers scan [0, count) after an
- * acquire load -- lookups take no lock.
+ * Concurrency: registration takes a mutex; lookups take no lock (the
+ * index below).  Entries never move or change once published.
  */
 #include "lib.h"
 
 #include <stdlib.h>
 
-#define MAX_GRADES 1024
+#define MAX_GRADES (1024 * 1024)
 
 /* ------------------------------------------------------------------------
  * §4.2 keys in canonical order, their domains and defaults */
@@ -341,15 +339,33 @@ static const struct {
     {"grit1(e=s8,k0=32,s0=binary16,sp=2:4:u2:asclsb,esr=ratiomaxabs)", GRIT_K_I8S24, 0},
 };
 
-static grit_grade_entry table[MAX_GRADES];
-static size_t count = 0;            /* published entries (atomic) */
+/* Entries live in chunks that never move; a hash index (open addressing on
+ * the id, entry number + 1 per slot, 0 empty) finds them.  The writer fills
+ * an entry, then stores its slot (release); a full-ish index is replaced by
+ * one twice the size, published by a pointer store (release), and the old
+ * one is kept (readers may still probe it), so lookups take no lock. */
+#define CHUNK 1024
+#define MAX_CHUNKS (MAX_GRADES / CHUNK)
+
+typedef struct {
+    size_t mask;                    /* capacity - 1 */
+    uint32_t *slot;
+} grade_index;
+
+static grit_grade_entry *chunks[MAX_CHUNKS];
+static size_t count = 0;            /* entries written (writer only) */
+static grade_index *index_now = NULL;
 
 #if defined(__GNUC__) || defined(__clang__)
-#define LOAD_COUNT() __atomic_load_n(&count, __ATOMIC_ACQUIRE)
-#define PUBLISH(n) __atomic_store_n(&count, (n), __ATOMIC_RELEASE)
+#define LOAD_PTR(p) __atomic_load_n(&(p), __ATOMIC_ACQUIRE)
+#define STORE_PTR(p, v) __atomic_store_n(&(p), (v), __ATOMIC_RELEASE)
+#define LOAD_SLOT(p) __atomic_load_n(&(p), __ATOMIC_ACQUIRE)
+#define STORE_SLOT(p, v) __atomic_store_n(&(p), (v), __ATOMIC_RELEASE)
 #else
-#define LOAD_COUNT() (count)
-#define PUBLISH(n) (count = (n))
+#define LOAD_PTR(p) (p)
+#define STORE_PTR(p, v) ((p) = (v))
+#define LOAD_SLOT(p) (p)
+#define STORE_SLOT(p, v) ((p) = (v))
 #endif
 
 #ifndef GRIT_NO_THREADS
@@ -357,12 +373,70 @@ static pthread_mutex_t writer = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t builtin_once = PTHREAD_ONCE_INIT;
 #endif
 
-/* append (caller holds the writer lock); 0 when full */
+static grit_grade_entry *
+entry(size_t i)
+{
+    return &chunks[i / CHUNK][i % CHUNK];
+}
+
+static size_t
+hash_id(uint64_t id)
+{
+    return (size_t)(id ^ (id >> 29) ^ (id >> 47));   /* ids are FNV-1a: well mixed */
+}
+
+/* slot for entry number i (caller holds the writer lock) */
+static void
+index_put(grade_index *ix, size_t i)
+{
+    size_t h = hash_id(entry(i)->id) & ix->mask;
+    while (ix->slot[h] != 0) {
+        h = (h + 1) & ix->mask;
+    }
+    STORE_SLOT(ix->slot[h], (uint32_t)(i + 1));
+}
+
+/* an index with room for one more entry (caller holds the writer lock) */
+static grade_index *
+index_with_room(void)
+{
+    grade_index *ix = index_now;
+    if (ix != NULL && (count + 1) * 2 <= ix->mask + 1) {
+        return ix;
+    }
+    size_t cap = ix ? 2 * (ix->mask + 1) : 64;
+    grade_index *nx = (grade_index *)malloc(sizeof *nx);
+    uint32_t *slots = (uint32_t *)calloc(cap, sizeof *slots);
+    if (nx == NULL || slots == NULL) {
+        free(nx);
+        free(slots);
+        return NULL;
+    }
+    nx->mask = cap - 1;
+    nx->slot = slots;
+    for (size_t i = 0; i < count; i++) {
+        index_put(nx, i);
+    }
+    STORE_PTR(index_now, nx);       /* the old index stays valid for readers */
+    return nx;
+}
+
+/* append (caller holds the writer lock); 0 when full or out of memory */
 static int
 append(const char *s, size_t len, const grit_desc_t *f, int codec, int flag, int copy)
 {
     size_t n = count;
     if (n == MAX_GRADES) {
+        return 0;
+    }
+    if (chunks[n / CHUNK] == NULL) {
+        chunks[n / CHUNK] = (grit_grade_entry *)calloc(CHUNK, sizeof(grit_grade_entry));
+        if (chunks[n / CHUNK] == NULL) {
+            return 0;
+        }
+    }
+    grade_index *ix = index_with_room();
+    if (ix == NULL) {
         return 0;
     }
     char *c = NULL;
@@ -374,14 +448,15 @@ append(const char *s, size_t len, const grit_desc_t *f, int codec, int flag, int
         memcpy(c, s, len);
         c[len] = '\0';
     }
-    grit_grade_entry *e = &table[n];
+    grit_grade_entry *e = entry(n);
     e->id = grit_fnv1a64(s, len);
     e->canonical = copy ? c : s;
     e->len = len;
     e->frame = *f;
     e->codec = codec;
     e->codec_flag = flag;
-    PUBLISH(n + 1);
+    count = n + 1;
+    index_put(ix, n);               /* publishes the entry */
     return 1;
 }
 
@@ -416,13 +491,20 @@ const grit_grade_entry *
 grit_lookup_grade(uint64_t id)
 {
     ensure_builtins();
-    size_t n = LOAD_COUNT();
-    for (size_t i = 0; i < n; i++) {
-        if (table[i].id == id) {
-            return &table[i];
+    grade_index *ix = LOAD_PTR(index_now);
+    if (ix == NULL) {
+        return NULL;
+    }
+    for (size_t h = hash_id(id) & ix->mask;; h = (h + 1) & ix->mask) {
+        uint32_t k = LOAD_SLOT(ix->slot[h]);
+        if (k == 0) {
+            return NULL;
+        }
+        const grit_grade_entry *e = entry(k - 1);
+        if (e->id == id) {
+            return e;
         }
     }
-    return NULL;
 }
 
 grit_status_t
@@ -444,12 +526,7 @@ grit_register_grade(const char *s, size_t len, uint64_t *out_id, grit_detail_t *
     pthread_mutex_lock(&writer);
 #endif
     int ok = 1;
-    const grit_grade_entry *have = NULL;
-    for (size_t i = 0; i < count; i++) {
-        if (table[i].id == id) {
-            have = &table[i];
-        }
-    }
+    const grit_grade_entry *have = grit_lookup_grade(id);
     if (have == NULL) {
         ok = append(s, len, &f, -1, 0, 1);
     } else if (have->len != len || memcmp(have->canonical, s, len) != 0) {
