@@ -324,6 +324,19 @@ def test_level1_never_reads_a_plane():
         assert lib.grit_check(ctypes.byref(v), 1, None) in range(5)
 
 
+def test_level2_says_what_it_could_not_verify():
+    """Metadata inside an interleaved data plane is not taken apart by
+    libgrit: the check passes and says so (as CheckReport.unverified)."""
+    d = grit.GRADE_I8S24.descriptor(placement_data=0x1000000000000005)
+    d = d.replace(flags=d.flags | 0x10)
+    sizes = grit.plane_sizes(d, (32,)).sizes
+    assert sizes[1:] == (0, 0, 0)
+    det = clib.check(d.to_bytes(), (32,), sizes, 2, [b"\xff" * sizes[0], None, None, None])
+    assert det.status == 0 and b"not verified" in det.message
+    det = clib.check(d.to_bytes(), (32,), sizes, 1)
+    assert det.status == 0 and det.message == b"Ok"
+
+
 def test_check_agrees_with_python_on_fuzzed_cases():
     """scripts/compare_c_check.py on a small count: status, step, field and
     plane of every case, and the gid where it is defined."""

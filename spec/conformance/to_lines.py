@@ -57,7 +57,8 @@ def convert(doc: dict) -> list[str]:
         elif k == "reject":
             out.append(f"reject {r['name']} {r['input'].encode().hex()}")
         elif k == "distinct":
-            out.append(f"distinct {r['name']} {r['grade_id_a']} {r['a']} {r['grade_id_b']} {r['b']}")
+            out.append(f"distinct {r['name']} {r['grade_id_a']} {r['a']} "
+                       f"{r['grade_id_b']} {r['b']}")
         elif k == "distinct_gid":
             shape = " ".join(str(s) for s in r["shape"])
             for ab in ("a", "b"):
