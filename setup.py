@@ -108,7 +108,7 @@ setup(
             "grit._kernels",
             sources=([f"grit/_native/py/{name}.c"
                       for name in ("module", "plane", "decode", "encode", "relayout", "ggml")]
-                     + _KERNEL_CORE),
+                     + _KERNEL_CORE + [f"{_CORE}/{n}.c" for n in ("relayout", "ggml")]),
             depends=[f"{_CORE}/core.h", "grit/_native/py/kernels_py.h"],
             optional=True,
         ),

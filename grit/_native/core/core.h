@@ -27,8 +27,10 @@
  *
  * Files.  core.h (this file): the inline helpers, the thread helpers' and
  * the shared tables' declarations, and the kernels' entry points.
- * threads.c: the thread pool and the E4M3 table; decode.c, encode.c: the
- * codec kernels; fnv.c: FNV-1a (§6.1).
+ * threads.c: the thread pool, the E4M3 table and the set-up; decode.c,
+ * encode.c: the codec kernels; relayout.c: the relayout kernels; ggml.c:
+ * the fused ggml block decoders; fnv.c: FNV-1a (§6.1).  The rest of the
+ * directory is libgrit's API (lib.h, docs/c-library.md).
  */
 #ifndef GRIT_CORE_H
 #define GRIT_CORE_H
@@ -392,5 +394,41 @@ GRIT_HIDDEN void grit_k_decode(int kind, const unsigned char *data, const unsign
 GRIT_HIDDEN void grit_k_encode(int kind, int flag, const float *x, size_t n, unsigned char *data,
                                unsigned char *scale0, unsigned char *scale1, unsigned char *aux,
                                int nthreads);
+
+/* ------------------------------------------------------------------------
+ * The fused ggml block decoders (ggml.c): kind ids as grit.native numbers
+ * them; `blocks` whole blocks of src into blocks * elems floats */
+#define GGML_KINDS 13
+GRIT_HIDDEN extern const size_t grit_ggml_block_bytes[GGML_KINDS];
+GRIT_HIDDEN extern const size_t grit_ggml_block_elems[GGML_KINDS];
+GRIT_HIDDEN void grit_k_decode_ggml(int kind, const unsigned char *src, float *out, size_t blocks,
+                                    int nthreads);
+
+/* ------------------------------------------------------------------------
+ * The relayout kernels (relayout.c, docs/placements.md): byte moves into a
+ * caller buffer of the same size.  transpose: an R x C grid of `bits`-bit
+ * units (4, or a multiple of 8) to C x R.  tile: rows x rowbytes in tiles of
+ * tr rows x tcb bytes, chunks of w bytes placed at off[] (or back, inverse).
+ * interleave: up to four fields of w[f] bytes per block into blocks of their
+ * sum (fields with w[f] == 0 are absent), or back.  pack_k4: 8 u6 scales and
+ * 8 u6 mins per group to PACK_K4_12B's 12 bytes, or back.  interleave_k4:
+ * s1 (w1 bytes), the packed scales and mins, data (wd bytes) per block, or
+ * back. */
+GRIT_HIDDEN void grit_k_transpose(const unsigned char *src, unsigned char *dst, size_t R, size_t C,
+                                  int bits, int msb, int nthreads);
+/* off[k] for chunk k from the tile's chunk table tab (nchunks entries);
+ * -1 when an entry is out of range (tab: nchunks int64 in native order, unaligned) */
+GRIT_HIDDEN int grit_k_tile_offsets(const unsigned char *tab, size_t nchunks, size_t tcb, size_t w,
+                                    size_t rowbytes, size_t *off);
+GRIT_HIDDEN void grit_k_tile(const unsigned char *src, unsigned char *dst, size_t rows,
+                             size_t rowbytes, size_t tr, size_t tcb, size_t w, const size_t *off,
+                             int inverse, int nthreads);
+GRIT_HIDDEN void grit_k_interleave(unsigned char *aos, unsigned char *const field[4],
+                                   const size_t w[4], size_t blocks, int inverse, int nthreads);
+GRIT_HIDDEN void grit_k_pack_k4(unsigned char *packed, unsigned char *sc, unsigned char *m,
+                                size_t groups, int inverse, int nthreads);
+GRIT_HIDDEN void grit_k_interleave_k4(unsigned char *aos, unsigned char *s1, unsigned char *sc,
+                                      unsigned char *m, unsigned char *data, size_t w1,
+                                      size_t wd, size_t blocks, int inverse, int nthreads);
 
 #endif /* GRIT_CORE_H */
