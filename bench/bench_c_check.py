@@ -31,7 +31,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -42,6 +41,9 @@ sys.path.insert(0, str(ROOT))
 import grit                     # noqa: E402
 from grit import clib           # noqa: E402
 from grit.check import diagnose  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "bench"))
+from bench_codec import _median_s  # noqa: E402  (the benches' one median)
 
 GRADES = {"mxfp4": grit.GRADE_MXFP4, "nvf4": grit.GRADE_NVF4, "q4ks": grit.GRADE_Q4KS,
           "i8s24": grit.GRADE_I8S24}
@@ -144,15 +146,6 @@ def _build_before(tmp: Path, rev: str):
     return mod
 
 
-def _median(fn, repeat: int) -> float:
-    ts = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t)
-    return sorted(ts)[len(ts) // 2]
-
-
 def _ext_codec(k, kind: str, x: np.ndarray, repeat: int) -> tuple[float, float]:
     """(encode s, decode s) of one extension module, one thread."""
     enc = getattr(k, f"encode_{kind}")
@@ -160,8 +153,8 @@ def _ext_codec(k, kind: str, x: np.ndarray, repeat: int) -> tuple[float, float]:
     planes = enc(*args)
     out = np.empty(x.size, np.float32)
     dec = getattr(k, f"decode_{kind}")
-    te = _median(lambda: enc(*args), repeat)
-    td = _median(lambda: dec(*planes, out, 1), repeat)
+    te = _median_s(lambda: enc(*args), repeat)
+    td = _median_s(lambda: dec(*planes, out, 1), repeat)
     return te, td
 
 
@@ -203,13 +196,13 @@ def main(argv=None) -> int:
         v, _keep = clib.view(mx.to_bytes(), (numel // 256, 256), sizes)
         det = clib.Detail()
         n_py = 200_000
-        t = _median(lambda: [lib.grit_check(ctypes.byref(v), 1, ctypes.byref(det))
+        t = _median_s(lambda: [lib.grit_check(ctypes.byref(v), 1, ctypes.byref(det))
                              for _ in range(n_py)], 3)
         rows["ctypes grit_check, prebuilt view (calls/s)"] = n_py / t
-        t = _median(lambda: [clib.check(mx.to_bytes(), (numel // 256, 256), sizes)
+        t = _median_s(lambda: [clib.check(mx.to_bytes(), (numel // 256, 256), sizes)
                              for _ in range(n_py // 10)], 3)
         rows["grit.clib.check, view built per call (calls/s)"] = n_py / 10 / t
-        t = _median(lambda: [diagnose(mx, (numel // 256, 256), sizes)
+        t = _median_s(lambda: [diagnose(mx, (numel // 256, 256), sizes)
                              for _ in range(n_py // 10)], 3)
         rows["grit.check.diagnose, Python (calls/s)"] = n_py / 10 / t
         for k, val in rows.items():

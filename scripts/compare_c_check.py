@@ -43,6 +43,7 @@ from grit.check import diagnose      # noqa: E402
 from grit.descriptor import Descriptor   # noqa: E402
 from grit.errors import GritUsageError   # noqa: E402
 from grit.fingerprint import gid as py_gid   # noqa: E402
+from grit.placement import expr as X     # noqa: E402
 
 _I64_MAX = (1 << 63) - 1
 _F_INTERLEAVED, _F_SPARSE = 0x10, 0x04
@@ -50,16 +51,22 @@ _F_INTERLEAVED, _F_SPARSE = 0x10, 0x04
 
 @contextlib.contextmanager
 def grades_only():
-    """The fuzz seed grades registered (not the layouts), and the Python
-    registry as it was afterwards."""
-    saved = dict(G._REGISTRY)
+    """The fuzz seed grades registered, no layout expression but the
+    Interleave ones the package registers at import (step 2 accepts a data
+    word of either kind, resolved or not, just as libgrit accepts every
+    hashed word), and both Python registries as they were afterwards."""
+    saved, layouts = dict(G._REGISTRY), dict(X._REGISTRY)
     try:
+        X._REGISTRY.clear()
+        X._REGISTRY.update({w: e for w, e in layouts.items() if isinstance(e, X.Interleave)})
         for g in F.SEED_GRADES:
             grit.register_grade(g)
         yield
     finally:
         G._REGISTRY.clear()
         G._REGISTRY.update(saved)
+        X._REGISTRY.clear()
+        X._REGISTRY.update(layouts)
 
 
 class CSide:

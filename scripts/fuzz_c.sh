@@ -6,7 +6,8 @@
 #
 # SECONDS (default 60) bounds the run (-max_total_time); one process, one
 # core.  The corpus starts from the descriptors of spec/conformance/
-# vectors.json and lives in build/fuzz_c/corpus (kept between runs).  Prints
+# vectors.json and lives in $GRIT_FUZZ_C_OUT/corpus (default build/fuzz_c;
+# kept between runs).  Prints
 # libFuzzer's final stats; the number of executions is its "stat::
 # number_of_executed_units".  Exit status: libFuzzer's (0 when nothing was
 # found), 77 when clang with libFuzzer is not available.
@@ -19,7 +20,7 @@ if ! command -v "$CC" >/dev/null 2>&1; then
     echo "fuzz_c: $CC not found (apt-get install clang)" >&2
     exit 77
 fi
-OUT=build/fuzz_c
+OUT="${GRIT_FUZZ_C_OUT:-build/fuzz_c}"
 mkdir -p "$OUT/corpus"
 SRC=grit/_native/core
 "$CC" -std=c99 -g -O1 -ffp-contract=off -fsanitize=fuzzer,address,undefined \

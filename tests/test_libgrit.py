@@ -496,14 +496,15 @@ def test_get_library_says_when_it_is_missing(monkeypatch, tmp_path):
 # ---------------------------------------------------------------------------
 # the sanitizer fuzz target, briefly
 
-def test_libfuzzer_campaign_short():
+def test_libfuzzer_campaign_short(tmp_path):
     """scripts/fuzz_c.sh for GRIT_FUZZ_C_RUNS executions (default 10^5)
     under ASan and UBSan: no report."""
     if shutil.which("clang") is None:
         pytest.skip("clang is not installed (apt-get install clang): no libFuzzer target")
     runs = int(os.environ.get("GRIT_FUZZ_C_RUNS", 100000))
     r = subprocess.run([str(ROOT / "scripts" / "fuzz_c.sh"), "600", f"-runs={runs}"],
-                       capture_output=True, text=True, cwd=ROOT)
+                       capture_output=True, text=True, cwd=ROOT,
+                       env=dict(os.environ, GRIT_FUZZ_C_OUT=str(tmp_path)))
     if r.returncode == 77:
         pytest.skip(f"clang cannot build a libFuzzer target here: {r.stderr.strip()[-200:]}")
     assert r.returncode == 0, r.stderr[-3000:]

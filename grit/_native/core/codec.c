@@ -49,6 +49,13 @@ codec_for(const grit_view_t *v, size_t n, const char *what, const grit_grade_ent
                          "SizeMismatch: %s holds %s values; the view has numel = %s.", what, a,
                          e);
     }
+    for (int i = 0; i < 4; i++) {
+        if (v->plane_bytes[i] > 0 && v->plane[i] == NULL) {
+            return grit_fail(det, GRIT_SIZE_MISMATCH, 0, i, "plane", "a buffer", "NULL",
+                             "SizeMismatch: plane %d has %lld bytes but a NULL pointer.", i,
+                             (long long)v->plane_bytes[i]);
+        }
+    }
     *out = g;
     return GRIT_OK;
 }
@@ -68,13 +75,6 @@ grit_decode(const grit_view_t *v, float *out, size_t n_out, int nthreads, grit_d
     if (st != GRIT_OK) {
         return st;
     }
-    for (int i = 0; i < 4; i++) {
-        if (v->plane_bytes[i] > 0 && v->plane[i] == NULL) {
-            return grit_fail(det, GRIT_SIZE_MISMATCH, 0, i, "plane", "a buffer", "NULL",
-                             "SizeMismatch: plane %d has %lld bytes but a NULL pointer.", i,
-                             (long long)v->plane_bytes[i]);
-        }
-    }
     if (n_out) {
         grit_k_decode(g->codec, plane_or_empty(v, 0), plane_or_empty(v, 1), plane_or_empty(v, 2),
                       plane_or_empty(v, 3), out, n_out, nthreads);
@@ -89,13 +89,6 @@ grit_encode(const grit_view_t *v, const float *x, size_t n_in, int nthreads, gri
     grit_status_t st = codec_for(v, n_in, "x", &g, det);
     if (st != GRIT_OK) {
         return st;
-    }
-    for (int i = 0; i < 4; i++) {
-        if (v->plane_bytes[i] > 0 && v->plane[i] == NULL) {
-            return grit_fail(det, GRIT_SIZE_MISMATCH, 0, i, "plane", "a buffer", "NULL",
-                             "SizeMismatch: plane %d has %lld bytes but a NULL pointer.", i,
-                             (long long)v->plane_bytes[i]);
-        }
     }
     if (n_in) {
         grit_k_encode(g->codec, g->codec_flag, x, n_in, (unsigned char *)v->plane[0],
@@ -128,8 +121,9 @@ lin_dims(int32_t rank, const int64_t *shape, int axis, size_t *outer, size_t *A,
     return 0;
 }
 
-int
-grit_lin_to_c(const float *lin, float *out, int32_t rank, const int64_t *shape, int axis)
+/* lin[(o·inner + i)·A + a] <-> c[(o·A + a)·inner + i]; to_c picks the direction */
+static int
+lin_move(const float *from, float *to, int32_t rank, const int64_t *shape, int axis, int to_c)
 {
     size_t outer, A, inner;
     if (lin_dims(rank, shape, axis, &outer, &A, &inner) < 0) {
@@ -138,7 +132,12 @@ grit_lin_to_c(const float *lin, float *out, int32_t rank, const int64_t *shape, 
     for (size_t o = 0; o < outer; o++) {
         for (size_t a = 0; a < A; a++) {
             for (size_t i = 0; i < inner; i++) {
-                out[(o * A + a) * inner + i] = lin[(o * inner + i) * A + a];
+                size_t c = (o * A + a) * inner + i, l = (o * inner + i) * A + a;
+                if (to_c) {
+                    to[c] = from[l];
+                } else {
+                    to[l] = from[c];
+                }
             }
         }
     }
@@ -146,18 +145,13 @@ grit_lin_to_c(const float *lin, float *out, int32_t rank, const int64_t *shape, 
 }
 
 int
+grit_lin_to_c(const float *lin, float *out, int32_t rank, const int64_t *shape, int axis)
+{
+    return lin_move(lin, out, rank, shape, axis, 1);
+}
+
+int
 grit_c_to_lin(const float *in, float *lin, int32_t rank, const int64_t *shape, int axis)
 {
-    size_t outer, A, inner;
-    if (lin_dims(rank, shape, axis, &outer, &A, &inner) < 0) {
-        return -1;
-    }
-    for (size_t o = 0; o < outer; o++) {
-        for (size_t a = 0; a < A; a++) {
-            for (size_t i = 0; i < inner; i++) {
-                lin[(o * inner + i) * A + a] = in[(o * A + a) * inner + i];
-            }
-        }
-    }
-    return 0;
+    return lin_move(in, lin, rank, shape, axis, 0);
 }
