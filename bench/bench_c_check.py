@@ -14,10 +14,11 @@ Rows:
     view each call), a prebuilt view through ctypes (the call alone), and
     grit.check.diagnose (the Python implementation);
   * decode / encode of the four kernel families, one thread, --n elements,
-    medians of --repeat: libgrit's grit_decode / grit_encode (C program,
-    check included), today's grit._kernels (a binding over the same core),
-    and grit._kernels as built at --before (default: the commit before the
-    core/ binding split), compiled here into a temporary directory.
+    medians of --repeat, all into the same kind of numpy buffers: libgrit's
+    grit_decode / grit_encode (through ctypes, grit_check included), today's
+    grit._kernels (a binding over the same core), and grit._kernels as built
+    at --before (default: the commit before the core / binding split),
+    compiled here into a temporary directory.
 
 Ratios are "before" seconds / row seconds (>= 1: no slower).
 """
@@ -54,22 +55,9 @@ C_BENCH = r"""
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <sys/mman.h>
 
 static double now(void) {
     struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + 1e-9 * t.tv_nsec;
-}
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b; return (x > y) - (x < y);
-}
-/* 2 MiB-aligned and advised onto huge pages, as numpy's large arrays are */
-static void *big(size_t n) {
-    void *p = NULL;
-    if (posix_memalign(&p, 2u << 20, n < 64 ? 64 : n)) exit(2);
-#ifdef MADV_HUGEPAGE
-    madvise(p, n, MADV_HUGEPAGE);
-#endif
-    return p;
 }
 static grit_view_t view_of(const char *hex, int64_t numel, const int64_t b[4]) {
     grit_view_t v; uint8_t d[64]; memset(&v, 0, sizeof v);
@@ -78,7 +66,7 @@ static grit_view_t view_of(const char *hex, int64_t numel, const int64_t b[4]) {
     for (int i = 0; i < 4; i++) v.plane_bytes[i] = b[i];
     return v;
 }
-/* argv: check CALLS HEX B0 B1 B2 B3 [GRADE] | codec N REPEAT HEX B0 B1 B2 B3 */
+/* argv: check CALLS HEX B0 B1 B2 B3 [GRADE] */
 int main(int argc, char **argv) {
     if (!strcmp(argv[1], "check")) {
         long calls = atol(argv[2]); int64_t b[4];
@@ -87,29 +75,12 @@ int main(int argc, char **argv) {
         grit_view_t v = view_of(argv[3], 1 << 20, b);
         grit_detail_t d; unsigned acc = 0;
         double t = now();
-        for (long i = 0; i < calls; i++) { v.plane_bytes[3] = b[3] + (i & 0); acc += grit_check(&v, 1, &d); }
+        for (long i = 0; i < calls; i++) acc += grit_check(&v, 1, &d);   /* a call into the shared library each time */
         t = now() - t;
         printf("%.6f %u\n", t, acc);
         return 0;
     }
-    long n = atol(argv[2]); int rep = atoi(argv[3]); int64_t b[4];
-    for (int i = 0; i < 4; i++) b[i] = atoll(argv[5 + i]);
-    grit_view_t v = view_of(argv[4], n, b);
-    float *x = big(n * sizeof(float)), *out = big(n * sizeof(float));
-    srand(1);
-    for (long i = 0; i < n; i++) x[i] = (float)(rand() - RAND_MAX / 2) / (float)RAND_MAX;
-    for (int i = 0; i < 4; i++) { v.plane[i] = b[i] ? big(b[i]) : NULL; if (b[i]) memset(v.plane[i], 0, b[i]); }
-    double te[64], td[64]; grit_detail_t d;
-    for (int r = 0; r < rep; r++) {
-        double t = now();
-        if (grit_encode(&v, x, n, 1, &d) != GRIT_OK) { puts(d.message); return 1; }
-        te[r] = now() - t; t = now();
-        if (grit_decode(&v, out, n, 1, &d) != GRIT_OK) { puts(d.message); return 1; }
-        td[r] = now() - t;
-    }
-    qsort(te, rep, sizeof(double), cmp); qsort(td, rep, sizeof(double), cmp);
-    printf("%.6f %.6f\n", te[rep / 2], td[rep / 2]);
-    return 0;
+    return 2;
 }
 """
 
@@ -156,6 +127,34 @@ def _ext_codec(k, kind: str, x: np.ndarray, repeat: int) -> tuple[float, float]:
     te = _median_s(lambda: enc(*args), repeat)
     td = _median_s(lambda: dec(*planes, out, 1), repeat)
     return te, td
+
+
+def _lib_codec(g, x: np.ndarray, repeat: int) -> tuple[float, float]:
+    """(encode s, decode s) through libgrit (ctypes; the check included),
+    into numpy buffers like the extension rows'."""
+    lib = clib.library()
+    d = g.descriptor(group_axis=1)
+    shape = (x.size // 256, 256)
+    sizes = grit.plane_sizes(d, shape).sizes
+    planes = [np.zeros(max(n, 1), np.uint8) for n in sizes]
+    v, _keep = clib.view(d.to_bytes(), shape, sizes)
+    for i, n in enumerate(sizes):
+        if n:
+            v.plane[i] = planes[i].ctypes.data
+    out = np.empty(x.size, np.float32)
+    fp = ctypes.POINTER(ctypes.c_float)
+    xp, op = x.ctypes.data_as(fp), out.ctypes.data_as(fp)
+    det = clib.Detail()
+
+    def enc():
+        if lib.grit_encode(ctypes.byref(v), xp, x.size, 1, ctypes.byref(det)) != 0:
+            raise RuntimeError(det.message.decode())
+
+    def dec():
+        if lib.grit_decode(ctypes.byref(v), op, x.size, 1, ctypes.byref(det)) != 0:
+            raise RuntimeError(det.message.decode())
+
+    return _median_s(enc, repeat), _median_s(dec, repeat)
 
 
 def main(argv=None) -> int:
@@ -216,16 +215,12 @@ def main(argv=None) -> int:
         print(f"\n{'codec, one thread, n = ' + str(a.n):44s} {'encode ms':>10s} {'decode ms':>10s}"
               f" {'enc before/row':>15s} {'dec before/row':>15s}")
         for kind, g in GRADES.items():
-            d = g.descriptor(group_axis=1)
-            b = grit.plane_sizes(d, (a.n // 256, 256)).sizes
-            out = subprocess.run([str(exe), "codec", str(a.n), str(a.repeat), d.to_bytes().hex(),
-                                  *map(str, b)], check=True, capture_output=True, text=True)
-            lib_e, lib_d = map(float, out.stdout.split())
             bef_e, bef_d = _ext_codec(before, kind, x, a.repeat)
             now_e, now_d = _ext_codec(now_k, kind, x, a.repeat)
+            lib_e, lib_d = _lib_codec(g, x, a.repeat)
             for label, (e, dd) in (("before: grit._kernels at " + a.before, (bef_e, bef_d)),
                                    ("grit._kernels (binding over the core)", (now_e, now_d)),
-                                   ("libgrit grit_encode / grit_decode (C)", (lib_e, lib_d))):
+                                   ("libgrit grit_encode / grit_decode", (lib_e, lib_d))):
                 key = f"{kind} {label}"
                 rows[f"{key} encode s"], rows[f"{key} decode s"] = e, dd
                 print(f"{kind + ' ' + label:44s} {e * 1e3:10.2f} {dd * 1e3:10.2f} "

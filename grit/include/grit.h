@@ -166,6 +166,8 @@ GRIT_STATIC_ASSERT(offsetof(grit_desc_t, placement_scale) == 40, "§3.1 offset")
 GRIT_STATIC_ASSERT(offsetof(grit_desc_t, placement_meta) == 48, "§3.1 offset");
 GRIT_STATIC_ASSERT(offsetof(grit_desc_t, grade_id) == 56, "§3.1 offset");
 GRIT_STATIC_ASSERT(sizeof(grit_fmt_t) == 2, "§2: the format word is 16 bits");
+GRIT_STATIC_ASSERT(offsetof(grit_view_t, d) == 0, "a view starts with its descriptor");
+GRIT_STATIC_ASSERT(offsetof(grit_view_t, rank) == 64, "rank follows the 64-byte descriptor");
 #endif
 
 /* ------------------------------------------------------------------------
