@@ -107,16 +107,25 @@ grit_fmt_decode(grit_fmt_t word, uint32_t code)
 }
 
 /* the sign-cleared codes that decode finite are [0, top], in increasing
- * magnitude, for every legal float or exponent-only word (§2.5's ladder) */
+ * magnitude, for every legal float or exponent-only word (§2.5's ladder):
+ * top is the all-ones code less the codes §2.4 makes NaN or infinite */
 static uint32_t
 ladder_top(grit_fmt_t word)
 {
-    unsigned w = fmt_w(word), p = fmt_p(word), u = fmt_unsigned(word);
-    uint32_t top = (uint32_t)((UINT64_C(1) << (u || p == P_EXPONENT_ONLY ? w : w - 1)) - 1);
-    while (top > 0 && !isfinite(grit_fmt_decode(word, top))) {
-        top--;                                      /* at most the top binade */
+    unsigned w = fmt_w(word), p = fmt_p(word), u = fmt_unsigned(word), ne = fmt_nan_enc(word);
+    uint32_t all = (uint32_t)((UINT64_C(1) << (u || p == P_EXPONENT_ONLY ? w : w - 1)) - 1);
+    if (p == P_EXPONENT_ONLY) {
+        return ne ? all - 1 : all;
     }
-    return top;
+    unsigned m_bits = p - 1;
+    uint32_t mmask = (uint32_t)((UINT64_C(1) << m_bits) - 1);
+    if (fmt_has_inf(word)) {
+        return all - mmask - 1;                     /* exponent all-ones less one, mantissa full */
+    }
+    if (ne == NAN_IEEE) {
+        return all - mmask;                         /* the top exponent with mantissa 0 */
+    }
+    return ne == NAN_ONES ? all - 1 : all;
 }
 
 static int64_t
