@@ -27,6 +27,7 @@ from . import audit, kernels
 from .audit import assume_placement, verify_placement
 from .kernels import MatmulResult, matmul, register_kernel
 from .io import load, save, save_gguf
+from .clib import get_cmake_dir, get_include, get_library, get_pkgconfig_dir
 
 __version__ = "0.1.0"
 
@@ -43,3 +44,5 @@ __all__ = [
 ]
 
 __all__ += ["save", "save_gguf", "GritPinError"]
+# libgrit, the C library (docs/c-library.md)
+__all__ += ["get_include", "get_library", "get_pkgconfig_dir", "get_cmake_dir"]

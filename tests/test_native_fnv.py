@@ -314,16 +314,17 @@ def test_fallback_rejects_non_buffers(pure_python):
 
 @pytest.fixture(scope="module")
 def portable_ext(tmp_path_factory):
-    src = Path(__file__).resolve().parents[1] / "grit" / "_native" / "fnv.c"
-    if not src.exists():
-        pytest.skip("grit/_native/fnv.c is not in this tree")
+    native = Path(__file__).resolve().parents[1] / "grit" / "_native"
+    src = [native / "py" / "fnv.c", native / "core" / "fnv.c"]
+    if not all(s.exists() for s in src):
+        pytest.skip("grit/_native/{py,core}/fnv.c are not in this tree")
     try:
         from setuptools import Distribution, Extension
         from setuptools.command.build_ext import build_ext
     except ImportError:
         pytest.skip("setuptools is needed to build the portable variant")
     out = tmp_path_factory.mktemp("portable")
-    ext = Extension("_ext", [str(src)], define_macros=[("GRIT_FNV_PORTABLE", "1")],
+    ext = Extension("_ext", [str(s) for s in src], define_macros=[("GRIT_FNV_PORTABLE", "1")],
                     extra_compile_args=[] if os.name == "nt"
                     else ["-O2", "-ffp-contract=off", "-std=c99"])
     cmd = build_ext(Distribution({"ext_modules": [ext]}))

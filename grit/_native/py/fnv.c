@@ -12,100 +12,11 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#include <stddef.h>
-#include <stdint.h>
-
-/* §6.1 constants. */
-#define FNV64_OFFSET UINT64_C(0xcbf29ce484222325)
-#define FNV64_PRIME UINT64_C(0x100000001b3)
-#define FNV128_OFFSET_HI UINT64_C(0x6c62272e07bb0142)
-#define FNV128_OFFSET_LO UINT64_C(0x62b821756295c58d)
-/* prime = 2^88 + 0x13b, so h * prime = h * 0x13b + (h << 88)  (mod 2^128). */
-#define FNV128_PRIME_LOW UINT64_C(0x13b)
+#include "../core/fnv.h"
 
 /* Above this many bytes, hashing runs with the GIL released: below it the
  * release/re-acquire costs more than the loop (FNV runs at roughly 1 GB/s). */
 #define GRIT_NOGIL_BYTES ((Py_ssize_t)64 * 1024)
-
-/* -------------------------------------------------------------------------
- * 128-bit state: unsigned __int128 where the compiler has it, else two
- * uint64 halves.  Both paths compute exactly the same function. */
-
-typedef struct {
-    uint64_t hi;
-    uint64_t lo;
-} fnv128_t;
-
-#if defined(__SIZEOF_INT128__) && !defined(GRIT_FNV_PORTABLE)
-
-#define GRIT_FNV128_IMPL "int128"
-
-__extension__ typedef unsigned __int128 u128; /* silences -Wpedantic */
-
-static fnv128_t
-fnv128_update(fnv128_t st, const unsigned char *p, size_t n)
-{
-    /* Words are kept apart so that (h << 88), whose low word is zero, costs
-     * a shift on the high word and adds nothing to the low word's chain. */
-    uint64_t hi = st.hi, lo = st.lo;
-    for (size_t i = 0; i < n; i++) {
-        lo ^= p[i];
-        u128 prod = (u128)lo * FNV128_PRIME_LOW;
-        hi = hi * FNV128_PRIME_LOW + (uint64_t)(prod >> 64) + (lo << 24);
-        lo = (uint64_t)prod;
-    }
-    st.hi = hi;
-    st.lo = lo;
-    return st;
-}
-
-#else
-
-#define GRIT_FNV128_IMPL "portable"
-
-static fnv128_t
-fnv128_update(fnv128_t st, const unsigned char *p, size_t n)
-{
-    uint64_t hi = st.hi, lo = st.lo;
-    for (size_t i = 0; i < n; i++) {
-        lo ^= p[i];
-        /* lo * 0x13b as a 128-bit product: each 32-bit half times a 9-bit
-         * constant fits in 41 bits, so only one carry can arise. */
-        uint64_t a = (lo & UINT64_C(0xffffffff)) * FNV128_PRIME_LOW;
-        uint64_t b = (lo >> 32) * FNV128_PRIME_LOW;
-        uint64_t new_lo = a + (b << 32);
-        uint64_t carry = new_lo < a;
-        /* high word: hi * 0x13b + high half of lo * 0x13b + (h << 88)'s
-         * contribution, which is lo << 24 (bits of lo landing at 88..127). */
-        hi = hi * FNV128_PRIME_LOW + (b >> 32) + carry + (lo << 24);
-        lo = new_lo;
-    }
-    st.hi = hi;
-    st.lo = lo;
-    return st;
-}
-
-#endif
-
-static uint64_t
-fnv64_update(uint64_t h, const unsigned char *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= FNV64_PRIME;
-    }
-    return h;
-}
-
-static fnv128_t
-fnv128_u64le(fnv128_t st, uint64_t v)
-{
-    unsigned char b[8];
-    for (int i = 0; i < 8; i++) {
-        b[i] = (unsigned char)(v >> (8 * i));
-    }
-    return fnv128_update(st, b, sizeof b);
-}
 
 /* -------------------------------------------------------------------------
  * Python conversions */
@@ -310,24 +221,16 @@ PyDoc_STRVAR(digest_doc,
 
 #define GRIT_PLANES 4
 
-#if defined(__GNUC__)
-#define GRIT_NOINLINE __attribute__((noinline))
-#else
-#define GRIT_NOINLINE
-#endif
-
-/* Kept out of line: inlined into py_digest, GCC spills the multiply's
- * result through the stack inside the byte loop (about 10% slower). */
-static GRIT_NOINLINE fnv128_t
+static fnv128_t
 digest_planes(const Py_buffer *views)
 {
-    fnv128_t st = {FNV128_OFFSET_HI, FNV128_OFFSET_LO};
+    const unsigned char *p[GRIT_PLANES];
+    size_t len[GRIT_PLANES];
     for (int i = 0; i < GRIT_PLANES; i++) {
-        st = fnv128_u64le(st, (uint64_t)views[i].len);
-        st = fnv128_update(st, (const unsigned char *)views[i].buf,
-                           (size_t)views[i].len);
+        p[i] = (const unsigned char *)views[i].buf;
+        len[i] = (size_t)views[i].len;
     }
-    return st;
+    return fnv128_digest(p, len, GRIT_PLANES);
 }
 
 static PyObject *
@@ -394,24 +297,12 @@ static struct PyModuleDef ext_module = {
     NULL, NULL, NULL, NULL,
 };
 
-/* §6.1 self-check, run at import: a miscompiled loop makes the import fail,
- * and grit.fingerprint then uses its pure-Python fallback instead of
- * producing wrong fingerprints. */
-static int
-self_check(void)
-{
-    static const unsigned char a[1] = {'a'};
-    fnv128_t st = {FNV128_OFFSET_HI, FNV128_OFFSET_LO};
-    st = fnv128_update(st, a, 1);
-    return fnv64_update(FNV64_OFFSET, a, 1) == UINT64_C(0xaf63dc4c8601ec8c)
-        && st.hi == UINT64_C(0xd228cb696f1a8caf)
-        && st.lo == UINT64_C(0x78912b704e4a8964);
-}
-
 PyMODINIT_FUNC
 PyInit__ext(void)
 {
-    if (!self_check()) {
+    /* a miscompiled loop makes the import fail, and grit.fingerprint then
+     * uses its pure-Python fallback instead of producing wrong fingerprints */
+    if (!fnv_self_check()) {
         PyErr_SetString(PyExc_ImportError,
                         "grit._ext failed the FNV-1a self-check (§6.1)");
         return NULL;
@@ -430,7 +321,7 @@ PyInit__ext(void)
     /* No module state; the loops only read caller-owned buffers. */
     PyUnstable_Module_SetGIL(m, Py_MOD_GIL_NOT_USED);
 #endif
-    if (PyModule_AddStringConstant(m, "FNV128_IMPL", GRIT_FNV128_IMPL) < 0
+    if (PyModule_AddStringConstant(m, "FNV128_IMPL", grit_fnv128_impl) < 0
         || PyModule_AddIntConstant(m, "NOGIL_BYTES", (long)GRIT_NOGIL_BYTES) < 0) {
         Py_DECREF(m);
         return NULL;

@@ -1,9 +1,8 @@
 /*
- * grit._kernels: what the kernels share that is not inline -- the thread
- * pool, the E4M3 table and the allocator of the planes the entry points
- * return (kernels.h has the overview).
+ * What the kernels share that is not inline -- the thread pool, the E4M3
+ * table and the one-time set-up (core.h has the overview).
  */
-#include "kernels.h"
+#include "core.h"
 
 int grit_use_avx2 = 0;
 
@@ -187,78 +186,66 @@ grit_run_dealt_groups(range_fn fn, void *ctx, size_t gsize, int ngroups, int par
 }
 #endif
 
+
 /* ------------------------------------------------------------------------
- * Planes returned to Python */
+ * One-time set-up */
 
-/* A new plane of n bytes, to be filled before anyone else sees it: bytes
- * when small; from LARGE_PLANE bytes on, a memoryview of a numpy uint8 array,
- * starting on a cache line (streamed lines stay whole lines).  numpy.empty
- * asks the kernel for transparent huge pages on allocations of 4 MiB or more
- * (on the 2 MiB-aligned part of them), so a fresh multi-megabyte output costs
- * one page fault per 2 MiB instead of one per 4 KiB -- on a virtual machine
- * those faults cost more than the relayout itself.  From HUGE_PLANE bytes on
- * the plane starts on a 2 MiB boundary of a slightly larger array (the slack
- * is address space, never touched): otherwise the unaligned head and tail of
- * the array are 4 KiB pages, 512 more faults for a 64 MiB plane, and a
- * two-thread transpose of 64 MiB spent 8-11 ms of system time instead of
- * 13.  numpy is a dependency of the package; if it cannot be imported,
- * bytes it is. */
-#ifndef LARGE_PLANE
-#define LARGE_PLANE (1 << 20)
-#endif
-#ifndef HUGE_PLANE
-#define HUGE_PLANE ((Py_ssize_t)4 << 20)
-#endif
-#define HUGE_ALIGN ((Py_ssize_t)2 << 20)
-static PyObject *np_empty = NULL;        /* numpy.empty, looked up once */
-static int np_empty_failed = 0;
-
-PyObject *
-grit_new_plane(Py_ssize_t n, unsigned char **p)
+/* Self-check of the scalar conversions on values whose codes §2.5 and IEEE
+ * 754 pin: a miscompiled or non-IEEE build fails it. */
+static int
+self_check(void)
 {
-    if (PyErr_Occurred()) {
-        return NULL;                     /* an earlier plane failed */
-    }
-    if (n >= LARGE_PLANE && !np_empty_failed) {
-        if (np_empty == NULL) {
-            PyObject *np = PyImport_ImportModule("numpy");
-            if (np != NULL) {
-                np_empty = PyObject_GetAttrString(np, "empty");
-                Py_DECREF(np);
-            }
-            if (np_empty == NULL) {
-                PyErr_Clear();
-                np_empty_failed = 1;
-            }
-        }
-        if (np_empty != NULL) {
-            const Py_ssize_t align = n >= HUGE_PLANE ? HUGE_ALIGN : 64;
-            PyObject *arr = PyObject_CallFunction(np_empty, "ns",
-                                                  n + (align == 64 ? 63 : 2 * HUGE_ALIGN), "u1");
-            if (arr == NULL) {
-                return NULL;             /* MemoryError: report it */
-            }
-            Py_buffer v;
-            if (PyObject_GetBuffer(arr, &v, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
-                Py_DECREF(arr);
-                return NULL;
-            }
-            Py_ssize_t off = (Py_ssize_t)((align - ((uintptr_t)v.buf & (align - 1))) & (align - 1));
-            *p = (unsigned char *)v.buf + off;   /* owned by arr, which the view keeps */
-            PyBuffer_Release(&v);
-            PyObject *whole = PyMemoryView_FromObject(arr);
-            Py_DECREF(arr);
-            if (whole == NULL) {
-                return NULL;
-            }
-            PyObject *mv = PySequence_GetSlice(whole, off, off + n);
-            Py_DECREF(whole);
-            return mv;
-        }
-    }
-    PyObject *b = PyBytes_FromStringAndSize(NULL, n);
-    if (b != NULL) {
-        *p = (unsigned char *)PyBytes_AS_STRING(b);
-    }
-    return b;
+    return e2m1_encode(0.25f) == 0 && e2m1_encode(0.75f) == 2 && e2m1_encode(1.25f) == 2
+        && e2m1_encode(2.5f) == 4 && e2m1_encode(5.0f) == 6 && e2m1_encode(-0.0f) == 8
+        && e2m1_encode(1e30f) == 7
+        && half_rne_satfinite(1.0f) == 0x3C00 && half_rne_satfinite(65519.0f) == 0x7BFF
+        && half_rne_satfinite(65520.0f) == 0x7BFF
+        && half_rne_satfinite(pow2f(-25)) == 0 && half_rne_satfinite(3.0f * pow2f(-25)) == 2
+        && half_value(0x0001) == pow2f(-24) && half_value(0x7BFF) == 65504.0f
+        && e4m3_encode_nonneg(448.0f, 0) == 0x7E && e4m3_encode_nonneg(1.0f, 0) == 0x38
+        && e4m3_encode_nonneg(pow2f(-10), 0) == 0 && e4m3_encode_nonneg(3.0f * pow2f(-10), 0) == 2
+        && e4m3_encode_nonneg(1.0625f, 0) == 0x38 && e4m3_encode_nonneg(1.1875f, 1) == 0x39
+        && grit_e4m3[0x7E] == 448.0f && grit_e4m3[0x01] == pow2f(-9) && grit_e4m3[0x7F] != grit_e4m3[0x7F]
+        && mx_exponent(f2u(6.0f), 0) == 0 && mx_exponent(f2u(1.5f), 1) == -1
+        && mx_exponent(f2u(1.4f), 1) == -2 && mx_exponent(1, 0) == -127
+        && pow2f(-126) * 0.5f == pow2f(-127)        /* subnormals are not flushed */
+        && rint_nonneg(2.5f) == 2 && rint_nonneg(3.5f) == 4 && rint_signed(-2.5f) == -2;
 }
+
+static int init_ok = 0;
+
+static void
+init_once(void)
+{
+    grit_init_e4m3();
+    grit_init_i8();
+#ifdef GRIT_AVX2
+    grit_init_i8_shuffles();
+    __builtin_cpu_init();
+    grit_use_avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
+#endif
+    init_ok = self_check();
+}
+
+#ifndef GRIT_NO_THREADS
+static pthread_once_t init_flag = PTHREAD_ONCE_INIT;
+
+int
+grit_core_init(void)
+{
+    pthread_once(&init_flag, init_once);
+    return init_ok;
+}
+#else
+/* no threads: a plain flag (the caller owns the only thread) */
+int
+grit_core_init(void)
+{
+    static int done = 0;
+    if (!done) {
+        init_once();
+        done = 1;
+    }
+    return init_ok;
+}
+#endif

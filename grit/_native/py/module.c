@@ -3,7 +3,7 @@
  * tables(), the import-time self-check and PyInit (kernels.h has the
  * overview).
  */
-#include "kernels.h"
+#include "kernels_py.h"
 
 PyDoc_STRVAR(decode_doc,
 "decode_mxfp4(data, scale0, out, nthreads=1)\n"
@@ -289,46 +289,16 @@ static struct PyModuleDef kernels_module = {
     NULL, NULL, NULL, NULL,
 };
 
-/* Import-time self-check of the scalar conversions on values whose codes
- * §2.5 and IEEE 754 pin: a miscompiled or non-IEEE build fails the import and
- * the package stays on its numpy path. */
-static int
-self_check(void)
-{
-    return e2m1_encode(0.25f) == 0 && e2m1_encode(0.75f) == 2 && e2m1_encode(1.25f) == 2
-        && e2m1_encode(2.5f) == 4 && e2m1_encode(5.0f) == 6 && e2m1_encode(-0.0f) == 8
-        && e2m1_encode(1e30f) == 7
-        && half_rne_satfinite(1.0f) == 0x3C00 && half_rne_satfinite(65519.0f) == 0x7BFF
-        && half_rne_satfinite(65520.0f) == 0x7BFF
-        && half_rne_satfinite(pow2f(-25)) == 0 && half_rne_satfinite(3.0f * pow2f(-25)) == 2
-        && half_value(0x0001) == pow2f(-24) && half_value(0x7BFF) == 65504.0f
-        && e4m3_encode_nonneg(448.0f, 0) == 0x7E && e4m3_encode_nonneg(1.0f, 0) == 0x38
-        && e4m3_encode_nonneg(pow2f(-10), 0) == 0 && e4m3_encode_nonneg(3.0f * pow2f(-10), 0) == 2
-        && e4m3_encode_nonneg(1.0625f, 0) == 0x38 && e4m3_encode_nonneg(1.1875f, 1) == 0x39
-        && grit_e4m3[0x7E] == 448.0f && grit_e4m3[0x01] == pow2f(-9) && grit_e4m3[0x7F] != grit_e4m3[0x7F]
-        && mx_exponent(f2u(6.0f), 0) == 0 && mx_exponent(f2u(1.5f), 1) == -1
-        && mx_exponent(f2u(1.4f), 1) == -2 && mx_exponent(1, 0) == -127
-        && pow2f(-126) * 0.5f == pow2f(-127)        /* subnormals are not flushed */
-        && rint_nonneg(2.5f) == 2 && rint_nonneg(3.5f) == 4 && rint_signed(-2.5f) == -2;
-}
-
 PyMODINIT_FUNC
 PyInit__kernels(void)
 {
-    grit_init_e4m3();
-    grit_init_i8();
-#ifdef GRIT_AVX2
-    grit_init_i8_shuffles();
-#endif
-    if (!self_check()) {
+    /* a miscompiled or non-IEEE build fails the import, and the package
+     * stays on its numpy path */
+    if (!grit_core_init()) {
         PyErr_SetString(PyExc_ImportError, "grit._kernels failed its binary32 self-check");
         return NULL;
     }
-#ifdef GRIT_AVX2
-    __builtin_cpu_init();
-    cpu_has_avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
-#endif
-    grit_use_avx2 = cpu_has_avx2;
+    cpu_has_avx2 = grit_use_avx2;
     PyObject *m = PyModule_Create(&kernels_module);
     if (m == NULL) {
         return NULL;

@@ -1,8 +1,8 @@
 /*
- * grit._kernels: decode of the registered grades (§8, §10), portable and
- * AVX2 loops, and the decode_* entry points.
+ * The decode kernels of the registered grades (§8, §10), portable and
+ * AVX2 loops, and grit_k_decode.
  */
-#include "kernels.h"
+#include "core.h"
 
 /* ------------------------------------------------------------------------
  * Decode, 4-bit elements.  A group's 16 possible outputs -- f32(S · e), or
@@ -306,147 +306,46 @@ dec_i8s24_range(void *vctx, int part, size_t lo, size_t hi)
 }
 
 /* ------------------------------------------------------------------------
- * Entry points */
+ * Entry point */
 
-PyObject *
-grit_py_decode_mxfp4(PyObject *self, PyObject *args)
-{
-    Py_buffer data, s0, out;
-    int nthreads = 1;
-    (void)self;
-    if (!PyArg_ParseTuple(args, "y*y*w*|i", &data, &s0, &out, &nthreads)) {
-        return NULL;
-    }
-    PyObject *res = NULL;
-    Py_ssize_t n = out.len / 4;
-    if (aligned4(&out, "out") && whole(out.len, 4 * 32, "out")
-        && need(&data, n / 2, "data") && need(&s0, n / 32, "scale0")) {
-        dec_ctx c;
-        memset(&c, 0, sizeof c);
-        c.data = data.buf;
-        c.scale0 = s0.buf;
-        c.out = out.buf;
-        size_t units = (size_t)n / 32;
-        Py_BEGIN_ALLOW_THREADS
-        grit_run_parts(dec_mxfp4_range, &c, units, n_parts(units, nthreads));
-        Py_END_ALLOW_THREADS
-        res = Py_NewRef(Py_None);
-    }
-    PyBuffer_Release(&data);
-    PyBuffer_Release(&s0);
-    PyBuffer_Release(&out);
-    return res;
-}
+const size_t grit_kind_unit[4] = {32, 16, 256, 32};
 
-PyObject *
-grit_py_decode_nvf4(PyObject *self, PyObject *args)
+void
+grit_k_decode(int kind, const unsigned char *data, const unsigned char *scale0,
+              const unsigned char *scale1, const unsigned char *aux, float *out, size_t n,
+              int nthreads)
 {
-    Py_buffer data, s0, s1, out;
-    int nthreads = 1;
-    (void)self;
-    if (!PyArg_ParseTuple(args, "y*y*y*w*|i", &data, &s0, &s1, &out, &nthreads)) {
-        return NULL;
-    }
-    PyObject *res = NULL;
-    Py_ssize_t n = out.len / 4;
-    if (aligned4(&out, "out") && whole(out.len, 4 * 16, "out")
-        && need(&data, n / 2, "data") && need(&s0, n / 16, "scale0") && need(&s1, 4, "scale1")) {
-        dec_ctx c;
-        memset(&c, 0, sizeof c);
-        c.data = data.buf;
-        c.scale0 = s0.buf;
-        c.out = out.buf;
-        c.sT = ld_f32le(s1.buf);
-        size_t units = (size_t)n / 16;
-        Py_BEGIN_ALLOW_THREADS
-        grit_run_parts(dec_nvf4_range, &c, units, n_parts(units, nthreads));
-        Py_END_ALLOW_THREADS
-        res = Py_NewRef(Py_None);
-    }
-    PyBuffer_Release(&data);
-    PyBuffer_Release(&s0);
-    PyBuffer_Release(&s1);
-    PyBuffer_Release(&out);
-    return res;
-}
-
-PyObject *
-grit_py_decode_q4ks(PyObject *self, PyObject *args)
-{
-    Py_buffer data, s0, s1, aux, out;
-    int nthreads = 1;
-    (void)self;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*w*|i", &data, &s0, &s1, &aux, &out, &nthreads)) {
-        return NULL;
-    }
-    PyObject *res = NULL;
-    Py_ssize_t n = out.len / 4;
-    if (aligned4(&out, "out") && whole(out.len, 4 * 256, "out")
-        && need(&data, n / 2, "data") && need(&s0, n / 32, "scale0")
-        && need(&s1, n / 64, "scale1") && need(&aux, n / 32, "aux")) {
-        dec_ctx c;
-        memset(&c, 0, sizeof c);
-        c.data = data.buf;
-        c.scale0 = s0.buf;
-        c.scale1 = s1.buf;
-        c.aux = aux.buf;
-        c.out = out.buf;
-        size_t units = (size_t)n / 256;
-        Py_BEGIN_ALLOW_THREADS
-        grit_run_parts(dec_q4ks_range, &c, units, n_parts(units, nthreads));
-        Py_END_ALLOW_THREADS
-        res = Py_NewRef(Py_None);
-    }
-    PyBuffer_Release(&data);
-    PyBuffer_Release(&s0);
-    PyBuffer_Release(&s1);
-    PyBuffer_Release(&aux);
-    PyBuffer_Release(&out);
-    return res;
-}
-
-PyObject *
-grit_py_decode_i8s24(PyObject *self, PyObject *args)
-{
-    Py_buffer data, s0, aux, out;
-    int nthreads = 1;
-    (void)self;
-    if (!PyArg_ParseTuple(args, "y*y*y*w*|i", &data, &s0, &aux, &out, &nthreads)) {
-        return NULL;
-    }
-    PyObject *res = NULL;
-    Py_ssize_t n = out.len / 4;
-    if (aligned4(&out, "out") && whole(out.len, 4 * 32, "out")
-        && need(&data, n / 2, "data") && need(&s0, n / 16, "scale0")
-        && need(&aux, n / 8, "aux")) {
-        dec_ctx *c = PyMem_Calloc(1, sizeof *c);
-        if (c == NULL) {
-            PyErr_NoMemory();
-        } else {
-            c->data = data.buf;
-            c->scale0 = s0.buf;
-            c->aux = aux.buf;
-            c->out = out.buf;
-            size_t units = (size_t)n / 32;
-            int parts = n_parts(units, nthreads);
-            Py_BEGIN_ALLOW_THREADS
-            if (parts > 1) {
-                grit_run_parts(dec_i8s24_count, c, units, parts);
-            }
-            size_t cur = 0;
-            for (int t = 0; t < parts; t++) {
-                c->start[t] = cur;
-                cur += c->count[t];
-            }
-            grit_run_parts(dec_i8s24_range, c, units, parts);
-            Py_END_ALLOW_THREADS
-            PyMem_Free(c);
-            res = Py_NewRef(Py_None);
+    dec_ctx c;
+    memset(&c, 0, sizeof c);
+    c.data = data;
+    c.scale0 = scale0;
+    c.scale1 = scale1;
+    c.aux = aux;
+    c.out = out;
+    size_t units = n / grit_kind_unit[kind];
+    int parts = n_parts(units, nthreads);
+    switch (kind) {
+    case GRIT_K_MXFP4:
+        grit_run_parts(dec_mxfp4_range, &c, units, parts);
+        break;
+    case GRIT_K_NVF4:
+        c.sT = ld_f32le(scale1);
+        grit_run_parts(dec_nvf4_range, &c, units, parts);
+        break;
+    case GRIT_K_Q4KS:
+        grit_run_parts(dec_q4ks_range, &c, units, parts);
+        break;
+    default: {
+        if (parts > 1) {
+            grit_run_parts(dec_i8s24_count, &c, units, parts);
         }
+        size_t cur = 0;
+        for (int t = 0; t < parts; t++) {
+            c.start[t] = cur;
+            cur += c.count[t];
+        }
+        grit_run_parts(dec_i8s24_range, &c, units, parts);
+        break;
     }
-    PyBuffer_Release(&data);
-    PyBuffer_Release(&s0);
-    PyBuffer_Release(&aux);
-    PyBuffer_Release(&out);
-    return res;
+    }
 }

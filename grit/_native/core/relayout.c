@@ -1,8 +1,9 @@
 /*
- * grit._kernels: the relayout fast paths (docs/placements.md) and their
- * entry points.
+ * The relayout kernels (docs/placements.md) and their entry points
+ * (core.h: grit_k_transpose, grit_k_tile, grit_k_interleave, grit_k_pack_k4,
+ * grit_k_interleave_k4).
  */
-#include "kernels.h"
+#include "core.h"
 
 /* ------------------------------------------------------------------------
  * Relayout fast paths (docs/placements.md).  Each is the same index map as
@@ -909,46 +910,26 @@ k4ilv_range(void *p, int part, size_t lo, size_t hi)
     }
 }
 
-/* Relayout entry points: each returns new bytes (the caller's numpy path
- * returns bytes too). */
+/* ------------------------------------------------------------------------
+ * Entry points */
 
-PyObject *
-grit_py_transpose(PyObject *self, PyObject *args)
+void
+grit_k_transpose(const unsigned char *src, unsigned char *dst, size_t R, size_t C, int bits,
+                 int msb, int nthreads)
 {
-    Py_buffer src;
-    Py_ssize_t R, C;
-    int bits, msb = 0, nthreads = 1;
-    (void)self;
-    if (!PyArg_ParseTuple(args, "y*nni|pi", &src, &R, &C, &bits, &msb, &nthreads)) {
-        return NULL;
-    }
-    PyObject *res = NULL;
-    if (R < 0 || C < 0 || !(bits == 4 || (bits > 0 && bits % 8 == 0))) {
-        PyErr_SetString(PyExc_ValueError, "transpose: R, C >= 0 and bits 4 or a multiple of 8");
-        goto done;
-    }
-    size_t n = (size_t)R * (size_t)C;
-    Py_ssize_t nbytes = (Py_ssize_t)((n * (size_t)bits + 7) / 8);
-    if (!need(&src, nbytes, "src")) {
-        goto done;
-    }
-    unsigned char *dst = NULL;
-    res = grit_new_plane(nbytes, &dst);
-    if (res == NULL || nbytes == 0) {
-        goto done;
-    }
+    size_t n = R * C, nbytes = (n * (size_t)bits + 7) / 8;
     tr_ctx c;
-    c.src = src.buf;
+    c.src = src;
     c.dst = dst;
-    c.R = (size_t)R;
-    c.C = (size_t)C;
+    c.R = R;
+    c.C = C;
     c.ub = (size_t)bits / 8;
 #ifdef GRIT_AVX2
     /* streamed: bands of `rows` source rows, whose destination rows are whole
      * cache lines, so that every streamed line is whole */
     range_fn band = NULL;
     size_t rows = 0;
-    if (grit_use_avx2 && (size_t)nbytes >= NT_MIN && ((uintptr_t)dst & 63) == 0) {
+    if (grit_use_avx2 && nbytes >= NT_MIN && ((uintptr_t)dst & 63) == 0) {
         if (bits == 8) {
             band = tr1_band_nt, rows = 64;
         } else if (bits == 4 && !msb && C % 2 == 0) {
@@ -956,366 +937,108 @@ grit_py_transpose(PyObject *self, PyObject *args)
         } else if (bits == 16) {
             band = tr2_band_nt, rows = 32;
         }
-        if (band != NULL && R % (Py_ssize_t)rows != 0) {
+        if (band != NULL && R % rows != 0) {
             band = NULL;
         }
     }
-#endif
-    Py_BEGIN_ALLOW_THREADS
-#ifdef GRIT_AVX2
     if (band != NULL) {
         /* each thread starts on its own column group: its own output pages */
-        c.bands = (size_t)R / rows;
+        c.bands = R / rows;
         c.groups = (size_t)n_parts(c.bands, nthreads);
         grit_run_dealt_groups(band, &c, c.bands, (int)c.groups, (int)c.groups);
-    } else
+        return;
+    }
+#else
+    (void)nbytes;
 #endif
     if (bits == 4) {
         if (R % 2 == 0 && C % 2 == 0 && !msb) {
-            size_t units = ((size_t)C / 2 + TR_BLOCK - 1) / TR_BLOCK;
+            size_t units = (C / 2 + TR_BLOCK - 1) / TR_BLOCK;
             grit_run_dealt(tr4_range, &c, units, n_parts(units, nthreads));
         } else {
             tr4_any(c.src, c.dst, c.R, c.C, msb);
         }
     } else {
-        size_t units = ((size_t)C + TR_BLOCK - 1) / TR_BLOCK;
+        size_t units = (C + TR_BLOCK - 1) / TR_BLOCK;
         grit_run_dealt(tr_range, &c, units, n_parts(units, nthreads));
     }
-    Py_END_ALLOW_THREADS
-done:
-    PyBuffer_Release(&src);
-    return res;
 }
 
-PyObject *
-grit_py_tile(PyObject *self, PyObject *args)
+int
+grit_k_tile_offsets(const unsigned char *tab, size_t nchunks, size_t tcb, size_t w,
+                    size_t rowbytes, size_t *off)
 {
-    Py_buffer src, tab;
-    Py_ssize_t rows, rowbytes, tr, tcb, w;
-    int inverse = 0, nthreads = 1;
-    (void)self;
-    if (!PyArg_ParseTuple(args, "y*nnnnny*|pi", &src, &rows, &rowbytes, &tr, &tcb, &w, &tab,
-                          &inverse, &nthreads)) {
-        return NULL;
-    }
-    PyObject *res = NULL;
-    size_t *off = NULL;
-    if (rows < 0 || rowbytes < 0 || tr < 1 || tcb < 1 || w < 1 || rows % tr || rowbytes % tcb
-        || tcb % w || tab.len != (Py_ssize_t)(8 * (size_t)(tr * tcb / w))) {
-        PyErr_SetString(PyExc_ValueError, "tile: inconsistent tile geometry");
-        goto done;
-    }
-    Py_ssize_t nbytes = rows * rowbytes;
-    if (!need(&src, nbytes, "src")) {
-        goto done;
-    }
-    size_t nchunks = (size_t)(tr * tcb / w), m = (size_t)(tcb / w);
-    off = (size_t *)PyMem_Malloc(nchunks * sizeof(size_t) + 1);
-    if (off == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    const unsigned char *tb = tab.buf;
+    size_t m = tcb / w;
     for (size_t k = 0; k < nchunks; k++) {
         int64_t q;
-        memcpy(&q, tb + 8 * k, 8);
+        memcpy(&q, tab + 8 * k, 8);
         if (q < 0 || (size_t)q >= nchunks) {
-            PyErr_SetString(PyExc_ValueError, "tile: tab entry out of range");
-            goto done;
+            return -1;
         }
-        off[k] = ((size_t)q / m) * (size_t)rowbytes + ((size_t)q % m) * (size_t)w;
+        off[k] = ((size_t)q / m) * rowbytes + ((size_t)q % m) * w;
     }
-    unsigned char *dst = NULL;
-    res = grit_new_plane(nbytes, &dst);
-    if (res == NULL || nbytes == 0) {
-        goto done;
-    }
+    return 0;
+}
+
+void
+grit_k_tile(const unsigned char *src, unsigned char *dst, size_t rows, size_t rowbytes, size_t tr,
+            size_t tcb, size_t w, const size_t *off, int inverse, int nthreads)
+{
     tile_ctx c;
-    c.src = src.buf;
+    c.src = src;
     c.dst = dst;
-    c.rowbytes = (size_t)rowbytes;
-    c.tr = (size_t)tr;
-    c.tcb = (size_t)tcb;
-    c.w = (size_t)w;
-    c.nct = (size_t)(rowbytes / tcb);
-    c.nchunks = nchunks;
+    c.rowbytes = rowbytes;
+    c.tr = tr;
+    c.tcb = tcb;
+    c.w = w;
+    c.nct = rowbytes / tcb;
+    c.nchunks = tr * tcb / w;
     c.off = off;
     c.inverse = inverse;
     c.rows_whole = w == tcb;
-    for (size_t k = 0; k < nchunks && c.rows_whole; k++) {
-        c.rows_whole = off[k] == k * (size_t)rowbytes;
+    for (size_t k = 0; k < c.nchunks && c.rows_whole; k++) {
+        c.rows_whole = off[k] == k * rowbytes;
     }
-    size_t units = (size_t)(rows / tr) * c.nct;
-    Py_BEGIN_ALLOW_THREADS
+    size_t units = (rows / tr) * c.nct;
     grit_run_dealt(tile_range, &c, units, n_parts(units, nthreads));
-    Py_END_ALLOW_THREADS
-done:
-    PyMem_Free(off);
-    PyBuffer_Release(&src);
-    PyBuffer_Release(&tab);
-    return res;
 }
 
-static int
-parse_widths(PyObject *ws, size_t w[4])
+void
+grit_k_interleave(unsigned char *aos, unsigned char *const field[4], const size_t w[4],
+                  size_t blocks, int inverse, int nthreads)
 {
-    if (!PyTuple_Check(ws) || PyTuple_GET_SIZE(ws) != 4) {
-        PyErr_SetString(PyExc_ValueError, "widths must be a 4-tuple");
-        return 0;
-    }
-    for (int f = 0; f < 4; f++) {
-        Py_ssize_t v = PyLong_AsSsize_t(PyTuple_GET_ITEM(ws, f));
-        if (v < 0) {
-            if (!PyErr_Occurred()) {
-                PyErr_SetString(PyExc_ValueError, "widths must be >= 0");
-            }
-            return 0;
-        }
-        w[f] = (size_t)v;
-    }
-    return 1;
-}
-
-PyObject *
-grit_py_interleave(PyObject *self, PyObject *args)
-{
-    PyObject *fields, *ws;
-    Py_ssize_t blocks;
-    int nthreads = 1;
-    (void)self;
-    if (!PyArg_ParseTuple(args, "OOn|i", &fields, &ws, &blocks, &nthreads)) {
-        return NULL;
-    }
-    size_t w[4];
-    if (!parse_widths(ws, w) || blocks < 0) {
-        if (!PyErr_Occurred()) {
-            PyErr_SetString(PyExc_ValueError, "blocks must be >= 0");
-        }
-        return NULL;
-    }
-    if (!PyTuple_Check(fields) || PyTuple_GET_SIZE(fields) != 4) {
-        PyErr_SetString(PyExc_ValueError, "fields must be a 4-tuple");
-        return NULL;
-    }
-    Py_buffer fb[4];
-    int got[4] = {0, 0, 0, 0};
-    PyObject *res = NULL;
     ilv_ctx c;
     memset(&c, 0, sizeof c);
-    size_t block = 0;
     for (int f = 0; f < 4; f++) {
         if (w[f] == 0) {
             continue;
         }
-        if (PyObject_GetBuffer(PyTuple_GET_ITEM(fields, f), &fb[f], PyBUF_SIMPLE) < 0) {
-            goto done;
-        }
-        got[f] = 1;
-        if (!need(&fb[f], (Py_ssize_t)(w[f] * (size_t)blocks), "field")) {
-            goto done;
-        }
-        c.field[c.nf] = fb[f].buf;
-        c.w[c.nf] = w[f];
-        c.off[c.nf] = block;
-        c.nf++;
-        block += w[f];
-    }
-    c.block = block;
-    res = grit_new_plane((Py_ssize_t)(block * (size_t)blocks), &c.aos);
-    if (res == NULL || block * (size_t)blocks == 0) {
-        goto done;
-    }
-    Py_BEGIN_ALLOW_THREADS
-    grit_run_dealt(ilv_range, &c, (size_t)blocks, n_parts((size_t)blocks, nthreads));
-    Py_END_ALLOW_THREADS
-done:
-    for (int f = 0; f < 4; f++) {
-        if (got[f]) {
-            PyBuffer_Release(&fb[f]);
-        }
-    }
-    return res;
-}
-
-PyObject *
-grit_py_deinterleave(PyObject *self, PyObject *args)
-{
-    Py_buffer src;
-    PyObject *ws;
-    Py_ssize_t blocks;
-    int nthreads = 1;
-    (void)self;
-    if (!PyArg_ParseTuple(args, "y*On|i", &src, &ws, &blocks, &nthreads)) {
-        return NULL;
-    }
-    PyObject *out[4] = {NULL, NULL, NULL, NULL}, *res = NULL;
-    size_t w[4];
-    ilv_ctx c;
-    memset(&c, 0, sizeof c);
-    if (!parse_widths(ws, w) || blocks < 0) {
-        if (!PyErr_Occurred()) {
-            PyErr_SetString(PyExc_ValueError, "blocks must be >= 0");
-        }
-        goto done;
-    }
-    size_t block = w[0] + w[1] + w[2] + w[3];
-    if (!need(&src, (Py_ssize_t)(block * (size_t)blocks), "src")) {
-        goto done;
-    }
-    for (int f = 0; f < 4; f++) {
-        unsigned char *fp = NULL;
-        out[f] = grit_new_plane((Py_ssize_t)(w[f] * (size_t)blocks), &fp);
-        if (out[f] == NULL) {
-            goto done;
-        }
-        if (w[f] == 0) {
-            continue;
-        }
-        c.field[c.nf] = fp;
+        c.field[c.nf] = field[f];
         c.w[c.nf] = w[f];
         c.off[c.nf] = c.block;
         c.nf++;
         c.block += w[f];
     }
-    c.aos = src.buf;
-    c.inverse = 1;
+    c.aos = aos;
+    c.inverse = inverse;
     if (blocks > 0 && c.nf > 0) {
-        Py_BEGIN_ALLOW_THREADS
-        grit_run_dealt(ilv_range, &c, (size_t)blocks, n_parts((size_t)blocks, nthreads));
-        Py_END_ALLOW_THREADS
+        grit_run_dealt(ilv_range, &c, blocks, n_parts(blocks, nthreads));
     }
-    res = PyTuple_Pack(4, out[0], out[1], out[2], out[3]);
-done:
-    for (int f = 0; f < 4; f++) {
-        Py_XDECREF(out[f]);
-    }
-    PyBuffer_Release(&src);
-    return res;
 }
 
-PyObject *
-grit_py_pack_k4(PyObject *self, PyObject *args)
+void
+grit_k_pack_k4(unsigned char *packed, unsigned char *sc, unsigned char *m, size_t groups,
+               int inverse, int nthreads)
 {
-    Py_buffer sc, m;
-    Py_ssize_t groups;
-    int nthreads = 1;
-    (void)self;
-    if (!PyArg_ParseTuple(args, "y*y*n|i", &sc, &m, &groups, &nthreads)) {
-        return NULL;
-    }
-    PyObject *res = NULL;
-    if (groups >= 0 && need(&sc, 8 * groups, "sc") && need(&m, 8 * groups, "m")) {
-        unsigned char *pk = NULL;
-        res = grit_new_plane(12 * groups, &pk);
-        if (res != NULL && groups > 0) {
-            k4_ctx c = {pk, sc.buf, m.buf, 0};
-            Py_BEGIN_ALLOW_THREADS
-            grit_run_dealt(k4_range, &c, (size_t)groups, n_parts((size_t)groups, nthreads));
-            Py_END_ALLOW_THREADS
-        }
-    } else if (!PyErr_Occurred()) {
-        PyErr_SetString(PyExc_ValueError, "groups must be >= 0");
-    }
-    PyBuffer_Release(&sc);
-    PyBuffer_Release(&m);
-    return res;
+    k4_ctx c = {packed, sc, m, inverse};
+    grit_run_dealt(k4_range, &c, groups, n_parts(groups, nthreads));
 }
 
-PyObject *
-grit_py_unpack_k4(PyObject *self, PyObject *args)
+void
+grit_k_interleave_k4(unsigned char *aos, unsigned char *s1, unsigned char *sc, unsigned char *m,
+                     unsigned char *data, size_t w1, size_t wd, size_t blocks, int inverse,
+                     int nthreads)
 {
-    Py_buffer b;
-    Py_ssize_t groups;
-    int nthreads = 1;
-    (void)self;
-    if (!PyArg_ParseTuple(args, "y*n|i", &b, &groups, &nthreads)) {
-        return NULL;
-    }
-    PyObject *res = NULL, *sc = NULL, *m = NULL;
-    if (groups >= 0 && need(&b, 12 * groups, "packed")) {
-        unsigned char *scp = NULL, *mp = NULL;
-        sc = grit_new_plane(8 * groups, &scp);
-        m = sc != NULL ? grit_new_plane(8 * groups, &mp) : NULL;
-        if (sc != NULL && m != NULL) {
-            if (groups > 0) {
-                k4_ctx c = {b.buf, scp, mp, 1};
-                Py_BEGIN_ALLOW_THREADS
-                grit_run_dealt(k4_range, &c, (size_t)groups, n_parts((size_t)groups, nthreads));
-                Py_END_ALLOW_THREADS
-            }
-            res = PyTuple_Pack(2, sc, m);
-        }
-    } else if (!PyErr_Occurred()) {
-        PyErr_SetString(PyExc_ValueError, "groups must be >= 0");
-    }
-    Py_XDECREF(sc);
-    Py_XDECREF(m);
-    PyBuffer_Release(&b);
-    return res;
-}
-
-PyObject *
-grit_py_interleave_k4(PyObject *self, PyObject *args)
-{
-    Py_buffer s1, sc, m, data;
-    Py_ssize_t w1, wd, blocks;
-    int nthreads = 1;
-    (void)self;
-    if (!PyArg_ParseTuple(args, "(y*y*y*y*)nnn|i", &s1, &sc, &m, &data, &w1, &wd, &blocks,
-                          &nthreads)) {
-        return NULL;
-    }
-    PyObject *res = NULL;
-    if (w1 < 0 || wd < 0 || blocks < 0) {
-        PyErr_SetString(PyExc_ValueError, "interleave_k4: widths and blocks must be >= 0");
-    } else if (need(&s1, w1 * blocks, "s1") && need(&sc, 8 * blocks, "sc")
-               && need(&m, 8 * blocks, "m") && need(&data, wd * blocks, "data")) {
-        k4ilv_ctx c = {NULL, s1.buf, sc.buf, m.buf, data.buf, (size_t)w1, (size_t)wd, 0};
-        res = grit_new_plane((w1 + 12 + wd) * blocks, &c.aos);
-        if (res != NULL && blocks > 0) {
-            Py_BEGIN_ALLOW_THREADS
-            grit_run_dealt(k4ilv_range, &c, (size_t)blocks, n_parts((size_t)blocks, nthreads));
-            Py_END_ALLOW_THREADS
-        }
-    }
-    PyBuffer_Release(&s1);
-    PyBuffer_Release(&sc);
-    PyBuffer_Release(&m);
-    PyBuffer_Release(&data);
-    return res;
-}
-
-PyObject *
-grit_py_deinterleave_k4(PyObject *self, PyObject *args)
-{
-    Py_buffer src;
-    Py_ssize_t w1, wd, blocks;
-    int nthreads = 1;
-    (void)self;
-    if (!PyArg_ParseTuple(args, "y*nnn|i", &src, &w1, &wd, &blocks, &nthreads)) {
-        return NULL;
-    }
-    PyObject *o[4] = {NULL, NULL, NULL, NULL}, *res = NULL;
-    if (w1 < 0 || wd < 0 || blocks < 0) {
-        PyErr_SetString(PyExc_ValueError, "deinterleave_k4: widths and blocks must be >= 0");
-    } else if (need(&src, (w1 + 12 + wd) * blocks, "src")) {
-        k4ilv_ctx c = {src.buf, NULL, NULL, NULL, NULL, (size_t)w1, (size_t)wd, 1};
-        o[0] = grit_new_plane(w1 * blocks, &c.s1);
-        o[1] = grit_new_plane(8 * blocks, &c.sc);
-        o[2] = grit_new_plane(8 * blocks, &c.m);
-        o[3] = grit_new_plane(wd * blocks, &c.data);
-        if (o[0] != NULL && o[1] != NULL && o[2] != NULL && o[3] != NULL) {
-            if (blocks > 0) {
-                Py_BEGIN_ALLOW_THREADS
-                grit_run_dealt(k4ilv_range, &c, (size_t)blocks, n_parts((size_t)blocks, nthreads));
-                Py_END_ALLOW_THREADS
-            }
-            res = PyTuple_Pack(4, o[0], o[1], o[2], o[3]);
-        }
-    }
-    for (int f = 0; f < 4; f++) {
-        Py_XDECREF(o[f]);
-    }
-    PyBuffer_Release(&src);
-    return res;
+    k4ilv_ctx c = {aos, s1, sc, m, data, w1, wd, inverse};
+    grit_run_dealt(k4ilv_range, &c, blocks, n_parts(blocks, nthreads));
 }

@@ -1,8 +1,8 @@
 /*
- * grit._kernels: encode of the registered grades (§9, §10), portable and
- * AVX2 loops, and the encode_* entry points.
+ * The encode kernels of the registered grades (§9, §10), portable and
+ * AVX2 loops, and grit_k_encode.
  */
-#include "kernels.h"
+#include "core.h"
 
 /* ------------------------------------------------------------------------
  * Encode */
@@ -477,77 +477,31 @@ enc_i8s24_range(void *vctx, int part, size_t lo, size_t hi)
 }
 
 /* ------------------------------------------------------------------------
- * Entry points */
+ * Entry point */
 
-static PyObject *
-encode_common(PyObject *args, const char *fmt, int kind)
+void
+grit_k_encode(int kind, int flag, const float *x, size_t n, unsigned char *data,
+              unsigned char *scale0, unsigned char *scale1, unsigned char *aux, int nthreads)
 {
-    Py_buffer x;
-    int flag = 0, nthreads = 1;
-    int ok = kind <= 1 ? PyArg_ParseTuple(args, fmt, &x, &flag, &nthreads)
-                       : PyArg_ParseTuple(args, fmt, &x, &nthreads);
-    if (!ok) {
-        return NULL;
-    }
-    static const Py_ssize_t unit[4] = {32, 16, 256, 32};
-    static const char *what[4] = {"x (MXFP4)", "x (NVF4)", "x (Q4KS)", "x (I8S24)"};
-    PyObject *planes[4] = {NULL, NULL, NULL, NULL}, *res = NULL;
-    enc_ctx *c = NULL;
-    Py_ssize_t n = x.len / 4;
-    if (!aligned4(&x, "x") || !whole(x.len, 4 * unit[kind], what[kind])) {
-        goto done;
-    }
-    c = PyMem_Calloc(1, sizeof *c);
-    if (c == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    c->x = x.buf;
-    c->flag = flag;
-    int np = 0;
-    switch (kind) {
-    case 0:
-        planes[0] = grit_new_plane(n / 2, &c->data);
-        planes[1] = grit_new_plane(n / 32, &c->scale0);
-        np = 2;
-        break;
-    case 1:
-        planes[0] = grit_new_plane(n / 2, &c->data);
-        planes[1] = grit_new_plane(n / 16, &c->scale0);
-        planes[2] = grit_new_plane(4, &c->scale1);
-        np = 3;
-        break;
-    case 2:
-        planes[0] = grit_new_plane(n / 2, &c->data);
-        planes[1] = grit_new_plane(n / 32, &c->scale0);
-        planes[2] = grit_new_plane(n / 64, &c->scale1);
-        planes[3] = grit_new_plane(n / 32, &c->aux);
-        np = 4;
-        break;
-    default:
-        planes[0] = grit_new_plane(n / 2, &c->data);
-        planes[1] = grit_new_plane(n / 16, &c->scale0);
-        planes[2] = grit_new_plane(n / 8, &c->aux);
-        np = 3;
-        break;
-    }
-    for (int i = 0; i < np; i++) {
-        if (planes[i] == NULL) {
-            goto done;
-        }
-    }
-    size_t units = (size_t)(n / unit[kind]);
+    enc_ctx c;
+    memset(&c, 0, sizeof c);
+    c.x = x;
+    c.flag = flag;
+    c.data = data;
+    c.scale0 = scale0;
+    c.scale1 = scale1;
+    c.aux = aux;
+    size_t units = n / grit_kind_unit[kind];
     int parts = n_parts(units, nthreads);
-    Py_BEGIN_ALLOW_THREADS
     switch (kind) {
-    case 0:
-        grit_run_parts(enc_mxfp4_range, c, units, parts);
+    case GRIT_K_MXFP4:
+        grit_run_parts(enc_mxfp4_range, &c, units, parts);
         break;
-    case 1: {
-        grit_run_parts(enc_nvf4_amax, c, units, parts);
+    case GRIT_K_NVF4: {
+        grit_run_parts(enc_nvf4_amax, &c, units, parts);
         uint32_t amax = 0;
         for (int t = 0; t < parts; t++) {
-            amax = c->amax[t] > amax ? c->amax[t] : amax;
+            amax = c.amax[t] > amax ? c.amax[t] : amax;
         }
         /* §10.3 step 1: sT = f32(f32(amax / 6) / 448), 1.0 for an all-zero
          * tensor, 2^-149 when it underflows; stored as binary32 and re-read. */
@@ -558,62 +512,19 @@ encode_common(PyObject *args, const char *fmt, int kind)
                 sT = pow2f(-149);
             }
         }
-        c->sT = sT;
+        c.sT = sT;
         uint32_t b = f2u(sT);
         for (int i = 0; i < 4; i++) {
-            c->scale1[i] = (unsigned char)(b >> (8 * i));
+            c.scale1[i] = (unsigned char)(b >> (8 * i));
         }
-        grit_run_parts(enc_nvf4_range, c, units, parts);
+        grit_run_parts(enc_nvf4_range, &c, units, parts);
         break;
     }
-    case 2:
-        grit_run_parts(enc_q4ks_range, c, units, parts);
+    case GRIT_K_Q4KS:
+        grit_run_parts(enc_q4ks_range, &c, units, parts);
         break;
     default:
-        grit_run_parts(enc_i8s24_range, c, units, parts);
+        grit_run_parts(enc_i8s24_range, &c, units, parts);
         break;
     }
-    Py_END_ALLOW_THREADS
-    res = PyTuple_New(np);
-    if (res != NULL) {
-        for (int i = 0; i < np; i++) {
-            PyTuple_SET_ITEM(res, i, planes[i]);
-            planes[i] = NULL;
-        }
-    }
-done:
-    for (int i = 0; i < 4; i++) {
-        Py_XDECREF(planes[i]);
-    }
-    PyMem_Free(c);
-    PyBuffer_Release(&x);
-    return res;
-}
-
-PyObject *
-grit_py_encode_mxfp4(PyObject *self, PyObject *args)
-{
-    (void)self;
-    return encode_common(args, "y*p|i", 0);
-}
-
-PyObject *
-grit_py_encode_nvf4(PyObject *self, PyObject *args)
-{
-    (void)self;
-    return encode_common(args, "y*p|i", 1);
-}
-
-PyObject *
-grit_py_encode_q4ks(PyObject *self, PyObject *args)
-{
-    (void)self;
-    return encode_common(args, "y*|i", 2);
-}
-
-PyObject *
-grit_py_encode_i8s24(PyObject *self, PyObject *args)
-{
-    (void)self;
-    return encode_common(args, "y*|i", 3);
 }

@@ -1,5 +1,5 @@
 /*
- * grit._kernels: fused relayout + decode straight from ggml block structs
+ * The fused relayout + decode straight from ggml block structs
  * (the GGUF types grit.io.gguf loads zero-copy as GRIT placements, kinds
  * 0..3, and the ones it converts into the canonical planes, kinds 4..12).
  *
@@ -41,7 +41,7 @@
  * l + n/2 (high nibble).  "crumbs": per 128 elements 32 bytes; bits 2s..2s+1
  * of byte l hold element 32s + l.  Unit of threading: one block.
  */
-#include "kernels.h"
+#include "core.h"
 
 /* the kind ids grit.native gives the types (zero-copy, then grit.ggml.CONVERTED
  * in its order); the block sizes are gguf-py's GGML_QUANT_SIZES, compared with
@@ -49,12 +49,12 @@
 enum {
     GGML_Q8_0 = 0, GGML_MXFP4 = 1, GGML_NVFP4 = 2, GGML_Q4_K = 3,
     GGML_Q4_0 = 4, GGML_Q4_1 = 5, GGML_Q5_0 = 6, GGML_Q5_1 = 7, GGML_Q2_K = 8,
-    GGML_Q5_K = 9, GGML_Q6_K = 10, GGML_Q8_K = 11, GGML_TQ2_0 = 12, GGML_KINDS = 13
+    GGML_Q5_K = 9, GGML_Q6_K = 10, GGML_Q8_K = 11, GGML_TQ2_0 = 12
 };
 
-static const size_t BLOCK_BYTES[GGML_KINDS] = {34, 17, 36, 144, 18, 20, 22, 24, 84, 176, 210,
+const size_t grit_ggml_block_bytes[GGML_KINDS] = {34, 17, 36, 144, 18, 20, 22, 24, 84, 176, 210,
                                                292, 66};
-static const size_t BLOCK_ELEMS[GGML_KINDS] = {32, 32, 64, 256, 32, 32, 32, 32, 256, 256, 256,
+const size_t grit_ggml_block_elems[GGML_KINDS] = {32, 32, 64, 256, 32, 32, 32, 32, 256, 256, 256,
                                                256, 256};
 
 /* a range function's first statement: run its AVX2 loop instead when the CPU
@@ -661,31 +661,12 @@ static const range_fn RANGE[GGML_KINDS] = {
     ggml_q4_0_range, ggml_q4_1_range, ggml_q5_0_range, ggml_q5_1_range, ggml_q2_k_range,
     ggml_q5_k_range, ggml_q6_k_range, ggml_q8_k_range, ggml_tq2_0_range};
 
-PyObject *
-grit_py_decode_ggml(PyObject *self, PyObject *args)
+
+void
+grit_k_decode_ggml(int kind, const unsigned char *src, float *out, size_t blocks, int nthreads)
 {
-    Py_buffer src, out;
-    int kind, nthreads = 1;
-    (void)self;
-    if (!PyArg_ParseTuple(args, "iy*w*|i", &kind, &src, &out, &nthreads)) {
-        return NULL;
-    }
-    PyObject *res = NULL;
-    if (kind < 0 || kind >= GGML_KINDS) {
-        PyErr_Format(PyExc_ValueError, "decode_ggml: unknown kind %d", kind);
-    } else if (aligned4(&out, "out") && whole(out.len, 4 * (Py_ssize_t)BLOCK_ELEMS[kind], "out")) {
-        size_t blocks = (size_t)out.len / 4 / BLOCK_ELEMS[kind];
-        if (need(&src, (Py_ssize_t)(blocks * BLOCK_BYTES[kind]), "src")) {
-            ggml_ctx c;
-            c.src = src.buf;
-            c.out = out.buf;
-            Py_BEGIN_ALLOW_THREADS
-            grit_run_parts(RANGE[kind], &c, blocks, n_parts(blocks, nthreads));
-            Py_END_ALLOW_THREADS
-            res = Py_NewRef(Py_None);
-        }
-    }
-    PyBuffer_Release(&src);
-    PyBuffer_Release(&out);
-    return res;
+    ggml_ctx c;
+    c.src = src;
+    c.out = out;
+    grit_run_parts(RANGE[kind], &c, blocks, n_parts(blocks, nthreads));
 }

@@ -1,14 +1,14 @@
 /*
- * grit._kernels -- native fast paths of the GRIT v1 codec (§8, §9, §10) for
- * the registered grades: MXFP4 / MXFP4_RNE, NVF4 / NVF4_RTZ, Q4KS, I8S24.
+ * The native core of GRIT v1: the codec kernels of the registered grades
+ * (§8, §10: MXFP4 / MXFP4_RNE, NVF4 / NVF4_RTZ, Q4KS, I8S24), the shared
+ * binary32 and small-format helpers, and the thread helpers.  No Python in
+ * it: libgrit (grit/include/grit.h) and the CPython extension grit._kernels
+ * (grit/_native/py/) are both built from these files, so each kernel exists
+ * once.
  *
- * Private accelerator for grit/codec/decode.py and grit/codec/encode.py,
- * which own the public API, decide when these kernels apply (canonical
- * placement, lin order, one of the shapes below) and keep the general numpy
- * path that must give exactly the same bytes.  Every function reads and
- * writes caller-owned buffers (buffer protocol), releases the GIL, and can
- * split its work over threads along group boundaries; the result never
- * depends on the number of threads.
+ * Every kernel reads and writes caller-owned buffers and can split its work
+ * over threads along group boundaries; the result never depends on the
+ * number of threads.
  *
  * Arithmetic.  §1.1: every named step is one binary32 operation rounded to
  * nearest even.  In C99 with FLT_EVAL_METHOD == 0 (SSE on x86-64), a float
@@ -25,20 +25,16 @@
  * little-endian binary16, scale1 dense little-endian, 2:4 metadata one
  * nibble per quad (slot 0 in bits 0..1).  Every NaN written is 0x7FC00000.
  *
- * Files.  kernels.h (this file): what every part shares -- the binary32 and
- * small-format helpers (static inline, so that each kernel inlines them as
- * before), the thread helpers' and the shared tables' declarations, and the
- * Python entry points module.c lists.  common.c: the thread pool, the E4M3
- * table and the plane allocator; decode.c, encode.c and relayout.c: the
- * kernels and their entry points; module.c: the method table, simd(),
- * tables() (the format tables and facts below, for comparison with
- * grit.formats), the import-time self-check and PyInit.
+ * Files.  core.h (this file): the inline helpers, the thread helpers' and
+ * the shared tables' declarations, and the kernels' entry points.
+ * threads.c: the thread pool, the E4M3 table and the set-up; decode.c,
+ * encode.c: the codec kernels; relayout.c: the relayout kernels; ggml.c:
+ * the fused ggml block decoders; fnv.c: FNV-1a (§6.1).  The rest of the
+ * directory is libgrit's API (lib.h, docs/c-library.md).
  */
-#ifndef GRIT_KERNELS_H
-#define GRIT_KERNELS_H
+#ifndef GRIT_CORE_H
+#define GRIT_CORE_H
 
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
 
 #include <float.h>
 #include <stddef.h>
@@ -48,7 +44,7 @@
 #if !defined(FLT_EVAL_METHOD) || FLT_EVAL_METHOD != 0
 /* x87 excess precision would round twice; optional=True then leaves the
  * package on its numpy path. */
-#error "grit._kernels needs binary32 evaluation (FLT_EVAL_METHOD == 0)"
+#error "the GRIT core needs binary32 evaluation (FLT_EVAL_METHOD == 0)"
 #endif
 
 #if defined(_WIN32)
@@ -68,16 +64,17 @@
 #define CANON_NAN 0x7FC00000u
 #define MAX_THREADS 64
 
-/* Symbols shared between the files of the extension, kept out of its
- * dynamic symbol table (PyInit__kernels is its only export). */
+/* Symbols shared between the files of the core, kept out of the dynamic
+ * symbol table of what links it (libgrit exports only grit.h's API,
+ * grit._kernels only PyInit__kernels). */
 #if defined(__GNUC__) || defined(__clang__)
 #define GRIT_HIDDEN __attribute__((visibility("hidden")))
 #else
 #define GRIT_HIDDEN
 #endif
 
-/* Set once at import (CPU detection), changed only by simd() under the
- * GIL and before any worker starts. */
+/* Set once by grit_core_init (CPU detection); the Python binding's simd()
+ * changes it under the GIL and before any worker starts. */
 GRIT_HIDDEN extern int grit_use_avx2;
 
 /* ------------------------------------------------------------------------
@@ -342,42 +339,6 @@ GRIT_HIDDEN void grit_run_dealt(range_fn fn, void *ctx, size_t units, int parts)
 #endif
 
 /* ------------------------------------------------------------------------
- * Python interface: argument checks, and the planes the entry points return */
-
-GRIT_HIDDEN PyObject *grit_new_plane(Py_ssize_t n, unsigned char **p);
-
-static inline int
-aligned4(Py_buffer *b, const char *what)
-{
-    if (((uintptr_t)b->buf & 3) != 0) {
-        PyErr_Format(PyExc_ValueError, "%s must be 4-byte aligned", what);
-        return 0;
-    }
-    return 1;
-}
-
-static inline int
-need(Py_buffer *b, Py_ssize_t n, const char *what)
-{
-    if (b->len < n) {
-        PyErr_Format(PyExc_ValueError, "%s holds %zd bytes, %zd needed", what, b->len, n);
-        return 0;
-    }
-    return 1;
-}
-
-static inline int
-whole(Py_ssize_t nbytes, Py_ssize_t unit, const char *what)
-{
-    if (nbytes % unit != 0) {
-        PyErr_Format(PyExc_ValueError, "%s: %zd bytes is not a multiple of %zd", what,
-                     nbytes, unit);
-        return 0;
-    }
-    return 1;
-}
-
-/* ------------------------------------------------------------------------
  * I8S24 metadata tables: one nibble per quad, index i0 in bits 0..1 and i1
  * in bits 2..3.  Filled at import (decode.c): per nibble, how many
  * positions it keeps and the slot of each position (0 masked, 1 the first
@@ -412,25 +373,62 @@ GRIT_HIDDEN void grit_init_i8_shuffles(void);
 #endif
 GRIT_HIDDEN extern const unsigned char grit_pair_of_mask[16];
 
+
 /* ------------------------------------------------------------------------
- * Entry points (METH_VARARGS), listed in module.c's method table */
+ * Set up the tables above and detect AVX2, once per process (threads.c);
+ * 0 when the binary32 self-check fails (a miscompiled or non-IEEE build),
+ * and then no kernel may be used. */
+GRIT_HIDDEN int grit_core_init(void);
 
-GRIT_HIDDEN PyObject *grit_py_decode_mxfp4(PyObject *self, PyObject *args);
-GRIT_HIDDEN PyObject *grit_py_decode_nvf4(PyObject *self, PyObject *args);
-GRIT_HIDDEN PyObject *grit_py_decode_q4ks(PyObject *self, PyObject *args);
-GRIT_HIDDEN PyObject *grit_py_decode_i8s24(PyObject *self, PyObject *args);
-GRIT_HIDDEN PyObject *grit_py_decode_ggml(PyObject *self, PyObject *args);  /* ggml.c */
-GRIT_HIDDEN PyObject *grit_py_encode_mxfp4(PyObject *self, PyObject *args);
-GRIT_HIDDEN PyObject *grit_py_encode_nvf4(PyObject *self, PyObject *args);
-GRIT_HIDDEN PyObject *grit_py_encode_q4ks(PyObject *self, PyObject *args);
-GRIT_HIDDEN PyObject *grit_py_encode_i8s24(PyObject *self, PyObject *args);
-GRIT_HIDDEN PyObject *grit_py_transpose(PyObject *self, PyObject *args);
-GRIT_HIDDEN PyObject *grit_py_tile(PyObject *self, PyObject *args);
-GRIT_HIDDEN PyObject *grit_py_interleave(PyObject *self, PyObject *args);
-GRIT_HIDDEN PyObject *grit_py_deinterleave(PyObject *self, PyObject *args);
-GRIT_HIDDEN PyObject *grit_py_pack_k4(PyObject *self, PyObject *args);
-GRIT_HIDDEN PyObject *grit_py_unpack_k4(PyObject *self, PyObject *args);
-GRIT_HIDDEN PyObject *grit_py_interleave_k4(PyObject *self, PyObject *args);
-GRIT_HIDDEN PyObject *grit_py_deinterleave_k4(PyObject *self, PyObject *args);
+/* ------------------------------------------------------------------------
+ * The codec kernels of the registered grades, over n elements in lin order
+ * (n a multiple of the family's unit: 32 MXFP4, 16 NVF4, 256 Q4KS, 32
+ * I8S24), on the canonical planes; `nthreads` is capped by MAX_THREADS and
+ * by the work.  The caller has checked every size (decode.c, encode.c). */
+enum grit_kind { GRIT_K_MXFP4 = 0, GRIT_K_NVF4 = 1, GRIT_K_Q4KS = 2, GRIT_K_I8S24 = 3 };
+GRIT_HIDDEN extern const size_t grit_kind_unit[4];
+GRIT_HIDDEN void grit_k_decode(int kind, const unsigned char *data, const unsigned char *scale0,
+                               const unsigned char *scale1, const unsigned char *aux,
+                               float *out, size_t n, int nthreads);
+/* flag: MXFP4 the exp2rnemaxabs scale rule, NVF4 er = rtz; else ignored */
+GRIT_HIDDEN void grit_k_encode(int kind, int flag, const float *x, size_t n, unsigned char *data,
+                               unsigned char *scale0, unsigned char *scale1, unsigned char *aux,
+                               int nthreads);
 
-#endif /* GRIT_KERNELS_H */
+/* ------------------------------------------------------------------------
+ * The fused ggml block decoders (ggml.c): kind ids as grit.native numbers
+ * them; `blocks` whole blocks of src into blocks * elems floats */
+#define GGML_KINDS 13
+GRIT_HIDDEN extern const size_t grit_ggml_block_bytes[GGML_KINDS];
+GRIT_HIDDEN extern const size_t grit_ggml_block_elems[GGML_KINDS];
+GRIT_HIDDEN void grit_k_decode_ggml(int kind, const unsigned char *src, float *out, size_t blocks,
+                                    int nthreads);
+
+/* ------------------------------------------------------------------------
+ * The relayout kernels (relayout.c, docs/placements.md): byte moves into a
+ * caller buffer of the same size.  transpose: an R x C grid of `bits`-bit
+ * units (4, or a multiple of 8) to C x R.  tile: rows x rowbytes in tiles of
+ * tr rows x tcb bytes, chunks of w bytes placed at off[] (or back, inverse).
+ * interleave: up to four fields of w[f] bytes per block into blocks of their
+ * sum (fields with w[f] == 0 are absent), or back.  pack_k4: 8 u6 scales and
+ * 8 u6 mins per group to PACK_K4_12B's 12 bytes, or back.  interleave_k4:
+ * s1 (w1 bytes), the packed scales and mins, data (wd bytes) per block, or
+ * back. */
+GRIT_HIDDEN void grit_k_transpose(const unsigned char *src, unsigned char *dst, size_t R, size_t C,
+                                  int bits, int msb, int nthreads);
+/* off[k] for chunk k from the tile's chunk table tab (nchunks entries);
+ * -1 when an entry is out of range (tab: nchunks int64 in native order, unaligned) */
+GRIT_HIDDEN int grit_k_tile_offsets(const unsigned char *tab, size_t nchunks, size_t tcb, size_t w,
+                                    size_t rowbytes, size_t *off);
+GRIT_HIDDEN void grit_k_tile(const unsigned char *src, unsigned char *dst, size_t rows,
+                             size_t rowbytes, size_t tr, size_t tcb, size_t w, const size_t *off,
+                             int inverse, int nthreads);
+GRIT_HIDDEN void grit_k_interleave(unsigned char *aos, unsigned char *const field[4],
+                                   const size_t w[4], size_t blocks, int inverse, int nthreads);
+GRIT_HIDDEN void grit_k_pack_k4(unsigned char *packed, unsigned char *sc, unsigned char *m,
+                                size_t groups, int inverse, int nthreads);
+GRIT_HIDDEN void grit_k_interleave_k4(unsigned char *aos, unsigned char *s1, unsigned char *sc,
+                                      unsigned char *m, unsigned char *data, size_t w1,
+                                      size_t wd, size_t blocks, int inverse, int nthreads);
+
+#endif /* GRIT_CORE_H */

@@ -1,0 +1,512 @@
+"""libgrit, the C library of grit.h, against the Python implementation.
+
+Every comparison here has an independent side: the spec's vectors (run in C
+by spec/conformance/run.c), or grit's Python modules, which are themselves
+tested against the spec (tests/test_formats.py, test_grade.py, test_check.py,
+test_codec.py).  The library is loaded through ctypes (grit.clib).  Tests
+that need a compiler, pkg-config, CMake or clang's libFuzzer skip, saying
+which is missing.
+"""
+from __future__ import annotations
+
+import ctypes
+import math
+import os
+import random
+import shutil
+import struct
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import grit
+from grit import clib
+from grit import grade as G
+from grit.descriptor import Descriptor
+from grit.formats import REGISTERED as FORMATS, fmt_classify, fmt_decode, fmt_encode_rne
+from grit.grade import REGISTERED_GRADES
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+
+pytestmark = pytest.mark.skipif(not clib.available(),
+                                reason="libgrit was not built (no C compiler at install)")
+
+
+def _lib():
+    return clib.library()
+
+
+def _cc(*names):
+    for n in names:
+        p = shutil.which(n)
+        if p:
+            return p
+    return None
+
+
+def _bits(f: float) -> int:
+    return struct.unpack("<I", struct.pack("<f", f))[0]
+
+
+# ---------------------------------------------------------------------------
+# the header: C99 and C++17, -Wall -Wextra -Werror -pedantic, gcc and clang
+
+_TU = """#include "grit.h"
+#include <string.h>
+int main(void) {
+    grit_view_t v; grit_detail_t d;
+    memset(&v, 0, sizeof v);
+    if (grit_check(&v, 1, &d) != GRIT_OK) return 1;
+    return (int)sizeof(grit_desc_t) - 64;
+}
+"""
+_COMPILERS = [("gcc", "-std=c99", "c"), ("clang", "-std=c99", "c"),
+              ("g++", "-std=c++17", "cpp"), ("clang++", "-std=c++17", "cpp")]
+
+
+@pytest.mark.parametrize("cc,std,ext", _COMPILERS, ids=[f"{c} {s}" for c, s, _ in _COMPILERS])
+def test_header_compiles_warning_free(tmp_path, cc, std, ext):
+    if not shutil.which(cc):
+        pytest.skip(f"{cc} is not installed")
+    src = tmp_path / f"tu.{ext}"
+    src.write_text(_TU)
+    r = subprocess.run([cc, std, "-Wall", "-Wextra", "-Werror", "-pedantic",
+                        f"-I{clib.get_include()}", "-c", str(src), "-o", str(tmp_path / "tu.o")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("cc,std,ext", _COMPILERS, ids=[f"{c} {s}" for c, s, _ in _COMPILERS])
+def test_a_dropped_check_result_does_not_compile(tmp_path, cc, std, ext):
+    """§7.1: the result is must-use (GRIT_NODISCARD)."""
+    if not shutil.which(cc):
+        pytest.skip(f"{cc} is not installed")
+    src = tmp_path / f"tu.{ext}"
+    src.write_text(_TU.replace("if (grit_check(&v, 1, &d) != GRIT_OK) return 1;",
+                               "grit_check(&v, 1, &d);"))
+    r = subprocess.run([cc, std, "-Wall", "-Werror", f"-I{clib.get_include()}", "-c", str(src),
+                        "-o", str(tmp_path / "tu.o")], capture_output=True, text=True)
+    assert r.returncode != 0 and "grit_check" in r.stderr
+
+
+def test_view_layout_matches_ctypes():
+    # grit_view_t as ctypes lays it out (the C rules): d at 0, rank at 64,
+    # shape 8-aligned after it
+    assert ctypes.sizeof(clib.View) == 64 + 8 + 8 * 8 + 4 * 8 + 4 * 8 + 16
+    assert clib.View.shape.offset == 72
+
+
+# ---------------------------------------------------------------------------
+# §3 descriptor bytes, §6 fingerprints, §6.4 base32
+
+def test_descriptor_bytes_round_trip_as_python_packs_them():
+    lib, rng = _lib(), random.Random(1)
+    for _ in range(2000):
+        raw = rng.randbytes(64)
+        d = clib.View().d
+        lib.grit_desc_from_bytes(raw, ctypes.byref(d))
+        out = ctypes.create_string_buffer(64)
+        lib.grit_desc_to_bytes(ctypes.byref(d), out)
+        assert out.raw == raw == Descriptor.from_bytes(raw).to_bytes()
+    # the fields land where §3.1 puts them: frame readback through the registry
+    f = clib.View().d
+    assert lib.grit_grade_frame(grit.GRADE_Q4KS.id, ctypes.byref(f)) == 1
+    b = ctypes.create_string_buffer(64)
+    lib.grit_desc_to_bytes(ctypes.byref(f), b)
+    want = {k: v for k, v in grit.GRADE_Q4KS.frame_fields().items()}
+    got = Descriptor.from_bytes(b.raw)
+    assert {k: getattr(got, k) for k in want} == want
+
+
+def test_fnv_grade_id_gid_digest_against_python():
+    lib, rng = _lib(), random.Random(2)
+    for n in (0, 1, 7, 64, 1000):
+        data = rng.randbytes(n)
+        assert lib.grit_fnv1a64(data, n) == grit.fnv1a64(data)
+        out = ctypes.create_string_buffer(16)
+        lib.grit_fnv1a128(data, n, out)
+        assert int.from_bytes(out.raw, "big") == grit.fnv1a128(data)
+    for g in REGISTERED_GRADES.values():
+        s = g.canonical.encode()
+        assert lib.grit_grade_id(s, len(s)) == g.id
+    for name, g in REGISTERED_GRADES.items():
+        for shape in ((32,), (4, 64), (2, 3, 256)):
+            d = g.descriptor(group_axis=len(shape) - 1).to_bytes()
+            v, _ = clib.view(d, shape, [0, 0, 0, 0])
+            out = ctypes.create_string_buffer(16)
+            assert lib.grit_gid(ctypes.byref(v), out, None) == 0
+            assert out.raw == grit.gid(g.canonical, d, shape)
+    planes = [rng.randbytes(n) for n in (33, 2, 0, 5)]
+    v, _keep = clib.view(bytes(64), [1], [len(p) for p in planes], planes)
+    out = ctypes.create_string_buffer(16)
+    lib.grit_digest(ctypes.byref(v), out)
+    assert out.raw == grit.digest(planes)
+
+
+def test_base32_against_python():
+    lib, rng = _lib(), random.Random(3)
+    for _ in range(500):
+        gid = rng.randbytes(16)
+        enc = ctypes.create_string_buffer(27)
+        lib.grit_base32_encode(gid, enc)
+        assert enc.value.decode() == grit.base32_encode(gid)
+        back = ctypes.create_string_buffer(16)
+        s = enc.value.lower().replace(b"1", b"l").replace(b"0", b"o")
+        assert lib.grit_base32_parse(s, 26, back) == 0 and back.raw == gid
+    back = ctypes.create_string_buffer(16)
+    for bad in (b"8" + b"0" * 25, b"U" * 26, b"0" * 25, b"0" * 27):
+        assert lib.grit_base32_parse(bad, len(bad), back) == -1
+
+
+# ---------------------------------------------------------------------------
+# §2 the format word
+
+def test_fmt_valid_on_every_word():
+    lib = _lib()
+    bad = [w for w in range(1 << 16) if bool(lib.grit_fmt_valid(w)) != (fmt_classify(w) is None)]
+    assert bad == []
+
+
+def _legal_small_words():
+    return [w for w in range(1, 1 << 16) if fmt_classify(w) is None and (w & 31) + 1 <= 8]
+
+
+def test_fmt_decode_every_code_of_every_small_format():
+    lib = _lib()
+    words = _legal_small_words() + [FORMATS["binary16"]]
+    for w in words:
+        for code in range(1 << ((w & 31) + 1)):
+            want = fmt_decode(w, code)
+            got = lib.grit_fmt_decode(w, code)
+            if math.isnan(want):
+                assert _bits(got) == 0x7FC00000, (hex(w), code)
+            else:
+                assert _bits(got) == _bits(want), (hex(w), code, got, want)
+
+
+def test_fmt_encode_rne_against_python():
+    lib, rng = _lib(), random.Random(4)
+    words = list(FORMATS.values())
+    words += rng.sample(_legal_small_words(), 60)
+    specials = [0.0, -0.0, math.inf, -math.inf, 1e-45, -1e-45, 3.4e38, 0.25, 0.75, 2.5, -5.0]
+    for w in words:
+        vals = list(specials)
+        if (w & 31) + 1 <= 8:            # every rung, its midpoints and their neighbours
+            mags = sorted({abs(fmt_decode(w, c)) for c in range(1 << ((w & 31) + 1))
+                           if math.isfinite(fmt_decode(w, c))})
+            for a, b in zip(mags, mags[1:]):
+                m = np.float32((a + b) / 2)
+                vals += [a, float(m), float(np.nextafter(m, np.float32(0))),
+                         float(np.nextafter(m, np.float32(np.inf)))]
+        vals += [float(np.float32(rng.uniform(-1, 1) * 2.0 ** rng.randint(-30, 30)))
+                 for _ in range(200)]
+        for x in vals:
+            for sx in (x, -x):
+                want = fmt_encode_rne(w, sx)
+                assert lib.grit_fmt_encode_rne(w, sx) == want, (hex(w), sx)
+        nan = lib.grit_fmt_encode_rne(w, math.nan)
+        try:
+            assert nan == fmt_encode_rne(w, math.nan)
+        except grit.GritError:
+            assert nan == -1
+
+
+# ---------------------------------------------------------------------------
+# the grade registry
+
+def _frame(lib, grade_id):
+    f = clib.View().d
+    assert lib.grit_grade_frame(grade_id, ctypes.byref(f)) == 1
+    b = ctypes.create_string_buffer(64)
+    lib.grit_desc_to_bytes(ctypes.byref(f), b)
+    return Descriptor.from_bytes(b.raw)
+
+
+def _register(lib, text: str) -> int:
+    s = text.encode()
+    det, gid = clib.Detail(), ctypes.c_uint64()
+    st = lib.grit_register_grade(s, len(s), ctypes.byref(gid), ctypes.byref(det))
+    assert st == 0, det.message
+    return gid.value
+
+
+def test_registered_frames_are_pythons():
+    """The frame C derives from a canonical string is grit.grade's
+    (Grade._frame_fields), for the built-in grades, the fuzz seed grades and
+    random fresh ones."""
+    import fuzz_strategies as F
+    lib = _lib()
+    grades = list(REGISTERED_GRADES.values()) + [grit.Grade.parse(s) for s in F.SEED_GRADES]
+    chooser = F.RandomChooser(random.Random(5))
+    saved = dict(G._REGISTRY)
+    try:
+        while len(grades) < 700:
+            g = F.gen_fresh_grade(chooser)
+            if g is not None:
+                grades.append(g)
+    finally:
+        G._REGISTRY.clear()
+        G._REGISTRY.update(saved)
+    for g in grades:
+        assert _register(lib, g.canonical) == g.id
+        got = _frame(lib, g.id)
+        want = g.frame_fields()
+        assert {k: getattr(got, k) for k in want} == want, g.canonical
+        assert lib.grit_grade_canonical(g.id).decode() == g.canonical
+
+
+def test_registry_takes_canonical_strings_only():
+    import json
+    lib = _lib()
+    doc = json.loads((ROOT / "spec" / "conformance" / "vectors.json").read_text())
+    refused = []
+    for r in doc["fingerprint"]:
+        if r["kind"] == "canonicalization":
+            refused += [s for s in r["spellings"] if s != r["canonical"]]
+        elif r["kind"] == "reject":
+            refused.append(r["input"])
+    for s in refused + ["", "grit1()", "grit1(e=e2m1,k0=32,s0=e8m0,esr=exp2floormaxabs,)",
+                        "grit1(e=e2m1,k0=032,s0=e8m0,esr=exp2floormaxabs)",
+                        "grit1(e=x2043,k0=32,s0=e8m0,esr=exp2floormaxabs)"]:
+        b = s.encode()
+        det = clib.Detail()
+        assert lib.grit_register_grade(b, len(b), None, ctypes.byref(det)) == 2, s
+        assert det.message
+
+
+def test_registry_is_thread_safe():
+    """Threads registering distinct grades while others look up: every
+    grade is found under its id afterwards (ctypes drops the GIL per call)."""
+    lib = _lib()
+    texts = [f"grit1(e=u8,k0={k},s0=binary16,esr=ratiomaxabs,ao=pairwise{t + 2})"
+             for t in range(4) for k in range(1, 400)]
+    errors = []
+
+    def reg(chunk):
+        for s in chunk:
+            b = s.encode()
+            if lib.grit_register_grade(b, len(b), None, None) != 0:
+                errors.append(s)
+
+    def look():
+        for _ in range(3000):
+            lib.grit_grade_canonical(grit.GRADE_MXFP4.id)
+
+    threads = [threading.Thread(target=reg, args=(texts[i::4],)) for i in range(4)]
+    threads += [threading.Thread(target=look) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    for s in texts:
+        b = s.encode()
+        assert lib.grit_grade_canonical(lib.grit_grade_id(b, len(b))) == b
+
+
+# ---------------------------------------------------------------------------
+# §7 grit_check
+
+def test_level1_never_reads_a_plane():
+    """§14: plane pointers that fault if read, any descriptor, level 1."""
+    import fuzz_strategies as F
+    lib, chooser = _lib(), F.RandomChooser(random.Random(6))
+    for _ in range(3000):
+        d = F.gen_descriptor(chooser).to_bytes()
+        v, _ = clib.view(d, [64, 32], [16, 1, 0, 1024])
+        for i in range(4):
+            v.plane[i] = 8 + 8 * i
+        assert lib.grit_check(ctypes.byref(v), 1, None) in range(5)
+
+
+def test_level2_says_what_it_could_not_verify():
+    """Metadata inside an interleaved data plane is not taken apart by
+    libgrit: the check passes and says so (as CheckReport.unverified)."""
+    d = grit.GRADE_I8S24.descriptor(placement_data=0x1000000000000005)
+    d = d.replace(flags=d.flags | 0x10)
+    sizes = grit.plane_sizes(d, (32,)).sizes
+    assert sizes[1:] == (0, 0, 0)
+    det = clib.check(d.to_bytes(), (32,), sizes, 2, [b"\xff" * sizes[0], None, None, None])
+    assert det.status == 0 and b"not verified" in det.message
+    det = clib.check(d.to_bytes(), (32,), sizes, 1)
+    assert det.status == 0 and det.message == b"Ok"
+
+
+def test_check_agrees_with_python_on_fuzzed_cases():
+    """scripts/compare_c_check.py on a small count: status, step, field and
+    plane of every case, and the gid where it is defined."""
+    import compare_c_check as C
+    n = int(os.environ.get("GRIT_LIBGRIT_CASES", 4000))
+    tally, mismatches = C.run(n, seed=11)
+    assert tally["cases"] == n and tally["level1 Ok"] > 0 and tally["gid compared"] > 0
+    assert mismatches == []
+
+
+# ---------------------------------------------------------------------------
+# §8-§10 decode / encode through the library
+
+def _c_encode(lib, g, x, axis, threads=1):
+    d = g.descriptor(group_axis=axis).to_bytes()
+    ps = grit.plane_sizes(Descriptor.from_bytes(d), x.shape).sizes
+    planes = [ctypes.create_string_buffer(max(n, 1)) for n in ps]
+    v, _ = clib.view(d, x.shape, ps)
+    for i, n in enumerate(ps):
+        if n:
+            v.plane[i] = ctypes.addressof(planes[i])
+    lin = np.ascontiguousarray(np.moveaxis(x, axis, -1)).reshape(-1)
+    det = clib.Detail()
+    st = lib.grit_encode(ctypes.byref(v), lin.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+                         lin.size, threads, ctypes.byref(det))
+    assert st == 0, det.message
+    return d, [planes[i].raw[:n] for i, n in enumerate(ps)]
+
+
+def _c_decode(lib, d, shape, planes, threads=1):
+    v, _keep = clib.view(d, shape, [len(p) for p in planes], planes)
+    n = int(np.prod(shape))
+    lin = np.empty(n, np.float32)
+    det = clib.Detail()
+    st = lib.grit_decode(ctypes.byref(v), lin.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), n,
+                         threads, ctypes.byref(det))
+    assert st == 0, det.message
+    return lin
+
+
+@pytest.mark.parametrize("name", sorted(REGISTERED_GRADES))
+def test_codec_equals_python(name):
+    lib, rng = _lib(), np.random.default_rng(7)
+    g = REGISTERED_GRADES[name]
+    for shape, axis in (((2, 512), 1), ((512, 3), 0), ((4, 2, 256), 2)):
+        x = (rng.standard_normal(shape) * rng.choice([1e-3, 1.0, 1e4])).astype(np.float32)
+        x.flat[rng.integers(0, x.size, 3)] = [0.0, -0.0, 1e-40]
+        if name != "GRADE_NVF4":          # a poisoned group (§9.1 rule 2)
+            x.flat[5] = np.nan
+        a = grit.encode(x, g, group_axis=axis)
+        d, planes = _c_encode(lib, g, x, axis)
+        assert d == a.descriptor.to_bytes()
+        assert planes == [bytes(p) for p in a.planes]
+        want = np.ascontiguousarray(np.moveaxis(grit.decode(a), axis, -1)).reshape(-1)
+        for threads in (1, 3):
+            got = _c_decode(lib, d, shape, planes, threads)
+            assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def test_codec_refuses_what_it_cannot_do():
+    lib = _lib()
+    g = grit.Grade.parse("grit1(e=e2m1,k0=32,s0=e8m0,po=msb,esr=exp2floormaxabs)")
+    s = g.canonical.encode()
+    lib.grit_register_grade(s, len(s), None, None)
+    d = g.descriptor().to_bytes()
+    v, _ = clib.view(d, [32], [16, 1, 0, 0], [bytes(16), bytes(1), None, None])
+    out = (ctypes.c_float * 32)()
+    det = clib.Detail()
+    assert lib.grit_decode(ctypes.byref(v), out, 32, 1, ctypes.byref(det)) == 2
+    assert b"no C codec" in det.message
+    col = grit.GRADE_MXFP4.descriptor(placement_data=0x1000000000000002).to_bytes()
+    v, _ = clib.view(col, [32], [16, 1, 0, 0], [bytes(16), bytes(1), None, None])
+    assert lib.grit_decode(ctypes.byref(v), out, 32, 1, ctypes.byref(det)) == 3
+    v, _ = clib.view(grit.GRADE_MXFP4.descriptor().to_bytes(), [32], [16, 1, 0, 0],
+                     [bytes(16), bytes(1), None, None])
+    assert lib.grit_decode(ctypes.byref(v), out, 31, 1, ctypes.byref(det)) == 1
+    assert det.field == b"out"
+
+
+# ---------------------------------------------------------------------------
+# C programs against the library: the conformance runner, the example
+
+def _build(tmp_path, src, out, *extra):
+    cc = _cc("cc", "gcc", "clang")
+    if cc is None:
+        pytest.skip("no C compiler")
+    exe = tmp_path / out
+    r = subprocess.run([cc, "-std=c99", "-D_POSIX_C_SOURCE=200809L", "-O1", "-Wall", "-Wextra",
+                        "-Werror", f"-I{clib.get_include()}", str(src), *extra,
+                        f"-L{Path(clib.get_library()).parent}",
+                        f"-Wl,-rpath,{Path(clib.get_library()).parent}", "-lgrit", "-o",
+                        str(exe)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return exe
+
+
+def test_conformance_runner_passes_every_vector(tmp_path):
+    exe = _build(tmp_path, ROOT / "spec" / "conformance" / "run.c", "run")
+    lines = subprocess.run([sys.executable, str(ROOT / "spec" / "conformance" / "to_lines.py")],
+                           capture_output=True, check=True).stdout
+    r = subprocess.run([str(exe)], input=lines, capture_output=True)
+    out = r.stdout.decode()
+    assert r.returncode == 0, out[-3000:]
+    assert " 0 differences" in out
+    # and it does notice a difference: one decoded bit flipped
+    bad = lines.replace(b" 40c00000 ", b" 40c00001 ", 1)
+    assert bad != lines
+    r = subprocess.run([str(exe)], input=bad, capture_output=True)
+    assert r.returncode == 1 and b"decoded bits" in r.stdout
+
+
+def test_example_builds_with_pkg_config_and_runs(tmp_path):
+    pc = shutil.which("pkg-config")
+    if pc is None:
+        pytest.skip("pkg-config is not installed")
+    env = dict(os.environ, PKG_CONFIG_PATH=grit.get_pkgconfig_dir())
+    flags = subprocess.run([pc, "--cflags", "--libs", "grit"], env=env, capture_output=True,
+                           text=True, check=True).stdout.split()
+    cc = _cc("cc", "gcc", "clang")
+    if cc is None:
+        pytest.skip("no C compiler")
+    exe = tmp_path / "check_tensor"
+    r = subprocess.run([cc, "-std=c99", "-Wall", "-Wextra", "-Werror",
+                        str(ROOT / "examples" / "c" / "check_tensor.c"), *flags, "-o", str(exe)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    _run_example(exe)
+
+
+def test_example_builds_with_cmake_and_runs(tmp_path):
+    cmake = shutil.which("cmake")
+    if cmake is None or _cc("cc", "gcc", "clang") is None:
+        pytest.skip("cmake or a C compiler is not installed")
+    b = tmp_path / "build"
+    for cmd in ([cmake, "-S", str(ROOT / "examples" / "c"), "-B", str(b),
+                 f"-Dgrit_DIR={grit.get_cmake_dir()}"], [cmake, "--build", str(b)]):
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    _run_example(b / "check_tensor")
+
+
+def _run_example(exe):
+    f = ROOT / "examples" / "clean" / "model.safetensors"
+    a = grit.load(str(f))["blk.0.attn_q.weight"]
+    r = subprocess.run([str(exe), str(f), "blk.0.attn_q.weight"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"Ok (Ok) gid {a.gid_base32}" in r.stdout
+
+
+def test_get_library_says_when_it_is_missing(monkeypatch, tmp_path):
+    monkeypatch.setattr(clib, "_PKG", tmp_path)
+    assert not clib.available()
+    with pytest.raises(grit.GritUsageError, match="libgrit was not built"):
+        clib.get_library()
+
+
+# ---------------------------------------------------------------------------
+# the sanitizer fuzz target, briefly
+
+def test_libfuzzer_campaign_short(tmp_path):
+    """scripts/fuzz_c.sh for GRIT_FUZZ_C_RUNS executions (default 10^5)
+    under ASan and UBSan: no report."""
+    if shutil.which("clang") is None:
+        pytest.skip("clang is not installed (apt-get install clang): no libFuzzer target")
+    runs = int(os.environ.get("GRIT_FUZZ_C_RUNS", 100000))
+    r = subprocess.run([str(ROOT / "scripts" / "fuzz_c.sh"), "600", f"-runs={runs}"],
+                       capture_output=True, text=True, cwd=ROOT,
+                       env=dict(os.environ, GRIT_FUZZ_C_OUT=str(tmp_path)))
+    if r.returncode == 77:
+        pytest.skip(f"clang cannot build a libFuzzer target here: {r.stderr.strip()[-200:]}")
+    assert r.returncode == 0, r.stderr[-3000:]
+    done = [ln for ln in r.stderr.splitlines() if ln.startswith("stat::number_of_executed_units")]
+    assert done and int(done[0].split()[-1]) >= runs
