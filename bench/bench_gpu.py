@@ -122,8 +122,7 @@ def main() -> None:
         shape = (a.rows, a.cols)
         bd = torch.from_numpy(b.reshape(-1)).to(dev)
         fn = lambda name=name, bd=bd, shape=shape: gtr.decode_blocks(name, bd, shape)  # noqa: E731
-        ref = grit.decode(G._zero_copy(name, b.reshape(-1), shape) if name in ZERO_COPY
-                          else G._CONVERT[name](b, shape))
+        ref = grit.decode(G.converted(name, b.reshape(-1) if name in ZERO_COPY else b, shape))
         ok = bool(np.array_equal(fn().cpu().numpy().view(np.uint32), ref.view(np.uint32)))
         record(f"grit ggml {name}", fn, b.size + 4 * n, ok)
 
