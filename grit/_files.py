@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
+import json
 import os
+import re
 import signal
 import stat
 import tempfile
@@ -13,7 +16,8 @@ from typing import BinaryIO, Iterator
 
 from .errors import GritUsageError
 
-__all__ = ["atomic_write", "open_regular", "NotRegularFileError"]
+__all__ = ["atomic_write", "open_regular", "NotRegularFileError", "read_regular", "loads_json",
+           "check_output", "MAX_JSON_DEPTH"]
 
 
 class NotRegularFileError(OSError):
@@ -47,6 +51,68 @@ def open_regular(path) -> BinaryIO:
     except BaseException:
         os.close(fd)
         raise
+
+
+def read_regular(path, limit: int) -> bytes:
+    """The bytes of the regular file ``path`` (:func:`open_regular`: a FIFO,
+    a device or a directory is NotRegularFileError) when it holds at most
+    ``limit`` bytes; a larger one is a GritUsageError, found by reading at
+    most ``limit + 1`` bytes (a file that grows while read is bounded too)."""
+    with open_regular(path) as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise GritUsageError(f"{os.fspath(path)!r}: larger than {limit} bytes")
+    return data
+
+
+#: JSON documents grit reads nest at most this deep (arrays and objects)
+MAX_JSON_DEPTH = 64
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def loads_json(data: bytes | str, what: str, max_depth: int = MAX_JSON_DEPTH):
+    """``data`` (UTF-8 bytes or text) parsed as JSON, nesting at most
+    ``max_depth`` deep; anything else — undecodable bytes, invalid JSON,
+    deeper nesting (decided before parsing, so the parser cannot run out of
+    stack) — is a ValueError naming ``what``."""
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        try:
+            text = bytes(data).decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise ValueError(f"{what}: not UTF-8 ({e})"[:300]) from None
+    else:
+        text = data
+    marks = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text))
+    if marks and max(itertools.accumulate(_STEP[c] for c in marks)) > max_depth:
+        raise ValueError(f"{what}: JSON nested deeper than {max_depth} levels")
+    try:
+        return json.loads(text)
+    except ValueError as e:
+        raise ValueError(f"{what}: not valid JSON ({e})"[:300]) from None
+
+
+def check_output(path) -> str:
+    """``path`` checked as a file grit may write a report to: a regular file
+    or a character device (``/dev/null``, a terminal) when it exists — a
+    directory, FIFO (whose open waits for a reader), socket or block device
+    is refused — and otherwise a name in a folder that exists.  The path;
+    GritUsageError for one refused."""
+    p = os.fspath(path)
+    try:
+        mode = os.stat(p).st_mode
+    except FileNotFoundError:
+        folder = os.path.dirname(os.path.abspath(p))
+        if not os.path.isdir(folder):
+            raise GritUsageError(f"cannot write {p!r}: the folder {folder!r} does not exist") \
+                from None
+        return p
+    except OSError as e:
+        raise GritUsageError(f"cannot write {p!r}: {e.strerror or e}") from None
+    if not (stat.S_ISREG(mode) or stat.S_ISCHR(mode)):
+        raise GritUsageError(f"cannot write {p!r}: it is {_kind(mode)}")
+    return p
 
 
 def _umask() -> int:

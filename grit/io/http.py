@@ -59,7 +59,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from ..errors import GritUsageError
-from .source import ByteSource, SourceRangeError
+from .source import ByteSource, LimitError, SourceRangeError
 
 __all__ = ["HTTPSource", "CachedSource", "RemoteError", "RemoteLimitError", "is_url",
            "HeaderCache", "default_cache", "CACHED_READS", "SMALL_READ", "cacheable",
@@ -84,7 +84,7 @@ class RemoteError(GritUsageError):
         self.status = status
 
 
-class RemoteLimitError(RemoteError):
+class RemoteLimitError(RemoteError, LimitError):
     """A cap of the :class:`NetPolicy` was reached: the requests or body
     bytes one file or one scan may move (``grit scan`` reports it as S808)."""
 
@@ -360,6 +360,11 @@ class _Guard:
         return io.BufferedReader(_GuardIO(self), 8192)
 
     def close(self) -> None:
+        """http.client closes its connection once a response that ends the
+        connection has begun; the response still reads through it, so the
+        socket is closed only by :meth:`really_close`."""
+
+    def really_close(self) -> None:
         self.sock.close()
 
 
@@ -468,7 +473,8 @@ class _Open:
                                   f"{seconds:.1f} s)", self.status) from None
             except (OSError, http.client.HTTPException, ValueError) as e:
                 raise RemoteError(f"{self.url}: the body broke off after {got} of {want} "
-                                  f"bytes ({type(e).__name__})", self.status) from None
+                                  f"bytes ({type(e).__name__}: {str(e)[:80]})",
+                                  self.status) from None
             if not piece:
                 break
             mv[got:got + len(piece)] = piece
@@ -480,6 +486,7 @@ class _Open:
             self.resp.close()
         with contextlib.suppress(Exception):
             self.conn.close()
+        self.guard.really_close()
 
     def __enter__(self):
         return self
@@ -507,6 +514,7 @@ def _once(u: ParsedURL, headers: dict, p: NetPolicy) -> _Open:
         resp = conn.getresponse()
     except BaseException:
         conn.close()
+        guard.really_close()
         raise
     out = _Open(conn, resp, guard, u.url)
     if len(resp.headers) > p.max_headers:

@@ -17,12 +17,12 @@ from ..io import safetensors as _st
 from ..io import sniff as _sniff_file
 from ..io import hub as _hub
 from ..io.gguf import GGUFContents
-from ..io.http import default_cache, is_url
+from ..io.http import default_cache, is_url, parse_url
 from ..io.hub import HubPath, is_hub, is_remote
 from ..io.problems import ProblemKind
 from ..io.recognise import read_config, read_remote_config
 from ..io.safetensors import SafetensorsFile
-from ..io.source import ByteSource
+from ..io.source import ByteSource, LimitError
 from .findings import Finding
 
 __all__ = ["MODEL_SUFFIXES", "MANIFEST_SUFFIXES", "INDEX_SUFFIX", "ScannedFile", "Input",
@@ -70,7 +70,11 @@ def why(e: BaseException) -> str:
 
 
 def checkpoint_of(path: str) -> str:
-    """Shards ``model-00001-of-00004.safetensors`` … form one checkpoint."""
+    """Shards ``model-00001-of-00004.safetensors`` … form one checkpoint.
+    A URL's checkpoint is named from its path alone: a query (a pre-signed
+    URL's signature) and a fragment are not part of any sibling's name."""
+    if is_url(path):
+        path = path.split("#", 1)[0].split("?", 1)[0]
     folder, base = os.path.split(path)
     m = _SHARD.match(base)
     return os.path.join(folder, m["stem"] + m["ext"]) if m else path
@@ -230,6 +234,10 @@ def expand(paths: Sequence[str], findings: list[Finding],
     def hub(p: str, from_manifest: str | None) -> None:
         try:
             where = HubPath.parse(p)
+        except GritError as e:
+            bad("S809", p, str(e))
+            return
+        try:
             r = _hub.repo(where)
         except GritError as e:
             bad("S805", p, f"cannot read the Hub repository: {why(e)}")
@@ -267,6 +275,11 @@ def expand(paths: Sequence[str], findings: list[Finding],
             hub(p, from_manifest)
             return
         if is_url(p):                    # a remote file: its reader says what it is
+            try:
+                parse_url(p)
+            except GritError as e:
+                bad("S809", p, str(e))
+                return
             if p.split("?")[0].lower().endswith(INDEX_SUFFIX):
                 remote_index(p, p.rsplit("/", 1)[0], ())
             else:
@@ -400,10 +413,12 @@ def _read(inp: Input, read: Callable[[], list]) -> Input:
     error it raises, or an UNREADABLE problem, is ``file.error`` and an S805
     finding; otherwise the file is parsed."""
     rec = inp.file
+    limited = False
     try:
         problems = read()
     except (OSError, GritError, ValueError) as e:
         rec.error = why(e)
+        limited = isinstance(e, LimitError)
     else:
         fatal = [p for p in problems if p.kind is ProblemKind.UNREADABLE]
         if fatal:
@@ -413,7 +428,7 @@ def _read(inp: Input, read: Callable[[], list]) -> Input:
             rec.parsed = True
     if rec.error:
         inp.safetensors = inp.gguf = None
-        inp.findings.append(Finding("S805", rec.path, None,
+        inp.findings.append(Finding("S808" if limited else "S805", rec.path, None,
                                     f"could not read as {rec.format}: {rec.error}"))
     return inp
 

@@ -32,6 +32,7 @@ import os
 from dataclasses import dataclass, field
 from typing import IO, Any, Callable, Iterable, Iterator, Sequence
 
+from .._files import loads_json, open_regular
 from ..errors import GritError, GritUsageError
 from ..io.http import is_url
 from . import scan
@@ -165,8 +166,8 @@ def read_out(path: str) -> Kept:
         return kept
     bad: int | None = None
     off = 0
-    with open(path, "rb") as f:
-        for n, line in enumerate(f, 1):
+    with open_regular(path) as f:
+        for n, line in enumerate(iter(lambda: f.readline(MAX_LINE + 1), b""), 1):
             end = off + len(line)
             rec = _record(line)
             if rec is None:
@@ -182,16 +183,30 @@ def read_out(path: str) -> Kept:
     return kept
 
 
+#: the longest record line read back (a longer one is not a record)
+MAX_LINE = 64 << 20
+
+
 def _record(line: bytes) -> dict | None:
-    if not line.endswith(b"\n"):
+    """One line of an output file as a record, or None when it is not one:
+    cut short, not JSON (or nested past MAX_JSON_DEPTH), not a file or
+    entry record, or an entry record without its fields (``complete`` a
+    bool, ``exit_codes`` an integer for every policy)."""
+    if not line.endswith(b"\n") or len(line) > MAX_LINE:
         return None
     try:
-        rec = json.loads(line)
+        rec = loads_json(line, "record")
     except ValueError:
         return None
     if not isinstance(rec, dict) or rec.get("type") not in ("file", "entry") or \
             not isinstance(rec.get("entry"), str):
         return None
+    if rec["type"] == "entry":
+        codes = rec.get("exit_codes")
+        if not isinstance(rec.get("complete"), bool) or not isinstance(codes, dict) or \
+                not all(isinstance(codes.get(k), int) and not isinstance(codes.get(k), bool)
+                        and 0 <= codes[k] <= 4 for k in POLICIES):
+            return None
     return rec
 
 
