@@ -58,7 +58,7 @@ from .http import (SMALL_READ, CachedSource, HeaderCache, HTTPSource, NetPolicy,
 
 __all__ = ["HF_PREFIX", "HubPath", "HubFile", "HubRepo", "HubSource", "HubUnavailable",
            "is_hub", "is_remote", "repo", "endpoint", "read_small", "exists", "session",
-           "in_session", "http_source"]
+           "in_session", "http_source", "signed"]
 
 HF_PREFIX = "hf://"
 DEFAULT_ENDPOINT = "https://huggingface.co"
@@ -444,6 +444,8 @@ class _Session:
     answers: dict[tuple[str, int], Any] = field(default_factory=dict)
     asking: dict[tuple[str, int], threading.Lock] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    #: the folders of model files named by pre-signed URLs (:func:`signed`)
+    signed: set[str] = field(default_factory=set)
 
 
 _SESSION: "contextvars.ContextVar[_Session | None]" = contextvars.ContextVar(
@@ -508,6 +510,8 @@ def read_small(path: str, limit: int) -> bytes | None:
     None when it is absent (HTTP 404; a name the repository listing lacks).
     Any other failure is a RemoteError.  Inside a :func:`session`, asked
     once."""
+    if _beside_signed(path):
+        return None
     return _once((path, limit), lambda: _read_small(path, limit))
 
 
@@ -553,6 +557,8 @@ def exists(path: str) -> bool:
     (the repository listing lacks it); a server that fails otherwise counts
     as holding it, so the read that follows reports the failure.  Inside a
     :func:`session`, asked once (the probe a read of it makes)."""
+    if _beside_signed(path):
+        return False
     return _once((path, -1), lambda: _exists(path))
 
 
@@ -574,7 +580,24 @@ def _exists(path: str) -> bool:
     return True
 
 
-#: the answers that say a file beside a remote model file (http(s)) is not
-#: there to read: 404, and 401/403 (a pre-signed URL signs its own object
-#: only: the names beside it are refused, not missing)
-_ABSENT = frozenset({401, 403, 404})
+#: the answer that says a file beside a remote model file (http(s)) is not there
+_ABSENT = frozenset({404})
+
+
+def signed(url: str) -> None:
+    """In this :func:`session`, ``url`` is a model file named with a query
+    (a pre-signed URL: the signature covers that object alone), so the
+    files beside it are not asked for: :func:`exists` says False and
+    :func:`read_small` None for any name in its folder."""
+    s = _SESSION.get()
+    if s is not None and is_url(url) and "?" in url:
+        with s.lock:
+            s.signed.add(url.split("?", 1)[0].rsplit("/", 1)[0] + "/")
+
+
+def _beside_signed(path: str) -> bool:
+    s = _SESSION.get()
+    if s is None or not s.signed or not is_url(path):
+        return False
+    with s.lock:
+        return any(path.startswith(f) for f in s.signed)

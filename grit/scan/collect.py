@@ -280,6 +280,7 @@ def expand(paths: Sequence[str], findings: list[Finding],
             except GritError as e:
                 bad("S809", p, str(e))
                 return
+            _hub.signed(p)               # a pre-signed URL's siblings are not asked for
             if p.split("?")[0].lower().endswith(INDEX_SUFFIX):
                 remote_index(p, p.rsplit("/", 1)[0], ())
             else:
