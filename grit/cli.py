@@ -375,7 +375,7 @@ def scan_cmd(paths, deep: bool, fmt: str | None, as_json: bool, exit_policy: str
     GRIT_NET_SCAN_*: S808 when reached).  A malformed URL or hf:// name is a
     usage error before anything is sent.  Readers refuse more than
     GRIT_MAX_GGUF_KV GGUF KV entries (65536) and GRIT_MAX_TENSORS tensors
-    (262144) per file (S808).
+    (131072) per file (S808).
 
     \b
     Example:  grit scan examples/

@@ -128,3 +128,31 @@ def test_a_full_disk_is_one_line_and_an_exit_status(tmp_path):
     with open("/dev/full", "wb") as full:
         code, _, err = _grit("scan", "--format", "json", str(d), stdout=full)
     assert code == 4 and "cannot write the report" in err, err
+
+
+@pytest.mark.parametrize("fmt", ["json", "jsonl", "sarif", "text"])
+def test_names_that_are_not_utf8_are_escaped_one_way_in_every_format(tmp_path, fmt):
+    """A byte of a file name that is not UTF-8 is written as the text \\xHH
+    (the text report's escape) in every format — never a lone surrogate, never
+    a traceback; a SARIF URI carries it %-encoded as the byte itself."""
+    from safetensors.numpy import save_file  # noqa: PLC0415
+    d = os.fsdecode(os.path.join(os.fsencode(str(tmp_path)), b"d\xfe"))
+    os.mkdir(d)
+    save_file({"a": np.ones(4, np.float32)}, os.fsdecode(os.path.join(os.fsencode(d),
+                                                                      b"ok\xff.safetensors")))
+    with open(os.fsdecode(os.path.join(os.fsencode(d), b"j\xffunk.safetensors")), "wb") as f:
+        f.write(b"junk" * 10)
+    env = {**os.environ, "PYTHONPATH": ROOT, "GRIT_CACHE_DIR": os.devnull}
+    r = subprocess.run([sys.executable, "-m", "grit.cli", "scan", "--format", fmt,
+                        os.path.relpath(d)], capture_output=True, env=env, timeout=60,
+                       cwd=os.getcwd())
+    assert b"Traceback" not in r.stderr and r.returncode == 1, r.stderr[-2000:]
+    text = r.stdout.decode("utf-8")                     # valid UTF-8
+    docs = [json.loads(x) for x in text.splitlines()] if fmt == "jsonl" else (
+        [json.loads(text)] if fmt != "text" else [])
+    for doc in docs:                                    # no lone surrogate anywhere
+        json.dumps(doc, ensure_ascii=False).encode("utf-8")
+    assert "d\\xfe" in (text if fmt == "text" else json.dumps(docs, ensure_ascii=False)
+                        .replace("\\\\", "\\"))
+    if fmt == "sarif":
+        assert "d%FE/j%FFunk.safetensors" in text

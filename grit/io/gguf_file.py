@@ -6,7 +6,7 @@ file before using it (a string length, an array count, ``n_kv``, ``n_tensors``,
 ``n_dims``), so a lying header costs neither memory nor time; ``n_kv`` and
 ``n_tensors`` the bytes could hold but past their limits
 (:func:`grit.io.source.limit`: ``GRIT_MAX_GGUF_KV``, default 65536;
-``GRIT_MAX_TENSORS``, default 262144) are a
+``GRIT_MAX_TENSORS``, default 131072) are a
 :class:`~grit.io.source.LimitError` before those entries are walked, so a
 header costs at most the limits' entries.  It returns a
 :class:`GGUFFile`: the KV entries (decoded on demand), the tensor infos and

@@ -52,7 +52,7 @@ class LimitError(GritUsageError):
 #: the environment variable that overrides each (read at each use)
 LIMITS: dict[str, tuple[int, str]] = {
     "gguf_kv": (1 << 16, "GRIT_MAX_GGUF_KV"),
-    "tensors": (1 << 18, "GRIT_MAX_TENSORS"),
+    "tensors": (1 << 17, "GRIT_MAX_TENSORS"),
 }
 
 

@@ -37,7 +37,7 @@ from ..errors import GritError, GritUsageError
 from ..io.http import is_url
 from . import scan
 from .collect import INDEX_SUFFIX, MODEL_SUFFIXES, read_manifest, sniff
-from .report import FAIL_ON, SCHEMA_VERSION, ScanReport, exit_code
+from .report import FAIL_ON, SCHEMA_VERSION, ScanReport, exit_code, no_lone_surrogates
 
 __all__ = ["scan_many", "entries_of", "entry_records", "failed_record", "read_out",
            "ManyRun", "run_exit_code", "POLICIES", "DASK_EXTRA"]
@@ -269,7 +269,8 @@ def scan_many(entries: Sequence[str], *, client: Any = None, deep: bool = False,
             progress(0, n, "")
         for i, (e, recs) in enumerate(_results(todo, client, deep, cache, jobs, retries), 1):
             if sink is not None:
-                sink.write("".join(json.dumps(r, default=str) + "\n" for r in recs))
+                sink.write("".join(no_lone_surrogates(json.dumps(r, default=str)) + "\n"
+                                   for r in recs))
                 sink.flush()
             elif run.records is not None:
                 run.records.extend(recs)
