@@ -31,6 +31,7 @@ no_status       closes without a byte
 from __future__ import annotations
 
 import gzip
+import zlib
 import re
 import socket
 import socketserver
@@ -39,6 +40,18 @@ import time
 from urllib.parse import parse_qs, urlsplit, urlencode
 
 _RANGE = re.compile(rb"^range:\s*bytes=(\d+)-(\d*)\s*$", re.IGNORECASE | re.MULTILINE)
+
+
+_BOMB: list[bytes] = []
+
+
+def _bomb() -> bytes:
+    """64 MiB of zeros, gzip-compressed (about 64 KiB), made once."""
+    if not _BOMB:
+        c = zlib.compressobj(9, zlib.DEFLATED, 31)       # gzip framing, 1 MiB at a time
+        zero = bytes(1 << 20)
+        _BOMB.append(b"".join([c.compress(zero) for _ in range(64)] + [c.flush()]))
+    return _BOMB[0]
 
 
 class Virtual:
@@ -86,6 +99,8 @@ class HostileServer:
 
     def __init__(self, data=b"", *, linger: float = 30.0) -> None:
         self.data = data
+        #: other files, by the last part of the URL's path (``data`` otherwise)
+        self.files: dict = {}
         self.requests = 0
         self.linger = linger            # the longest a misbehaving answer goes on
         self._lock = threading.Lock()
@@ -141,11 +156,11 @@ class HostileServer:
         self.close()
 
     # -- answers ---------------------------------------------------------------
-    def _range(self, head: bytes) -> tuple[int, int] | None:
+    def _range(self, head: bytes, data) -> tuple[int, int] | None:
         m = _RANGE.search(head)
         if m is None:
             return None
-        size = len(self.data)
+        size = len(data)
         a = int(m.group(1))
         b = min(int(m.group(2)) if m.group(2) else size - 1, size - 1)
         return a, b
@@ -162,14 +177,15 @@ class HostileServer:
         n = int(q.get("n", "0") or 0)
         pause = float(q.get("pause", "0.5"))
         end = time.monotonic() + self.linger
-        size = len(self.data)
-        rng = self._range(head)
+        data = self.files.get(parts.path.rsplit("/", 1)[-1], self.data)
+        size = len(data)
+        rng = self._range(head, data)
         a, b = rng if rng is not None else (0, size - 1)
         if rng is not None and a >= size:
             s.sendall(b"HTTP/1.1 416 Range Not Satisfiable\r\nContent-Range: bytes */%d\r\n"
                       b"Content-Length: 0\r\n\r\n" % size)
             return
-        body = self.data[a:b + 1]
+        body = data[a:b + 1]
         crange = b"Content-Range: bytes %d-%d/%d\r\n" % (a, b, size)
         ok = (b"HTTP/1.1 206 Partial Content\r\n" + crange + b'ETag: "hostile"\r\n'
               b"Content-Length: %d\r\n\r\n" % len(body))
@@ -207,7 +223,7 @@ class HostileServer:
                       + b"\r\nContent-Length: 0\r\n\r\n")
         elif behaviour == "ignore_range":
             s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % size)
-            s.sendall(self.data[0:min(size, 1 << 20)])
+            s.sendall(data[0:min(size, 1 << 20)])
         elif behaviour == "wrong_range":
             c = min(size - 1, a + 1)
             s.sendall(b"HTTP/1.1 206 Partial Content\r\nContent-Range: bytes %d-%d/%d\r\n"
@@ -235,7 +251,7 @@ class HostileServer:
             while time.monotonic() < end and not self._stop.is_set():
                 s.sendall(b"%x;ext=%s\r\n" % (k, b"e" * 100) + b"y" * k + b"\r\n")
         elif behaviour == "gzip":
-            payload = gzip.compress(b"\0" * (64 << 20) if q.get("bomb") else bytes(body))
+            payload = _bomb() if q.get("bomb") else gzip.compress(bytes(body))
             s.sendall(b"HTTP/1.1 206 Partial Content\r\n" + crange + b"Content-Encoding: gzip\r\n"
                       b"Content-Length: %d\r\n\r\n" % len(payload) + payload)
         elif behaviour == "status":

@@ -215,3 +215,13 @@ def test_a_damaged_or_foreign_cache_entry_is_a_miss(tmp_path):
 def test_a_bad_policy_in_the_environment_is_a_usage_error():
     r = CliRunner().invoke(main, ["scan", "x.safetensors"], env={"GRIT_NET_TIMEOUT": "soon"})
     assert r.exit_code == 2 and "GRIT_NET_TIMEOUT" in r.output
+
+
+def test_the_remote_campaign_at_a_ci_budget():
+    """scripts/fuzz_remote.py's engine, a few hundred cases: no escape, no
+    case past its bound (the full campaign: docs/scan.md, "Network policy")."""
+    import runpy  # noqa: PLC0415
+    campaign = runpy.run_path(os.path.join(ROOT, "scripts", "fuzz_remote.py"))["campaign"]
+    out = campaign(300, seed=11, workers=4, log=lambda *a: None)
+    assert out["escapes"] == [] and out["hangs"] == [], (out["escapes"][:3], out["hangs"][:3])
+    assert out["exchanges"] >= 300
