@@ -12,12 +12,22 @@ import signal
 import stat
 import tempfile
 import threading
-from typing import BinaryIO, Iterator
+import weakref
+from typing import Any, BinaryIO, Iterable, Iterator
+
+import numpy as np
 
 from .errors import GritUsageError
 
 __all__ = ["atomic_write", "open_regular", "NotRegularFileError", "read_regular", "loads_json",
-           "check_output", "MAX_JSON_DEPTH"]
+           "check_output", "MAX_JSON_DEPTH", "GritFileError", "register_map", "check_mapped",
+           "MappedTensors", "check_tensors"]
+
+
+class GritFileError(GritUsageError):
+    """A file is not a well-formed container (header, offsets, dtypes, the
+    ``__grit__`` document), or changed under grit's map of it.  A
+    GritUsageError, as for an unreadable GGUF."""
 
 
 class NotRegularFileError(OSError):
@@ -113,6 +123,127 @@ def check_output(path) -> str:
     if not (stat.S_ISREG(mode) or stat.S_ISCHR(mode)):
         raise GritUsageError(f"cannot write {p!r}: it is {_kind(mode)}")
     return p
+
+
+# ---------------------------------------------------------------------------
+# files mapped into memory, and the check before their views are read
+#
+# A read of a mapped page the file no longer holds (the file was truncated
+# after it was mapped) is SIGBUS: the process dies.  Every map grit makes of
+# a local file is registered here with a duplicate of its descriptor, and
+# check_mapped, called before grit reads through views of it (decode, digest,
+# save, a loaded tensor handed out), compares the file's size now with the
+# size mapped: smaller is a GritFileError instead of a crash.  (A truncation
+# between the check and the read still faults: the check closes the window
+# grit's own calls leave, not a race with another process.)
+
+_MAPPED: dict[int, tuple[int, int, str]] = {}   # id(map) -> (fd, size, name)
+_MAPPED_LOCK = threading.Lock()
+
+
+def register_map(mm: Any, size: int, fd: int, name: str) -> None:
+    """Register the map ``mm`` of ``size`` bytes of the file open as ``fd``
+    until ``mm`` is collected (its last view gone)."""
+    if size <= 0:
+        return
+    dup = os.dup(fd)
+    key = id(mm)
+    with _MAPPED_LOCK:
+        _MAPPED[key] = (dup, size, name)
+    weakref.finalize(mm, _forget, key, dup)
+
+
+def _forget(key: int, dup: int) -> None:
+    with _MAPPED_LOCK:
+        if _MAPPED.get(key, (None,))[0] == dup:
+            del _MAPPED[key]
+    with contextlib.suppress(OSError):
+        os.close(dup)
+
+
+def _owner(b: Any) -> Any:
+    """The object whose memory ``b`` views, through memoryviews' exporters
+    and ndarrays' bases (a map, for a view of one)."""
+    for _ in range(64):
+        if isinstance(b, memoryview):
+            b = b.obj
+        elif isinstance(b, np.ndarray) and b.base is not None:
+            b = b.base
+        else:
+            break
+    return b
+
+
+def check_mapped(buffers: Iterable[Any]) -> None:
+    """Raise GritFileError when any of ``buffers`` views a registered map
+    whose file is now shorter than when it was mapped (reading it would
+    kill the process with SIGBUS); otherwise nothing.  One dict look-up per
+    buffer, and one fstat per map (about 1-3 us a call)."""
+    if not _MAPPED:
+        return
+    seen: set[int] = set()
+    for b in buffers:
+        if b is None or isinstance(b, bytes):
+            continue
+        key = id(_owner(b))
+        got = _MAPPED.get(key)
+        if got is None or key in seen:
+            continue
+        seen.add(key)
+        fd, size, name = got
+        try:
+            now = os.fstat(fd).st_size
+        except OSError:
+            now = -1
+        if now < size:
+            raise GritFileError(f"{name}: the file changed while it was mapped: {size} bytes "
+                                f"when loaded, {max(now, 0)} now; its tensors can no longer "
+                                "be read (load it again)")
+
+
+def _buffers_of(v: Any) -> tuple:
+    """The mapped buffers a loaded value reads: an ndarray itself; a GRIT
+    array's planes once built, else the storage it builds them from."""
+    if isinstance(v, np.ndarray):
+        return (v,)
+    planes = getattr(v, "_planes", None)
+    if planes is not None:
+        return tuple(planes)
+    src = getattr(v, "_source", None)
+    data = getattr(src, "data", None)
+    return (data,) if data is not None else ()
+
+
+def check_tensors(tensors) -> None:
+    """:func:`check_mapped` over every value of a mapping of tensors (what
+    a writer is about to read)."""
+    vals = dict.values(tensors) if isinstance(tensors, dict) else tensors.values()
+    check_mapped(b for v in vals for b in _buffers_of(v))
+
+
+class MappedTensors(dict):
+    """A dict of tensors loaded as views of a mapped file: each value
+    handed out (``[]``, ``get``, ``values``, ``items``) is checked first
+    (:func:`check_mapped`), so a file truncated since it was loaded is a
+    GritFileError rather than a SIGBUS when the value is read."""
+
+    def __getitem__(self, key):
+        v = dict.__getitem__(self, key)
+        check_mapped(_buffers_of(v))
+        return v
+
+    def get(self, key, default=None):
+        return self[key] if key in self else default
+
+    def values(self):
+        vals = list(dict.values(self))
+        check_mapped(b for v in vals for b in _buffers_of(v))
+        return vals
+
+    def items(self):
+        its = list(dict.items(self))
+        check_mapped(b for _, v in its for b in _buffers_of(v))
+        return its
 
 
 def _umask() -> int:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from .._files import open_regular
+from .._files import check_tensors, open_regular
 from ..errors import GritUsageError
 from . import gguf as _gguf
 from . import safetensors as _st
@@ -91,6 +91,7 @@ def save(path, tensors, metadata=None, *, format: str | None = None, **options) 
     if not isinstance(tensors, Mapping):
         raise GritUsageError(f"save(path, tensors): tensors must be a mapping of name to "
                              f"GritArray or ndarray, got {type(tensors).__name__}")
+    check_tensors(tensors)        # a mapped file truncated since: GritFileError, not SIGBUS
     fmt = format
     if fmt is None:
         fmt = "gguf" if os.fspath(path).lower().endswith(".gguf") else "safetensors"
@@ -108,4 +109,6 @@ def save(path, tensors, metadata=None, *, format: str | None = None, **options) 
 
 def save_gguf(path, tensors, metadata=None, **options) -> None:
     """:func:`grit.io.gguf.save_gguf`."""
+    if isinstance(tensors, Mapping):
+        check_tensors(tensors)
     return _gguf.save_gguf(path, tensors, metadata, **options)

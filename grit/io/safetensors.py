@@ -35,7 +35,7 @@ import numpy as np
 
 from .. import descriptor as D
 from ..facts import PLANE_NAMES
-from .._files import atomic_write
+from .._files import GritFileError, MappedTensors, atomic_write
 from ..array import GritArray
 from ..errors import GritError, GritUsageError
 from ..fingerprint import base32_encode, gid as _gid
@@ -65,11 +65,6 @@ MAX_RANK = 64
 NUMEL_CAP = 1 << 64
 
 _WORD_KEY = re.compile(r"0x[0-9a-f]{16}\Z")
-
-
-class GritFileError(GritUsageError):
-    """A file is not a well-formed container (header, offsets, dtypes, the
-    ``__grit__`` document).  A GritUsageError, as for an unreadable GGUF."""
 
 
 def plane_tensor_name(name: str, role: str) -> str:
@@ -764,7 +759,7 @@ class CheckFailed:
         raise self.error
 
 
-class SafetensorsTensors(dict):
+class SafetensorsTensors(MappedTensors):
     """``{name: GritArray | ndarray | CheckFailed}`` in file order, with
     ``.metadata`` (the user's ``__metadata__``, without ``__grit__``),
     ``.convention`` ("grit-safetensors/1", "descriptor-map" or None) and

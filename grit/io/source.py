@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .._files import open_regular
+from .._files import open_regular, register_map
 from ..errors import GritUsageError
 
 __all__ = ["ByteSource", "LocalFile", "Span", "SourceRangeError", "ShortReadError",
@@ -266,6 +266,9 @@ class LocalFile(ByteSource):
             self._mm = mm
             self._map = memoryview(mm)[:self.size]
             self._base = address_of(self._map)
+            # (reads through views are checked against the file's size first:
+            # grit._files.check_mapped, so that a truncated file is no SIGBUS)
+            register_map(mm, self.size, self._f.fileno(), self.name)
         return self._map
 
     def _view(self, offset: int, length: int):
