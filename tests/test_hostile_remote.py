@@ -225,3 +225,24 @@ def test_the_remote_campaign_at_a_ci_budget():
     out = campaign(300, seed=11, workers=4, log=lambda *a: None)
     assert out["escapes"] == [] and out["hangs"] == [], (out["escapes"][:3], out["hangs"][:3])
     assert out["exchanges"] >= 300
+
+
+@pytest.mark.parametrize("behaviour", ["trickle_head", "silent", "continue"])
+def test_a_hostile_hub_endpoint_is_a_finding_in_bounded_time(monkeypatch, behaviour):
+    """huggingface_hub's own API call runs under grit's watchdog
+    (2 * timeout + 1 MiB / min_rate): a Hub that trickles its headers, never
+    answers or sends 100 Continue without end is an S805 finding in time."""
+    pytest.importorskip("huggingface_hub")
+    from grit.io import hub as _hub  # noqa: PLC0415
+    with HostileServer(b"", linger=20) as s:
+        ep = s.url(behaviour, "x").rsplit("/", 1)[0]
+        monkeypatch.setenv("HF_ENDPOINT", ep)
+        monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+        _hub._OPEN.clear()
+        p = NetPolicy(timeout=T, min_rate=1 << 20, retries=0)
+        t = time.monotonic()
+        with use_policy(p):
+            rep = scan(["hf://org/repo"], cache=False)
+        took = time.monotonic() - t
+        assert {f.code for f in rep.findings} == {"S805"}, [f.message for f in rep.findings]
+        assert took < 2 * T + 1 + 1.5, took

@@ -25,9 +25,9 @@ size and the byte range.
 The one Hub API call (``repo_info``: the commit and the listing) goes
 through ``huggingface_hub`` (its httpx2 client) with the policy's timeout
 per read, and under a watchdog: it runs on a daemon thread, and a call not
-answered within the policy's ``timeout`` plus ``timeout + 16 MiB /
-min_rate`` (the listing's body) is a RemoteError — the thread is left to
-end on its own read timeout.
+answered within ``2 * timeout + 1 MiB / min_rate`` seconds (36 s at the
+defaults) is a RemoteError — the thread is left to end on its own read
+timeout.
 
 The token is ``huggingface_hub``'s own lookup (``HF_TOKEN``, else the saved
 token) and the endpoint ``HF_ENDPOINT`` (else ``https://huggingface.co``),
@@ -76,8 +76,8 @@ _REVISION = re.compile(r"^(?!.*\.\.)(?!.*//)[^\x00-\x20\x7f~^:?*\[\\]+$")
 _REPO_PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
 #: the most files a repository listing may hold (the largest Hub repos hold ~10^5)
 MAX_LISTING = 1_000_000
-#: the largest listing body the watchdog waits for at the policy's min_rate
-_LISTING_BYTES = 1 << 24
+#: the listing body the watchdog allows time for at the policy's min_rate
+_LISTING_BYTES = 1 << 20
 #: repositories kept open (by endpoint, token, kind, id and commit sha)
 _KEEP = 32
 
