@@ -389,7 +389,7 @@ def _response_class(p: NetPolicy):
             self.interim += 1
             if self.interim > p.max_interim + 1:
                 raise _TooLong(f"more than {p.max_interim} interim (1xx) responses")
-            return super()._read_status()
+            return super()._read_status()  # type: ignore[misc]
     return Response
 
 
@@ -501,7 +501,7 @@ def _once(u: ParsedURL, headers: dict, p: NetPolicy) -> _Open:
     guard = _connect(u, p)
     conn_class = http.client.HTTPSConnection if u.scheme == "https" else http.client.HTTPConnection
     conn = conn_class(u.host, u.port)
-    conn.sock = guard                                     # type: ignore[assignment]
+    conn.sock = guard
     conn.response_class = _response_class(p)
     try:
         guard.arm(p.timeout, p.max_header_bytes + 8192, "response headers")
