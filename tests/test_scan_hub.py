@@ -245,7 +245,7 @@ def test_missing_repositories_revisions_and_files_are_findings(hub, tmp_path):
     for url, code, text in (("hf://org/nothing", "S805", "404"),
                             (f"hf://{REPO}@v9", "S805", "404"),
                             (f"hf://{REPO}/nothing.safetensors", "S801", "no such file"),
-                            ("hf://justone", "S805", "ORG/REPO")):
+                            ("hf://justone", "S809", "ORG/REPO")):
         rep = scan([url])
         [f] = rep.findings
         assert (f.code, f.file) == (code, url) and text in f.message, f.message
