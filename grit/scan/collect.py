@@ -4,13 +4,12 @@ stable list of model files, and open each one through its container reader
 from __future__ import annotations
 
 import errno
-import json
 import os
 import re
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from .._files import open_regular
+from .._files import loads_json, open_regular, read_regular
 from ..errors import GritError
 from ..io import gguf as _gguf
 from ..io import safetensors as _st
@@ -139,8 +138,8 @@ def read_index(path: str) -> ShardIndex:
     if len(raw) > MAX_INDEX:
         raise ValueError(f"the index is larger than {MAX_INDEX >> 20} MiB")
     try:
-        doc = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        doc = loads_json(raw, "index")
+    except ValueError as e:
         raise ValueError(f"not a JSON document ({str(e)[:120]})") from None
     if not isinstance(doc, dict):
         raise ValueError("the index is not a JSON object")
@@ -335,10 +334,10 @@ def read_manifest(path: str) -> list[str]:
     """A JSON list of paths, ``{"paths": [...]}``, or a text file with one path
     per line (``#`` comments, blank lines ignored).  Relative paths are
     relative to the manifest's folder."""
-    with open_regular(path) as f:
-        raw = f.read(MAX_MANIFEST + 1)
-    if len(raw) > MAX_MANIFEST:
-        raise ValueError("manifest larger than 16 MiB")
+    try:
+        raw = read_regular(path, MAX_MANIFEST)
+    except GritError:
+        raise ValueError("manifest larger than 16 MiB") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -348,8 +347,8 @@ def read_manifest(path: str) -> list[str]:
     stripped = text.lstrip()
     if stripped.startswith(("[", "{")):
         try:
-            doc = json.loads(text)
-        except (ValueError, RecursionError) as e:
+            doc = loads_json(text, "manifest")
+        except ValueError as e:
             raise ValueError(f"invalid JSON manifest ({e})") from None
         items = doc.get("paths") if isinstance(doc, dict) else doc
         if not isinstance(items, list) or not all(isinstance(x, str) for x in items):
