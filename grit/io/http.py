@@ -419,6 +419,17 @@ def _resolve(host: str, port: int, seconds: float) -> list:
     return out[0]
 
 
+_TLS: list[ssl.SSLContext] = []
+
+
+def _tls() -> ssl.SSLContext:
+    """The TLS context of every https request (the system's trust store and
+    hostname checks: ssl.create_default_context), made once."""
+    if not _TLS:
+        _TLS.append(ssl.create_default_context())
+    return _TLS[0]
+
+
 def _connect(u: ParsedURL, p: NetPolicy) -> _Guard:
     end = time.monotonic() + p.timeout
     last: BaseException | None = None
@@ -433,7 +444,7 @@ def _connect(u: ParsedURL, p: NetPolicy) -> _Guard:
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if u.scheme == "https":
                 s.settimeout(max(0.001, end - time.monotonic()))
-                s = ssl.create_default_context().wrap_socket(s, server_hostname=u.host)
+                s = _tls().wrap_socket(s, server_hostname=u.host)
             return _Guard(s)
         except BaseException as e:
             s.close()
@@ -508,6 +519,8 @@ def _once(u: ParsedURL, headers: dict, p: NetPolicy) -> _Open:
         conn.putrequest("GET", u.target, skip_accept_encoding=True)
         for k, v in headers.items():
             conn.putheader(k, v)
+        if not any(k.lower() == "user-agent" for k in headers):
+            conn.putheader("User-Agent", "grit")
         conn.putheader("Accept-Encoding", "identity")
         conn.putheader("Connection", "close")
         conn.endheaders()
