@@ -16,7 +16,7 @@ Q6_K, Q8_K, TQ2_0).  Two data sets:
 
 Rows, medians of --repeat calls of the whole set:
   * grit fused 1t / grit fused: the fused kernel on the raw blocks (grit.decode
-    of the zero-copy array; native.decode_ggml through ggml_type_kernel for a
+    of the zero-copy array; grit.ggml.type_kernel(...).decode for a
     converted type), one thread and the default count;
   * grit general: relayout to the canonical planes (zero-copy) or grit.io.gguf's
     conversion (converted) + decode_canonical, native kernels on;
@@ -48,7 +48,7 @@ import tempfile
 import numpy as np
 
 import grit
-from grit import native
+from grit import ggml, native
 from grit.array import GritArray
 from grit.codec.decode import decode_canonical
 from grit.io import gguf as _gguf
@@ -72,8 +72,8 @@ F16_AT = {"Q8_0": (0,), "Q4_K": (0, 2), "Q4_0": (0,), "Q4_1": (0, 2), "Q5_0": (0
           "Q5_1": (0, 2), "Q2_K": (80, 82), "Q5_K": (0, 2), "Q6_K": (208,), "TQ2_0": (64,)}
 
 
-def kernel_of(name: str) -> native.GgmlKernel:
-    return native.GGML_KERNELS.get(name) or native.GGML_CONVERTED_KERNELS[name]
+def kernel_of(name: str) -> ggml.BlockType:
+    return ggml.TYPES[name]
 
 
 def synthetic_blocks(name: str, n: int, rng) -> np.ndarray:
@@ -137,8 +137,8 @@ def rows_for(name: str, tensors: list[Tensor], lib):
             try:
                 if k.zero_copy:
                     return [grit.decode(t.array) for t in tensors]
-                return [native.decode_ggml(native.ggml_type_kernel(name, t.shape), t.raw,
-                                           t.numel) for t in tensors]
+                return [ggml.type_kernel(name, t.shape).decode(t.raw, t.numel)
+                        for t in tensors]
             finally:
                 native.THREADS = None
         return run
@@ -146,8 +146,7 @@ def rows_for(name: str, tensors: list[Tensor], lib):
     def general():
         if k.zero_copy:
             return [decode_canonical(grit.canonical(t.array)) for t in tensors]
-        conv = _gguf._CONVERT[name]
-        return [decode_canonical(conv(t.blocks2d, t.shape)) for t in tensors]
+        return [decode_canonical(_gguf.converted(name, t.blocks2d, t.shape)) for t in tensors]
 
     def gguf_py():
         with np.errstate(all="ignore"):
@@ -167,7 +166,7 @@ def rows_for(name: str, tensors: list[Tensor], lib):
 
     def fused_reused():
         for t, out in zip(tensors, reused):
-            native.kernels().decode_ggml(k.kind, t.raw, out, 1)
+            native.kernels().decode_ggml(k.kernel, t.raw, out, 1)
         return reused
 
     def c_reused():
@@ -246,7 +245,7 @@ def main(argv=None) -> int:
     if native.kernels() is None:
         print("grit._kernels is not built (or GRIT_NATIVE=0): nothing to measure")
         return 1
-    names = list(native.GGML_KERNELS) + list(native.GGML_CONVERTED_KERNELS)
+    names = [n for n, t in ggml.TYPES.items() if t.kernel is not None]
     if args.types:
         names = [n for n in args.types.split(",") if n in names]
     rng = np.random.default_rng(0)

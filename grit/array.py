@@ -14,7 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
-from . import crossings, native
+from . import crossings, ggml
 from ._files import check_mapped
 from . import descriptor as D
 from .check import as_shape, check, diagnose, plane_sizes
@@ -399,17 +399,17 @@ def decode(array: GritArray) -> np.ndarray:
     a = _require_array(array, "decode")
     # a plane in a map of a file truncated since: GritFileError, not SIGBUS
     check_mapped(a.planes if a.source is None else (a.source.data,))
-    k = native.ggml_kernel(a.descriptor, a.shape)
+    k = ggml.kernel_for(a.descriptor, a.shape)
     if k is not None:
         # a zero-copy ggml block type: the fused kernel reads the blocks in
         # place (the same bits as relayout + decode_canonical, tests/test_native_ggml.py)
-        return native.decode_ggml(k, a.planes[0], numel_of(a.shape)).reshape(a.shape)
+        return k.decode(a.planes[0], numel_of(a.shape)).reshape(a.shape)
     src = a.source
     if src is not None:
-        k = native.ggml_type_kernel(src.type_name, a.shape)
+        k = ggml.type_kernel(src.type_name, a.shape)
         if k is not None and not k.zero_copy and \
-                a.descriptor == k.descriptor(group_axis=len(a.shape) - 1):
+                a.descriptor.group_axis == len(a.shape) - 1 and k.carries(a.descriptor):
             # a converted ggml type loaded from its blocks: decode them in place,
             # building no plane (the same bits, tests/test_native_ggml_converted.py)
-            return native.decode_ggml(k, src.data, numel_of(a.shape)).reshape(a.shape)
+            return k.decode(src.data, numel_of(a.shape)).reshape(a.shape)
     return decode_canonical(canonical(a))

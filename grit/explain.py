@@ -29,9 +29,8 @@ from .errors import GritError, GritUsageError
 from .fingerprint import base32_encode, gid as _gid
 from .formats import FORMAT_NAMES, fmt_classify, fmt_unpack, format_token
 from .grade import ACCUM_KEYS, ENCODE_KEYS, KEYS, Grade, grade_from, lookup_grade
-from .io import gguf as _gguf
 from .io import load, sniff
-from .io import safetensors as _st
+from .io.containers import SAFETENSORS, named
 from .io.gguf import Inexpressible
 from .io.recognise import MAX_CONFIG, Recognised, read_config, recognise_file
 from .io.safetensors import CheckFailed
@@ -244,31 +243,42 @@ def _from_reader(path: str, tensor: str, err: GritError):
     """``tensor`` of a file that :func:`grit.load` refuses as a whole (a
     container problem somewhere in it): the problem-collecting reader's view
     of that one tensor, as ``grit scan`` sees it."""
-    kind = sniff(path)
-    if kind == "gguf":
-        got = _gguf.read(path)
-        problems = got.problems
-        if tensor in got.tensors:
-            _plain_problem(got.tensors[tensor], problems, path, tensor)
-            return _from_loaded(got.tensors[tensor], path, tensor)
-    else:
-        f = _st.read(path)
-        problems = f.problems
-        g = f.doc.tensors.get(tensor)
-        if g is not None and g.desc is not None and g.shape is not None:
-            return g.desc, lookup_grade(g.desc.grade_id), tuple(g.shape), f"{path}:{tensor}"
-        if not f.doc.present and f.parsed:
-            recs = recognise_file(f, read_config(path))
-            r = next((x for x in recs if tensor == x.name or tensor in x.tensors), None)
-            if r is not None:
-                if r.descriptor is None:
-                    raise _not_an_array(r, path, tensor)
-                return r.descriptor, lookup_grade(r.descriptor.grade_id), \
-                    tuple(r.shape or ()), f"{path}:{r.name}"
+    c = named(sniff(path) or SAFETENSORS.name)      # the reader names what is wrong
+    contents = c.read(path)
+    problems = contents.problems
+    side = _READER_SIDE[c.name](contents, path, tensor)
+    if side is not None:
+        return side
     p = _problem_for(problems, tensor)
     if p is not None:
         raise ExplainInputError(f"tensor {tensor!r} in {path} cannot be read: {p.message}")
     raise ExplainInputError(f"cannot read {path}: {err}")
+
+
+def _gguf_side(got, path: str, tensor: str):
+    if tensor in got.tensors:
+        _plain_problem(got.tensors[tensor], got.problems, path, tensor)
+        return _from_loaded(got.tensors[tensor], path, tensor)
+    return None
+
+
+def _safetensors_side(f, path: str, tensor: str):
+    g = f.doc.tensors.get(tensor)
+    if g is not None and g.desc is not None and g.shape is not None:
+        return g.desc, lookup_grade(g.desc.grade_id), tuple(g.shape), f"{path}:{tensor}"
+    if not f.doc.present and f.parsed:
+        recs = recognise_file(f, read_config(path))
+        r = next((x for x in recs if tensor == x.name or tensor in x.tensors), None)
+        if r is not None:
+            if r.descriptor is None:
+                raise _not_an_array(r, path, tensor)
+            return r.descriptor, lookup_grade(r.descriptor.grade_id), \
+                tuple(r.shape or ()), f"{path}:{r.name}"
+    return None
+
+
+#: each container's reading of one tensor of a file grit.load refuses whole
+_READER_SIDE = {"gguf": _gguf_side, "safetensors": _safetensors_side}
 
 
 def _shard_of(path: str, tensor: str) -> str | None:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from .errors import pin
 
-__all__ = ["GgmlType", "GGML_TYPES", "BY_ID", "QK_K"]
+__all__ = ["GgmlType", "GGML_TYPES", "BY_ID", "BY_NAME", "QK_K"]
 
 #: elements per super-block of the k-quants and the i-quants (ggml-common.h)
 QK_K = 256
@@ -130,5 +130,7 @@ GGML_TYPES: tuple[GgmlType, ...] = (
 
 #: type id -> the type
 BY_ID: dict[int, GgmlType] = {t.id: t for t in GGML_TYPES}
+#: type name -> the type
+BY_NAME: dict[str, GgmlType] = {t.name: t for t in GGML_TYPES}
 pin(len(BY_ID) == len(GGML_TYPES) and len({t.name for t in GGML_TYPES}) == len(GGML_TYPES),
     "a ggml type id or name is listed twice")

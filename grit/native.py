@@ -25,16 +25,15 @@ import warnings
 import numpy as np
 
 from ._sparse import meta_indices
-from . import descriptor as D
 from .formats import (BINARY16, CANONICAL_NAN, E2M1, E4M3, E8M0, S8, U4, U6, f32_bits,
                       fmt_decode, fmt_encode, ladder)
-from .ggml import CONVERTED, ZERO_COPY, ConvertedType, ZeroCopyType
+from .ggml_types import BY_NAME
 from .grade import REGISTERED_GRADES
 
 __all__ = ["NATIVE", "THREADS", "kernels", "threads", "warn_missing", "frame_key",
            "DECODE_KIND", "ENCODE_KIND", "decode", "encode", "relayout_kernels",
-           "table_mismatches", "GGML_KERNELS", "GGML_CONVERTED_KERNELS", "GgmlKernel",
-           "ggml_kernel", "ggml_type_kernel", "decode_ggml"]
+           "table_mismatches", "GGML_KINDS", "ggml_kind", "ggml_kernels_on",
+           "ggml_kind_mismatches", "decode_ggml"]
 
 try:
     from . import _kernels
@@ -139,88 +138,56 @@ def encode(kind: str, flag, xl: np.ndarray) -> tuple:
 
 # ---------------------------------------------------------------------------
 # the fused ggml kernels (grit/_native/ggml.c): decode read in place from the
-# block structs of the GGUF types -- those that load zero-copy as GRIT
-# placements (selected by descriptor) and those grit.io.gguf converts into the
-# canonical planes (selected by the ggml type name of the raw blocks)
+# block structs of the GGUF types; grit.ggml's records (one per ggml type)
+# look their kernel id up here, by the type's name
+
+#: ggml type name -> the id of its decode kernel in grit._kernels (ggml.c's
+#: enum, ``GGML_<name> = id``).  The extension exposes ids only; when it
+#: loads, each id's block bytes and elements are probed and compared with the
+#: type's in grit.ggml_types (:func:`ggml_kind_mismatches`; the thirteen
+#: sizes differ pairwise, so a shifted id cannot pass), and a build that
+#: disagrees serves no ggml type.
+GGML_KINDS: dict[str, int] = {
+    "Q8_0": 0, "MXFP4": 1, "NVFP4": 2, "Q4_K": 3, "Q4_0": 4, "Q4_1": 5, "Q5_0": 6, "Q5_1": 7,
+    "Q2_K": 8, "Q5_K": 9, "Q6_K": 10, "Q8_K": 11, "TQ2_0": 12}
+_ggml_ok = True     # the probe's verdict (_check_build)
 
 
-class GgmlKernel:
-    """One ggml block type (grit.ggml.ZERO_COPY or grit.ggml.CONVERTED) with
-    its kernel id in ggml.c: block bytes and elements and grade; for a
-    zero-copy type also the placement words and the descriptor (group axis
-    0) an array of that type has when loaded from GGUF (``zero_copy``)."""
-
-    __slots__ = ("name", "kind", "block_bytes", "block_elems", "grade", "placement",
-                 "zero_copy", "_t")
-
-    def __init__(self, t: ZeroCopyType | ConvertedType, kind: int):
-        self.name, self.kind = t.name, kind
-        self.block_bytes, self.block_elems = t.block_bytes, t.block_elems
-        self.grade = t.grade
-        self.zero_copy = isinstance(t, ZeroCopyType)
-        # (data, scale, meta) words; a converted type's array is canonical
-        self.placement = t.placement if isinstance(t, ZeroCopyType) else None
-        self._t = t
-
-    def descriptor(self, group_axis: int = 0) -> D.Descriptor:
-        """The loaded array's descriptor: the zero-copy struct's, or for a
-        converted type the canonical one grit.io.gguf builds."""
-        if isinstance(self._t, ZeroCopyType):
-            return self._t.descriptor(group_axis)
-        return self.grade.descriptor(group_axis=group_axis)
+def ggml_kernels_on() -> bool:
+    """Whether the fused ggml kernels are built, on, and agree with GGML_KINDS."""
+    return _kernels is not None and NATIVE and _ggml_ok and hasattr(_kernels, "decode_ggml")
 
 
-# ggml.c's kind ids: the zero-copy types 0..3, then grit.ggml.CONVERTED in its
-# order from 4 (ggml.c's enum lists the same order)
-_ZERO_COPY_KINDS = ("Q8_0", "MXFP4", "NVFP4", "Q4_K")
-
-#: zero-copy ggml type name -> its fused kernel, selected by descriptor
-#: (:func:`ggml_kernel`)
-GGML_KERNELS: dict[str, GgmlKernel] = {
-    name: GgmlKernel(ZERO_COPY[name], kind) for kind, name in enumerate(_ZERO_COPY_KINDS)}
-#: converted ggml type name -> its fused kernel, selected by the type name of
-#: the raw blocks (:func:`ggml_type_kernel`)
-GGML_CONVERTED_KERNELS: dict[str, GgmlKernel] = {
-    name: GgmlKernel(t, len(_ZERO_COPY_KINDS) + i) for i, (name, t) in enumerate(CONVERTED.items())}
-_GGML_BY_NAME: dict[str, GgmlKernel] = {**GGML_KERNELS, **GGML_CONVERTED_KERNELS}
-# descriptor bytes (group axis 0) -> kernel
-_GGML_BY_DESC: dict[bytes, GgmlKernel] = {k.descriptor().to_bytes(): k
-                                          for k in GGML_KERNELS.values()}
+def ggml_kind(name: str) -> int | None:
+    """The kernel id of ggml type ``name``, or None when there is none."""
+    return GGML_KINDS.get(name)
 
 
-def _ggml_on() -> bool:
-    return _kernels is not None and NATIVE and hasattr(_kernels, "decode_ggml")
+def ggml_kind_mismatches(kernels) -> list[str]:
+    """For every entry of :data:`GGML_KINDS`, whether ``kernels.decode_ggml``
+    with that id takes whole blocks of exactly the type's size (grit.ggml_types):
+    one message per disagreement, plus one when the id after the last is
+    not refused; [] when all agree."""
+    if not hasattr(kernels, "decode_ggml"):
+        return []
+    out: list[str] = []
 
+    def takes(kind: int, nbytes: int, elems: int) -> bool:
+        try:
+            kernels.decode_ggml(kind, bytes(nbytes), np.empty(elems, np.float32), 1)
+        except ValueError:
+            return False
+        return True
 
-def ggml_kernel(d: D.Descriptor, shape: tuple[int, ...]) -> GgmlKernel | None:
-    """The fused kernel for an array of descriptor ``d`` and ``shape`` when
-    its descriptor is exactly a zero-copy ggml type's with the group axis
-    last (ggml's ne[0]), the row length is whole blocks, and the kernels are
-    on; else None (the array takes the general path)."""
-    if not _ggml_on() or not shape:
-        return None
-    if d.group_axis != len(shape) - 1:
-        return None
-    k = _GGML_BY_DESC.get(d.replace(group_axis=0).to_bytes())
-    if k is None or shape[-1] % k.block_elems:
-        return None
-    return k
-
-
-def ggml_type_kernel(name: str, shape: tuple[int, ...]) -> GgmlKernel | None:
-    """The fused kernel for raw ggml blocks of type ``name`` (zero-copy or
-    converted) holding an array of ``shape`` (ggml's ne[0] the last axis),
-    when the kernels are built and on, ``shape`` is not 0-d and its last
-    axis is whole blocks (0 blocks included: an empty array); else None.
-    :func:`decode_ggml` with it gives the bits of
-    ``decode_canonical(grit.io.gguf._CONVERT[name](blocks, shape))`` (or of
-    the zero-copy array's decode)."""
-    if not _ggml_on() or not shape:
-        return None
-    k = _GGML_BY_NAME.get(name)
-    if k is None or shape[-1] % k.block_elems:
-        return None
-    return k
+    for name, kind in GGML_KINDS.items():
+        t = BY_NAME[name]
+        b, e = t.block_bytes, t.block_elems
+        if not takes(kind, b, e) or takes(kind, b - 1, e) or (e > 1 and takes(kind, b, e // 2)):
+            out.append(f"decode_ggml kind {kind}: its blocks are not {name}'s "
+                       f"({b} bytes, {e} elements)")
+    if takes(len(GGML_KINDS), 1 << 12, 256):
+        out.append(f"decode_ggml kind {len(GGML_KINDS)}: a kernel GGML_KINDS does not name")
+    return out
 
 
 _HUGE_OUT = 4 << 20          # outputs from this size on start on a 2 MiB boundary
@@ -242,12 +209,12 @@ def _new_f32(numel: int) -> np.ndarray:
     return buf[off:off + nbytes].view(np.float32)
 
 
-def decode_ggml(k: GgmlKernel, data, numel: int) -> np.ndarray:
+def decode_ggml(kind: int, data, numel: int) -> np.ndarray:
     """decode() of whole ggml blocks read in place: a new C-contiguous
     float32 array of numel values in lin order.  ``data`` must hold at least
     numel / block_elems blocks, and numel must be whole blocks (ValueError)."""
     out = _new_f32(numel)
-    _kernels.decode_ggml(k.kind, data, out, threads(numel))
+    _kernels.decode_ggml(kind, data, out, threads(numel))
     return out
 
 
@@ -426,7 +393,7 @@ def table_mismatches(kernels) -> list[str]:
 def _check_build() -> None:
     """A build whose tables disagree with grit.formats is not used: the
     numpy paths (the same bytes, by the spec's own tables) serve instead."""
-    global _kernels, NATIVE
+    global _kernels, NATIVE, _ggml_ok
     if _kernels is None or not NATIVE:
         return
     bad = table_mismatches(_kernels)
@@ -435,6 +402,13 @@ def _check_build() -> None:
                       f"tables ({len(bad)} entries, first: {bad[0]}); the numpy paths are "
                       "used instead", RuntimeWarning, stacklevel=2)
         _kernels, NATIVE = None, False
+        return
+    bad = ggml_kind_mismatches(_kernels)
+    if bad:
+        warnings.warn("grit: the native ggml kernels' ids disagree with grit.native.GGML_KINDS "
+                      f"({len(bad)} entries, first: {bad[0]}); ggml blocks are decoded by the "
+                      "general path instead", RuntimeWarning, stacklevel=2)
+        _ggml_ok = False
 
 
 _check_build()

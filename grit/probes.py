@@ -61,6 +61,82 @@ def _element_binades(d: D.Descriptor, data, groups: np.ndarray) -> int | None:
     return int(b.max() - b.min())
 
 
+#: the window around a signed exponent of 0, and around the bias, that the
+#: unbiased-exponent probe compares: a weight's block scales lie within 2^±32
+UNBIASED_WINDOW = 32
+
+
+def _unbiased_exponents(codes: np.ndarray) -> str | None:
+    """The warning for an 8-bit exponent-only (E8M0) scale plane whose bytes
+    read as two's-complement exponents near 0 (a writer that stored log2 of
+    the scale, not log2 + 127), or None.  Read as the format says, those
+    bytes are scales of 2^-127 … 2^-95 or 2^97 … 2^128 (0xFF: NaN); read as
+    signed exponents they are ordinary scales.  A plane of scales written
+    as the format says sits around the bias instead, where the signed
+    reading is far from 0: the two readings do not overlap."""
+    if codes.size < 16:
+        return None
+    signed = codes.astype(np.int16)
+    signed[signed >= 128] -= 256
+    near0 = np.abs(signed) <= UNBIASED_WINDOW
+    near_bias = np.abs(codes.astype(np.int16) - 127) <= UNBIASED_WINDOW
+    if near0.mean() < 0.9 or near_bias.mean() > 0.1:
+        return None
+    med = int(np.median(signed[near0]))
+    lo, hi = int(codes.min()), int(codes.max())
+    return (f"probe: {int(near0.sum())} of {codes.size} sampled E8M0 scale codes read as "
+            f"signed exponents near 0 (median {med:+d}, i.e. 2^{med}); as E8M0 codes (bias "
+            f"127) they are 2^(c − 127) = 2^{lo - 127} … "
+            f"{'NaN (0xFF)' if hi == 255 else f'2^{hi - 127}'}: the scale bytes look like "
+            "unbiased exponents (the +127 bias not added)")
+
+
+#: the cuBLAS block-scale tile: 128 rows × 4 scale columns, stored as 32 × 16
+#: bytes (row r of the tile at byte (r % 32)·16 + (r // 32)·4)
+SWIZZLE_ROWS, SWIZZLE_COLS = 128, 4
+
+
+def _row_share(v: np.ndarray) -> float:
+    """The share of the variance of ``v`` (rows × columns) that lies between
+    its rows' means (η²; 0 where there is no variance)."""
+    total = float(v.var())
+    return float(v.mean(axis=1).var()) / total if total > 0 else 0.0
+
+
+def _swizzled_scales(d: D.Descriptor, shape, scale0) -> str | None:
+    """The warning for a one-byte scale plane declared in row-major order whose
+    first 128 rows read as cuBLAS's 128×4-swizzled tiles show the rows'
+    magnitudes (each row of a weight has its own scale level) where the
+    declared order does not, or None.  Judged on the log2 scales of those
+    rows: the share of their variance between rows, in either reading."""
+    if len(shape) != 2 or d.group_axis != 1 or fmt_width(d.scale0) != 8:
+        return None
+    rows, cols = int(shape[0]), int(shape[1]) // d.k0
+    if rows < SWIZZLE_ROWS or cols < SWIZZLE_COLS or cols % SWIZZLE_COLS:
+        return None
+    raw = np.frombuffer(scale0, dtype=np.uint8)
+    if raw.size < SWIZZLE_ROWS * cols:
+        return None
+    tile = raw[:SWIZZLE_ROWS * cols]
+    vals = decode_codes(d.scale0, tile)
+    if not np.isfinite(vals).all() or (vals <= 0).any():
+        return None
+    logs = np.log2(np.abs(vals))
+    linear = logs.reshape(SWIZZLE_ROWS, cols)
+    r = np.arange(SWIZZLE_ROWS)
+    within = (r % 32) * 16 + (r // 32) * 4                   # byte of (r, 0) in a tile
+    idx = (np.arange(cols // SWIZZLE_COLS)[None, :, None] * (SWIZZLE_ROWS * SWIZZLE_COLS)
+           + within[:, None, None] + np.arange(SWIZZLE_COLS)[None, None, :])
+    unswizzled = logs[idx.reshape(SWIZZLE_ROWS, cols)]
+    lin, swz = _row_share(linear), _row_share(unswizzled)
+    if swz < 0.5 or swz < 2 * lin:
+        return None
+    return (f"probe: the first {SWIZZLE_ROWS} rows' scales read as 128×4-swizzled tiles "
+            f"follow the rows (η² = {swz:.2f} of their log2 variance between rows) where "
+            f"the declared row-major order does not (η² = {lin:.2f}): the scale plane looks "
+            "swizzled (cuBLAS's 32×16-byte tiles), not linear")
+
+
 def probe(d: D.Descriptor, shape, planes) -> list[str]:
     warnings: list[str] = []
     if fmt_classify(d.scale0) is not None or d.k0 == 0:
@@ -89,6 +165,13 @@ def probe(d: D.Descriptor, shape, planes) -> list[str]:
                 f"{float(finite[0])!r}, but the groups' largest elements span {spread + 1} "
                 "binades: a shared-exponent encoder would have given them different scales "
                 "(a mislabelled plane?)")
+    if fmt.kind == "exp" and fmt.width == 8:
+        w = _unbiased_exponents(np.frombuffer(planes[1], dtype=np.uint8)[:n_groups0][pick])
+        if w is not None:
+            warnings.append(w)
+    w = _swizzled_scales(d, shape, planes[1])
+    if w is not None:
+        warnings.append(w)
     elem = Format(d.elem) if fmt_classify(d.elem) is None else None
     if (elem is not None and elem.kind == "int" and elem.width == 8 and not elem.unsigned
             and not d.flags & D.F_HAS_ZP):

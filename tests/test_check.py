@@ -250,6 +250,62 @@ def test_level3_probe_accepts_a_legitimately_narrow_e8m0_plane():
     assert rep.status == Status.OK and not rep.warnings
 
 
+def test_level3_probe_names_e8m0_scales_written_as_unbiased_exponents():
+    """A writer that stored log2(scale) (two's complement) instead of
+    log2(scale) + 127: read as E8M0, the bytes are 2^-127…2^-124 or 2^124…
+    NaN; read as signed exponents they are 2^-4…2^3 (every element decodes
+    to ~0 or to NaN/inf instead)."""
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((64, 32)).astype(np.float32)
+    a = grit.encode(x.reshape(-1), "GRADE_MXFP4")
+    biased = np.frombuffer(bytes(a.planes[1]), np.uint8)
+    assert np.abs(biased.astype(int) - 127).max() <= 4          # the scales of N(0, 1) groups
+    unbiased = ((biased.astype(np.int16) - 127) & 0xFF).astype(np.uint8)
+    rep = grit.check(a.descriptor, a.shape, [a.planes[0], unbiased.tobytes(), b"", b""],
+                     level=3)
+    [w] = [w for w in rep.warnings if "unbiased" in w]
+    assert "64 of 64" in w and "bias" in w
+    # the same scales, biased as the format says: no such warning
+    rep = grit.check(a.descriptor, a.shape, list(a.planes), level=3)
+    assert not [w for w in rep.warnings if "unbiased" in w]
+
+
+def _swizzle_128x4(scales: np.ndarray) -> np.ndarray:
+    """cuBLAS's block-scale layout, written from its description: 128×4
+    tiles, row-major over the tiles, each tile stored as 32 rows of 16 bytes
+    where row r of the tile, column c is byte (r % 32)·16 + (r // 32)·4 + c."""
+    rows, cols = scales.shape
+    out = np.empty(rows * cols, np.uint8)
+    for i in range(rows):
+        for j in range(cols):
+            tile = (i // 128) * (cols // 4) + j // 4
+            out[tile * 512 + (i % 32) * 16 + ((i % 128) // 32) * 4 + j % 4] = scales[i, j]
+    return out
+
+
+def test_level3_probe_names_scales_stored_swizzled_where_row_major_is_declared():
+    """Each row of a weight has its own magnitude, so its block scales follow
+    the rows; stored in cuBLAS's 128×4 tile order under a row-major
+    descriptor, the row-major reading loses that and the tiled one keeps it."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((256, 256)).astype(np.float32)
+    x *= np.exp2(rng.uniform(-8, 8, (256, 1))).astype(np.float32)
+    a = grit.encode(x, "GRADE_MXFP4")
+    sc = np.frombuffer(bytes(a.planes[1]), np.uint8).reshape(256, 8)
+    swz = _swizzle_128x4(sc)
+    rep = grit.check(a.descriptor, a.shape, [a.planes[0], swz.tobytes(), b"", b""], level=3)
+    [w] = [w for w in rep.warnings if "swizzled" in w]
+    assert "η²" in w and rep.status == Status.OK
+    # the row-major plane as written: no such warning
+    rep = grit.check(a.descriptor, a.shape, list(a.planes), level=3)
+    assert not [w for w in rep.warnings if "swizzled" in w]
+    # no row structure at all (every row the same magnitude): no evidence, no warning
+    b = grit.encode(rng.standard_normal((256, 256)).astype(np.float32), "GRADE_MXFP4")
+    sb = _swizzle_128x4(np.frombuffer(bytes(b.planes[1]), np.uint8).reshape(256, 8))
+    rep = grit.check(b.descriptor, b.shape, [b.planes[0], sb.tobytes(), b"", b""], level=3)
+    assert not [w for w in rep.warnings if "swizzled" in w]
+
+
 # --- fuzz: any 64 bytes, any shapes, any plane sizes -> one status, only GritError ------------
 
 _FUZZ_ITER = int(os.environ.get("GRIT_FUZZ_ITER", "20000"))

@@ -12,7 +12,7 @@ import grit
 from grit.boundary import check
 from grit.errors import GritDigestError, GritUsageError
 from grit.fingerprint import DigestStream, digest
-from grit.io.gguf import _zero_copy
+from grit.io.gguf import converted
 from grit.io.source import Span, open_source
 from grit.scan import deep as D
 from grit.scan import scan
@@ -91,7 +91,7 @@ def _q8_0(rows: int, cols: int, seed: int = 0) -> grit.GritArray:
     b = rng.integers(0, 256, (rows * cols // 32, 34), np.uint8)
     b[:, 1] = 0x3C                   # d = 1.0 (binary16 0x3C00, little-endian)
     b[:, 0] = 0
-    return _zero_copy("Q8_0", b.reshape(-1), (rows, cols))
+    return converted("Q8_0", b.reshape(-1), (rows, cols))
 
 
 @pytest.mark.parametrize("make", [

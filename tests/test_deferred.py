@@ -15,6 +15,7 @@ from grit.codec.decode import decode_canonical
 from grit.errors import GritSizeError, GritUsageError
 from grit.ggml import CONVERTED, Blocks
 from grit.io import gguf as G
+from grit.io.gguf_writer import native_type
 from _support import write_gguf
 
 gguf = pytest.importorskip("gguf")
@@ -46,9 +47,8 @@ def gguf_path(tmp_path_factory):
 def counted(monkeypatch):
     """Count the conversions (the only place a converted type's planes are built)."""
     calls: list[str] = []
-    for name, f in list(G._CONVERT.items()):
-        monkeypatch.setitem(G._CONVERT, name,
-                            lambda b, s, _f=f, _n=name: calls.append(_n) or _f(b, s))
+    for name, t in CONVERTED.items():
+        monkeypatch.setattr(t, "read", lambda b, _f=t.read, _n=name: calls.append(_n) or _f(b))
     return calls
 
 
@@ -69,7 +69,7 @@ def test_planes_are_built_once_and_equal_the_eager_conversion(gguf_path, counted
     arrays = grit.load(str(gguf_path))
     for name, a in arrays.items():
         b = blocks_of(gguf_path, name)
-        eager = G._CONVERT[name](b, a.shape)
+        eager = G.converted(name, b, a.shape)
         counted.clear()
         p1 = a.planes
         p2 = a.planes
@@ -91,8 +91,8 @@ def blocks_of(path, name):
 def test_save_writes_the_files_blocks_the_general_path_rebuilds_the_same(gguf_path, tmp_path):
     arrays = grit.load(str(gguf_path))
     for name, a in arrays.items():
-        fast = G.native_type(a)
-        general = G.native_type(G._CONVERT[name](blocks_of(gguf_path, name), a.shape))
+        fast = native_type(a)
+        general = native_type(G.converted(name, blocks_of(gguf_path, name), a.shape))
         assert fast is not None and general is not None
         assert fast[0] == general[0] == name
         assert fast[1].tobytes() == general[1].tobytes() == blocks_of(gguf_path, name).tobytes()
@@ -108,15 +108,15 @@ def test_q8_k_bsums_of_the_file_are_kept_even_when_they_are_not_the_codes_sums(t
     path = tmp_path / "q8k.gguf"
     write_gguf(path, {"x": (b, T.Q8_K)})
     a = grit.load(str(path))["x"]
-    assert G.native_type(a)[1].tobytes() == b.tobytes()
+    assert native_type(a)[1].tobytes() == b.tobytes()
     # the general path, from the planes alone, derives them from the codes
-    eager = G._CONVERT["Q8_K"](b.reshape(-1, 292), a.shape)
-    assert G.native_type(eager)[1].tobytes() != b.tobytes()
+    eager = G.converted("Q8_K", b.reshape(-1, 292), a.shape)
+    assert native_type(eager)[1].tobytes() != b.tobytes()
 
 
 def test_a_build_of_the_wrong_size_or_shape_is_a_typed_error():
     d = grit.Grade.parse(CONVERTED["Q4_0"].grade_text).descriptor(group_axis=1)
-    good = G._CONVERT["Q4_0"](blocks("Q4_0", (2, 64)).reshape(-1, 18), (2, 64))
+    good = G.converted("Q4_0", blocks("Q4_0", (2, 64)).reshape(-1, 18), (2, 64))
     a = grit.GritArray.deferred(d, (2, 64), lambda: good.planes)
     assert a == good
     short = grit.GritArray.deferred(d, (2, 64), lambda: (good.planes[0][:-1], *good.planes[1:]))
@@ -139,7 +139,7 @@ def test_leading_rows_convert_only_their_blocks_and_equal_a_slice(gguf_path, cou
             r = min(rows, a.shape[0])
             assert sub.shape == (r, *a.shape[1:])
             assert sub == a[:r], (name, rows)          # the slicing law on the whole planes
-    assert G.leading(G._CONVERT["Q4_0"](blocks("Q4_0").reshape(-1, 18), SHAPE), 1) is None
+    assert G.leading(G.converted("Q4_0", blocks("Q4_0").reshape(-1, 18), SHAPE), 1) is None
 
 
 def test_deep_scan_of_converted_tensors_probes_the_same_rows_either_way(gguf_path, monkeypatch):
@@ -166,16 +166,16 @@ def test_transient_planes_build_for_the_call_only(gguf_path, counted):
 def test_decode_reads_the_blocks_in_place_and_equals_the_general_path(gguf_path, counted,
                                                                       monkeypatch):
     from grit import native
-    if native.ggml_type_kernel("Q4_0", (1, 32)) is None:
+    if grit.ggml.type_kernel("Q4_0", (1, 32)) is None:
         pytest.skip("grit._kernels not built")
     arrays = grit.load(str(gguf_path))
     calls = []
     real = native.decode_ggml
-    monkeypatch.setattr(native, "decode_ggml", lambda *a: calls.append(a[0].name) or real(*a))
+    monkeypatch.setattr(native, "decode_ggml", lambda *a: calls.append(a[0]) or real(*a))
     fast = {n: grit.decode(a) for n, a in arrays.items()}
-    assert counted == [] and sorted(calls) == sorted(CONVERTED)      # no plane built
+    assert counted == [] and sorted(calls) == sorted(t.kernel for t in CONVERTED.values())      # no plane built
     for name, a in arrays.items():
-        general = decode_canonical(G._CONVERT[name](blocks_of(gguf_path, name), a.shape))
+        general = decode_canonical(G.converted(name, blocks_of(gguf_path, name), a.shape))
         np.testing.assert_array_equal(fast[name].view(np.uint32), general.view(np.uint32))
     monkeypatch.setattr(native, "NATIVE", False)                  # kernels off: the general path
     calls.clear()

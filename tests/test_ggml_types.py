@@ -228,7 +228,7 @@ def test_a_type_no_table_knows_is_reported_alone(tmp_path):
 
 
 def test_the_block_types_grit_expresses_agree_with_the_table():
-    # grit.ggml (layer 2) spells the sizes of the types it reads; they are this
+    # grit.ggml (layer 3) spells the sizes of the types it reads; they are this
     # table's rows
     from grit.ggml import CONVERTED, ZERO_COPY
     by_name = {t.name: t for t in GT.GGML_TYPES}

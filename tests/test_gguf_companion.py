@@ -141,6 +141,23 @@ def test_weight_dot_scale_naming_and_what_is_not_attached(tmp_path):
     assert codes.count("S603") == 3                            # one per reason
 
 
+def test_a_companion_under_the_name_llama_cpp_does_not_load_is_named(tmp_path):
+    """llama.cpp's loader creates the companion as tn(…, "scale", i) =
+    blk.N.ffn_gate.scale (optional): under blk.N.ffn_gate.weight.scale it is
+    not found and the tensor runs without its scale.  grit attaches either
+    name, and scan says which one llama.cpp will miss (S605)."""
+    b = nvfp4_blocks((2, 128))
+    path = tmp_path / "m.gguf"
+    write(path, {"blk.0.ffn_gate.weight": (b.reshape(2, -1), T.NVFP4),
+                 "blk.0.ffn_gate.weight.scale": (np.array([0.5], np.float32), None),
+                 "blk.0.ffn_up.weight": (b.reshape(2, -1), T.NVFP4),
+                 "blk.0.ffn_up.scale": (np.array([0.5], np.float32), None)})
+    f = scan_json(path)
+    assert f["S605"].detail["tensors"] == ["blk.0.ffn_gate.weight"]
+    assert f["S605"].detail["expected"] == {"blk.0.ffn_gate.weight": "blk.0.ffn_gate.scale"}
+    assert f["S605"].severity == 2
+
+
 def test_round_trip_writes_blocks_and_companion_once(tmp_path):
     b = nvfp4_blocks((2, 128))
     src = tmp_path / "m.gguf"

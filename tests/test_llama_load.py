@@ -8,7 +8,9 @@ On the real gemma checkpoint (tests/test_real_checkpoint.py fetches it):
   the original's, bit for bit (every tensor is written as its own ggml type);
 * a copy whose Q8_0 token embedding was re-encoded by ``grit.encode`` from its
   decoded values and saved with ``relayout=True``: llama.cpp loads it as
-  Q8_0 and its logits stay close to the original's."""
+  Q8_0 and its logits stay close to the original's; likewise a Q4_K weight
+  re-encoded as GRADE_Q4KS (written as Q4_K, its logical shape in the file:
+  llama.cpp checks every tensor's shape against the architecture's)."""
 from __future__ import annotations
 
 import os
@@ -50,17 +52,22 @@ def test_the_round_trip_copy_computes_the_same_logits(checkpoint, original, tmp_
     assert np.array_equal(got.view(np.uint32), original.view(np.uint32))
 
 
-def test_a_tensor_grit_encoded_loads_as_its_ggml_type(checkpoint, original, tmp_path):  # noqa: F811
+@pytest.mark.parametrize("ggml,grade", [("Q8_0", grit.io.gguf.GGML_GRADES["Q8_0"]),
+                                        ("Q4_K", grit.GRADE_Q4KS)])
+def test_a_tensor_grit_encoded_loads_as_its_ggml_type(checkpoint, original, tmp_path,  # noqa: F811
+                                                      ggml, grade):
     got = grit.load(checkpoint)
-    name = "token_embd.weight"
-    assert got.ggml_types[name] == "Q8_0"
+    name = "token_embd.weight" if ggml == "Q8_0" else \
+        next(n for n, t in got.ggml_types.items() if t == ggml and n.endswith(".weight"))
+    assert got.ggml_types[name] == ggml
     x = grit.decode(got[name])
-    a = grit.encode(x, grit.io.gguf.GGML_GRADES["Q8_0"])      # canonical placement
+    a = grit.encode(x, grade)                                   # canonical placement
     got[name] = a
     copy = str(tmp_path / "encoded.gguf")
     grit.save(copy, got, relayout=True)
     t = next(t for t in gguf.GGUFReader(copy).tensors if t.name == name)
-    assert t.tensor_type == gguf.GGMLQuantizationType.Q8_0
+    assert t.tensor_type == gguf.GGMLQuantizationType[ggml]
+    assert [int(d) for d in reversed(t.shape)] == list(a.shape)
     new = logits(copy)
     assert new.shape == original.shape and np.isfinite(new).all()
     # the same values re-quantised: the logits move little

@@ -215,7 +215,7 @@ def test_converted_planes_agree_with_the_size_equations_when_the_bytes_are_short
     f = grit.io.safetensors.read(path)
     [r] = grit.io.recognise.recognise_file(f, gptq_cfg(4, 32))
     with pytest.raises(grit.GritSizeError, match="qweight"):
-        r.array(path, view=lambda tn: f.view(tn)[:-4] if tn.endswith("qweight") else f.view(tn))
+        r.array(lambda tn: f.view(tn)[:-4] if tn.endswith("qweight") else f.view(tn))
 
 
 # ---------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import grit
-from grit import native
+from grit import ggml, native
 from grit.codec.decode import decode_canonical
 
 gguf = pytest.importorskip("gguf")
@@ -81,10 +81,10 @@ def general(a) -> np.ndarray:
 def test_the_table_is_what_gguf_loads_zero_copy(loaded):
     """Every zero-copy GGUF type has a fused kernel, and every loaded array of
     those types takes it (the descriptor, not the type name, selects it)."""
-    from grit.io import gguf as G
-    assert set(G._ZERO_COPY) == set(native.GGML_KERNELS)
+    assert set(ggml.ZERO_COPY) == set(TYPES)
+    assert all(t.kernel is not None for t in ggml.ZERO_COPY.values())
     for (name, shape), (_, a) in loaded.items():
-        k = native.ggml_kernel(a.descriptor, a.shape)
+        k = ggml.kernel_for(a.descriptor, a.shape)
         assert k is not None and k.name == name, (name, shape)
         bs, ts = gguf.GGML_QUANT_SIZES[T[name]]
         assert (k.block_elems, k.block_bytes) == (bs, ts)
@@ -118,7 +118,7 @@ def test_thread_counts_and_the_switch_give_the_same_bits(loaded, name, monkeypat
         monkeypatch.setattr(native, "THREADS", nt)
         assert (grit.decode(a).view(np.uint32) == ref).all(), nt
     monkeypatch.setattr(native, "NATIVE", False)          # everything on numpy
-    assert native.ggml_kernel(a.descriptor, a.shape) is None
+    assert ggml.kernel_for(a.descriptor, a.shape) is None
     assert (grit.decode(a).view(np.uint32) == ref).all()
 
 
@@ -127,22 +127,22 @@ def test_other_descriptors_take_the_general_path(loaded):
     differ, are not the ggml struct: no fused kernel."""
     _, a = loaded[("Q8_0", (4, 512))]
     c = grit.canonical(a)
-    assert native.ggml_kernel(c.descriptor, c.shape) is None
+    assert ggml.kernel_for(c.descriptor, c.shape) is None
     d = a.descriptor
-    assert native.ggml_kernel(d.replace(group_axis=0), a.shape) is None
-    assert native.ggml_kernel(d.replace(flags=d.flags ^ grit.descriptor.F_INTERLEAVED),
-                              a.shape) is None
+    assert ggml.kernel_for(d.replace(group_axis=0), a.shape) is None
+    assert ggml.kernel_for(d.replace(flags=d.flags ^ grit.descriptor.F_INTERLEAVED),
+                            a.shape) is None
 
 
 def test_the_kernel_refuses_short_input():
-    k = native.GGML_KERNELS["Q4_K"]
+    k = ggml.ZERO_COPY["Q4_K"].kernel
     out = np.empty(256, np.float32)
     with pytest.raises(ValueError):
-        native.kernels().decode_ggml(k.kind, b"\0" * 143, out, 1)
+        native.kernels().decode_ggml(k, b"\0" * 143, out, 1)
     with pytest.raises(ValueError):
-        native.kernels().decode_ggml(9, b"\0" * 144, out, 1)
+        native.kernels().decode_ggml(native.GGML_KINDS["Q5_K"], b"\0" * 144, out, 1)
     with pytest.raises(ValueError):
-        native.kernels().decode_ggml(k.kind, b"\0" * 144, np.empty(255, np.float32), 1)
+        native.kernels().decode_ggml(k, b"\0" * 144, np.empty(255, np.float32), 1)
 
 
 # ---------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import grit
-from grit import native
+from grit import ggml, native
 from grit.codec.decode import decode_canonical
 from grit.ggml import CONVERTED
 from grit.io import gguf as G
@@ -95,13 +95,13 @@ def cases():
 def general(name, blocks, shape) -> np.ndarray:
     """The general path: grit.io.gguf's conversion, then decode_canonical."""
     t = CONVERTED[name]
-    return decode_canonical(G._CONVERT[name](blocks.reshape(-1, t.block_bytes), shape))
+    return decode_canonical(G.converted(name, blocks.reshape(-1, t.block_bytes), shape))
 
 
 def fused(name, blocks, shape) -> np.ndarray:
-    k = native.ggml_type_kernel(name, shape)
+    k = ggml.type_kernel(name, shape)
     assert k is not None and k.name == name
-    return native.decode_ggml(k, blocks, int(np.prod(shape))).reshape(shape)
+    return k.decode(blocks, int(np.prod(shape))).reshape(shape)
 
 
 def same_bits(a, b) -> bool:
@@ -112,24 +112,51 @@ def same_bits(a, b) -> bool:
 # the table
 
 
-def test_every_converted_type_has_a_kernel_built_from_grit_ggml():
-    assert set(native.GGML_CONVERTED_KERNELS) == set(CONVERTED) == set(G._CONVERT)
-    kinds = [k.kind for k in native.GGML_CONVERTED_KERNELS.values()]
-    zero = [k.kind for k in native.GGML_KERNELS.values()]
-    assert sorted(kinds + zero) == list(range(len(kinds) + len(zero)))
-    for name, k in native.GGML_CONVERTED_KERNELS.items():
-        t = CONVERTED[name]
-        assert not k.zero_copy and k.placement is None
-        assert (k.block_elems, k.block_bytes) == gguf.GGML_QUANT_SIZES[T[name]]
-        assert (k.block_elems, k.block_bytes) == (t.block_elems, t.block_bytes)
-        assert k.grade.canonical == t.grade.canonical
-        # the loaded array's descriptor (grit.io.gguf builds it from the grade)
+def test_every_record_has_a_kernel_by_name():
+    """Every ggml record's kernel id is grit.native's entry for its name, and
+    the ids are ggml.c's 0..12, each once."""
+    assert set(native.GGML_KINDS) == set(ggml.TYPES) == set(CONVERTED) | set(ggml.ZERO_COPY)
+    assert sorted(native.GGML_KINDS.values()) == list(range(len(native.GGML_KINDS)))
+    for name, t in ggml.TYPES.items():
+        assert t.kernel == native.GGML_KINDS[name] and t.name == name
+        assert (t.block_elems, t.block_bytes) == gguf.GGML_QUANT_SIZES[T[name]]
+    for name, t in CONVERTED.items():
+        assert not t.zero_copy and t.placement is None
+        # the loaded array's descriptor (grit.io.gguf builds it from the record)
         b = np.zeros((1, t.block_bytes), np.uint8)
-        a = G._CONVERT[name](b, (t.block_elems,))
-        assert a.descriptor.to_bytes() == k.descriptor().to_bytes()
-    # GGML_KERNELS keeps meaning the zero-copy types, selected by descriptor
-    assert set(native.GGML_KERNELS) == set(G._ZERO_COPY)
-    assert all(k.zero_copy for k in native.GGML_KERNELS.values())
+        a = G.converted(name, b, (t.block_elems,))
+        assert a.descriptor.to_bytes() == t.descriptor().to_bytes()
+        assert t.descriptor() == t.grade.descriptor()
+    assert all(t.zero_copy for t in ggml.ZERO_COPY.values())
+
+
+def test_the_kernel_ids_agree_with_the_c_side_by_name():
+    """The built extension's kernels take each name's blocks (probed by
+    size); the C source's enum names the same ids; an extension whose ids
+    are shifted is caught and its ggml kernels are not used."""
+    assert native.ggml_kind_mismatches(native.kernels()) == []
+    assert native.ggml_kernels_on()
+    import pathlib
+    import re
+    src = "".join(p.read_text() for p in pathlib.Path(grit.__file__).parent.rglob("*.[ch]"))
+    enum = {m[1]: int(m[2]) for m in re.finditer(r"\bGGML_(\w+) = (\d+)", src)}
+    enum.pop("KINDS", None)
+    assert enum == native.GGML_KINDS
+
+    class Shifted:       # the C side with Q4_0 and Q4_1 swapped
+        def decode_ggml(self, kind, data, out, nt):
+            swap = {native.GGML_KINDS["Q4_0"]: native.GGML_KINDS["Q4_1"],
+                    native.GGML_KINDS["Q4_1"]: native.GGML_KINDS["Q4_0"]}
+            return native.kernels().decode_ggml(swap.get(kind, kind), data, out, nt)
+    bad = native.ggml_kind_mismatches(Shifted())
+    assert len(bad) == 2 and "Q4_0" in bad[0] and "Q4_1" in bad[1]
+
+    class Extra:         # one kernel more than GGML_KINDS names
+        def decode_ggml(self, kind, data, out, nt):
+            if kind == len(native.GGML_KINDS):
+                return None
+            return native.kernels().decode_ggml(kind, data, out, nt)
+    assert len(native.ggml_kind_mismatches(Extra())) == 1
 
 
 @pytest.mark.parametrize("name", TYPES)
@@ -137,50 +164,54 @@ def test_the_c_side_block_size_is_the_table_s(name):
     """ggml.c's own block bytes and elements for the kind equal grit.ggml's:
     one block decodes, one byte less is refused, and so is an output that is
     not whole blocks."""
-    k = native.GGML_CONVERTED_KERNELS[name]
+    t = CONVERTED[name]
+    k = t.kernel
     kk = native.kernels()
-    out = np.empty(2 * k.block_elems, np.float32)
-    kk.decode_ggml(k.kind, b"\0" * (2 * k.block_bytes), out, 1)
+    out = np.empty(2 * t.block_elems, np.float32)
+    kk.decode_ggml(k, b"\0" * (2 * t.block_bytes), out, 1)
     assert (out == 0).all()
     with pytest.raises(ValueError, match="needed"):
-        kk.decode_ggml(k.kind, b"\0" * (2 * k.block_bytes - 1), out, 1)
+        kk.decode_ggml(k, b"\0" * (2 * t.block_bytes - 1), out, 1)
     with pytest.raises(ValueError, match="multiple"):
-        kk.decode_ggml(k.kind, b"\0" * (2 * k.block_bytes), out[:-1], 1)
+        kk.decode_ggml(k, b"\0" * (2 * t.block_bytes), out[:-1], 1)
     with pytest.raises(ValueError, match="multiple"):
-        kk.decode_ggml(k.kind, b"\0" * (2 * k.block_bytes), np.empty(k.block_elems + 8,
-                                                                      np.float32), 1)
+        kk.decode_ggml(k, b"\0" * (2 * t.block_bytes), np.empty(t.block_elems + 8,
+                                                                 np.float32), 1)
     with pytest.raises(ValueError, match="aligned"):
-        kk.decode_ggml(k.kind, b"\0" * k.block_bytes,
-                       np.empty(4 * k.block_elems + 1, np.uint8)[1:], 1)
+        kk.decode_ggml(k, b"\0" * t.block_bytes,
+                       np.empty(4 * t.block_elems + 1, np.uint8)[1:], 1)
 
 
 def test_unknown_kinds_are_refused():
     kk = native.kernels()
-    n = 1 + max(k.kind for k in native.GGML_CONVERTED_KERNELS.values())
+    n = len(native.GGML_KINDS)
     for kind in (n, -1, 1 << 20):
         with pytest.raises(ValueError, match="unknown kind"):
             kk.decode_ggml(kind, b"\0" * 4096, np.empty(256, np.float32), 1)
 
 
 def test_the_lookup_by_type_name(monkeypatch):
-    for name, k in native.GGML_CONVERTED_KERNELS.items():
+    for name, k in CONVERTED.items():
         n = k.block_elems
-        assert native.ggml_type_kernel(name, (3, 2 * n)) is k
-        assert native.ggml_type_kernel(name, (2 * n,)) is k
-        assert native.ggml_type_kernel(name, ()) is None                 # a scalar
-        assert native.ggml_type_kernel(name, (2, n + 16)) is None        # not whole blocks
-        assert native.ggml_type_kernel(name, (n + 16, n // 2)) is None
+        assert ggml.type_kernel(name, (3, 2 * n)) is k
+        assert ggml.type_kernel(name, (2 * n,)) is k
+        assert ggml.type_kernel(name, ()) is None                 # a scalar
+        assert ggml.type_kernel(name, (2, n + 16)) is None        # not whole blocks
+        assert ggml.type_kernel(name, (n + 16, n // 2)) is None
         # no blocks at all: whole blocks, an empty result
-        assert native.ggml_type_kernel(name, (3, 0)) is k
-        assert native.decode_ggml(k, b"", 0).shape == (0,)
+        assert ggml.type_kernel(name, (3, 0)) is k
+        assert k.decode(b"", 0).shape == (0,)
     # the zero-copy types by name too; names without a kernel: None
-    for name, k in native.GGML_KERNELS.items():
-        assert native.ggml_type_kernel(name, (k.block_elems,)) is k
+    for name, k in ggml.ZERO_COPY.items():
+        assert ggml.type_kernel(name, (k.block_elems,)) is k
     for name in ("F32", "BF16", "Q3_K", "IQ4_NL", "TQ1_0", "q4_0", ""):
-        assert native.ggml_type_kernel(name, (256,)) is None
+        assert ggml.type_kernel(name, (256,)) is None
     monkeypatch.setattr(native, "NATIVE", False)
-    assert native.ggml_type_kernel("Q4_0", (32,)) is None
-    assert native.ggml_type_kernel("Q8_0", (32,)) is None
+    assert ggml.type_kernel("Q4_0", (32,)) is None
+    assert ggml.type_kernel("Q8_0", (32,)) is None
+    monkeypatch.setattr(native, "NATIVE", True)
+    monkeypatch.setattr(native, "_ggml_ok", False)      # ids that failed the probe
+    assert ggml.type_kernel("Q4_0", (32,)) is None
 
 
 # ---------------------------------------------------------------------------
@@ -237,7 +268,7 @@ def test_the_blocks_of_a_gguf_file(cases, tmp_path):
     for key, (name, shape) in keys.items():
         a = loaded[key]
         assert isinstance(a, grit.GritArray) and a.shape == shape
-        assert native.ggml_kernel(a.descriptor, a.shape) is None      # canonical, not a struct
+        assert ggml.kernel_for(a.descriptor, a.shape) is None      # canonical, not a struct
         assert same_bits(fused(name, raw[key], shape), grit.decode(a)), key
 
 
@@ -303,6 +334,6 @@ def test_a_large_output_is_whole_huge_pages_and_still_the_same_bits():
         assert got.dtype == np.float32 and got.flags.c_contiguous and got.flags.writeable
         assert got.nbytes == 4 * got.size
         assert same_bits(got, general(name, b, shape))
-    k = native.ggml_type_kernel("Q4_0", (4, 64))
-    small = native.decode_ggml(k, random_blocks("Q4_0", (4, 64), rng), 256)
+    k = ggml.type_kernel("Q4_0", (4, 64))
+    small = k.decode(random_blocks("Q4_0", (4, 64), rng), 256)
     assert small.flags.owndata and small.shape == (256,)

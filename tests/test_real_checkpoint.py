@@ -151,11 +151,11 @@ def test_every_tensor_decodes_bit_for_bit(loaded):
 def test_level_1_scan_reads_no_tensor_byte(checkpoint, monkeypatch):
     """What makes a level-1 scan cost what the header costs: no converted
     tensor's planes are built — they are deferred (timings: bench/bench_scan.py)."""
-    from grit.io import gguf as G
+    from grit.ggml import CONVERTED
     from grit.scan import scan
     built = []
-    for name, f in list(G._CONVERT.items()):
-        monkeypatch.setitem(G._CONVERT, name, lambda b, s, _f=f: built.append(1) or _f(b, s))
+    for t in CONVERTED.values():
+        monkeypatch.setattr(t, "read", lambda b, _f=t.read: built.append(1) or _f(b))
     rep = scan([checkpoint])
     assert rep.files[0].tensors == 236 and built == []
 

@@ -9,7 +9,9 @@ import ml_dtypes
 import numpy as np
 from safetensors.numpy import save_file
 
-from grit.io.recognise import nvfp4_global_exact, recognise
+from grit.conventions import recognise
+from grit.conventions.compressed_tensors import nvfp4_global_exact
+from grit.io.safetensors import read as st_read
 from grit.scan import scan
 
 E2M1 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0,
@@ -97,7 +99,7 @@ NVFP4_CFG = ct_config("nvfp4-pack-quantized", {"num_bits": 4, "type": "float",
 
 
 def test_nvfp4_inferred_and_decodes_like_compressed_tensors(tmp_path):
-    g = 0.25                                   # a power of two: 1/g is exact
+    g = 2048.0                     # a power of two: 1/g is exact; ≫ 1, as a divisor is
     codes, sc, t = nvfp4_tensors(g)
     path = write(tmp_path, t, NVFP4_CFG)
     [r] = recognise(header_of(path), {}, NVFP4_CFG)
@@ -105,7 +107,7 @@ def test_nvfp4_inferred_and_decodes_like_compressed_tensors(tmp_path):
         "inferred", "compressed-tensors/nvfp4-pack-quantized", f"{W}.weight")
     assert r.grade == "grit1(e=e2m1,k0=16,s0=e4m3,k1=0,s1=binary32,esr=ratiomaxabs)"
     assert r.shape == (OUT, IN)
-    a = r.array(path)
+    a = r.array(st_read(path).view)
     # independent dequantisation: e2m1 · (s / g), compressed-tensors' order
     s = np.array([[e4m3_value(int(c)) for c in row] for row in sc], np.float32)
     eff = (s / np.float32(g)).astype(np.float32)
@@ -169,7 +171,7 @@ def test_mxfp4_inferred_and_decodes(tmp_path):
     assert r.grade == "grit1(e=e2m1,k0=32,s0=e8m0,esr=exp2floormaxabs)"     # GRADE_MXFP4
     ref = (E2M1[codes] * np.repeat(np.ldexp(np.float32(1), sc.astype(np.int32) - 127),
                                    32, axis=1)).astype(np.float32)
-    np.testing.assert_array_equal(np.asarray(r.array(path).decode()), ref)
+    np.testing.assert_array_equal(np.asarray(r.array(st_read(path).view).decode()), ref)
     rep = scan([path])
     [inf] = by_cat(rep, "inferred")
     assert inf.detail["grade"] == r.grade and not by_cat(rep, "structural")
@@ -192,7 +194,7 @@ def test_int4_symmetric_group_inferred_and_decodes(tmp_path):
     assert r.grade == "grit1(e=u4,k0=32,s0=binary16,zp=u4,esr=ratiomaxabs)"
     assert r.planes[3] == ("const", 8)
     ref = (np.repeat(scale.astype(np.float32), 32, axis=1) * q.astype(np.float32))
-    np.testing.assert_array_equal(np.asarray(r.array(path).decode()), ref.astype(np.float32))
+    np.testing.assert_array_equal(np.asarray(r.array(st_read(path).view).decode()), ref.astype(np.float32))
     rep = scan([path])
     [inf] = by_cat(rep, "inferred")
     assert any("synthesised" in ln for ln in inf.lines)
@@ -369,7 +371,7 @@ def test_fp8_channel_inferred_and_decodes(tmp_path):
     assert (r.kind, r.convention) == ("inferred", "compressed-tensors/float-quantized/channel")
     assert r.grade == f"grit1(e=e4m3,k0={IN},s0=binary32,esr=ratiomaxabs)"
     assert r.planes == (("file", f"{W}.weight"), ("file", f"{W}.weight_scale"), None, None)
-    a = r.array(path)
+    a = r.array(st_read(path).view)
     assert all(isinstance(p, memoryview) for p in a.planes[:2])     # mapped, not read
     ref = q.astype(np.float32) * scale                              # float32 multiply
     np.testing.assert_array_equal(np.asarray(a.decode()), ref)
@@ -393,7 +395,7 @@ def test_fp8_group_bf16_scale_inferred_and_decodes(tmp_path):
     [r] = recognise(header_of(path), {}, cfg)
     assert r.grade == "grit1(e=e4m3,k0=32,s0=x350f,esr=ratiomaxabs)"
     ref = q.astype(np.float32) * np.repeat(scale.astype(np.float32), 32, axis=1)
-    np.testing.assert_array_equal(np.asarray(r.array(path).decode()), ref)
+    np.testing.assert_array_equal(np.asarray(r.array(st_read(path).view).decode()), ref)
     assert any("BF16" in n for n in r.notes)
 
 
@@ -425,7 +427,7 @@ def test_fp8_tensor_scale(tmp_path):
     path = write(tmp_path, {f"{W}.weight": q, f"{W}.weight_scale": one}, cfg, "row.safetensors")
     [r] = recognise(header_of(path), {}, cfg)
     assert r.grade == f"grit1(e=e4m3,k0={IN},s0=binary32,esr=ratiomaxabs)"
-    np.testing.assert_array_equal(np.asarray(r.array(path).decode()),
+    np.testing.assert_array_equal(np.asarray(r.array(st_read(path).view).decode()),
                                   q.astype(np.float32) * one[0])
     # one row but numel > 65535: k0 is a uint16
     h = {f"{W}.weight": ("F8_E4M3", (1, 70000), 70000), f"{W}.weight_scale": ("F32", (1,), 4)}
@@ -526,7 +528,7 @@ def test_torchao_nvfp4_with_per_tensor_scale(tmp_path):
     assert r.grade == "grit1(e=e2m1,k0=16,s0=e4m3,k1=0,s1=binary32,esr=ratiomaxabs)"
     s = np.array([[e4m3_value(int(c)) for c in row] for row in sc], np.float32)
     ref = (E2M1[codes] * np.repeat((s * p).astype(np.float32), 16, axis=1)).astype(np.float32)
-    np.testing.assert_array_equal(np.asarray(r.array(path).decode()), ref)
+    np.testing.assert_array_equal(np.asarray(r.array(st_read(path).view).decode()), ref)
     rep = scan([path])
     [inf] = by_cat(rep, "inferred")
     assert inf.detail["convention"] == "torchao/NVFP4Tensor"
@@ -555,7 +557,7 @@ def test_torchao_mxfp4(tmp_path):
     assert r.grade == "grit1(e=e2m1,k0=32,s0=e8m0,esr=exp2floormaxabs)"
     sv = np.ldexp(np.float32(1), ex.astype(np.int32) - 127).astype(np.float32)
     ref = (E2M1[codes] * np.repeat(sv, 32, axis=1)).astype(np.float32)
-    np.testing.assert_array_equal(np.asarray(r.array(path).decode()), ref)
+    np.testing.assert_array_equal(np.asarray(r.array(st_read(path).view).decode()), ref)
 
 
 def test_torchao_float8_per_row(tmp_path):
@@ -569,7 +571,7 @@ def test_torchao_float8_per_row(tmp_path):
     r = ta_recognise(path, meta)
     assert r.kind == "inferred" and r.grade == f"grit1(e=e4m3,k0={IN},s0=binary32,esr=ratiomaxabs)"
     ev = np.array([[e4m3_value(int(c)) for c in row] for row in q], np.float32)
-    np.testing.assert_array_equal(np.asarray(r.array(path).decode()), (ev * sc).astype(np.float32))
+    np.testing.assert_array_equal(np.asarray(r.array(st_read(path).view).decode()), (ev * sc).astype(np.float32))
 
 
 def test_torchao_float8_per_tensor_and_2d_block_reported(tmp_path):
@@ -593,7 +595,7 @@ def test_torchao_int8_per_row(tmp_path):
     r = ta_recognise(path, meta)
     assert r.kind == "inferred" and r.grade == f"grit1(e=s8,k0={IN},s0=binary32,esr=ratiomaxabs)"
     ref = (q.astype(np.float32) * sc).astype(np.float32)
-    np.testing.assert_array_equal(np.asarray(r.array(path).decode()), ref)
+    np.testing.assert_array_equal(np.asarray(r.array(st_read(path).view).decode()), ref)
 
 
 def test_torchao_int4_layouts_reported(tmp_path):

@@ -18,7 +18,9 @@ import pytest
 from safetensors.numpy import save_file
 
 from grit.scan import scan
-from grit.scan.config import CT_ENUMS, CT_FIELDS, SERVED_GROUPS, fused_key, scheme_for
+from grit.conventions.base import SERVED_GROUPS
+from grit.conventions.compressed_tensors import CT_ENUMS, CT_FIELDS, scheme_for
+from grit.scan.config import fused_key
 from grit.scan.findings import REGISTRY, Severity
 
 rng = np.random.default_rng(14)

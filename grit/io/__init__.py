@@ -9,7 +9,8 @@ specified in docs/file-format.md.
 
 Each container has one reader that returns what it parsed together with a
 list of :class:`~grit.io.problems.Problem` values (``grit.io.safetensors.read``,
-``grit.io.gguf.read``);
+``grit.io.gguf.read``) and one writer (``grit.io.safetensors.save``,
+``grit.io.gguf_writer.save_gguf``);
 ``load`` raises the first problem, ``grit scan`` reports them all.
 """
 from __future__ import annotations
@@ -19,10 +20,8 @@ from collections.abc import Mapping
 
 from .._files import check_tensors, open_regular
 from ..errors import GritUsageError
-from . import gguf as _gguf
-from . import safetensors as _st
-from .gguf import GGUF_MAGIC
-from .recognise import with_recognised
+from . import gguf_writer as _gguf_writer
+from .containers import HEAD_BYTES, SAFETENSORS, by_suffix, named, sniffed
 from .safetensors import GritFileError
 
 __all__ = ["load", "save", "save_gguf", "sniff", "GritFileError"]
@@ -30,25 +29,22 @@ __all__ = ["load", "save", "save_gguf", "sniff", "GritFileError"]
 
 def _head(path) -> tuple[bytes, int]:
     with open_regular(path) as f:
-        return f.read(9), os.fstat(f.fileno()).st_size
-
-
-def _kind(head: bytes, size: int) -> str | None:
-    if head[:4] == GGUF_MAGIC:
-        return "gguf"
-    if _st.is_safetensors(head, size):
-        return "safetensors"
-    return None
+        return f.read(HEAD_BYTES), os.fstat(f.fileno()).st_size
 
 
 def sniff(path) -> str | None:
-    """"gguf", "safetensors" or None, from the first bytes of the file at
-    ``path`` (an OSError propagates)."""
-    return _kind(*_head(path))
+    """The name of the container (``"gguf"``, ``"safetensors"``) the first
+    bytes of the file at ``path`` say it is, or None (an OSError
+    propagates)."""
+    c = sniffed(*_head(path))
+    return c.name if c is not None else None
 
 
 def load(path, **options):
-    """``{tensor name: GritArray | ndarray | record}`` for a checkpoint file.
+    """``{tensor name: GritArray | ndarray | record}`` for a checkpoint file,
+    read by the container its first bytes name (:mod:`grit.io.containers`;
+    a file they do not name is read by the container its suffix names, whose
+    reader says what is wrong with it).
 
     GGUF: see :func:`grit.io.gguf.load` (``strict=False`` by default: a ggml
     type v1 cannot express becomes an ``Inexpressible`` record).
@@ -56,7 +52,7 @@ def load(path, **options):
     default: a GRIT tensor failing its level-1 check raises; ``strict=False``
     returns a ``CheckFailed`` record in its place).  A safetensors file
     without GRIT metadata whose weights follow a convention grit recognises
-    (compressed-tensors, torchao; docs/scan.md) returns each such weight as a
+    (grit.conventions; docs/scan.md) returns each such weight as a
     GritArray under its logical name, with ``.config`` and ``.recognised``
     on the result (:func:`grit.io.recognise.with_recognised`);
     ``recognise=False`` returns the file's tensors as they are."""
@@ -64,27 +60,23 @@ def load(path, **options):
         head, size = _head(path)
     except (OSError, TypeError) as e:
         raise GritUsageError(f"cannot read {path!r}: {e}") from None
-    kind = _kind(head, size)
-    if kind == "gguf":
-        return _gguf.load(path, **options)
-    if kind == "safetensors" or (kind is None and os.fspath(path).lower().endswith(
-            ".safetensors")):     # the reader names what is wrong with the header
-        recognised = options.pop("recognise", True)
-        tensors = _st.load(path, **options)
-        return with_recognised(path, tensors, strict=options.get("strict", True)) \
-            if recognised else tensors
-    raise GritFileError(f"{path}: not a GGUF file (magic {head[:4]!r}) and not a safetensors "
-                        "file (an 8-byte header length within the file, then '{')")
+    c = sniffed(head, size) or by_suffix(path)
+    if c is None:
+        raise GritFileError(f"{path}: not a GGUF file (magic {head[:4]!r}) and not a "
+                            "safetensors file (an 8-byte header length within the file, "
+                            "then '{')")
+    return c.load(path, **options)
 
 
 def save(path, tensors, metadata=None, *, format: str | None = None, **options) -> None:
-    """Write ``{name: GritArray | ndarray}`` to ``path``: safetensors
-    (:func:`grit.io.safetensors.save`), or GRIT-annotated GGUF
-    (:func:`grit.io.gguf.save_gguf`) when ``format="gguf"`` or the path ends
-    in ``.gguf``.  Without ``metadata``, the ``.metadata`` of a mapping that
-    ``grit.load`` returned is written back (GGUF KV entries to GGUF, a
-    safetensors ``__metadata__`` to safetensors).  Input files are never
-    modified in place: the new file replaces ``path`` atomically."""
+    """Write ``{name: GritArray | ndarray}`` to ``path`` in the container
+    ``format`` names, else the one the path's suffix names, else
+    safetensors (:func:`grit.io.safetensors.save`; GGUF:
+    :func:`grit.io.gguf_writer.save_gguf`).  Without ``metadata``, the
+    ``.metadata`` of a mapping that ``grit.load`` returned is written back
+    (GGUF KV entries to GGUF, a safetensors ``__metadata__`` to
+    safetensors).  Input files are never modified in place: the new file
+    replaces ``path`` atomically."""
     if not isinstance(path, (str, os.PathLike)):
         raise GritUsageError(f"save(path, tensors): path must be a str or os.PathLike, got "
                              f"{type(path).__name__} (are the arguments swapped?)")
@@ -92,23 +84,15 @@ def save(path, tensors, metadata=None, *, format: str | None = None, **options) 
         raise GritUsageError(f"save(path, tensors): tensors must be a mapping of name to "
                              f"GritArray or ndarray, got {type(tensors).__name__}")
     check_tensors(tensors)        # a mapped file truncated since: GritFileError, not SIGBUS
-    fmt = format
-    if fmt is None:
-        fmt = "gguf" if os.fspath(path).lower().endswith(".gguf") else "safetensors"
-    if fmt == "gguf":
-        return _gguf.save_gguf(path, tensors, metadata, **options)
-    if fmt == "safetensors":
-        if metadata is None and isinstance(getattr(tensors, "metadata", None), dict) \
-                and not isinstance(tensors.metadata, _gguf.GGUFMetadata):
-            metadata = tensors.metadata      # what grit.load read: written back
-        if options:
-            raise GritUsageError(f"save(): unknown options {sorted(options)} for safetensors")
-        return _st.save(path, tensors, metadata)
-    raise GritUsageError(f"save(): format must be 'safetensors' or 'gguf', got {format!r}")
+    if format is not None:
+        c = named(format)
+    else:
+        c = by_suffix(path) or SAFETENSORS
+    return c.save(path, tensors, metadata, **options)
 
 
 def save_gguf(path, tensors, metadata=None, **options) -> None:
-    """:func:`grit.io.gguf.save_gguf`."""
+    """:func:`grit.io.gguf_writer.save_gguf`."""
     if isinstance(tensors, Mapping):
         check_tensors(tensors)
-    return _gguf.save_gguf(path, tensors, metadata, **options)
+    return _gguf_writer.save_gguf(path, tensors, metadata, **options)

@@ -180,7 +180,7 @@ def _check_file(p: str, deep: bool, cache: bool,
         try:
             cov, rs = account(inp, ctx.findings)
         except _BAD_INPUT:                   # the readers' records are odd: count
-            inp.safetensors = inp.gguf = None   # the file as not checkable
+            inp.contents = None              # the file as not checkable
             cov, rs = account(inp, ())
         # the file's own findings get their byte ranges now; only the GRIT
         # tensors' ranges are kept, for the findings made across files
@@ -200,9 +200,7 @@ def _one_file(ctx: _an.Context, p: str, deep: bool, ckpts: _shards.Checkpoints,
     try:
         tensors = _an.file_analyses(ctx, inp)
         if deep:      # file by file, each plane streamed through the file's byte source
-            src = inp.safetensors.source if inp.safetensors is not None else (
-                inp.gguf.file.source if inp.gguf is not None else None)
-            _deep.deep(ctx, tensors, src, advance)
+            _deep.deep(ctx, tensors, inp.source, advance)
     except _BAD_INPUT as e:
         inp.file.error = why(e)
         ctx.add("S805", p, None, f"could not read as {inp.file.format}: {inp.file.error}")

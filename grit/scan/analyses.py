@@ -23,7 +23,7 @@ from ..errors import Detail, GritError, Status
 from ..explain import diff, render, to_dict
 from ..fingerprint import base32_decode, base32_encode, gid as _gid
 from ..grade import lookup_grade
-from ..io.gguf import (KV_DIGEST, GGUFContents, Inexpressible, block_span,
+from ..io.gguf import (companion_names, KV_DIGEST, GGUFContents, Inexpressible, block_span,
                        nvfp4_scale_disagreements)
 from ..io.problems import Problem, ProblemKind as PK
 from ..io.recognise import Recognised, recognise_file
@@ -203,10 +203,9 @@ def file_analyses(ctx: Context, inp: Input) -> list[Tensor]:
     """The structural, inferred and inexpressible findings of one parsed
     file, and its GRIT tensors (appended to ``ctx.tensors`` and returned)."""
     first = len(ctx.tensors)
-    if inp.safetensors is not None:
-        _safetensors(ctx, inp)
-    elif inp.gguf is not None:
-        _gguf(ctx, inp)
+    c = inp.container
+    if c is not None:
+        FILE_ANALYSES[c.name](ctx, inp)
     return ctx.tensors[first:]
 
 
@@ -279,8 +278,14 @@ def _recognised(ctx: Context, inp: Input, recognised: list[Recognised], trunc) -
     f, path, ckpt = inp.safetensors, inp.file.path, inp.file.checkpoint
     inferred: dict[tuple[str, str], list[Recognised]] = {}
     inexpr: dict[tuple, list[Recognised]] = {}
+    unclaimed: list[Recognised] = []
+    more: dict[tuple[str, str], list[tuple[Recognised, tuple]]] = {}
     for r in recognised:
-        if r.kind == "inferred":
+        for fnd in r.findings:
+            more.setdefault((fnd[0], fnd[1]), []).append((r, fnd))
+        if r.kind == "unrecognised":
+            unclaimed.append(r)
+        elif r.kind == "inferred":
             sizes = r.plane_lengths(f.on_disk)
             det = diagnose(r.descriptor, r.shape, sizes, level=1)
             t = Tensor(path, ckpt, r.name, r.descriptor, tuple(r.shape), inferred=True)
@@ -322,6 +327,24 @@ def _recognised(ctx: Context, inp: Input, recognised: list[Recognised], trunc) -
                 {"convention": conv, "section": section, "reason": reason,
                  "arithmetic": list(lines), "tensors": names,
                  "files": sorted({t for r in rs for t in r.tensors})})
+    if unclaimed:
+        names = [r.name for r in unclaimed]
+        ctx.add("S704", path, _names(names),
+                f"{len(names)} module(s) hold tensors that look quantised and no convention "
+                "claims them: not checked",
+                tuple(line for r in unclaimed[:4] for line in r.lines)
+                + ((f"… {len(unclaimed) - 4} more modules in detail.tensors",)
+                   if len(unclaimed) > 4 else ()),
+                {"tensors": names, "files": sorted({t for r in unclaimed for t in r.tensors}),
+                 "lines": {r.name: list(r.lines) for r in unclaimed}})
+    for (code, _key), hits in sorted(more.items()):
+        r0, (_, _, message, lines, detail) = hits[0]
+        names = [r.name for r, _ in hits]
+        ctx.add(code, path, _names(names),
+                message + (f" ({len(hits)} tensors)" if len(hits) > 1 else ""),
+                lines + ((f"… {len(hits) - 1} more in detail.tensors",) if len(hits) > 1
+                         else ()),
+                {**detail, "tensors": names, "each": [d for _, (_, _, _, _, d) in hits]})
 
 
 def _inferred_planes(ctx: Context, inp: Input, r: Recognised) -> list | None:
@@ -330,7 +353,7 @@ def _inferred_planes(ctx: Context, inp: Input, r: Recognised) -> list | None:
     file-backed ones are not copied); None, with a finding, where it fails."""
     path = inp.file.path
     try:
-        return list(r.array(path, inp.safetensors.view).planes)
+        return list(r.array(inp.safetensors.view).planes)
     except GritError as e:
         det = e.detail
         if det is None:
@@ -348,6 +371,7 @@ def _companions(ctx: Context, path: str, got: GGUFContents, ctx_ckpt: str = "") 
     S505 for scale bytes ggml and GRIT read differently."""
     companions = getattr(got.tensors, "companions", {})
     missing: dict[str, list[str]] = {}
+    elsewhere: list[tuple[str, str]] = []
     for name, c in companions.items():
         if c.attached and c.scale is not None and c.k1 == 0:
             # one scale for the whole tensor: its value, read from the companion
@@ -356,6 +380,8 @@ def _companions(ctx: Context, path: str, got: GGUFContents, ctx_ckpt: str = "") 
             v = np.asarray(got.tensors.get(c.scale), dtype="<f4").reshape(-1)
             if v.size == 1:
                 ctx.companion_scales.append((ctx_ckpt, path, c.scale, float(v[0])))
+        if c.scale is not None and c.scale != companion_names(name)[0]:
+            elsewhere.append((name, c.scale))
         if not c.attached:
             missing.setdefault(c.reason if c.scale is None else f"{c.scale}: {c.reason}",
                                []).append(name)
@@ -372,6 +398,18 @@ def _companions(ctx: Context, path: str, got: GGUFContents, ctx_ckpt: str = "") 
                 f"{len(names)} NVFP4 tensor(s) decoded without a companion scale ({reason})",
                 ("llama.cpp's converter writes <base>.scale (F32), and leaves it out when the "
                  "scale is 1.0",), {"tensors": names, "reason": reason})
+    if elsewhere:
+        names = [n for n, _ in elsewhere]
+        ctx.add("S605", path, _names(names),
+                f"{len(names)} NVFP4 tensor(s) have their companion scale under a name "
+                "llama.cpp does not load",
+                tuple(f"{c} found; llama.cpp loads {companion_names(n)[0]} (optional: when "
+                      "absent it runs the tensor without its per-tensor scale)"
+                      for n, c in elsewhere[:4])
+                + ((f"… {len(elsewhere) - 4} more in detail.tensors",)
+                   if len(elsewhere) > 4 else ()),
+                {"tensors": names, "companions": {n: c for n, c in elsewhere},
+                 "expected": {n: companion_names(n)[0] for n, _ in elsewhere}})
     if not ctx.deep:
         return
     for name, gt in got.tensors.ggml_types.items():
@@ -632,3 +670,9 @@ def checkpoint_contracts(ctx: Context) -> None:
     _cfg.config_vs_tensors(ctx, ctx.checkpoints)
     _cfg.fused_grades(ctx, lambda ts: _by_design(ts) is not None)
     _cfg.fused_scales(ctx, ctx.checkpoints, ctx.companion_scales)
+
+
+#: each container's per-file analyses (a container grit reads and scan does
+#: not analyse is a KeyError: a bug, never a silent skip)
+FILE_ANALYSES: dict[str, Callable[[Context, Input], None]] = {
+    "safetensors": _safetensors, "gguf": _gguf}

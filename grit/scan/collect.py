@@ -7,13 +7,12 @@ import errno
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from .._files import loads_json, open_regular, read_regular
 from ..errors import GritError
-from ..io import gguf as _gguf
-from ..io import safetensors as _st
 from ..io import sniff as _sniff_file
+from ..io.containers import GGUF, HEAD_BYTES, SAFETENSORS, Container, by_suffix, named, sniffed
 from ..io import hub as _hub
 from ..io.gguf import GGUFContents
 from ..io.http import default_cache, is_url, parse_url
@@ -373,15 +372,34 @@ def _walk_order(path: str) -> list[tuple[int, str]]:
 
 @dataclass
 class Input:
-    """One model file as read: its report record, the container it was read
-    as (``safetensors`` / ``gguf``; None when unreadable), the findings made
-    while opening it, and the config.json beside a safetensors file."""
+    """One model file as read: its report record, what its container's
+    reader returned (``contents``: a SafetensorsFile, a GGUFContents; None
+    when unreadable), the findings made while opening it, and the
+    config.json beside a file the conventions apply to."""
 
     file: ScannedFile
-    safetensors: SafetensorsFile | None = None
-    gguf: GGUFContents | None = None
+    contents: Any = None
     config: dict | None = None
     findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def container(self) -> Container | None:
+        """The container the file was read as (None: not read)."""
+        return named(self.file.format) if self.contents is not None else None
+
+    @property
+    def safetensors(self) -> SafetensorsFile | None:
+        return self.contents if self.file.format == SAFETENSORS.name else None
+
+    @property
+    def gguf(self) -> GGUFContents | None:
+        return self.contents if self.file.format == GGUF.name else None
+
+    @property
+    def source(self) -> ByteSource | None:
+        """The byte source the contents were read through."""
+        c = self.container
+        return c.source_of(self.contents) if c is not None else None
 
 
 def open_input(path: str, cache: bool = True) -> Input:
@@ -398,12 +416,11 @@ def open_input(path: str, cache: bool = True) -> Input:
     _misnamed(inp, by_suffix, sniffed)
 
     def read() -> list:
-        if rec.format == "gguf":
-            inp.gguf = _gguf.read(path)
-            return inp.gguf.problems
-        inp.safetensors = _st.read(path)
-        inp.config = read_config(path)
-        return inp.safetensors.problems
+        c = named(rec.format)
+        inp.contents = c.read(path)
+        if c.conventions:
+            inp.config = read_config(path)
+        return inp.contents.problems
     return _read(inp, read)
 
 
@@ -422,12 +439,11 @@ def _read(inp: Input, read: Callable[[], list]) -> Input:
     else:
         fatal = [p for p in problems if p.kind is ProblemKind.UNREADABLE]
         if fatal:
-            rec.error = (f"{'GGUF' if rec.format == 'gguf' else 'safetensors'}: "
-                         f"{fatal[0].message}")
+            rec.error = f"{rec.format}: {fatal[0].message}"
         else:
             rec.parsed = True
     if rec.error:
-        inp.safetensors = inp.gguf = None
+        inp.contents = None
         inp.findings.append(Finding("S808" if limited else "S805", rec.path, None,
                                     f"could not read as {rec.format}: {rec.error}"))
     return inp
@@ -466,9 +482,8 @@ def _open_remote(inp: Input, cache: bool = True) -> Input:
 def _by_suffix(path: str, query: bool = True) -> str | None:
     """The container a file's name ends in, if any (a URL's name without
     its ``?query``)."""
-    low = (path.split("?")[0] if query else path).lower()
-    return "gguf" if low.endswith(".gguf") else (
-        "safetensors" if low.endswith(".safetensors") else None)
+    c = by_suffix(path.split("?")[0] if query else path)
+    return c.name if c is not None else None
 
 
 def open_source(inp: Input, src: ByteSource) -> Input:
@@ -490,19 +505,20 @@ def _from_source(inp: Input, src: ByteSource) -> list:
     first bytes (``inp.file.format``), read through it; its problems."""
     rec = inp.file
     by_suffix = _by_suffix(rec.path)
+    # the 8 bytes the safetensors reader reads first (its own label: a header
+    # cache answers it); more only when they refute the container the name
+    # says, to tell what the file is instead
     head = src.read(0, min(8, src.size), "header length")
-    sniffed: str | None = "gguf" if head[:4] == _gguf.GGUF_MAGIC else None
-    if sniffed is None and by_suffix == "gguf" and src.size >= 9:
-        head = src.read(0, 9, "header length")
-    if sniffed is None and _st.is_safetensors(head, src.size):
-        sniffed = "safetensors"
-    rec.format = sniffed or rec.format
-    _misnamed(inp, by_suffix, sniffed)
-    if rec.format == "gguf":
-        inp.gguf = _gguf.read_source(src, rec.path)
-        return inp.gguf.problems
-    inp.safetensors = _st.read_source(src, rec.path)
-    return inp.safetensors.problems
+    said = named(by_suffix) if by_suffix is not None else None
+    if said is not None and said.sniff_bytes <= len(head) and not said.sniff(head, src.size) \
+            and src.size >= HEAD_BYTES:
+        head = src.read(0, HEAD_BYTES, "header length")
+    found = sniffed(head, src.size)
+    sniffed_name = found.name if found is not None else None
+    rec.format = sniffed_name or rec.format
+    _misnamed(inp, by_suffix, sniffed_name)
+    inp.contents = named(rec.format).read_source(src, rec.path)
+    return inp.contents.problems
 
 
 def _remote_config(inp: Input) -> Input:

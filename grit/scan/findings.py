@@ -90,7 +90,9 @@ class ScanKind(_StrEnum):
     INFERRED = "Inferred"
     COMPANION = "Companion"
     READ_DIFFERENTLY = "ReadDifferently"
+    SCALE_DIRECTION = "ScaleDirection"
     INEXPRESSIBLE = "Inexpressible"
+    UNRECOGNISED = "Unrecognised"
     UNREADABLE = "Unreadable"
 
 
@@ -108,7 +110,7 @@ CATEGORIES: dict[Category, str] = {
     Category.ESCAPE_HATCH: "4. Escape-hatch exposure (NOTE_ASSUMED, by producer tag)",
     Category.DEEP: "5. Deep checks (level-2 digest / metadata order, level-3 probes)",
     Category.INFERRED: "Inferred descriptors (ggml block types without GRIT annotations)",
-    Category.INEXPRESSIBLE: "Tensors GRIT v1 cannot express",
+    Category.INEXPRESSIBLE: "Tensors GRIT v1 cannot express or grit does not recognise",
     Category.UNREADABLE: "Inputs that could not be read",
 }
 
@@ -496,7 +498,7 @@ REGISTRY: dict[str, FindingSpec] = _specs(
      "compressed-tensors refuses to load the config (pydantic validation error), or reads "
      "a default where the author meant the misspelt field.",
      "Fix the field the message names (the schema's field names and defaults are in "
-     "grit.scan.config.CT_FIELDS)."),
+     "grit.conventions.compressed_tensors.CT_FIELDS)."),
     ("S320", C.DRIFT, V.DISAGREEMENT, K.FUSED_MISMATCH,
      "tensors a runtime fuses carry different grades",
      "Tensors that runtimes fuse into one matmul — the q/k/v projections of one attention "
@@ -516,6 +518,18 @@ REGISTRY: dict[str, FindingSpec] = _specs(
      "max), so the other parts decode scaled by the wrong value — by up to the spread.",
      "Re-quantise the fused parts with one shared global scale (llm-compressor and "
      "ModelOpt both have an option to fuse the global scales of q/k/v and gate/up)."),
+    ("S322", C.DRIFT, V.DISAGREEMENT, K.SCALE_DIRECTION,
+     "per-tensor scale stored in the other convention's direction",
+     "An NVFP4 per-tensor scale reads as the other convention's direction: "
+     "compressed-tensors' `weight_global_scale` is a divisor g = 448·6/amax (≫ 1 for any "
+     "weight with amax below 2688), ModelOpt's `weight_scale_2` a multiplier amax/2688 "
+     "(< 1). A divisor below 1, or a multiplier above 1, means an amax above 2688 under the "
+     "convention's own reading and an ordinary one under the other: the value was copied "
+     "between the conventions without being inverted. The lines give both readings.",
+     "The runtime decodes every element of the tensor scaled by value² (or 1/value²): "
+     "garbage output without an error.",
+     "Store 1/value (re-export through a converter that inverts the per-tensor scale), or "
+     "declare the convention the value was written for."),
     # -- 4. escape hatch
     ("S401", C.ESCAPE_HATCH, V.WARNING, K.ASSUMED,
      "tensors carry `NOTE_ASSUMED`",
@@ -605,6 +619,15 @@ REGISTRY: dict[str, FindingSpec] = _specs(
      "grit.decode and llama.cpp agree to 1 ulp on those elements, not bit for bit; both "
      "are correct readings of their own contracts.",
      "None needed; compare with a 1-ulp tolerance where the pairs occur."),
+    ("S605", C.INFERRED, V.DISAGREEMENT, K.COMPANION,
+     "NVFP4 companion scale under a name llama.cpp does not load",
+     "An NVFP4 tensor's per-tensor scale is stored as `<name>.scale` (e.g. "
+     "`blk.3.ffn_gate.weight.scale`); llama.cpp creates the companion as `<base>.scale` "
+     "(`blk.3.ffn_gate.scale`, `tn(…, \"scale\", i)` in its model loader) and treats it as "
+     "optional. grit.load attaches either name; the lines give both.",
+     "llama.cpp does not find the companion and runs the tensor without its per-tensor "
+     "scale: every value off by that factor, with no error.",
+     "Rename the companion to `<base>.scale` (what llama.cpp's converter writes)."),
     ("S701", C.INEXPRESSIBLE, V.WARNING, K.INEXPRESSIBLE,
      "safetensors weights GRIT v1 cannot express",
      "Recognised weights whose layout v1 cannot express (codebooks, act-order, dense "
@@ -618,6 +641,24 @@ REGISTRY: dict[str, FindingSpec] = _specs(
      "reason; never silently skipped.",
      "These tensors were not checked.",
      "None in v1."),
+    ("S703", C.INEXPRESSIBLE, V.WARNING, K.UNRECOGNISED,
+     "quantisation method grit does not know",
+     "The `quantization_config` of config.json names a `quant_method` (or none) that no "
+     "convention of grit's reads (`grit.conventions`: compressed-tensors, ModelOpt, GPTQ, "
+     "AWQ, gpt-oss `mxfp4`, torchao, bitsandbytes, GRIT); the lines list the known ones.",
+     "The checkpoint's quantised tensors were not recognised, so their bytes were not "
+     "checked; the scan is not clean.",
+     "Nothing to fix in the checkpoint; a convention for the method can be added "
+     "(docs/layers.md, \"How to add a convention\")."),
+    ("S704", C.INEXPRESSIBLE, V.WARNING, K.UNRECOGNISED,
+     "tensors that look quantised and no convention claims",
+     "Tensors whose name says packed codes (`*_packed`, `*_blocks`, `qweight`, `qzeros`) "
+     "or whose dtype is a code type (int8, uint8, int32, FP8…) beside a `*scale*` tensor of "
+     "the same module, which no convention grit knows claims.",
+     "Their bytes are not checked, and a tool reading them as plain tensors reads codes as "
+     "values.",
+     "Nothing to fix in the checkpoint if it is what its runtime expects; a convention for "
+     "it can be added (docs/layers.md, \"How to add a convention\")."),
     # -- unreadable
     ("S801", C.UNREADABLE, V.STRUCTURAL, K.UNREADABLE,
      "no such file or directory",

@@ -117,10 +117,9 @@ def account(inp: Input, findings: Iterable[Finding]) -> tuple[Coverage, Ranges]:
     Never raises: an unreadable file counts its size as not checkable."""
     cov, ranges = Coverage(), Ranges()
     fs = [f for f in findings if f.file == inp.file.path]
-    if inp.safetensors is not None:
-        _account_safetensors(inp, fs, cov, ranges)
-    elif inp.gguf is not None:
-        _account_gguf(inp, fs, cov, ranges)
+    c = inp.container
+    if c is not None:
+        ACCOUNTS[c.name](inp, fs, cov, ranges)
     else:
         try:
             size = os.stat(inp.file.path).st_size if os.path.isfile(inp.file.path) else 0
@@ -210,6 +209,10 @@ def _account_gguf(inp: Input, fs: list[Finding], cov: Coverage, ranges: Ranges) 
             _bump(cov.inferred, GGML, held)
         else:
             _bump(cov.not_checkable, "plain", held)
+
+
+#: each container's byte accounting
+ACCOUNTS = {"safetensors": _account_safetensors, "gguf": _account_gguf}
 
 
 def _where(spans: list[tuple[str, int, int]]) -> tuple[int, int]:

@@ -1,0 +1,388 @@
+"""GGUF files written: GRIT arrays as ggml block types (``save_gguf``).
+
+The writing half of grit.io.gguf: :func:`native_type` finds the ggml block
+type an array is (its grade and placement, or the canonical placement of a
+converted type whose implicit constants hold) and builds its blocks; every
+other GritArray is written as its GRIT payload, annotated by ``grit.*`` KV
+entries that grit.io.gguf reads back (docs/file-format.md, "GGUF").
+"""
+from __future__ import annotations
+
+import os
+import struct
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from .._files import atomic_write
+from ..array import GritArray, canonical
+from ..errors import GritError, GritUsageError
+from ..facts import is_canonical
+from ..ggml import PLAIN, TYPES, Blocks
+from ..placement.expr import resolve_layout
+from ..placement.words import CLASS_HASHED, CLASS_OPAQUE, placement_class
+from .gguf import (KV_DESC, KV_GRADE, KV_LAYOUT, KV_SCHEMA,
+                   KV_SHAPE, GGUF_SCHEMA, GGUFMetadata, GGUFValue, Inexpressible, _u8,
+                   companion_names, nvfp4_scaled_grade)
+from .dtypes import ST_DTYPES
+from .gguf_file import ValueType, ggml_types
+
+__all__ = ["save_gguf", "native_type"]
+
+
+def _gguf():
+    try:
+        import gguf  # noqa: PLC0415 - gguf-py is heavy to import; only writing GGUF needs it
+    except ImportError:  # pragma: no cover - exercised only without the package
+        raise GritUsageError("writing GGUF files needs the gguf package (gguf-py): "
+                             "pip install gguf") from None
+    return gguf
+
+
+_INT32_MAX = (1 << 31) - 1
+
+
+def _scaled_k1(a: GritArray) -> int | None:
+    """k1 when ``a`` is an NVFP4 tensor with its companion scale as scale1
+    (:func:`nvfp4_scaled_grade` up to the grade id, canonical placement,
+    group axis last)."""
+    g = a.grade
+    if g["s1"] != "binary32" or g["e"] != "e2m1" or not a.shape or a.shape[-1] % 64:
+        return None
+    try:
+        k1 = int(g["k1"] or "")
+    except ValueError:
+        return None
+    want = nvfp4_scaled_grade(k1).descriptor(group_axis=len(a.shape) - 1)
+    if a.descriptor.replace(grade_id=0) != want.replace(grade_id=0):
+        return None
+    return k1
+
+
+def _companion_shape(a: GritArray, k1: int) -> tuple[int, ...]:
+    if k1 == 0:
+        return (1,)
+    for j in range(1, len(a.shape)):
+        if int(np.prod(a.shape[j:], dtype=np.int64)) // 16 == k1:
+            return tuple(a.shape[:j])
+    return (a.size // 16 // k1,)
+
+
+def _same_planes(a, b) -> bool:
+    return all(bytes(x) == bytes(y) for x, y in zip(a, b))
+
+
+def native_type(a: GritArray, *, relayout: bool = False) -> tuple[str, np.ndarray] | None:
+    """(ggml type name, the tensor's block bytes) when ``a`` is written as a
+    ggml block type (grit.ggml's records); None otherwise.
+
+    Without ``relayout``, ``a``'s descriptor must be one :func:`load` gives
+    a tensor of that type — up to the grade id (``BlockType.carries``: a
+    grade that differs only in its encode rule decodes the same) — with the
+    group axis last: the type's zero-copy placement (the data plane is the
+    blocks), or for a converted type the canonical one, whose bits the
+    record moves back into blocks; and an NVFP4 array with its companion
+    scale as scale1 (:class:`Companion`) gives its NVFP4 blocks (the scale1
+    plane is the companion tensor, which :func:`save_gguf` writes beside
+    them).  With ``relayout=True`` any placement qualifies: the array is
+    relayouted to the canonical placement and its planes moved into the
+    type's blocks.  Either way the blocks must give back ``a``'s canonical
+    planes bit for bit (a converted type's implicit constants hold, no code
+    is wider than its field), or the answer is None."""
+    got = _native(a, relayout)
+    return None if got is None else got[:2]
+
+
+def _native(a: GritArray, relayout: bool):
+    """:func:`native_type`, with the array whose planes gave the blocks
+    (``a`` or its canonical form: the companion scale is its scale1)."""
+    d = a.descriptor
+    if not a.shape or d.group_axis != len(a.shape) - 1:
+        return None
+    t = next((t for t in TYPES.values() if t.carries(d) or t.carries(d, canonical=True)), None)
+    if t is not None and a.shape[-1] % t.block_elems == 0:
+        nb = a.size // t.block_elems
+        if t.zero_copy and t.carries(d):     # the blocks as they lie
+            if a.plane_bytes[1:] != (0, 0, 0) or a.plane_bytes[0] != nb * t.block_bytes:
+                return None
+            return t.name, _u8(a.planes[0]), a
+        src = a.source
+        if isinstance(src, Blocks) and src.type_name == t.name:
+            # loaded from blocks of this type: they are the bytes (the general path
+            # below rebuilds the same ones, tests/test_gguf_roundtrip.py)
+            return t.name, _u8(src.data), a
+    if not relayout and not (t is not None and not t.zero_copy) and _scaled_k1(a) is None:
+        return None
+    if is_canonical(d):
+        c = a
+    elif not relayout:
+        return None
+    else:
+        try:
+            c = canonical(a)
+        except GritError:                   # an opaque placement: no way back
+            return None
+    if _scaled_k1(c) is not None:           # NVFP4 + companion: the blocks, scale1 apart
+        t, planes = TYPES["NVFP4"], (*c.planes[:2], b"", b"")
+    else:
+        t = next((t for t in TYPES.values() if t.carries(c.descriptor, canonical=True)), None)
+        if t is None or a.shape[-1] % t.block_elems:
+            return None
+        planes = c.planes
+    nb = a.size // t.block_elems
+    try:
+        blocks = t.write(planes, nb)
+    except (ValueError, GritError):
+        return None
+    # the blocks must give back the planes they came from: a converted type's
+    # implicit constants hold (Q4_0's zero point 8, ...), no code was cut
+    back = t.read(blocks)
+    if t.zero_copy:
+        back = canonical(GritArray(t.descriptor(len(a.shape) - 1), a.shape, back)).planes
+    if not _same_planes(back, planes):
+        return None
+    return t.name, blocks.reshape(-1), c
+
+
+def _companion_out(tensors, name: str, a: GritArray, k1: int):
+    """The companion tensor save_gguf writes for NVFP4 array ``a`` (its
+    scale1 plane), or None when ``tensors`` holds it already — with the same
+    values, or GritUsageError."""
+    s1 = np.frombuffer(a.planes[2], "<f4")
+    for cname in companion_names(name):
+        if cname in tensors:
+            c = tensors[cname]
+            if not (isinstance(c, np.ndarray) and c.size == s1.size and
+                    np.ascontiguousarray(c, "<f4").reshape(-1).tobytes() == s1.tobytes()):
+                raise GritUsageError(
+                    f"tensor {name!r}: its level-1 scale is the companion tensor {cname!r}, "
+                    "which the mapping holds with other values")
+            return None
+    return companion_names(name)[0], s1.reshape(_companion_shape(a, k1)).copy(), None
+
+
+def _plain_type(dt: np.dtype) -> str | None:
+    """The unquantised ggml type of numpy dtype ``dt`` (either byte order;
+    ml_dtypes' bfloat16 as BF16), or None (grit.ggml.PLAIN)."""
+    for name, spec in PLAIN.items():
+        want = ST_DTYPES["BF16"].np_dtype() if name == "BF16" else np.dtype(spec)
+        if want is not None and (dt == want or (dt.kind in "fi" and
+                                                dt.newbyteorder("<") == want.newbyteorder("<"))):
+            return name
+    return None
+
+
+def _bf16_bytes(u: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """bfloat16 bit patterns (uint16) of an array of ``shape`` as the byte
+    rows GGUFWriter takes for a BF16 tensor (two bytes per element)."""
+    shape = tuple(shape) or (1,)
+    return np.ascontiguousarray(u, "<u2").view(np.uint8).reshape(*shape[:-1], 2 * shape[-1])
+
+
+def _byte_shape(shape: tuple[int, ...], bsize: int, tsize: int) -> tuple[int, ...]:
+    return (*shape[:-1], shape[-1] // bsize * tsize) if shape else (tsize,)
+
+
+def _metadata(metadata) -> dict[str, GGUFValue]:
+    """The caller's metadata as typed values: a GGUFValue as it is, a str as a
+    STRING (and, for compatibility, any other plain value refused)."""
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise GritUsageError("metadata must be a mapping of str to str or GGUFValue")
+    out: dict[str, GGUFValue] = {}
+    for k, v in metadata.items():
+        if not isinstance(k, str) or not k:
+            raise GritUsageError(f"metadata keys are non-empty str, got {k!r}")
+        if k.startswith("grit."):
+            raise GritUsageError(f"metadata key {k!r} is reserved")
+        if isinstance(v, str):
+            v = GGUFValue(ValueType.STRING, None, v)
+        elif not isinstance(v, GGUFValue):
+            raise GritUsageError(f"metadata {k!r}: a value is a str or a GGUFValue, got "
+                                 f"{type(v).__name__}")
+        if v.type not in ValueType.__members__.values() or (
+                v.type == ValueType.ARRAY and v._buf is None and v.sub_type is None):
+            raise GritUsageError(f"metadata {k!r}: value type {v.type} (sub-type "
+                                 f"{v.sub_type}) is not a GGUF value type")
+        out[k] = v
+    return out
+
+
+class _Raw:
+    """A KV value's encoded bytes, written as they are."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data):
+        self.data = bytes(data)
+
+
+def _writer_class(gguf):
+    class Writer(gguf.GGUFWriter):
+        def _pack_val(self, val, vtype, add_vtype, sub_type=None):
+            if isinstance(val, _Raw):
+                return (struct.pack("<I", int(vtype)) if add_vtype else b"") + val.data
+            return super()._pack_val(val, vtype, add_vtype, sub_type)
+    return Writer
+
+
+def save_gguf(path, tensors, metadata=None, *, arch: str | None = None,
+              relayout: bool = False) -> None:
+    """Write ``{name: GritArray | ndarray | Inexpressible}`` as a GGUF file
+    with gguf-py's GGUFWriter (docs/file-format.md, "GGUF").
+
+    * A GritArray whose grade and placement are a ggml block type
+      (:func:`native_type`) is stored as that ggml type, its block bytes, so
+      that ggml runtimes and ``gguf.quants.dequantize`` read it, with the
+      logical shape (with ``relayout=True`` also such an array in any other
+      placement, e.g. what ``grit.encode`` makes, which then loads back in
+      ggml's placement: same decode).  An NVFP4 array with a
+      binary32 scale1 (:class:`Companion`) is stored as NVFP4 blocks when the
+      mapping holds its companion tensor (as a loaded one does), or with
+      ``relayout=True``, which adds the companion ``<base>.scale``; any other
+      GritArray as a one-dimensional I8 tensor of its payload, with a
+      warning naming the tensor, annotated by ``grit.desc.``/``grit.shape.``
+      entries (and ``grit.layout.`` for hashed placement words).  Every
+      GritArray has its ``grit.grade.`` entry; a tensor written as its ggml
+      type needs no more: it loads back with that grade.
+    * An ndarray of a dtype GGUF holds (F16, F32, F64, I8..I64) is stored as
+      itself, a bfloat16 one (ml_dtypes) as BF16; float32 values that
+      :func:`load` widened from BF16 (per ``tensors.ggml_types``) as BF16
+      again when exact.
+    * An :class:`Inexpressible` record is carried through verbatim (type,
+      shape, bytes).
+    * ``metadata`` (``{key: str | GGUFValue}``; by default ``tensors.metadata``
+      when ``tensors`` came from :func:`load`) becomes KV entries with their
+      types and, for values read from a file, their exact bytes.  Keys under
+      ``grit.`` are refused; ``general.architecture`` in it sets ``arch``
+      (default "grit"), ``general.alignment`` the data alignment.
+
+    The file appears atomically."""
+    gguf = _gguf()
+    path = os.fspath(path)
+    if metadata is None:
+        metadata = getattr(tensors, "metadata", None)
+        if not isinstance(metadata, GGUFMetadata):
+            metadata = None
+    meta = _metadata(metadata)
+    a_kv = meta.pop("general.architecture", None)
+    if a_kv is not None:
+        if a_kv.type != ValueType.STRING or not isinstance(a_kv.value, str):
+            raise GritUsageError("metadata general.architecture must be a string")
+        if arch is not None and arch != a_kv.value:
+            raise GritUsageError(f"arch={arch!r} but metadata general.architecture is "
+                                 f"{a_kv.value!r}")
+        arch = a_kv.value
+    al_kv = meta.pop("general.alignment", None)
+    alignment = None
+    if al_kv is not None:
+        al = al_kv.value
+        if al_kv.type != ValueType.UINT32 or not isinstance(al, int) or al <= 0 or al & (al - 1):
+            raise GritUsageError("metadata general.alignment must be a UINT32 power of two")
+        alignment = al
+    sizes = {n: (b, t) for n, b, t in ggml_types().values()}
+    src_types = getattr(tensors, "ggml_types", None) or {}
+    plan: list[tuple[str, Any, Any]] = []    # (name, ndarray to write, raw ggml type | None)
+    native: dict[str, str] = {}
+    for name, v in tensors.items():
+        if not isinstance(name, str) or not name:
+            raise GritUsageError(f"tensor names are non-empty str, got {name!r}")
+        if isinstance(v, GritArray):
+            if any(x > _INT32_MAX for x in v.shape):
+                raise GritUsageError(
+                    f"tensor {name!r}: extent {max(v.shape)} does not fit the INT32 array this "
+                    f"writer stores {KV_SHAPE}<name> as (at most {_INT32_MAX}); save it as "
+                    "safetensors, whose shapes are 64-bit")
+            nt = _native(v, relayout)
+            if nt is not None and not relayout and _scaled_k1(nt[2]) is not None and \
+                    not any(c in tensors for c in companion_names(name)):
+                nt = None     # NVFP4 + scale1 adds a companion tensor: only with relayout=True
+            if nt is not None:
+                t, blocks, c = nt
+                b, s = sizes[t]
+                native[name] = t
+                plan.append((name, blocks.reshape(_byte_shape(v.shape, b, s)),
+                             gguf.GGMLQuantizationType[t]))
+                k1 = _scaled_k1(c)
+                if k1 is not None:
+                    extra = _companion_out(tensors, name, c, k1)
+                    if extra is not None:
+                        plan.append(extra)
+            else:
+                warnings.warn(f"tensor {name!r}: grade {v.grade.canonical} in this placement "
+                              "is no ggml block type; stored as its GRIT payload in a 1-D I8 "
+                              "tensor, which ggml runtimes cannot use", stacklevel=2)
+                buf = np.frombuffer(v.payload(), np.int8) if v.nbytes else np.zeros(0, np.int8)
+                plan.append((name, buf, None))
+        elif isinstance(v, Inexpressible):
+            if v.raw is None or v.ggml_type not in sizes or not v.shape:
+                raise GritUsageError(f"tensor {name!r}: an Inexpressible record without its "
+                                     "bytes cannot be written")
+            if v.ggml_type not in gguf.GGMLQuantizationType.__members__:
+                raise GritUsageError(f"tensor {name!r}: ggml type {v.ggml_type} is unknown to "
+                                     "the installed gguf-py, which writes the file")
+            b, s = sizes[v.ggml_type]
+            shp = _byte_shape(tuple(v.shape), b, s)
+            raw = _u8(v.raw)
+            if v.shape[-1] % b or raw.size != int(np.prod(shp)):
+                raise GritUsageError(f"tensor {name!r}: {raw.size} bytes do not fit "
+                                     f"{v.ggml_type} of shape {tuple(v.shape)}")
+            plan.append((name, raw.reshape(shp), gguf.GGMLQuantizationType[v.ggml_type]))
+        elif isinstance(v, np.ndarray):
+            plain = _plain_type(v.dtype)
+            if plain is None:
+                raise GritUsageError(f"tensor {name!r}: GGUF holds F16/BF16/F32/F64/I8..I64 "
+                                     f"arrays, not {v.dtype}")
+            if plain == "BF16":      # bfloat16 (ml_dtypes): its bits as they are
+                u = np.ascontiguousarray(v).reshape(-1).view("<u2")
+                plan.append((name, _bf16_bytes(u, v.shape), gguf.GGMLQuantizationType.BF16))
+                continue
+            x = np.ascontiguousarray(v.astype(v.dtype.newbyteorder("<")))
+            if src_types.get(name) == "BF16" and x.dtype == np.float32 and x.ndim:
+                u = x.view(np.uint32)
+                if not (u & np.uint32(0xFFFF)).any():
+                    bf = (u >> np.uint32(16)).astype("<u2")
+                    plan.append((name, _bf16_bytes(bf, x.shape), gguf.GGMLQuantizationType.BF16))
+                    continue
+            plan.append((name, x, None))
+        else:
+            raise GritUsageError(f"tensor {name!r}: expected a GritArray, a numpy array or an "
+                                 f"Inexpressible record, got {type(v).__name__}")
+
+    def write(tmp):
+        w = _writer_class(gguf)(tmp, arch or "grit")
+        if alignment is not None:
+            w.add_custom_alignment(alignment)
+        for k, kv in meta.items():
+            val = _Raw(kv.raw) if kv.raw is not None else kv.value
+            w.add_key_value(k, val, gguf.GGUFValueType(int(kv.type)),
+                            None if kv.sub_type is None else gguf.GGUFValueType(int(kv.sub_type)))
+        w.add_string(KV_SCHEMA, GGUF_SCHEMA)
+        layouts: dict[int, str] = {}
+        for name, v in tensors.items():
+            if isinstance(v, GritArray):
+                d = v.descriptor
+                # a tensor written as its ggml type loads back as this very
+                # descriptor unannotated (native_type): only its grade is noted
+                if name not in native:
+                    w.add_string(KV_DESC + name, d.hex())
+                    w.add_array(KV_SHAPE + name, [int(x) for x in v.shape])
+                w.add_string(KV_GRADE + name, v.grade.canonical)
+                for word in d.placements:
+                    if placement_class(word) in (CLASS_HASHED, CLASS_OPAQUE):
+                        e = resolve_layout(word)
+                        if e is not None:
+                            layouts[word] = str(e)
+        for word, e in sorted(layouts.items()):
+            w.add_string(f"{KV_LAYOUT}0x{word:016x}", e)
+        for name, arr, raw_type in plan:
+            w.add_tensor(name, arr, raw_dtype=raw_type)
+        w.write_header_to_file()
+        w.write_kv_data_to_file()
+        w.write_tensors_to_file()
+        w.close()
+
+    atomic_write(path, write, by_name=True)
