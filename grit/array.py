@@ -15,6 +15,7 @@ from typing import Sequence
 import numpy as np
 
 from . import crossings, ggml
+from ._files import check_mapped
 from . import descriptor as D
 from .check import as_shape, check, diagnose, plane_sizes
 from .codec.decode import decode_canonical
@@ -245,8 +246,11 @@ class GritArray:
 
     @property
     def digest(self) -> bytes:
-        """§6.5: 16 bytes identifying the plane bytes (computed on each call)."""
-        return _digest(self.planes)
+        """§6.5: 16 bytes identifying the plane bytes (computed on each call;
+        a mapped file truncated since is a GritFileError, not a SIGBUS)."""
+        planes = self.planes
+        check_mapped(planes)
+        return _digest(planes)
 
     # -- bytes
     @property
@@ -415,6 +419,8 @@ def decode(array: GritArray) -> np.ndarray:
     an array in any non-opaque placement (the planes are relayouted to the
     canonical order first; L1: placement never changes the values)."""
     a = _require_array(array, "decode")
+    # a plane in a map of a file truncated since: GritFileError, not SIGBUS
+    check_mapped(a.planes if a.source is None else (a.source.data,))
     k = ggml.kernel_for(a.descriptor, a.shape)
     if k is not None:
         # a zero-copy ggml block type: the fused kernel reads the blocks in

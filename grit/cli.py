@@ -13,11 +13,15 @@ import click
 
 from . import __version__
 from . import convert as convert_mod
+from ._files import check_output, loads_json, read_regular
 from .boundary import diagnose
 from .errors import GritError, Status
 from .explain import (ESCAPE_ERRORS, ExplainInputError, diff, escape_errors, printable,
                       render, resolve, to_dict)
 from .grade import grade_from, register_grade
+from .io.http import NetPolicy, is_url, parse_url
+from .io.hub import HubPath, is_hub
+from .io.source import LIMITS, limit
 from .scan import exit_code, scan
 from .scan import report as scan_report
 from .scan.findings import REGISTRY, explain as explain_code, status_name
@@ -184,15 +188,18 @@ def check_cmd(target, shape, planes, level, grades, as_json) -> None:
     except (GritError, OSError, ValueError) as e:
         _die(e, as_json, code=4)
     results = []
-    for c in cases:
+    for i, c in enumerate(cases):
+        name = c.get("name", "-") if isinstance(c, dict) else f"case {i}"
+        name = name if isinstance(name, str) else f"case {i}"
         try:
+            _check_case(c, i)
             for g in c.get("grades", []):
                 register_grade(g)
             det = diagnose(c["desc_hex"], c["shape"], c["plane_bytes"], level=level)
-            results.append({"name": c.get("name", "-"), **det.to_dict()})
-        except (GritError, KeyError, TypeError) as e:
-            results.append({"name": c.get("name", "-"), "status": "Unreadable",
-                            "code": None, "message": str(e)})
+            results.append({"name": name, **det.to_dict()})
+        except (GritError, ValueError) as e:
+            results.append({"name": name, "status": "Unreadable", "code": None,
+                            "message": str(e)})
     failed = sum(r["status"] != "Ok" for r in results)
     if as_json:
         click.echo(json.dumps({"results": results, "failed": failed}, indent=2))
@@ -360,6 +367,18 @@ def scan_cmd(paths, deep: bool, fmt: str | None, as_json: bool, exit_policy: str
     --jobs N reads N files at once within each scan.
 
     \b
+    Network policy (http(s) and hf:// alike; docs/scan.md "Network policy"):
+    every request has total deadlines (GRIT_NET_TIMEOUT, default 10 s, to
+    connect and to the end of the headers; a body must come at
+    GRIT_NET_MIN_RATE bytes/s on average), bounded headers and redirects
+    (http(s) only), bounded retries (GRIT_NET_RETRIES, GRIT_NET_RETRY_TIME)
+    and caps on requests and bytes per file and per scan (GRIT_NET_FILE_*,
+    GRIT_NET_SCAN_*: S808 when reached).  A malformed URL or hf:// name is a
+    usage error before anything is sent.  Readers refuse more than
+    GRIT_MAX_GGUF_KV GGUF KV entries (65536) and GRIT_MAX_TENSORS tensors
+    (131072) per file (S808).
+
+    \b
     Example:  grit scan examples/
               grit scan --format sarif --fail-on disagreement ckpt/ > scan.sarif
               grit scan --jobs 8 https://host/ckpt/model.safetensors
@@ -376,6 +395,7 @@ def scan_cmd(paths, deep: bool, fmt: str | None, as_json: bool, exit_policy: str
                                "--engine local")
     if output is not None and resume is not None:
         raise click.UsageError("--resume OUT writes OUT too; give one of --output, --resume")
+    _check_scan_args(paths, output or resume)
     if scheduler is not None or engine == "dask" or output is not None or resume is not None:
         if as_json or fmt not in (None, "jsonl"):
             raise click.UsageError("many-checkpoint runs write their own JSON Lines records; "
@@ -388,15 +408,61 @@ def scan_cmd(paths, deep: bool, fmt: str | None, as_json: bool, exit_policy: str
     with _scan_progress(enabled=fmt == "text", deep=deep) as (progress, hashed):
         report = scan(paths, deep=deep, progress=progress, cache=not no_cache, jobs=jobs,
                       advance=hashed)
-    if fmt == "json":
-        scan_report.write_json(report, exit_policy, fail_on=fail_on)
-    elif fmt == "jsonl":
-        scan_report.write_jsonl(report, exit_policy, fail_on=fail_on)
-    elif fmt == "sarif":
-        scan_report.write_sarif(report, exit_policy, fail_on=fail_on, version=__version__)
-    else:
-        scan_report.render(report, exit_policy, fail_on=fail_on)
+    try:
+        if fmt == "json":
+            scan_report.write_json(report, exit_policy, fail_on=fail_on)
+        elif fmt == "jsonl":
+            scan_report.write_jsonl(report, exit_policy, fail_on=fail_on)
+        elif fmt == "sarif":
+            scan_report.write_sarif(report, exit_policy, fail_on=fail_on, version=__version__)
+        else:
+            scan_report.render(report, exit_policy, fail_on=fail_on)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise                                # (click ends quietly on a closed pipe)
+    except OSError as e:
+        _write_failed("the report", e)
     sys.exit(exit_code(report, exit_policy, fail_on))
+
+
+#: the exit status of a run whose output could not be written
+WRITE_FAILED = 4
+
+
+def _write_failed(what: str, e: OSError) -> None:
+    """One line on stderr saying ``what`` could not be written, and exit
+    WRITE_FAILED."""
+    with contextlib.suppress(OSError, ValueError):
+        click.echo(f"grit scan: cannot write {printable(what)}: "
+                   f"{printable(e.strerror or str(e))}", err=True)
+    sys.exit(WRITE_FAILED)
+
+
+def _check_scan_args(paths, out: str | None) -> None:
+    """What grit scan can check before it reads anything, as usage errors:
+    the network policy and count limits in the environment, every URL and
+    hf:// name among the PATHs (nothing is sent for a malformed one), and the
+    output file (a regular file or a character device, in a folder that
+    exists)."""
+    try:
+        NetPolicy.from_env()
+        for name in LIMITS:
+            limit(name)
+    except GritError as e:
+        raise click.UsageError(str(e)) from None
+    for p in paths:
+        try:
+            if is_url(p):
+                parse_url(p)
+            elif is_hub(p):
+                HubPath.parse(p)
+        except GritError as e:
+            raise click.BadParameter(str(e), param_hint="PATH") from None
+    if out is not None:
+        try:
+            check_output(out)
+        except GritError as e:
+            raise click.BadParameter(str(e), param_hint="--output/--resume") from None
 
 
 def _scan_many(paths, deep: bool, cache: bool, jobs: int, dask: bool, scheduler: str | None,
@@ -418,8 +484,10 @@ def _scan_many(paths, deep: bool, cache: bool, jobs: int, dask: bool, scheduler:
                                          jobs=jobs, out=sink, resume=resume,
                                          progress=progress)
     except GritError as e:
-        click.echo(f"grit scan: {e}", err=True)
+        click.echo(f"grit scan: {printable(e)}", err=True)
         sys.exit(int(scan_report.Severity.UNPARSED))
+    except OSError as e:          # the output could not be written (or read, to resume)
+        _write_failed(out if out is not None else "stdout", e)
     if run.skipped:
         click.echo(f"grit scan: {len(run.skipped)} of {len(entries)} entries already complete "
                    f"in {out}", err=True)
@@ -535,8 +603,7 @@ def _load_cases(target, shape, planes):
         return [{"name": "descriptor", "desc_hex": t,
                  "shape": [int(x) for x in shape.split(",") if x.strip()],
                  "plane_bytes": [int(x) for x in planes.split(",")]}]
-    with open(target, encoding="utf-8") as f:
-        data = json.load(f)
+    data = loads_json(read_regular(target, MAX_CASES_FILE), target)
     cases = data.get("cases", data) if isinstance(data, dict) else data
     if not isinstance(cases, list):
         raise ValueError(f"{target}: expected a list of cases")
@@ -618,6 +685,32 @@ def verify_cmd(src: str, dst: str, proof: str | None, as_json: bool) -> None:
         click.echo(f"{rep.checked} weight(s) checked: "
                    + ("the proof holds" if rep.ok else f"{len(rep.problems)} disagreement(s)"))
     sys.exit(0 if rep.ok else 1)
+
+
+#: the largest case file grit check reads
+MAX_CASES_FILE = 64 << 20
+_CASE_TYPES = {"name": str, "desc_hex": str, "shape": list, "plane_bytes": list,
+               "grades": list}
+
+
+def _check_case(c, i: int) -> None:
+    """One case of a case file checked against its schema (a ValueError
+    saying what is wrong): an object with desc_hex (a string), shape and
+    plane_bytes (lists of integers), and optionally name (a string) and
+    grades (a list of strings)."""
+    if not isinstance(c, dict):
+        raise ValueError(f"case {i}: a case is a JSON object, got {type(c).__name__}")
+    missing = [k for k in ("desc_hex", "shape", "plane_bytes") if k not in c]
+    if missing:
+        raise ValueError(f"case {i}: missing {', '.join(missing)}")
+    for k, t in _CASE_TYPES.items():
+        if k in c and not isinstance(c[k], t):
+            raise ValueError(f"case {i}: {k} must be a {t.__name__}, got {type(c[k]).__name__}")
+    for k in ("shape", "plane_bytes"):
+        if not all(isinstance(x, int) and not isinstance(x, bool) for x in c[k]):
+            raise ValueError(f"case {i}: {k} must hold integers")
+    if not all(isinstance(g, str) for g in c.get("grades", [])):
+        raise ValueError(f"case {i}: grades must hold strings")
 
 
 def _die(e: Exception, as_json: bool, code: int = 2):

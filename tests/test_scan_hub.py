@@ -245,7 +245,7 @@ def test_missing_repositories_revisions_and_files_are_findings(hub, tmp_path):
     for url, code, text in (("hf://org/nothing", "S805", "404"),
                             (f"hf://{REPO}@v9", "S805", "404"),
                             (f"hf://{REPO}/nothing.safetensors", "S801", "no such file"),
-                            ("hf://justone", "S805", "ORG/REPO")):
+                            ("hf://justone", "S809", "ORG/REPO")):
         rep = scan([url])
         [f] = rep.findings
         assert (f.code, f.file) == (code, url) and text in f.message, f.message
@@ -338,10 +338,11 @@ def test_deep_reads_every_plane_once(hub, tmp_path):
 def test_a_slow_hub_is_a_finding_in_bounded_time(hub, tmp_path, monkeypatch):
     import time  # noqa: PLC0415
     hub.commit(REPO, files_of(_clean(tmp_path)))
-    monkeypatch.setattr(_hub, "TIMEOUT", 0.3)
+    from grit.io.http import use_policy  # noqa: PLC0415
     hub.latency["api"] = 2.0
     t = time.monotonic()
-    [f] = scan([f"hf://{REPO}"]).findings
+    with use_policy(timeout=0.3):
+        [f] = scan([f"hf://{REPO}"]).findings
     assert f.code == "S805" and "Timeout" in f.message, f.message
     assert time.monotonic() - t < 2.0
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from .._files import open_regular
+from .._files import check_tensors, open_regular
 from ..errors import GritUsageError
 from . import gguf_writer as _gguf_writer
 from .containers import HEAD_BYTES, SAFETENSORS, by_suffix, named, sniffed
@@ -83,6 +83,7 @@ def save(path, tensors, metadata=None, *, format: str | None = None, **options) 
     if not isinstance(tensors, Mapping):
         raise GritUsageError(f"save(path, tensors): tensors must be a mapping of name to "
                              f"GritArray or ndarray, got {type(tensors).__name__}")
+    check_tensors(tensors)        # a mapped file truncated since: GritFileError, not SIGBUS
     if format is not None:
         c = named(format)
     else:
@@ -92,4 +93,6 @@ def save(path, tensors, metadata=None, *, format: str | None = None, **options) 
 
 def save_gguf(path, tensors, metadata=None, **options) -> None:
     """:func:`grit.io.gguf_writer.save_gguf`."""
+    if isinstance(tensors, Mapping):
+        check_tensors(tensors)
     return _gguf_writer.save_gguf(path, tensors, metadata, **options)

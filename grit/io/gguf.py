@@ -45,6 +45,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import descriptor as D
+from .._files import MappedTensors
 from ..array import GritArray, canonical
 from ..check import check as _check
 from ..errors import GritError, GritGradeError, GritUsageError
@@ -162,7 +163,7 @@ class Inexpressible:
                              f"{self.reason}")
 
 
-class GGUFTensors(dict):
+class GGUFTensors(MappedTensors):
     """``{name: GritArray | ndarray | Inexpressible | CheckFailed}`` in file
     order, with ``.inexpressible`` listing the records, ``.ggml_types``
     the type of every tensor, ``.metadata`` the file's KV entries

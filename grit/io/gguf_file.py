@@ -3,7 +3,12 @@
 :func:`read_gguf` maps the file read-only once and walks it with a cursor
 that checks every count and length against the bytes that remain in the
 file before using it (a string length, an array count, ``n_kv``, ``n_tensors``,
-``n_dims``), so a lying header costs neither memory nor time.  It returns a
+``n_dims``), so a lying header costs neither memory nor time; ``n_kv`` and
+``n_tensors`` the bytes could hold but past their limits
+(:func:`grit.io.source.limit`: ``GRIT_MAX_GGUF_KV``, default 65536;
+``GRIT_MAX_TENSORS``, default 131072) are a
+:class:`~grit.io.source.LimitError` before those entries are walked, so a
+header costs at most the limits' entries.  It returns a
 :class:`GGUFFile`: the KV entries (decoded on demand), the tensor infos and
 the problems — UNREADABLE, and nothing else, when the header cannot be
 walked (a cut inside the tensor infos says which info, of how many, and the
@@ -47,7 +52,7 @@ import numpy as np
 from ..errors import GritUsageError
 from ..ggml_types import GGML_TYPES
 from .problems import Problem, ProblemKind as K, Tally
-from .source import ByteSource, open_source
+from .source import LIMITS, ByteSource, LimitError, limit, open_source
 
 __all__ = ["read_gguf", "read_source", "GGUFFile", "GGUFField", "TensorInfo", "ValueType",
            "GGUF_MAGIC", "ggml_types", "problem", "Cursor", "HeaderError", "ViewBytes",
@@ -484,6 +489,15 @@ def read_source(src: ByteSource, path: str | None = None) -> GGUFFile:
     return out
 
 
+def _within(name: str, n: int, what: str, path: str) -> None:
+    """A count past its limit (grit.io.source.limit) is a LimitError: the
+    header is not walked (each entry costs memory and, remotely, reads)."""
+    most = limit(name)
+    if n > most:
+        raise LimitError(f"{path}: {what} = {n} is past the limit of {most} "
+                         f"({LIMITS[name][1]}); the header was not walked")
+
+
 def _walk(out: GGUFFile) -> list[tuple[str, tuple[int, ...] | int, int, int]]:
     buf = out.header
     magic = buf.bytes(0, 4)
@@ -500,6 +514,7 @@ def _walk(out: GGUFFile) -> list[tuple[str, tuple[int, ...] | int, int, int]]:
     c = Cursor(buf, 8, out.order)
     n_tensors = c.scalar("Q", "n_tensors")
     n_kv = c.count("n_kv", MIN_KV)
+    _within("gguf_kv", n_kv, "n_kv", out.path)
     for i in range(n_kv):
         key = c.string(f"KV entry {i} key")
         vt = c.scalar("I", f"KV entry {key!r} type")
@@ -513,6 +528,8 @@ def _walk(out: GGUFFile) -> list[tuple[str, tuple[int, ...] | int, int, int]]:
     # ends in); the walk is bounded in time and memory whatever n_tensors says
     left = c.left
     fits = n_tensors * MIN_INFO <= left
+    if fits:          # (a count the bytes cannot hold is walked as a cut, below)
+        _within("tensors", n_tensors, "n_tensors", out.path)
     # (one info more than the bytes hold: the walk ends in a cut by construction)
     limit = n_tensors if fits else min(n_tensors, left // MIN_INFO + 1, MAX_CUT_WALK)
     # (dims: the ne[] tuple, or, past MAX_RANK, only how many: never unpacked)

@@ -9,14 +9,25 @@ sizes and LFS sha256 the Hub API reports.  Every file of a scan is then
 named ``hf://ORG/REPO@SHA/PATH`` and read at that commit, so a push while a
 checkpoint is scanned cannot mix two versions of it.
 
-:class:`HubSource` reads one file through ``HfFileSystem`` (fsspec) with its
-``none`` cache: each ``(offset, length)`` a reader asks for is one ranged
-GET of exactly those bytes, no read-ahead.  Its size is the listing's; a
-read that brings back other than the bytes asked for is a
+:class:`HubSource` reads one file by exact ranged GETs of its resolve URL
+at the commit, through grit's own bounded HTTP client
+(:func:`grit.io.http.read_ranged`, under the :class:`~grit.io.http.NetPolicy`
+http(s) URLs run under: total deadlines, header limits, redirects only to
+http(s), the token not carried to another host, per-file and per-scan
+caps): each ``(offset, length)`` a reader asks for is one request for
+exactly those bytes, no read-ahead.  Its size is the listing's; a read
+that brings back other than the bytes asked for is a
 :class:`~grit.io.http.RemoteError`.  Container headers are kept in the
 :class:`~grit.io.http.HeaderCache`, keyed by the file's ``hf://`` name with
 the commit sha, its LFS sha256 (its git blob id when it is not in LFS), its
 size and the byte range.
+
+The one Hub API call (``repo_info``: the commit and the listing) goes
+through ``huggingface_hub`` (its httpx2 client) with the policy's timeout
+per read, and under a watchdog: it runs on a daemon thread, and a call not
+answered within ``2 * timeout + 1 MiB / min_rate`` seconds (36 s at the
+defaults) is a RemoteError — the thread is left to end on its own read
+timeout.
 
 The token is ``huggingface_hub``'s own lookup (``HF_TOKEN``, else the saved
 token) and the endpoint ``HF_ENDPOINT`` (else ``https://huggingface.co``),
@@ -42,11 +53,12 @@ from typing import Any, Iterator
 from urllib.parse import quote, unquote
 
 from ..errors import GritUsageError
-from .http import SMALL_READ, CachedSource, HeaderCache, HTTPSource, RemoteError, is_url
+from .http import (SMALL_READ, CachedSource, HeaderCache, HTTPSource, NetPolicy, RemoteError,
+                   budget, is_url, parse_url, policy, read_ranged)
 
 __all__ = ["HF_PREFIX", "HubPath", "HubFile", "HubRepo", "HubSource", "HubUnavailable",
            "is_hub", "is_remote", "repo", "endpoint", "read_small", "exists", "session",
-           "in_session", "http_source"]
+           "in_session", "http_source", "signed"]
 
 HF_PREFIX = "hf://"
 DEFAULT_ENDPOINT = "https://huggingface.co"
@@ -55,10 +67,17 @@ _KINDS = {"datasets": "dataset", "models": "model", "spaces": "space"}
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 #: the revisions written with their slashes (the others are %-quoted)
 _SPECIAL_REF = re.compile(r"^refs/(?:pr|convert)/[^/]+$")
+#: the longest hf:// name and revision accepted
+MAX_NAME = 4096
+MAX_REVISION = 256
+#: a branch or tag name git accepts (git check-ref-format, in short), or a sha
+_REVISION = re.compile(r"^(?!.*\.\.)(?!.*//)[^\x00-\x20\x7f~^:?*\[\\]+$")
+#: one half of a repository id, as the Hub allows it
+_REPO_PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
 #: the most files a repository listing may hold (the largest Hub repos hold ~10^5)
 MAX_LISTING = 1_000_000
-#: seconds for one Hub API call
-TIMEOUT = 10.0
+#: the listing body the watchdog allows time for at the policy's min_rate
+_LISTING_BYTES = 1 << 20
 #: repositories kept open (by endpoint, token, kind, id and commit sha)
 _KEEP = 32
 
@@ -81,7 +100,7 @@ def endpoint() -> str:
 def _hf():
     try:
         import huggingface_hub  # noqa: PLC0415 - optional: only hf:// inputs need it
-        import huggingface_hub.hf_file_system  # noqa: F401, PLC0415
+        import huggingface_hub.errors  # noqa: F401, PLC0415
     except ImportError:
         raise HubUnavailable("hf:// inputs need huggingface_hub: pip install 'grit[hub]'") \
             from None
@@ -115,6 +134,16 @@ class HubPath:
     def parse(cls, text: str) -> "HubPath":
         if not is_hub(text):
             raise GritUsageError(f"not an hf:// path: {text!r:.200}")
+        if len(text) > MAX_NAME:
+            raise GritUsageError(f"{text[:80]!r}…: an hf:// name of {len(text)} characters "
+                                 f"(at most {MAX_NAME})")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise GritUsageError(f"{text!r:.200}: an hf:// name holds bytes that are not "
+                                 "UTF-8") from None
+        if any(ord(c) < 0x20 or ord(c) == 0x7F for c in text):
+            raise GritUsageError(f"{text!r:.200}: an hf:// name holds control characters")
         parts = [p for p in text[len(HF_PREFIX):].split("/")]
         kind = "model"
         if parts and parts[0] in _KINDS:
@@ -132,6 +161,14 @@ class HubPath:
                 revision = unquote(first)
             if not revision:
                 raise GritUsageError(f"{text!r:.200}: an empty revision after '@'")
+            if len(revision) > MAX_REVISION or not _REVISION.match(revision):
+                raise GritUsageError(f"{text!r:.200}: {revision!r:.80} is not a revision (a "
+                                     f"branch, tag or sha: at most {MAX_REVISION} characters, "
+                                     "no control characters, '..', '~', '^', ':', '?', '*', "
+                                     "'[' or '\\')")
+        if not _REPO_PART.match(org) or not _REPO_PART.match(name):
+            raise GritUsageError(f"{text!r:.200}: {org}/{name!r:.80} is not a repository id "
+                                 "(letters, digits, '-', '_', '.'; at most 96 each)")
         path = "/".join(p for p in rest if p)
         if any(p in (".", "..") for p in rest):
             raise GritUsageError(f"{text!r:.200}: '.' and '..' are not paths in a repository")
@@ -205,19 +242,18 @@ def _failures() -> tuple[type[BaseException], ...]:
 
 class HubRepo:
     """One repository at one commit: ``sha``, the ``files`` listed there
-    ({path: HubFile}) and the ``HfFileSystem`` its files are read through.
-    Open one with :func:`repo`."""
+    ({path: HubFile}), the ``endpoint`` and the ``token`` its files are read
+    with.  Open one with :func:`repo`."""
 
-    def __init__(self, where: HubPath, sha: str, files: dict[str, HubFile], fs: Any,
-                 endpoint: str, file_class: Any):
+    def __init__(self, where: HubPath, sha: str, files: dict[str, HubFile], endpoint: str,
+                 token: str | None = None):
         self.where = where.at(None, "")
-        self.file_class = file_class
         #: the small files read whole (config.json, the index), by (path, limit)
         self.small: dict[tuple[str, int], bytes] = {}
         self.sha = sha
         self.files = files
-        self.fs = fs
         self.endpoint = endpoint
+        self.token = token
 
     def name(self, path: str) -> str:
         """The ``hf://`` name of a file at this repository's commit."""
@@ -251,30 +287,31 @@ def url_of(r: "HubRepo", path: str) -> str:
     return f"{r.endpoint}/{prefix}{r.where.repo_id}/resolve/{r.sha}/{quote(path)}"
 
 
-_FILE_CLASS: Any = None
-
-
-def _pinned_file(hf) -> Any:
-    """``HfFileSystemFile`` with its resolve URL fixed when it is opened: the
-    stock one asks ``fs.url`` on every read, which lists the file's folder
-    (a tree request huggingface_hub sends without a timeout) to learn that
-    a file is not a folder — the listing already says so."""
-    global _FILE_CLASS
-    if _FILE_CLASS is None:
-        base = hf.hf_file_system.HfFileSystemFile
-
-        class PinnedFile(base):  # type: ignore[misc, valid-type]
-            resolve_url: str = ""
-
-            def url(self) -> str:
-                return self.resolve_url
-
-        _FILE_CLASS = PinnedFile
-    return _FILE_CLASS
-
-
 _LOCK = threading.Lock()
 _OPEN: "OrderedDict[tuple, HubRepo]" = OrderedDict()
+
+
+def _watched(call, seconds: float, where: str):
+    """``call()``'s result, run on a daemon thread and waited for at most
+    ``seconds``: past that a RemoteError (the thread is left to end on its
+    own read timeout).  What ``call`` raises is raised here."""
+    out: list = []
+
+    def run() -> None:
+        try:
+            out.append((True, call()))
+        except BaseException as e:       # handed to the caller, raised there
+            out.append((False, e))
+    t = threading.Thread(target=run, daemon=True, name="grit-hub-call")
+    t.start()
+    t.join(seconds)
+    if not out:
+        raise RemoteError(f"{where}: TimeoutError: the Hub did not answer within "
+                          f"{seconds:.1f} s")
+    ok, got = out[0]
+    if not ok:
+        raise got
+    return got
 
 
 def repo(where: HubPath | str) -> HubRepo:
@@ -285,6 +322,11 @@ def repo(where: HubPath | str) -> HubRepo:
     if isinstance(where, str):
         where = HubPath.parse(where)
     ep = endpoint()
+    try:
+        parse_url(ep + "/")
+    except GritUsageError as e:
+        raise GritUsageError(f"HF_ENDPOINT: {e}") from None
+    p: NetPolicy = policy()
     failures = _failures()
     try:
         token = hf.get_token()
@@ -300,16 +342,20 @@ def repo(where: HubPath | str) -> HubRepo:
         if hit is not None:
             return hit
     try:
-        # one call: the commit the revision names and the files at that commit
-        # (with a timeout, which huggingface_hub's tree listing does not take)
-        info = api.repo_info(where.repo_id, revision=rev, repo_type=where.kind,
-                             files_metadata=True, timeout=TIMEOUT)
+        # one call: the commit the revision names and the files at that commit;
+        # huggingface_hub's timeout is per read, the watchdog's the total
+        info = _watched(lambda: api.repo_info(where.repo_id, revision=rev,
+                                              repo_type=where.kind, files_metadata=True,
+                                              timeout=p.timeout),
+                        2 * p.timeout + _LISTING_BYTES / p.min_rate, str(where.at(rev, "")))
+    except RemoteError:
+        raise
     except failures as e:
         raise _remote(e, str(where.at(rev, ""))) from None
     got = getattr(info, "sha", None)
     if not isinstance(got, str) or not _SHA.match(got):
         raise RemoteError(f"{where.at(rev, '')}: the Hub named no commit for revision "
-                          f"{rev or 'main'!r} (sha {str(got)[:60]!r})")
+                          f"{rev or 'main'!r:.80} (sha {str(got)[:60]!r})")
     if sha is not None and got != sha:
         raise RemoteError(f"{where.at(rev, '')}: asked for commit {sha}, the Hub answered "
                           f"{got}")
@@ -326,7 +372,7 @@ def repo(where: HubPath | str) -> HubRepo:
     for e in siblings:
         path, size = getattr(e, "rfilename", None), getattr(e, "size", None)
         if not isinstance(path, str) or isinstance(size, bool) or not isinstance(size, int) \
-                or size < 0:
+                or size < 0 or size >= 1 << 63:
             raise RemoteError(f"{where.at(sha, '')}: the listing names {str(path)[:80]!r} "
                               f"with size {str(size)[:40]!r}")
         lfs = getattr(e, "lfs", None)
@@ -335,8 +381,7 @@ def repo(where: HubPath | str) -> HubRepo:
         files[path] = HubFile(path=path, size=size,
                               sha256=sha256 if isinstance(sha256, str) else None,
                               blob_id=blob if isinstance(blob, str) else None)
-    fs = hf.HfFileSystem(endpoint=ep, token=token or None, skip_instance_cache=True)
-    r = HubRepo(where, sha, files, fs, ep, _pinned_file(hf))
+    r = HubRepo(where, sha, files, ep, token or None)
     with _LOCK:
         _OPEN[key + (sha,)] = r
         while len(_OPEN) > _KEEP:
@@ -345,8 +390,8 @@ def repo(where: HubPath | str) -> HubRepo:
 
 
 class HubSource(CachedSource):
-    """One file of a repository at its commit, read by exact ranged reads
-    through ``HfFileSystem`` (see the module docstring).  ``requests`` and
+    """One file of a repository at its commit, read by exact ranged GETs of
+    its resolve URL (see the module docstring).  ``requests`` and
     ``bytes_read`` count what was asked of the Hub; ``cache_hits`` the
     header reads the cache answered."""
 
@@ -356,24 +401,12 @@ class HubSource(CachedSource):
         self.name = self.url = repo.name(file.path)
         self.size = file.size
         self.cache = cache
+        self.policy = policy()
         self.requests = 0
         self.bytes_read = 0
         self.cache_hits = 0
-        self._f: Any = None
-        self._failures = _failures()
-
-    def _handle(self):
-        if self._f is None:
-            fs_path = self.name[len(HF_PREFIX):]
-            try:
-                # cache_type "none": every read is one request for exactly its bytes
-                f = self.repo.file_class(self.repo.fs, fs_path, mode="rb", block_size=1 << 20,
-                                         cache_type="none", size=self.size)
-                f.resolve_url = url_of(self.repo, self.file.path)
-                self._f = f
-            except self._failures as e:
-                raise _remote(e, self.name) from None
-        return self._f
+        self._url = url_of(repo, file.path)
+        self._headers = {} if not repo.token else {"Authorization": f"Bearer {repo.token}"}
 
     def _identity(self) -> tuple[str, str] | None:
         """The cache's key for this file (grit.io.http.CachedSource): its
@@ -384,28 +417,11 @@ class HubSource(CachedSource):
 
     def _readinto(self, offset: int, mv: memoryview) -> int:
         n = mv.nbytes
-        f = self._handle()
-        self.requests += 1
-        try:
-            f.seek(offset)
-            data = f.read(n)
-        except self._failures as e:
-            raise _remote(e, self.name) from None
-        if not isinstance(data, (bytes, bytearray)) or len(data) != n:
-            got = len(data) if isinstance(data, (bytes, bytearray)) else 0
+        got = read_ranged(self, self._url, offset, mv, self._headers, None)
+        if got != n:
             raise RemoteError(f"{self.name}: asked for {n} bytes at offset {offset}, the Hub "
                               f"sent {got} (the listing says the file holds {self.size})")
-        mv[:n] = data
-        self.bytes_read += n
         return n
-
-    def close(self) -> None:
-        f, self._f = self._f, None
-        if f is not None:
-            try:
-                f.close()
-            except self._failures:
-                pass
 
 
 # ---------------------------------------------------------------------------
@@ -428,6 +444,8 @@ class _Session:
     answers: dict[tuple[str, int], Any] = field(default_factory=dict)
     asking: dict[tuple[str, int], threading.Lock] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    #: the folders of model files named by pre-signed URLs (:func:`signed`)
+    signed: set[str] = field(default_factory=set)
 
 
 _SESSION: "contextvars.ContextVar[_Session | None]" = contextvars.ContextVar(
@@ -444,7 +462,8 @@ def session(cache: HeaderCache | None = None) -> Iterator[None]:
     moves one probe byte)."""
     token = _SESSION.set(_Session(cache))
     try:
-        yield
+        with budget():               # the scan's caps on requests and body bytes
+            yield
     finally:
         _SESSION.reset(token)
 
@@ -491,6 +510,8 @@ def read_small(path: str, limit: int) -> bytes | None:
     None when it is absent (HTTP 404; a name the repository listing lacks).
     Any other failure is a RemoteError.  Inside a :func:`session`, asked
     once."""
+    if _beside_signed(path):
+        return None
     return _once((path, limit), lambda: _read_small(path, limit))
 
 
@@ -512,7 +533,7 @@ def _read_small(path: str, limit: int) -> bytes | None:
     try:
         src = http_source(path)
     except RemoteError as e:
-        if e.status == 404:
+        if e.status in _ABSENT:
             return None
         if e.status == 416:          # no byte 0: an empty file
             return b""
@@ -536,6 +557,8 @@ def exists(path: str) -> bool:
     (the repository listing lacks it); a server that fails otherwise counts
     as holding it, so the read that follows reports the failure.  Inside a
     :func:`session`, asked once (the probe a read of it makes)."""
+    if _beside_signed(path):
+        return False
     return _once((path, -1), lambda: _exists(path))
 
 
@@ -551,7 +574,30 @@ def _exists(path: str) -> bool:
     try:
         http_source(path)
     except RemoteError as e:
-        return e.status != 404
+        return e.status not in _ABSENT
     except GritUsageError:
         return False
     return True
+
+
+#: the answer that says a file beside a remote model file (http(s)) is not there
+_ABSENT = frozenset({404})
+
+
+def signed(url: str) -> None:
+    """In this :func:`session`, ``url`` is a model file named with a query
+    (a pre-signed URL: the signature covers that object alone), so the
+    files beside it are not asked for: :func:`exists` says False and
+    :func:`read_small` None for any name in its folder."""
+    s = _SESSION.get()
+    if s is not None and is_url(url) and "?" in url:
+        with s.lock:
+            s.signed.add(url.split("?", 1)[0].rsplit("/", 1)[0] + "/")
+
+
+def _beside_signed(path: str) -> bool:
+    s = _SESSION.get()
+    if s is None or not s.signed or not is_url(path):
+        return False
+    with s.lock:
+        return any(path.startswith(f) for f in s.signed)

@@ -35,7 +35,7 @@ import numpy as np
 
 from .. import descriptor as D
 from ..facts import PLANE_NAMES
-from .._files import atomic_write
+from .._files import GritFileError, MappedTensors, atomic_write
 from ..array import GritArray
 from ..errors import GritError, GritUsageError
 from ..fingerprint import base32_encode, gid as _gid
@@ -44,7 +44,7 @@ from ..placement.expr import layout_word, parse_layout, register_layout, resolve
 from ..placement.words import CLASS_HASHED, CLASS_OPAQUE, placement_class
 from .dtypes import LOADABLE, ST_DTYPES, st_dtype_of
 from .problems import Problem, ProblemKind as K, Tally, raise_first
-from .source import ByteSource, ShortReadError, Span, open_source
+from .source import LIMITS, ByteSource, LimitError, ShortReadError, Span, limit, open_source
 
 __all__ = ["save", "load", "read", "read_source", "SafetensorsFile", "StEntry",
            "GritDoc", "GritEntry", "SafetensorsTensors", "CheckFailed", "GritFileError",
@@ -65,11 +65,6 @@ MAX_RANK = 64
 NUMEL_CAP = 1 << 64
 
 _WORD_KEY = re.compile(r"0x[0-9a-f]{16}\Z")
-
-
-class GritFileError(GritUsageError):
-    """A file is not a well-formed container (header, offsets, dtypes, the
-    ``__grit__`` document).  A GritUsageError, as for an unreadable GGUF."""
 
 
 def plane_tensor_name(name: str, role: str) -> str:
@@ -312,6 +307,7 @@ def _parse(src: ByteSource, size: int, add) -> tuple[int, dict | None]:
     except ShortReadError:
         add(K.UNREADABLE, "the file ended inside the header")
         return 0, None
+    _within_limit(hb, src.name)
     if hb[:1] != b"{":
         add(K.UNREADABLE, f"the header begins with {hb[:1]!r}, not '{{' (the safetensors "
                           "format: the header data MUST begin with '{')")
@@ -329,6 +325,25 @@ def _parse(src: ByteSource, size: int, add) -> tuple[int, dict | None]:
         add(K.UNREADABLE, "the header is not a JSON object")
         return 0, None
     return n, h
+
+
+#: JSON members an entry may take, metadata and GRIT document included: a
+#: header of more than this many ``:`` per allowed tensor is refused unparsed
+_COLONS_PER_TENSOR = 32
+
+
+def _within_limit(hb: bytes, path: str) -> None:
+    """A header naming more tensors than :func:`grit.io.source.limit`
+    ``("tensors")`` allows is a LimitError, decided before the JSON is
+    parsed (each member of the parse costs memory): by the entries'
+    ``"data_offsets"`` keys, and by the ``:`` bytes, at most
+    _COLONS_PER_TENSOR per allowed tensor (an upper bound on the members)."""
+    most = limit("tensors")
+    n = hb.count(b'"data_offsets"')
+    if n > most or hb.count(b":") > _COLONS_PER_TENSOR * most + 4096:
+        raise LimitError(f"{path}: the header names more than {most} tensors "
+                         f"({n} data_offsets), past the limit ({LIMITS['tensors'][1]}); it "
+                         "was not parsed")
 
 
 def _entry(n: str, e, add) -> StEntry:
@@ -744,7 +759,7 @@ class CheckFailed:
         raise self.error
 
 
-class SafetensorsTensors(dict):
+class SafetensorsTensors(MappedTensors):
     """``{name: GritArray | ndarray | CheckFailed}`` in file order, with
     ``.metadata`` (the user's ``__metadata__``, without ``__grit__``),
     ``.convention`` ("grit-safetensors/1", "descriptor-map" or None) and

@@ -24,11 +24,11 @@ from typing import Any
 
 import numpy as np
 
-from .._files import open_regular
+from .._files import open_regular, register_map
 from ..errors import GritUsageError
 
 __all__ = ["ByteSource", "LocalFile", "Span", "SourceRangeError", "ShortReadError",
-           "open_source", "address_of"]
+           "open_source", "address_of", "LimitError", "limit", "LIMITS"]
 
 
 class SourceRangeError(GritUsageError):
@@ -39,6 +39,37 @@ class SourceRangeError(GritUsageError):
 class ShortReadError(GritUsageError):
     """The source held fewer bytes than its size promised when they were
     read (a local file truncated while it was open)."""
+
+
+class LimitError(GritUsageError):
+    """A count or a budget past its configured limit: more KV entries or
+    tensors than a reader walks (:func:`limit`), or more remote requests or
+    bytes than the network policy allows (``grit scan`` reports it as
+    S808)."""
+
+
+#: the count limits of the container readers, by name: their defaults and
+#: the environment variable that overrides each (read at each use)
+LIMITS: dict[str, tuple[int, str]] = {
+    "gguf_kv": (1 << 16, "GRIT_MAX_GGUF_KV"),
+    "tensors": (1 << 17, "GRIT_MAX_TENSORS"),
+}
+
+
+def limit(name: str) -> int:
+    """The limit ``name`` of :data:`LIMITS`: its environment variable when
+    set (a non-negative integer, else GritUsageError), else its default."""
+    default, var = LIMITS[name]
+    text = os.environ.get(var, "").strip()
+    if not text:
+        return default
+    try:
+        v = int(text, 0)
+    except ValueError:
+        v = -1
+    if v < 0:
+        raise GritUsageError(f"{var}={text[:40]!r}: not a non-negative integer")
+    return v
 
 
 def _index(x, what: str) -> int:
@@ -235,6 +266,9 @@ class LocalFile(ByteSource):
             self._mm = mm
             self._map = memoryview(mm)[:self.size]
             self._base = address_of(self._map)
+            # (reads through views are checked against the file's size first:
+            # grit._files.check_mapped, so that a truncated file is no SIGBUS)
+            register_map(mm, self.size, self._f.fileno(), self.name)
         return self._map
 
     def _view(self, offset: int, length: int):

@@ -4,24 +4,23 @@ stable list of model files, and open each one through its container reader
 from __future__ import annotations
 
 import errno
-import json
 import os
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from .._files import open_regular
+from .._files import loads_json, open_regular, read_regular
 from ..errors import GritError
 from ..io import sniff as _sniff_file
 from ..io.containers import GGUF, HEAD_BYTES, SAFETENSORS, Container, by_suffix, named, sniffed
 from ..io import hub as _hub
 from ..io.gguf import GGUFContents
-from ..io.http import default_cache, is_url
+from ..io.http import default_cache, is_url, parse_url
 from ..io.hub import HubPath, is_hub, is_remote
 from ..io.problems import ProblemKind
 from ..io.recognise import read_config, read_remote_config
 from ..io.safetensors import SafetensorsFile
-from ..io.source import ByteSource
+from ..io.source import ByteSource, LimitError
 from .findings import Finding
 
 __all__ = ["MODEL_SUFFIXES", "MANIFEST_SUFFIXES", "INDEX_SUFFIX", "ScannedFile", "Input",
@@ -69,7 +68,11 @@ def why(e: BaseException) -> str:
 
 
 def checkpoint_of(path: str) -> str:
-    """Shards ``model-00001-of-00004.safetensors`` … form one checkpoint."""
+    """Shards ``model-00001-of-00004.safetensors`` … form one checkpoint.
+    A URL's checkpoint is named from its path alone: a query (a pre-signed
+    URL's signature) and a fragment are not part of any sibling's name."""
+    if is_url(path):
+        path = path.split("#", 1)[0].split("?", 1)[0]
     folder, base = os.path.split(path)
     m = _SHARD.match(base)
     return os.path.join(folder, m["stem"] + m["ext"]) if m else path
@@ -134,8 +137,8 @@ def read_index(path: str) -> ShardIndex:
     if len(raw) > MAX_INDEX:
         raise ValueError(f"the index is larger than {MAX_INDEX >> 20} MiB")
     try:
-        doc = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        doc = loads_json(raw, "index")
+    except ValueError as e:
         raise ValueError(f"not a JSON document ({str(e)[:120]})") from None
     if not isinstance(doc, dict):
         raise ValueError("the index is not a JSON object")
@@ -229,6 +232,10 @@ def expand(paths: Sequence[str], findings: list[Finding],
     def hub(p: str, from_manifest: str | None) -> None:
         try:
             where = HubPath.parse(p)
+        except GritError as e:
+            bad("S809", p, str(e))
+            return
+        try:
             r = _hub.repo(where)
         except GritError as e:
             bad("S805", p, f"cannot read the Hub repository: {why(e)}")
@@ -266,6 +273,12 @@ def expand(paths: Sequence[str], findings: list[Finding],
             hub(p, from_manifest)
             return
         if is_url(p):                    # a remote file: its reader says what it is
+            try:
+                parse_url(p)
+            except GritError as e:
+                bad("S809", p, str(e))
+                return
+            _hub.signed(p)               # a pre-signed URL's siblings are not asked for
             if p.split("?")[0].lower().endswith(INDEX_SUFFIX):
                 remote_index(p, p.rsplit("/", 1)[0], ())
             else:
@@ -320,10 +333,10 @@ def read_manifest(path: str) -> list[str]:
     """A JSON list of paths, ``{"paths": [...]}``, or a text file with one path
     per line (``#`` comments, blank lines ignored).  Relative paths are
     relative to the manifest's folder."""
-    with open_regular(path) as f:
-        raw = f.read(MAX_MANIFEST + 1)
-    if len(raw) > MAX_MANIFEST:
-        raise ValueError("manifest larger than 16 MiB")
+    try:
+        raw = read_regular(path, MAX_MANIFEST)
+    except GritError:
+        raise ValueError("manifest larger than 16 MiB") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -333,8 +346,8 @@ def read_manifest(path: str) -> list[str]:
     stripped = text.lstrip()
     if stripped.startswith(("[", "{")):
         try:
-            doc = json.loads(text)
-        except (ValueError, RecursionError) as e:
+            doc = loads_json(text, "manifest")
+        except ValueError as e:
             raise ValueError(f"invalid JSON manifest ({e})") from None
         items = doc.get("paths") if isinstance(doc, dict) else doc
         if not isinstance(items, list) or not all(isinstance(x, str) for x in items):
@@ -417,10 +430,12 @@ def _read(inp: Input, read: Callable[[], list]) -> Input:
     error it raises, or an UNREADABLE problem, is ``file.error`` and an S805
     finding; otherwise the file is parsed."""
     rec = inp.file
+    limited = False
     try:
         problems = read()
     except (OSError, GritError, ValueError) as e:
         rec.error = why(e)
+        limited = isinstance(e, LimitError)
     else:
         fatal = [p for p in problems if p.kind is ProblemKind.UNREADABLE]
         if fatal:
@@ -429,7 +444,7 @@ def _read(inp: Input, read: Callable[[], list]) -> Input:
             rec.parsed = True
     if rec.error:
         inp.contents = None
-        inp.findings.append(Finding("S805", rec.path, None,
+        inp.findings.append(Finding("S808" if limited else "S805", rec.path, None,
                                     f"could not read as {rec.format}: {rec.error}"))
     return inp
 

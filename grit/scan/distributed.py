@@ -32,11 +32,12 @@ import os
 from dataclasses import dataclass, field
 from typing import IO, Any, Callable, Iterable, Iterator, Sequence
 
+from .._files import loads_json, open_regular
 from ..errors import GritError, GritUsageError
 from ..io.http import is_url
 from . import scan
 from .collect import INDEX_SUFFIX, MODEL_SUFFIXES, read_manifest, sniff
-from .report import FAIL_ON, SCHEMA_VERSION, ScanReport, exit_code
+from .report import FAIL_ON, SCHEMA_VERSION, ScanReport, exit_code, no_lone_surrogates
 
 __all__ = ["scan_many", "entries_of", "entry_records", "failed_record", "read_out",
            "ManyRun", "run_exit_code", "POLICIES", "DASK_EXTRA"]
@@ -165,8 +166,8 @@ def read_out(path: str) -> Kept:
         return kept
     bad: int | None = None
     off = 0
-    with open(path, "rb") as f:
-        for n, line in enumerate(f, 1):
+    with open_regular(path) as f:
+        for n, line in enumerate(iter(lambda: f.readline(MAX_LINE + 1), b""), 1):
             end = off + len(line)
             rec = _record(line)
             if rec is None:
@@ -182,16 +183,30 @@ def read_out(path: str) -> Kept:
     return kept
 
 
+#: the longest record line read back (a longer one is not a record)
+MAX_LINE = 64 << 20
+
+
 def _record(line: bytes) -> dict | None:
-    if not line.endswith(b"\n"):
+    """One line of an output file as a record, or None when it is not one:
+    cut short, not JSON (or nested past MAX_JSON_DEPTH), not a file or
+    entry record, or an entry record without its fields (``complete`` a
+    bool, ``exit_codes`` an integer for every policy)."""
+    if not line.endswith(b"\n") or len(line) > MAX_LINE:
         return None
     try:
-        rec = json.loads(line)
+        rec = loads_json(line, "record")
     except ValueError:
         return None
     if not isinstance(rec, dict) or rec.get("type") not in ("file", "entry") or \
             not isinstance(rec.get("entry"), str):
         return None
+    if rec["type"] == "entry":
+        codes = rec.get("exit_codes")
+        if not isinstance(rec.get("complete"), bool) or not isinstance(codes, dict) or \
+                not all(isinstance(codes.get(k), int) and not isinstance(codes.get(k), bool)
+                        and 0 <= codes[k] <= 4 for k in POLICIES):
+            return None
     return rec
 
 
@@ -254,7 +269,8 @@ def scan_many(entries: Sequence[str], *, client: Any = None, deep: bool = False,
             progress(0, n, "")
         for i, (e, recs) in enumerate(_results(todo, client, deep, cache, jobs, retries), 1):
             if sink is not None:
-                sink.write("".join(json.dumps(r, default=str) + "\n" for r in recs))
+                sink.write("".join(no_lone_surrogates(json.dumps(r, default=str)) + "\n"
+                                   for r in recs))
                 sink.flush()
             elif run.records is not None:
                 run.records.extend(recs)

@@ -704,6 +704,27 @@ REGISTRY: dict[str, FindingSpec] = _specs(
      "checked.",
      "The tensor cannot be read at all; `grit.load` refuses the file.",
      "Re-fetch the file."),
+    ("S808", C.UNREADABLE, V.STRUCTURAL, K.UNREADABLE,
+     "a configured limit was reached",
+     "Reading the file went past a limit grit enforces on untrusted input: more GGUF KV "
+     "entries than GRIT_MAX_GGUF_KV, more tensors than GRIT_MAX_TENSORS, or more remote "
+     "requests or body bytes than the network policy allows one file or one scan "
+     "(GRIT_NET_FILE_REQUESTS, GRIT_NET_FILE_BYTES, GRIT_NET_SCAN_REQUESTS, "
+     "GRIT_NET_SCAN_BYTES; docs/scan.md, \"Network policy\"). The file was not read "
+     "past the limit.",
+     "The file, or the rest of the scan, was not checked; a file past the limit may be "
+     "a server or a writer inventing entries without end.",
+     "If the file is genuine, raise the limit the message names (an environment "
+     "variable) and scan again."),
+    ("S809", C.UNREADABLE, V.STRUCTURAL, K.UNREADABLE,
+     "not a valid remote address",
+     "An http(s) URL or hf:// name, given in a manifest or to the Python API, that grit "
+     "refuses before sending anything: no host, a malformed host, port or IPv6 address, "
+     "credentials in the URL, control characters, undecodable bytes, an over-long name, "
+     "or a revision or repository id the Hub cannot hold. (On the command line the same "
+     "address is a usage error.)",
+     "The input was not scanned.",
+     "Fix the address."),
 )
 
 #: §7.3 level-1 failures by status (the codes of the descriptor-vs-bytes check)

@@ -16,7 +16,7 @@ import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping
 
-from ..explain import printable
+from ..explain import escape_char, printable
 from ..io.gguf import Inexpressible
 from .collect import Input, ScannedFile
 from .findings import (CATEGORIES, REGISTRY, SECTIONS, SEVERITY, Category, Finding, Severity,
@@ -576,12 +576,36 @@ def _is_tty(out) -> bool:
         return False
 
 
+#: in ASCII JSON text: an escaped backslash, a surrogate pair, or a surrogate
+_JSON_ESCAPES = re.compile(r"\\\\|\\u(d[89ab][0-9a-f]{2})\\u(d[c-f][0-9a-f]{2})"
+                           r"|\\u(d[89a-f][0-9a-f]{2})")
+
+
+def _fix(m: re.Match) -> str:
+    lone = m.group(3)
+    if lone is None:
+        return m.group(0)
+    return json.dumps(escape_char(chr(int(lone, 16))))[1:-1]
+
+
+def no_lone_surrogates(text: str) -> str:
+    """ASCII JSON text (``ensure_ascii``) with each lone surrogate — a byte
+    of a name that is not UTF-8, carried by surrogateescape, or an unpaired
+    ``\\ud800`` from a file's JSON — replaced by its escape as the text
+    report writes it (grit.explain.escape_char): the byte 0xFF of a file
+    name is the four characters ``\\xff``, another surrogate ``\\udXXX``
+    as text.  The result is valid UTF-8 JSON whatever the names held."""
+    return text if "\\ud" not in text else _JSON_ESCAPES.sub(_fix, text)
+
+
 def _stream(obj, out, indent: int | None = 2) -> None:
     """``json.dumps(obj, indent=indent)`` and a newline, written in pieces of
-    about 64 KiB as it is encoded instead of formed as one string first."""
+    about 64 KiB as it is encoded instead of formed as one string first
+    (lone surrogates escaped: :func:`no_lone_surrogates`)."""
     buf: list[str] = []
     size = 0
     for chunk in json.JSONEncoder(indent=indent, default=str).iterencode(obj):
+        chunk = no_lone_surrogates(chunk)
         buf.append(chunk)
         size += len(chunk)
         if size >= 1 << 16:
@@ -611,11 +635,11 @@ def write_jsonl(report: ScanReport, policy: str, file=None, fail_on: str | None 
     out = file if file is not None else sys.stdout
     enc = json.JSONEncoder(default=str)
     for f in report.findings:
-        out.write(enc.encode({"type": "finding", **f.to_dict()}) + "\n")
-    out.write(enc.encode({"type": "summary", **report._head(policy, fail_on),
-                          "files": [f.to_dict() for f in report.files],
-                          "summary": report.summary(),
-                          "coverage": report.coverage_dict()}) + "\n")
+        out.write(no_lone_surrogates(enc.encode({"type": "finding", **f.to_dict()})) + "\n")
+    out.write(no_lone_surrogates(enc.encode({"type": "summary", **report._head(policy, fail_on),
+                                             "files": [f.to_dict() for f in report.files],
+                                             "summary": report.summary(),
+                                             "coverage": report.coverage_dict()})) + "\n")
     out.flush()
 
 
@@ -645,9 +669,11 @@ def sarif_rules() -> list[dict]:
 def _uri(path: str) -> dict:
     """An artifactLocation for ``path``: a relative path as a relative URI
     against %SRCROOT% (the working directory), an absolute one as a file URI."""
-    if os.path.isabs(path):
-        return {"uri": pathlib.Path(path).as_uri()}
-    return {"uri": urllib.parse.quote(path.replace(os.sep, "/")), "uriBaseId": "SRCROOT"}
+    raw = os.fsencode(path)
+    if os.path.isabs(path):             # (a byte that is not UTF-8 is %-encoded as itself)
+        return {"uri": "file://" + urllib.parse.quote(raw)}
+    return {"uri": urllib.parse.quote(raw.replace(os.sep.encode(), b"/")),
+            "uriBaseId": "SRCROOT"}
 
 
 def _region(br) -> dict | None:
@@ -770,7 +796,7 @@ def write_sarif(report: ScanReport, policy: str, file=None, fail_on: str | None 
     together), one result a line.  ASCII."""
     out = file if file is not None else sys.stdout
     run, artifacts = _sarif_run(report, policy, fail_on, version)
-    head = json.dumps(run, indent=2, default=str)           # "{ ... }", run less results
+    head = no_lone_surrogates(json.dumps(run, indent=2, default=str))   # the run less results
     pad = " " * 8
     out.write(f'{{\n  "$schema": {json.dumps(SARIF_SCHEMA)},\n  "version": '
               f'{json.dumps(SARIF_VERSION)},\n  "runs": [\n    '
@@ -778,7 +804,7 @@ def write_sarif(report: ScanReport, policy: str, file=None, fail_on: str | None 
     enc = json.JSONEncoder(default=str)        # one result a line (the C encoder)
     sep = "\n"
     for res in _results(report, artifacts):
-        out.write(sep + pad + enc.encode(res))
+        out.write(sep + pad + no_lone_surrogates(enc.encode(res)))
         sep = ",\n"
     out.write(("\n      ]" if sep != "\n" else "]") + "\n    }\n  ]\n}\n")
     out.flush()
