@@ -36,6 +36,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from . import conventions
+from ._files import loads_json, read_regular
 from .array import GritArray, decode
 from .errors import GritError, GritUsageError
 from .fingerprint import digest as _digest
@@ -51,6 +52,8 @@ PROOF_FILE = "grit-proof.json"
 PROOF_SCHEMA = "grit-convert-proof/1"
 #: the config.json key that records the proof's digest
 PROOF_KEY = "grit_convert_proof"
+#: the largest proof grit verify reads
+MAX_PROOF = 256 << 20
 #: what ``--to`` names -> the convention that writes it
 TARGETS = {"compressed-tensors": "compressed-tensors", "modelopt": "modelopt",
            "gpt-oss": "gpt-oss", "grit": "grit"}
@@ -104,13 +107,15 @@ def _model_files(src: str) -> tuple[str, list[str]]:
 
 
 def _json(path: str) -> dict | None:
-    if not os.path.isfile(path) or os.path.getsize(path) > MAX_CONFIG:
+    """The JSON object in ``path`` (None: absent or not an object), read
+    through the guarded open every file grit reads goes through: a regular
+    file, bounded in size and nesting."""
+    if not os.path.lexists(path):
         return None
-    with open(path, "rb") as f:
-        try:
-            doc = json.loads(f.read().decode("utf-8"))
-        except (UnicodeDecodeError, ValueError, RecursionError) as e:
-            raise GritUsageError(f"{path}: not JSON ({e})") from None
+    try:
+        doc = loads_json(read_regular(path, MAX_CONFIG), path)
+    except ValueError as e:
+        raise GritUsageError(str(e)) from None
     return doc if isinstance(doc, dict) else None
 
 
@@ -282,17 +287,16 @@ def verify(src: str, dst: str, proof: str | None = None) -> VerifyReport:
     ppath = proof or os.path.join(folder, PROOF_FILE)
     if not os.path.isfile(ppath):
         raise GritUsageError(f"{ppath}: no proof to verify against")
-    with open(ppath, "rb") as f:
-        text = f.read()
+    text = read_regular(ppath, MAX_PROOF)
     if proof is None:
         rec = (_json(os.path.join(folder, "config.json")) or {}).get(PROOF_KEY)
         if not isinstance(rec, Mapping) or rec.get("sha256") != hashlib.sha256(text).hexdigest():
             problems.append(f"{PROOF_FILE}: its SHA-256 is not the one config.json records "
                             "(the proof was changed)")
     try:
-        doc = json.loads(text.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as e:
-        raise GritUsageError(f"{ppath}: not JSON ({e})") from None
+        doc = loads_json(text, ppath)
+    except ValueError as e:
+        raise GritUsageError(str(e)) from None
     if not isinstance(doc, Mapping) or doc.get("schema") != PROOF_SCHEMA or \
             not isinstance(doc.get("weights"), list):
         raise GritUsageError(f"{ppath}: not a {PROOF_SCHEMA} proof")
