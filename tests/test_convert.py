@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import grit
-from grit.convert import PROOF_FILE, convert, verify
+from grit.convert import PROOF_FILE, convert, quick_verdict, verdict, verify
 
 
 def raw(path):
@@ -172,3 +172,26 @@ def test_the_command_line(tmp_path):
     assert "\n  x.weight: gpt-oss cannot hold" in r.stderr
     r = run("convert", str(src), str(tmp_path / "mo"), "--to", "modelopt")
     assert r.returncode == 2 and "exists" in r.stderr
+
+
+def test_the_quick_verdict_is_the_decode_comparison():
+    """The fast path skips the decodes only where their result is known;
+    wherever it answers, the general path answers the same."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((64, 64)).astype(np.float32)
+    a = grit.encode(x, grit.GRADE_NVF4)
+    same = grit.GritArray(a.descriptor, a.shape, list(a.planes))
+    # the per-tensor scale one ulp away: the planes differ, the decodes differ
+    s1 = np.frombuffer(bytes(a.planes[2]), "<u4") + np.uint32(1)
+    nudged = grit.GritArray(a.descriptor, a.shape, [a.planes[0], a.planes[1], s1.tobytes(),
+                                                     b""])
+    # the same planes and grade along the other axis: the bytes agree, the decodes do not
+    b = grit.encode(x, grit.GRADE_MXFP4)
+    other_axis = grit.GritArray(grit.GRADE_MXFP4.descriptor(group_axis=0), b.shape,
+                                list(b.planes))
+    # a grade with another encode rule but the same decode projection (§4.5)
+    rne = grit.GritArray(grit.GRADE_MXFP4_RNE.descriptor(group_axis=1), b.shape, list(b.planes))
+    for p, q, want in ((a, same, "bit-exact"), (a, nudged, "scalar-rounded"),
+                       (b, other_axis, "scalar-rounded"), (b, rne, "bit-exact")):
+        assert quick_verdict(p, q) == verdict(p, q), (p.grade, q.grade)
+        assert verdict(p, q)["verdict"] == want
