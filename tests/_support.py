@@ -57,3 +57,17 @@ def write_gguf(path, tensors, arch: str = "llama", kv=(), alignment=None) -> str
     w.write_tensors_to_file()
     w.close()
     return str(path)
+
+
+def raw_tensors(path) -> dict:
+    """{name: (dtype, shape, bytes)} of a safetensors file, read from its
+    header by the format's own definition (safetensors.numpy has no FP8
+    dtypes)."""
+    import json
+    import struct
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        body = f.read()
+    return {k: (v["dtype"], tuple(v["shape"]), body[v["data_offsets"][0]:v["data_offsets"][1]])
+            for k, v in header.items() if k != "__metadata__"}

@@ -30,3 +30,13 @@ def clean_audit(monkeypatch):
     grit.audit._reset_for_tests()
     yield
     grit.audit._reset_for_tests()
+
+
+@pytest.fixture(scope="module")
+def ct():
+    """tests/ct_official.py: compressed-tensors checkpoints written by
+    compressed-tensors itself (needs torch and the library; skips without)."""
+    pytest.importorskip("torch", reason="torch (CPU) is not installed")
+    pytest.importorskip("compressed_tensors", reason="compressed-tensors is not installed")
+    import ct_official
+    return ct_official

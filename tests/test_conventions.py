@@ -7,7 +7,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import sys
 import textwrap
 
 import ml_dtypes
@@ -41,18 +40,6 @@ def write(folder, tensors, config=None, name="model.safetensors", extra=None):
 
 # ---------------------------------------------------------------------------
 # compressed-tensors, written by compressed-tensors
-
-
-@pytest.fixture(scope="module")
-def ct():
-    pytest.importorskip("torch", reason="torch (CPU) is not installed")
-    pytest.importorskip("compressed_tensors", reason="compressed-tensors is not installed")
-    sys.path.insert(0, os.path.dirname(__file__))
-    try:
-        import ct_official
-    finally:
-        sys.path.pop(0)
-    return ct_official
 
 
 #: format -> the convention grit names it by, per module

@@ -7,17 +7,15 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 
 import ml_dtypes
 import numpy as np
 import pytest
-import struct
-
 from safetensors.numpy import save_file
 
 import grit
 from grit import conventions
+from _support import raw_tensors
 
 RNG = np.random.default_rng(2026)
 
@@ -34,31 +32,8 @@ def save(folder, em, extra_config=None):
     return os.path.join(folder, "model.safetensors")
 
 
-def raw_tensors(path):
-    """{name: (shape, bytes)} of a safetensors file, read from its header by
-    the format's own definition (safetensors.numpy has no FP8 dtypes)."""
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        body = f.read()
-    return {k: (tuple(v["shape"]), body[v["data_offsets"][0]:v["data_offsets"][1]])
-            for k, v in header.items() if k != "__metadata__"}
-
-
 def bits(x):
     return np.ascontiguousarray(x, np.float32).view(np.uint32)
-
-
-@pytest.fixture(scope="module")
-def ct():
-    pytest.importorskip("torch", reason="torch (CPU) is not installed")
-    pytest.importorskip("compressed_tensors", reason="compressed-tensors is not installed")
-    sys.path.insert(0, os.path.dirname(__file__))
-    try:
-        import ct_official
-    finally:
-        sys.path.pop(0)
-    return ct_official
 
 
 @pytest.mark.parametrize("kind", ["int-quantized", "int-quantized-asym", "float-quantized",
@@ -71,7 +46,7 @@ def test_a_compressed_tensors_checkpoint_read_and_written_again_is_its_own_bytes
     em = conventions.emit("compressed-tensors", dict(loaded))
     before = raw_tensors(src)
     assert set(em.tensors) == set(before)
-    for tn, (shape, raw) in before.items():
+    for tn, (_dtype, shape, raw) in before.items():
         got = np.ascontiguousarray(em.tensors[tn])
         assert got.shape == shape, tn
         if tn.endswith("weight_global_scale"):

@@ -14,17 +14,8 @@ import numpy as np
 import pytest
 
 import grit
+from _support import raw_tensors
 from grit.convert import PROOF_FILE, convert, quick_verdict, verdict, verify
-
-
-def raw(path):
-    """{name: (dtype, shape, bytes)} of a safetensors file, from its header."""
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        body = f.read()
-    return {k: (v["dtype"], v["shape"], body[v["data_offsets"][0]:v["data_offsets"][1]])
-            for k, v in header.items() if k != "__metadata__"}
 
 
 def tree_digest(folder):
@@ -34,18 +25,6 @@ def tree_digest(folder):
             with open(os.path.join(root, n), "rb") as f:
                 h.update(n.encode() + f.read())
     return h.hexdigest()
-
-
-@pytest.fixture(scope="module")
-def ct():
-    pytest.importorskip("torch", reason="torch (CPU) is not installed")
-    pytest.importorskip("compressed_tensors", reason="compressed-tensors is not installed")
-    sys.path.insert(0, os.path.dirname(__file__))
-    try:
-        import ct_official
-    finally:
-        sys.path.pop(0)
-    return ct_official
 
 
 @pytest.mark.parametrize("kind", ["int-quantized", "int-quantized-asym", "float-quantized",
@@ -64,7 +43,7 @@ def test_compressed_tensors_to_grit_and_back_is_the_source_bytes(ct, kind, tmp_p
     assert (tmp_path / "grit" / "tokenizer.json").read_text() == "{}"
     r2 = convert(str(tmp_path / "grit"), str(tmp_path / "back"), "compressed-tensors")
     assert set(r2.counts) == {"bit-exact"}
-    a, b = raw(src / "model.safetensors"), raw(tmp_path / "back" / "model.safetensors")
+    a, b = raw_tensors(src / "model.safetensors"), raw_tensors(tmp_path / "back" / "model.safetensors")
     assert a.keys() == b.keys()
     assert [k for k in a if a[k] != b[k]] == []
     assert tree_digest(src) == before                 # the input is only read
