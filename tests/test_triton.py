@@ -169,7 +169,7 @@ def test_fuzzed_ggml_blocks(name):
     b = fuzzed_blocks(name, FUZZ, rng)
     shape = (FUZZ // 8, 8 * t.block_elems) if FUZZ % 8 == 0 else (FUZZ, t.block_elems)
     # the array as grit.io.gguf loads it: zero-copy, or deferred over the blocks
-    a = G._zero_copy(name, b.reshape(-1), shape) if name in ZERO_COPY \
+    a = G.converted(name, b.reshape(-1), shape) if name in ZERO_COPY \
         else G._deferred(name, b.reshape(-1), t.block_bytes, shape)
     want = grit.decode(a)
     same(gtr.decode_blocks(name, torch.from_numpy(b.reshape(-1)), shape), want)
@@ -182,7 +182,7 @@ def test_nvfp4_blocks_with_their_companion_scale():
     rng = np.random.default_rng(12)
     nb, shape = 512, (64, 512)
     b = fuzzed_blocks("NVFP4", nb, rng)
-    one = G._zero_copy("NVFP4", b.reshape(-1), shape)
+    one = G.converted("NVFP4", b.reshape(-1), shape)
     c = grit.canonical(one)
     for k1, s1 in ((0, np.array([0.75], np.float32)),
                    (32, rng.standard_normal(64).astype(np.float32)),
