@@ -109,3 +109,11 @@ def test_examples_run(path, tmp_path, monkeypatch):
     (f"{p.name}:{line}", skip) for p in DOCS for line, _, skip in BLOCKS[p] if skip is not None])
 def test_examples_not_run_here(where, reason):
     pytest.skip(f"{where}: {reason}")
+
+
+def test_the_documents_name_no_missing_file():
+    # the spec is cited by title and version; a file name would point at
+    # something the repository does not have
+    for path in [*DOCS, ROOT / "spec" / "reference.py"]:
+        text = path.read_text(encoding="utf-8")
+        assert "GRIT-v1.txt" not in text, path.name
