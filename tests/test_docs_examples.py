@@ -117,3 +117,14 @@ def test_the_documents_name_no_missing_file():
     for path in [*DOCS, ROOT / "spec" / "reference.py"]:
         text = path.read_text(encoding="utf-8")
         assert "GRIT-v1.txt" not in text, path.name
+
+
+def test_the_readme_test_command_is_what_ci_runs():
+    # the README's second line is the command CI runs (.ci/run), flags and all
+    readme = (ROOT / "README.md").read_text(encoding="utf-8").split("```")[1].splitlines()
+    install, _, command = readme[2].partition(" && ")
+    assert install == "pip install -e '.[test]'" and command.startswith("python -m pytest")
+    ci = [ln.split("#")[0].strip() for ln in
+          (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()]
+    assert command in ci
+    assert "pip install -e '.[test,torch]'" in ci   # the test extra, as the README's line
