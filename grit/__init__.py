@@ -28,6 +28,8 @@ from .audit import assume_placement, verify_placement
 from .kernels import MatmulResult, matmul, register_kernel
 from .io import load, save, save_gguf
 from .clib import get_cmake_dir, get_include, get_library, get_pkgconfig_dir
+# the tools: grit.explain.diff / render, and grit.scan (the package, callable as its scan)
+from . import explain, scan
 
 __version__ = "0.1.0"
 
@@ -46,3 +48,4 @@ __all__ = [
 __all__ += ["save", "save_gguf", "GritPinError"]
 # libgrit, the C library (docs/c-library.md)
 __all__ += ["get_include", "get_library", "get_pkgconfig_dir", "get_cmake_dir"]
+__all__ += ["explain", "scan"]

@@ -365,12 +365,13 @@ def resolve(ref, *, loaded: dict | None = None
     registered name (``GRADE_MXFP4`` / ``mxfp4``), or ``FILE:TENSOR`` (read
     through :func:`grit.load`; ``loaded``, a dict, keeps each file read so
     that two sides in one file read it once).  A grade resolves to its
-    canonical descriptor (``grade.descriptor()``).  Raises
+    canonical descriptor (``grade.descriptor()``; :func:`diff` takes it at the
+    other side's group axis when the other side is not a grade alone).  Raises
     :class:`ExplainInputError`."""
     if isinstance(ref, Descriptor):
         return ref, lookup_grade(ref.grade_id), None, "descriptor"
     if isinstance(ref, Grade):
-        return ref.descriptor(), ref, None, ref.name or ref.canonical
+        return _grade_side(ref)
     if isinstance(ref, GritArray):
         return ref.descriptor, ref.grade, tuple(ref.shape), "array"
     if isinstance(ref, (bytes, bytearray, memoryview)):
@@ -398,7 +399,7 @@ def resolve(ref, *, loaded: dict | None = None
             g = Grade.parse(text)
         except GritError as e:
             raise ExplainInputError(f"not a valid grade string: {e}") from None
-        return g.descriptor(), g, None, g.name or g.canonical
+        return _grade_side(g)
     fr = _split_file_ref(text)
     if fr is not None:
         return _file_side(fr[0], fr[1], loaded)
@@ -411,7 +412,16 @@ def resolve(ref, *, loaded: dict | None = None
         raise ExplainInputError(
             f"{text!r} is not 128 hex digits, a grade string grit1(...), a registered grade "
             "name (e.g. GRADE_MXFP4) or FILE:TENSOR with an existing FILE") from None
-    return g.descriptor(), g, None, g.name or g.canonical
+    return _grade_side(g)
+
+
+class _GradeSide(tuple):
+    """What :func:`resolve` answers for a grade named alone: a contract with
+    no tensor, whose descriptor has group axis 0 only for want of one."""
+
+
+def _grade_side(g: Grade) -> tuple:
+    return _GradeSide((g.descriptor(), g, None, g.name or g.canonical))
 
 
 # ---------------------------------------------------------------------------
@@ -551,8 +561,18 @@ def _note_parts(note: int) -> tuple[int, int, int]:
 def diff(a, b) -> Explanation:
     """Compare two descriptors (anything :func:`resolve` accepts) field by field."""
     loaded: dict = {}
-    da, ga, sa, la = _side(a, loaded)
-    db, gb, sb, lb = _side(b, loaded)
+    a, b = _side(a, loaded), _side(b, loaded)
+    da, ga, sa, la = a
+    db, gb, sb, lb = b
+    # a bare grade against a tensor's descriptor: the grade's descriptor at the
+    # tensor's group axis (a 2-D weight groups along axis 1; the grade does not
+    # say which axis, so the axis alone is no difference of contract)
+    axis_note = None
+    bare_a, bare_b = isinstance(a, _GradeSide), isinstance(b, _GradeSide)
+    if bare_a and not bare_b and da.group_axis != db.group_axis:
+        da, axis_note = da.replace(group_axis=db.group_axis), ("A", db.group_axis)
+    elif bare_b and not bare_a and db.group_axis != da.group_axis:
+        db, axis_note = db.replace(group_axis=da.group_axis), ("B", da.group_axis)
     # a grade given in full on one side names the other side's grade_id too
     if ga is None and gb is not None and da.grade_id == gb.id:
         ga = gb
@@ -562,6 +582,9 @@ def diff(a, b) -> Explanation:
     out = Explanation()
     out.a_label, out.b_label, out.a_grade, out.b_grade = la, lb, ga, gb
     out.remarks = []
+    if axis_note is not None:
+        out.remarks.append(f"{axis_note[0]} is a grade: its canonical descriptor is taken at "
+                           f"the other side's group_axis {axis_note[1]}")
 
     for name in _FRAME_FIELDS:
         out.append(_fd("frame", name, getattr(da, name), getattr(db, name),
@@ -619,6 +642,7 @@ def _side(ref, loaded: dict):
     if isinstance(ref, tuple) and len(ref) == 4 and isinstance(ref[0], Descriptor):
         return ref
     return resolve(ref, loaded=loaded)
+
 
 
 def _safe_gid(g, d, shape) -> str | None:

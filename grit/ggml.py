@@ -38,7 +38,7 @@ from . import native
 from .codec.packing import pack_stream, unpack_stream
 from .ggml_types import BY_NAME as _SIZES
 from .grade import Grade, lookup_grade, register_grade
-from .placement.expr import Interleave, Perm, register_layout
+from .placement.expr import Interleave, Perm, halves, register_layout
 from .placement.registered import pack_k4_12b, unpack_k4_12b
 from .placement.words import REGISTERED as _PLACEMENTS
 
@@ -54,15 +54,6 @@ PLAIN: dict[str, str] = {"F32": "<f4", "F16": "<f2", "F64": "<f8", "I8": "i1", "
 
 #: every registered record by ggml type name, in definition order
 TYPES: dict[str, "BlockType"] = {}
-
-
-def halves(n: int) -> tuple[int, ...]:
-    """ggml's nibble order over a run of n elements as a permutation
-    (physical -> logical): byte l holds element l in its low nibble and
-    element l + n/2 in its high nibble, so in GRIT's LSB-first stream the
-    nibble at physical position 2l + h holds logical element h·n/2 + l."""
-    h = n // 2
-    return tuple(hh * h + ll for ll in range(h) for hh in (0, 1))
 
 
 #: the data placements of the nibble types: ggml's halves order inside each

@@ -27,7 +27,7 @@ import numpy as np
 
 from . import descriptor as D
 from .facts import ROLE_FIELD, ROLE_NAMES
-from .array import GritArray, decode
+from .array import GritArray, canonical, decode
 from .errors import GritGradeError, GritLayoutError, GritUsageError
 from .formats import CANONICAL_NAN
 from .grade import (
@@ -484,7 +484,10 @@ def matmul(x: Any, w: GritArray, kernel: str | None = None,
     A kernel serves the call iff its offer k ⊑ r, it can read every operand's
     placements (and sparse metadata order, L6), and its α joins the operands'.
     ``kernel=`` names one (used or refused, never substituted); otherwise the
-    lowest-cost fitting kernel is used.  Returns :class:`MatmulResult` whose
+    lowest-cost fitting kernel is used.  An operand no such kernel reads as
+    placed, whose placement is a witness (not assumed, not UNSPECIFIED), is
+    relayouted to the canonical order for the call (a GGUF block struct as
+    grit.load gives it).  Returns :class:`MatmulResult` whose
     grade is grade(x) ⊔ grade(w) ⊔ k on the accumulation axes."""
     a, lead, K = _as_x(x)
     b = _check_b(w)
@@ -506,11 +509,25 @@ def matmul(x: Any, w: GritArray, kernel: str | None = None,
                 "  Options: grade='ao=...'  # request only the accumulation contract\n"
                 "           B = grit.requantize(B, <the requested grade>).array")
 
+    # an operand whose placement is witnessed (§5.5: built in it, or relayouted
+    # there; not assumed, not UNSPECIFIED) and that no kernel reads as placed
+    # goes to the canonical order: a GGUF block struct, a swizzled export
+    pool = [get_kernel(kernel)] if kernel is not None else \
+        [k for k in _KERNELS.values() if all(k.accepts_grade(g) for g in operands)]
+    if pool and not any(_reads(k, ops) for k in pool):
+        moved = [(op, var, _to_canonical(o) if any(k.misplaced(o) for k in pool) else o)
+                 for op, var, o in ops]
+        if any(_reads(k, moved) for k in pool):
+            ops = moved
+            b = _operand(ops, "B")
+            if isinstance(a, GritArray):
+                a = _operand(ops, "A")
+
     def serves_grade(k: Kernel) -> bool:
         return not _fails(k, bg, req) and not isinstance(_join_accumulation(k, operands), str)
 
     def readable(k: Kernel) -> bool:
-        return not any(k.misplaced(o) or k.order_violation(o) is not None for _, _, o in ops)
+        return _reads(k, ops)
 
     def first_problem(k: Kernel):
         for op, var, o in ops:
@@ -577,6 +594,26 @@ def matmul(x: Any, w: GritArray, kernel: str | None = None,
                              f"expected float32 with {M} x {N} elements")
     values = np.ascontiguousarray(out).reshape(lead + (N,))
     return MatmulResult(values=values, grade=bg.replace(**joined), kernel=chosen.name)
+
+
+def _reads(k: Kernel, ops: list[tuple[str, str, GritArray]]) -> bool:
+    """Whether ``k`` reads every operand as placed (and ordered, L6)."""
+    return not any(k.misplaced(o) or k.order_violation(o) is not None for _, _, o in ops)
+
+
+def _to_canonical(o: GritArray) -> GritArray:
+    """``o`` relayouted to the canonical order when its placement is a
+    witness (not NOTE_ASSUMED, no plane UNSPECIFIED) and relayout can move it;
+    else ``o`` as it is, for the refusal to name."""
+    d = o.descriptor
+    aux = bool(d.flags & (D.F_SPARSE | D.F_HAS_ZP))
+    words = [d.placement_data, d.placement_scale] + ([d.placement_meta] if aux else [])
+    if d.note & D.NOTE_ASSUMED or UNSPECIFIED in words:
+        return o
+    try:
+        return canonical(o)
+    except GritLayoutError:       # an unresolvable or opaque placement (§5.3, L3)
+        return o
 
 
 def _operand(ops: list[tuple[str, str, GritArray]], name: str) -> GritArray:

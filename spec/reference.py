@@ -2,7 +2,8 @@
 """GRIT v1 reference implementation and conformance-vector generator.
 
 A deliberately simple, scalar, standard-library-only transcription of the GRIT v1
-specification (spec/GRIT-v1.txt).  It does not import the ``grit`` package: it is
+specification (GRIT — Grouped Reduced-precision Interchange Type, Normative
+Specification, version 1).  It does not import the ``grit`` package: it is
 an independent oracle.  Where the specification text is silent it follows
 docs/spec-decisions.md; comments cite the section each piece transcribes.
 

@@ -40,3 +40,19 @@ def ct():
     pytest.importorskip("compressed_tensors", reason="compressed-tensors is not installed")
     import ct_official
     return ct_official
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_header_cache(tmp_path_factory):
+    """The header cache of remote scans (grit.io.http.default_cache) in a
+    folder of this test process: never the user's ~/.cache, and never one
+    shared between the processes of a parallel run (pytest -n).  A test that
+    sets GRIT_CACHE_DIR itself still wins."""
+    import os
+    prev = os.environ.get("GRIT_CACHE_DIR")
+    os.environ["GRIT_CACHE_DIR"] = str(tmp_path_factory.mktemp("grit-cache"))
+    yield
+    if prev is None:
+        os.environ.pop("GRIT_CACHE_DIR", None)
+    else:
+        os.environ["GRIT_CACHE_DIR"] = prev

@@ -228,3 +228,22 @@ def test_gguf_zero_copy_vs_canonical_is_same_decode_different_placement(gguf_pat
     e = d.replace(flags=d.flags ^ grit.descriptor.F_MSB_FIRST)
     ex = diff((d, q8.grade, None, "a"), (e, q8.grade, None, "b"))
     assert ex.verdict == VERDICT_DIFFERENT
+
+
+def test_a_bare_grade_is_compared_at_the_tensors_group_axis(tmp_path):
+    # a 2-D weight groups along its last axis (group_axis 1); a grade names no
+    # axis, so against a tensor it stands for its descriptor at that axis
+    p = str(tmp_path / "m.safetensors")
+    grit.save(p, {"w": grit.encode(np.ones((64, 128), np.float32), grit.GRADE_MXFP4)})
+    assert grit.load(p)["w"].descriptor.group_axis == 1
+    for a, b in ((f"{p}:w", "GRADE_MXFP4"), ("GRADE_MXFP4", f"{p}:w"),
+                 (f"{p}:w", grit.GRADE_MXFP4.canonical)):
+        ex = diff(a, b)
+        assert ex.same and ex.verdict == VERDICT_SAME, render(ex)
+        assert any("group_axis 1" in r for r in ex.remarks)
+    r = R.invoke(main, ["explain", f"{p}:w", "GRADE_MXFP4"])
+    assert r.exit_code == 0 and "verdict: same contract" in r.output, r.output
+    # another grade still differs, and a descriptor (not a bare grade) keeps its axis
+    assert diff(f"{p}:w", "GRADE_NVF4").verdict == VERDICT_DIFFERENT
+    ex = diff(f"{p}:w", grit.GRADE_MXFP4.descriptor().hex())
+    assert not ex.same and [d.field for d in ex.differences][0] == "group_axis"

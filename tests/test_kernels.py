@@ -331,3 +331,69 @@ def test_kernel_output_is_checked_and_result_is_frozen():
     r = grit.matmul(rand((2, 64), 19), weight(), kernel="numpy_unspec")
     with pytest.raises(dataclasses.FrozenInstanceError):
         r.kernel = "other"
+
+
+# --- operands in a non-canonical placement they were built in ---------------------------
+
+def _seq(x, w):
+    """Σ_k in order, one binary32 rounding per product and per sum (the
+    contract of reference_seq, written out again as the oracle)."""
+    acc = x[:, 0:1] * w[:, 0][None, :]
+    for k in range(1, x.shape[1]):
+        acc = (acc + (x[:, k:k + 1] * w[:, k][None, :]).astype(np.float32)).astype(np.float32)
+    return acc
+
+
+def _gguf_blocks(name, rows, cols, rng):
+    """Random blocks of ggml type ``name`` with finite, moderate scales."""
+    gguf = pytest.importorskip("gguf")
+    t = gguf.GGMLQuantizationType[name]
+    be, bb = gguf.GGML_QUANT_SIZES[t]
+    b = rng.integers(0, 256, (rows, cols // be, bb), dtype=np.uint8)
+    if name in ("Q8_0", "Q4_K"):         # f16 d (and dmin) in [2^-8, 2^-4)
+        for off in ((0,) if name == "Q8_0" else (0, 2)):
+            b[..., off:off + 2] = (rng.uniform(2 ** -8, 2 ** -4, b.shape[:2])
+                                   .astype(np.float16)[..., None].view(np.uint8))
+    elif name == "MXFP4":                # e8m0 exponent near 2^0
+        b[..., 0] = rng.integers(120, 130, b.shape[:2])
+    return t, b.reshape(rows, -1)
+
+
+@pytest.mark.parametrize("name", ["Q8_0", "Q4_K", "MXFP4"])
+def test_matmul_takes_a_gguf_weight_as_loaded(tmp_path, name):
+    from _support import write_gguf
+    import gguf
+    rng = np.random.default_rng(21)
+    t, blocks = _gguf_blocks(name, 8, 256, rng)
+    path = write_gguf(tmp_path / "m.gguf", {"w": (blocks, t)})
+    B = grit.load(path)["w"]
+    assert B.shape == (8, 256)
+    assert B.descriptor.placement_data != L.ROW_MAJOR        # the file's block struct
+    W = gguf.quants.dequantize(blocks, t).astype(np.float32)   # gguf-py, the oracle
+    assert np.isfinite(W).all()
+    x = rng.standard_normal((3, 256)).astype(np.float32)
+    r = grit.matmul(x, B, kernel="reference_seq")
+    assert r.kernel == "reference_seq"
+    assert np.array_equal(r.values.view(np.uint32), _seq(x, W).view(np.uint32))
+    # selection relayouts too; the loaded array is left as it was
+    r = grit.matmul(x, B)
+    assert r.kernel == "numpy_unspec"
+    np.testing.assert_allclose(r.values, x @ W.T, rtol=1e-4, atol=1e-3)
+    assert B.descriptor.placement_data != L.ROW_MAJOR
+
+
+def test_a_kernel_reading_the_placement_gets_the_operand_as_placed(tmp_path):
+    from _support import write_gguf
+    rng = np.random.default_rng(22)
+    t, blocks = _gguf_blocks("Q8_0", 4, 64, rng)
+    B = grit.load(write_gguf(tmp_path / "m.gguf", {"w": (blocks, t)}))["w"]
+    seen = []
+    register_kernel("reads_blocks", "ao=unspec",
+                    {"data": B.descriptor.placement_data, "scale": B.descriptor.placement_scale},
+                    lambda x, w: (seen.append(w), np.zeros((x.shape[0], 4), np.float32))[1],
+                    cost=0.5)
+    try:
+        assert grit.matmul(rand((2, 64), 23), B).kernel == "reads_blocks"
+    finally:
+        unregister_kernel("reads_blocks")
+    assert len(seen) == 1 and seen[0] is B

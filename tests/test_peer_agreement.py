@@ -9,6 +9,7 @@ the reason (docs/spec-decisions.md, "Cross-implementation agreement").
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
@@ -39,13 +40,17 @@ def _peer_python() -> str:
         return env
     root = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "grit-peer-venv"
     py = root / "bin" / "python"
-    if not py.exists():
-        try:
-            venv.create(root, with_pip=True)
-            subprocess.run([str(py), "-m", "pip", "install", "-q", PEER], check=True,
-                           capture_output=True, timeout=300)
-        except Exception as e:  # no index, no venv module, ...
-            pytest.skip(f"cannot install {PEER}: {e}")
+    root.parent.mkdir(parents=True, exist_ok=True)
+    # one creator at a time: the processes of a parallel run (pytest -n) share the folder
+    with open(root.parent / "grit-peer-venv.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not py.exists():
+            try:
+                venv.create(root, with_pip=True)
+                subprocess.run([str(py), "-m", "pip", "install", "-q", PEER], check=True,
+                               capture_output=True, timeout=300)
+            except Exception as e:  # no index, no venv module, ...
+                pytest.skip(f"cannot install {PEER}: {e}")
     ok = subprocess.run([str(py), "-I", "-c", "import grit, grit.codec"], capture_output=True)
     if ok.returncode:
         pytest.skip(f"{PEER} is not importable in {root}")

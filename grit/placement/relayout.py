@@ -277,10 +277,12 @@ def relayout(array, placement=None, *, data=None, scale=None, meta=None):
                     specs_tgt["data"] = resolve(d, "data", ROW_MAJOR, target=True)
                     break
                 raise GritLayoutError(
-                    f"{specs_tgt['data'].expr} carries the {r} plane inside each block in "
+                    f"{specs_tgt['data'].label} carries the {r} plane inside each block in "
                     f"canonical or PACK_K4_12B order; its {r} placement is "
                     f"{placement_name(specs_tgt[r].word)}.\n"
                     f"  Fix:  grit.relayout(x, data=..., {r}=grit.layouts.ROW_MAJOR)")
+    for r in want:       # before any byte moves, naming the placement that does not fit
+        _check_geometry(d, array.shape, r, specs_tgt[r])
     if all(_same(cur_words[r], specs_tgt[r].word, want.get(r, specs_tgt[r].word))
            for r in roles):
         return array

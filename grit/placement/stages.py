@@ -36,15 +36,15 @@ from .. import descriptor as D
 from ..errors import GritLayoutError, GritUsageError
 from ..facts import ROLE_FIELD, PlaneSizes, fmt_width
 from ..facts import has_aux as _has_aux
-from .expr import (Compose, Expr, Interleave, Perm, RowMajor, Swizzle, apply, as_expr,
+from .expr import (Compose, Expr, Interleave, Perm, RowMajor, Swizzle, apply, as_expr, brief,
                    layout_word, register_layout, resolve_layout, validate)
 from .planes import (Geometry, Units, from_units, native_kernels, native_permute,
                      native_threads, to_units)
 from .registered import (BLOCK_AOS, LINEAR_META, MEANING, META_M16N8K32, PACK_BYTES,
                          PACK_K4_12B, ROW_MAJOR, SWIZZLE_128X4B, block_aos_expr,
                          pack_k4_12b, pack_k4_applies, unpack_k4_12b)
-from .words import (CLASS_HASHED, CLASS_OPAQUE, CLASS_REGISTERED, UNSPECIFIED,
-                    placement_class, placement_name)
+from .words import (CLASS_HASHED, CLASS_OPAQUE, CLASS_REGISTERED, PLACEMENT_NAMES,
+                    UNSPECIFIED, placement_class, placement_name)
 
 __all__ = ["Stage", "Canonical", "Permutation", "Interleaved", "PackK4", "Fields", "resolve",
            "stages_of", "plane_sizes", "interleave_problem"]
@@ -67,6 +67,15 @@ class Stage:
     """What one placement word means for one plane role of one array."""
 
     word: int
+
+    @property
+    def label(self) -> str:
+        """The placement in a message: its registered name, else :func:`brief`
+        of its expression (a long Perm shortened), else the word."""
+        if self.word in PLACEMENT_NAMES:
+            return PLACEMENT_NAMES[self.word]
+        e = getattr(self, "expr", None)
+        return brief(e) if isinstance(e, Expr) else placement_name(self.word)
 
     def check_geometry(self, d: D.Descriptor, g: Geometry, role: str) -> None:
         """Raise GritLayoutError unless the stage fits this array's grids
@@ -97,9 +106,9 @@ class Permutation(Stage):
         for u in units:
             if u.count > 1:
                 if u.R is None and not _flat(self.expr):
-                    raise GritLayoutError(f"placement {self.expr} does not apply here: "
+                    raise GritLayoutError(f"placement {self.label} does not apply here: "
                                           f"{u.why_no_grid}")
-                validate(self.expr, u.count, u.R, u.C)
+                validate(self.expr, u.count, u.R, u.C, self.label)
 
     def move(self, buf, u: Units, *, inverse: bool) -> bytes:
         """One plane to (``inverse``) or from the canonical order: the native
@@ -109,7 +118,8 @@ class Permutation(Stage):
         if isinstance(e, RowMajor) or u.count <= 1:
             return buf
         if u.R is None and not _flat(e):
-            raise GritLayoutError(f"placement {e} does not apply here: {u.why_no_grid}")
+            raise GritLayoutError(f"placement {self.label} does not apply here: "
+                                  f"{u.why_no_grid}")
         fast = native_permute(buf, u, e, inverse)
         if fast is not None:
             return fast
@@ -134,8 +144,8 @@ class Fields:
 
 def _whole(bits: int, what: str, e: Interleave) -> int:
     if bits % 8:
-        raise GritLayoutError(f"placement {e} does not apply here: a block's {what} field is "
-                              f"{bits} bits, not a whole number of bytes")
+        raise GritLayoutError(f"placement {brief(e)} does not apply here: a block's {what} "
+                              f"field is {bits} bits, not a whole number of bytes")
     return bits // 8
 
 
@@ -158,16 +168,17 @@ class Interleaved(Stage):
         e = self.expr
         n = e.n
         if g.n_groups0 % n:
-            raise GritLayoutError(f"placement {e} does not apply here: {g.n_groups0} level-0 "
-                                  f"groups are not whole blocks of {n}")
+            raise GritLayoutError(f"placement {self.label} does not apply here: {g.n_groups0} "
+                                  f"level-0 groups are not whole blocks of {n}")
         nb = g.n_groups0 // n
         if d.n_levels == 2:
             if d.k1 == 0:
-                raise GritLayoutError(f"placement {e} does not apply to a per-tensor level-1 "
-                                      "scale (k1 = 0): a block cannot carry it")
+                raise GritLayoutError(f"placement {self.label} does not apply to a per-tensor "
+                                      "level-1 scale (k1 = 0): a block cannot carry it")
             if n % d.k1:
-                raise GritLayoutError(f"placement {e} does not apply here: a block must hold "
-                                      f"whole level-1 groups of k1 = {d.k1} level-0 groups")
+                raise GritLayoutError(f"placement {self.label} does not apply here: a block "
+                                      f"must hold whole level-1 groups of k1 = {d.k1} level-0 "
+                                      "groups")
             f1 = _whole(n // d.k1 * g.scale1.bits, "scale1", e)
         else:
             f1 = 0

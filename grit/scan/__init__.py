@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import contextvars
 import struct
+import sys
+import types
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -205,3 +207,16 @@ def _one_file(ctx: _an.Context, p: str, deep: bool, ckpts: _shards.Checkpoints,
         inp.file.error = why(e)
         ctx.add("S805", p, None, f"could not read as {inp.file.format}: {inp.file.error}")
     return inp
+
+
+class _ScanModule(types.ModuleType):
+    """``grit.scan`` is this package and, called, its :func:`scan`:
+    ``grit.scan(["ckpt/"])`` after ``import grit`` is ``grit.scan.scan(["ckpt/"])``.
+    The package stays a package (``import grit.scan.deep`` and
+    ``from grit.scan import scan`` are unchanged)."""
+
+    def __call__(self, paths: Iterable[str], **kwargs) -> ScanReport:
+        return scan(paths, **kwargs)
+
+
+sys.modules[__name__].__class__ = _ScanModule

@@ -1,6 +1,6 @@
 """``grit scan`` of many checkpoints, one task per entry: in this process one
 after the other, or on a Dask distributed cluster (the optional extra
-``grit[dask]``), the results streamed as JSON Lines and resumable.
+``grit-tensor[dask]``), the results streamed as JSON Lines and resumable.
 
 An *entry* is one checkpoint as a PATH names it — a model file, a folder, a
 shard index, a manifest of its own, an http(s) URL — and is scanned with the
@@ -43,7 +43,7 @@ __all__ = ["scan_many", "entries_of", "entry_records", "failed_record", "read_ou
            "ManyRun", "run_exit_code", "POLICIES", "DASK_EXTRA"]
 
 #: what installs the Dask engine
-DASK_EXTRA = "pip install 'grit[dask]'"
+DASK_EXTRA = "pip install 'grit-tensor[dask]'"
 #: the exit policies an entry record carries a code for (``exit_codes``)
 POLICIES = ("graded", "simple", *(f"fail-on {k}" for k in FAIL_ON))
 
