@@ -309,7 +309,7 @@ def explain_cmd(refs, as_json: bool, show_all: bool) -> None:
 @click.option("--engine", type=click.Choice(["local", "dask"]), default=None,
               help="dask: one task per entry (checkpoint) of the PATHs/manifests on a Dask "
                    "cluster — the one --scheduler names, else a LocalCluster started for the "
-                   "run — records streamed as JSON Lines (needs grit[dask]).  local "
+                   "run — records streamed as JSON Lines (needs grit-tensor[dask]).  local "
                    "(default): one report, or with --output the same records entry by entry "
                    "in this process.")
 @click.option("--scheduler", metavar="ADDRESS", default=None,
@@ -329,7 +329,7 @@ def scan_cmd(paths, deep: bool, fmt: str | None, as_json: bool, exit_policy: str
     order), a manifest (a JSON list of paths, or one path per line), an
     http(s) URL of a safetensors or GGUF file (read by Range requests: the
     header alone at level 1), or a Hub repository hf://ORG/REPO[@REVISION][/PATH]
-    (pip install 'grit[hub]'; read at one commit).  Input files are opened
+    (pip install 'grit-tensor[hub]'; read at one commit).  Input files are opened
     read-only and never modified.
 
     \b

@@ -262,7 +262,7 @@ def test_without_huggingface_hub_an_hf_input_names_the_extra(monkeypatch):
         return real(name, *a, **k)
     monkeypatch.setattr(builtins, "__import__", no_hub)
     [f] = scan([f"hf://{REPO}"]).findings
-    assert f.code == "S805" and "grit[hub]" in f.message
+    assert f.code == "S805" and "grit-tensor[hub]" in f.message
 
 
 # ---------------------------------------------------------------------------

@@ -37,7 +37,7 @@ network (401 for a private or gated repository without the right token,
 :class:`~grit.io.http.RemoteError` with the HTTP status where there was one.
 Nothing is written outside grit's header cache: no ``huggingface_hub``
 download cache is used.  ``huggingface_hub`` is the optional extra
-``grit[hub]``; without it an ``hf://`` input is a :class:`HubUnavailable`
+``grit-tensor[hub]``; without it an ``hf://`` input is a :class:`HubUnavailable`
 error naming the extra.
 """
 from __future__ import annotations
@@ -102,7 +102,7 @@ def _hf():
         import huggingface_hub  # noqa: PLC0415 - optional: only hf:// inputs need it
         import huggingface_hub.errors  # noqa: F401, PLC0415
     except ImportError:
-        raise HubUnavailable("hf:// inputs need huggingface_hub: pip install 'grit[hub]'") \
+        raise HubUnavailable("hf:// inputs need huggingface_hub: pip install 'grit-tensor[hub]'") \
             from None
     _no_agent_registry(huggingface_hub)
     return huggingface_hub
