@@ -40,7 +40,10 @@ from ._files import loads_json, read_regular
 from .array import GritArray, canonical, decode
 from .errors import GritError, GritUsageError
 from .fingerprint import digest as _digest
+from .io import hub as _hub
 from .io import load, save
+from .io.hub import HubPath, is_hub, is_remote
+from .io.recognise import read_remote_config
 from .io.containers import by_suffix
 from .io.recognise import MAX_CONFIG
 
@@ -90,7 +93,26 @@ class VerifyReport:
 
 def _model_files(src: str) -> tuple[str, list[str]]:
     """(folder, the safetensors files of the checkpoint ``src``: a file, or
-    every ``*.safetensors`` of a folder, sorted)."""
+    every ``*.safetensors`` of a folder, sorted).  A remote ``src``: an
+    ``https://`` URL of one safetensors file, or ``hf://ORG/REPO[@REV][/PATH]``
+    (a file, or the safetensors files directly under a folder of the
+    repository, named at its commit)."""
+    if is_hub(src):
+        where = HubPath.parse(src)
+        r = _hub.repo(where)
+        if where.path.lower().endswith(".safetensors"):
+            return os.path.dirname(r.name(where.path)), [r.name(where.path)]
+        depth = where.path.strip("/").count("/") + 1 if where.path.strip("/") else 0
+        files = [r.name(p) for p in r.under(where.path)
+                 if p.lower().endswith(".safetensors") and p.count("/") == depth]
+        if not files:
+            raise GritUsageError(f"{src}: no .safetensors files in this repository folder")
+        return r.name(where.path.strip("/")), files
+    if is_remote(src):
+        if not src.split("?")[0].lower().endswith(".safetensors"):
+            raise GritUsageError(f"{src}: convert reads one safetensors file by URL (a folder "
+                                 "of shards: name the files, or use hf://)")
+        return src.split("?")[0].rsplit("/", 1)[0], [src]
     if os.path.isfile(src):
         if not src.lower().endswith(".safetensors"):
             raise GritUsageError(f"{src}: convert reads safetensors checkpoints (a .safetensors "
@@ -123,6 +145,8 @@ def _beside(folder: str, files: list[str]) -> list[str]:
     """The regular files beside the model files that the output keeps as they
     are (not model files of any container, shard indexes, config.json, the
     sidecars the conventions read, or a proof)."""
+    if is_remote(folder):
+        return []                  # a remote checkpoint: its model files alone (docs/convert.md)
     skip = {"config.json", PROOF_FILE} | set(conventions.sidecars())
     out = []
     for n in sorted(os.listdir(folder)):
@@ -132,6 +156,11 @@ def _beside(folder: str, files: list[str]) -> list[str]:
             continue
         out.append(n)
     return out
+
+
+def _basename(f: str) -> str:
+    """A model file's name (a URL's without its query)."""
+    return f.split("?")[0].rstrip("/").rsplit("/", 1)[-1]
 
 
 # ---------------------------------------------------------------------------
@@ -199,7 +228,8 @@ def convert(src: str, dst: str, to: str, *, overwrite: bool = False,
     dst = os.path.abspath(dst)
     if os.path.exists(dst) and not overwrite:
         raise GritUsageError(f"{dst} exists (overwrite it with --force)")
-    if os.path.abspath(folder) == dst or any(os.path.dirname(f) == dst for f in files):
+    if not is_remote(folder) and (os.path.abspath(folder) == dst or
+                                  any(os.path.dirname(f) == dst for f in files)):
         raise GritUsageError("the output would replace the input: choose another folder")
     conv = TARGETS[to]
     parent = os.path.dirname(dst) or "."
@@ -235,12 +265,12 @@ def _write(files: list[str], work: str, conv: str, progress) -> tuple[dict, dict
             progress(f)
         tensors = load(f)
         em = conventions.emit(conv, dict(tensors))
-        out = os.path.join(work, os.path.basename(f))
+        out = os.path.join(work, _basename(f))
         save(out, em.tensors)
         emitted_all.update((n, replace(e, tensors={})) for n, e in em.weights.items())
         plain_all.update((n, tuple(getattr(v, "shape", ()))) for n, v in tensors.items()
                          if not isinstance(v, GritArray))
-        weight_map.update({tn: os.path.basename(f) for tn in em.tensors})
+        weight_map.update({tn: _basename(f) for tn in em.tensors})
         back = load(out)
         for name, e in em.weights.items():
             a, b = tensors[name], back.get(name)
@@ -248,7 +278,7 @@ def _write(files: list[str], work: str, conv: str, progress) -> tuple[dict, dict
                 raise GritError(f"{name}: the written file does not read back as a GRIT "
                                 f"array ({type(b).__name__}): the target convention's reader "
                                 "and writer disagree")
-            weights.append({"name": name, "file": os.path.basename(f),
+            weights.append({"name": name, "file": _basename(f),
                             "source": _side(a), "target": _side(b),
                             "verdict": quick_verdict(a, b),
                             "exact_by_construction": e.exact, "notes": list(e.notes)})
@@ -267,7 +297,8 @@ def _finish(folder: str, files: list[str], work: str, configs: dict, weight_map:
         with open(os.path.join(work, "model" + _INDEX), "w") as f:
             json.dump({"metadata": {}, "weight_map": dict(sorted(weight_map.items()))}, f,
                       indent=2)
-    cfg = _json(os.path.join(folder, "config.json")) or {}
+    cfg = (read_remote_config(files[0]) if is_remote(files[0])
+           else _json(os.path.join(folder, "config.json"))) or {}
     for k in ("quantization_config", "compression_config"):
         cfg.pop(k, None)
     text = json.dumps(proof, indent=1, sort_keys=True).encode("utf-8")

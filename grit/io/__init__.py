@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import Any
 
 from .._files import check_tensors, open_regular
 from ..errors import GritUsageError
 from . import gguf_writer as _gguf_writer
 from .containers import HEAD_BYTES, SAFETENSORS, by_suffix, named, sniffed
+from . import hub as _hub
+from .hub import HubPath, is_hub, is_remote
 from .safetensors import GritFileError
 
 __all__ = ["load", "save", "save_gguf", "sniff", "GritFileError"]
@@ -55,7 +58,15 @@ def load(path, **options):
     (grit.conventions; docs/scan.md) returns each such weight as a
     GritArray under its logical name, with ``.config`` and ``.recognised``
     on the result (:func:`grit.io.recognise.with_recognised`);
-    ``recognise=False`` returns the file's tensors as they are."""
+    ``recognise=False`` returns the file's tensors as they are.
+
+    ``path`` may be an ``https://`` URL or an ``hf://ORG/REPO[@REV]/FILE``
+    name (with ``grit-tensor[hub]``): the file is read through ranged
+    requests, each tensor's bytes once, into memory (never downloaded whole
+    first); the containers that can be read so are the ones with a
+    ``load_source`` (safetensors)."""
+    if isinstance(path, str) and is_remote(path):
+        return _load_remote(path, **options)
     try:
         head, size = _head(path)
     except (OSError, TypeError) as e:
@@ -66,6 +77,21 @@ def load(path, **options):
                             "safetensors file (an 8-byte header length within the file, "
                             "then '{')")
     return c.load(path, **options)
+
+
+def _load_remote(path: str, **options):
+    if is_hub(path):
+        where = HubPath.parse(path)
+        src: Any = _hub.repo(where).open(where.path)
+    else:
+        src = _hub.http_source(path)
+    head = src.read(0, min(HEAD_BYTES, src.size), "header length")
+    c = sniffed(head, src.size) or by_suffix(path.split("?")[0])
+    if c is None or c.load_source is None:
+        what = f"a {c.name} file" if c is not None else "no container grit reads"
+        raise GritFileError(f"{path}: grit.load reads safetensors over the network; this is "
+                            f"{what}")
+    return c.load_source(src, path, **options)
 
 
 def save(path, tensors, metadata=None, *, format: str | None = None, **options) -> None:

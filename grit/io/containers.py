@@ -47,6 +47,9 @@ class Container:
     save: Callable[..., None]
     #: the byte source what ``read`` / ``read_source`` returned reads through
     source_of: Callable[[Any], Any]
+    #: ``load_source(src, path, **options)``: ``load`` through any byte source
+    #: (a remote file); None where the container has none
+    load_source: Callable[..., Any] | None = None
     #: whether the quantisation conventions apply (the config.json beside it)
     conventions: bool = False
 
@@ -58,6 +61,14 @@ def _load_safetensors(path, **options):
     one GritArray (``recognise=False``: the file's tensors as they are)."""
     recognised = options.pop("recognise", True)
     tensors = _st.load(path, **options)
+    return with_recognised(path, tensors, strict=options.get("strict", True)) \
+        if recognised else tensors
+
+
+def _load_safetensors_source(src, path, **options):
+    """:func:`_load_safetensors` of a file read through a byte source."""
+    recognised = options.pop("recognise", True)
+    tensors = _st.load_source(src, path, **options)
     return with_recognised(path, tensors, strict=options.get("strict", True)) \
         if recognised else tensors
 
@@ -78,7 +89,8 @@ GGUF = Container(
     _gguf.read_source, _gguf.load, _gguf_writer.save_gguf, lambda got: got.file.source)
 SAFETENSORS = Container(
     "safetensors", (".safetensors",), _st.is_safetensors, 9, _st.read, _st.read_source,
-    _load_safetensors, _save_safetensors, lambda f: f.source, conventions=True)
+    _load_safetensors, _save_safetensors, lambda f: f.source,
+    load_source=_load_safetensors_source, conventions=True)
 
 #: every container, in the order their ``sniff`` is asked (a magic before a
 #: length-prefixed header)

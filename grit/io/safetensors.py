@@ -826,6 +826,19 @@ def load(path, *, strict: bool = True) -> SafetensorsTensors:
         hdr = read(path)
     except (OSError, TypeError) as e:
         raise GritUsageError(f"cannot read {path!r}: {e}") from None
+    return tensors_of(hdr, strict=strict)
+
+
+def load_source(src: ByteSource, path: str | None = None, *,
+                strict: bool = True) -> SafetensorsTensors:
+    """:func:`load` of a file read through any byte source (a remote file:
+    every tensor's bytes are read into memory as it is built, one ranged
+    read each; nothing is downloaded whole first)."""
+    return tensors_of(read_source(src, path), strict=strict)
+
+
+def tensors_of(hdr: SafetensorsFile, *, strict: bool = True) -> SafetensorsTensors:
+    """The tensors of a parsed file, as :func:`load` returns them."""
     raise_first(hdr.problems)
     doc = hdr.doc
     out = SafetensorsTensors()
