@@ -28,9 +28,30 @@ __all__ = ["MODEL_SUFFIXES", "MANIFEST_SUFFIXES", "INDEX_SUFFIX", "ScannedFile",
            "open_input", "open_source", "why", "exists"]
 
 MODEL_SUFFIXES = (".safetensors", ".gguf")
-#: manifests are recognised by suffix; any other non-model file named on the
-#: command line is tried as a manifest too (docs/scan.md, "Manifests")
+#: a manifest is a file named so (docs/scan.md, "Manifests")
 MANIFEST_SUFFIXES = (".json", ".txt", ".lst", ".manifest")
+#: the files a model folder holds beside its weights — its context, not inputs:
+#: named on the command line (``grit scan *`` in a Hub download), they are
+#: skipped, and never read as manifests
+CONTEXT_NAMES = frozenset({
+    "config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
+    "special_tokens_map.json", "added_tokens.json", "vocab.json", "vocab.txt", "merges.txt",
+    "tokenizer.model", "chat_template.json", "chat_template.jinja", "preprocessor_config.json",
+    "processor_config.json", "hf_quant_config.json", "quantization_config.json",
+    "params.json", "readme.md", "license", "license.md", "license.txt", ".gitattributes",
+    "notice", "use_policy.md"})
+#: suffixes of context files whatever their name
+CONTEXT_SUFFIXES = (".md", ".jinja", ".py", ".png", ".jpg", ".gitattributes")
+#: other weight formats, by their first bytes: what each is and what to do
+FOREIGN = ((b"PK\x03\x04", "a zip archive (a PyTorch .pt/.bin checkpoint or a NumPy .npz): "
+            "grit reads safetensors and GGUF; re-save it as safetensors (torch: "
+            "safetensors.torch.save_file(torch.load(path)); NumPy: safetensors.numpy."
+            "save_file(dict(numpy.load(path))))"),
+           (b"\x80", "a Python pickle (a PyTorch .pt/.bin/.ckpt file or a .pkl): grit reads "
+            "safetensors and GGUF, and never unpickles a file (it can run code); re-save it "
+            "as safetensors where you trust it"),
+           (b"\x93NUMPY", "a NumPy .npy array: grit reads safetensors and GGUF; re-save it with "
+            "safetensors.numpy.save_file"))
 #: the largest manifest read (config.json: grit.io.recognise.MAX_CONFIG)
 MAX_MANIFEST = 16 * 1024 * 1024
 #: a sharded safetensors checkpoint's index (``model.safetensors.index.json``)
@@ -181,6 +202,7 @@ def expand(paths: Sequence[str], findings: list[Finding],
     if indexes is None:
         indexes = []
     out: list[str] = []
+    context: list[str] = []        # a model folder's other files, named: skipped
     seen: set[str] = set()
 
     def add(p: str) -> None:
@@ -310,9 +332,17 @@ def expand(paths: Sequence[str], findings: list[Finding],
                 q = os.path.join(folder, q)
                 if os.path.isfile(q):
                     add(q)
+        elif os.path.basename(p).lower() in CONTEXT_NAMES or \
+                p.lower().endswith(CONTEXT_SUFFIXES):
+            context.append(p)
+        elif (kind := _foreign(p)) is not None:
+            bad("S804", p, f"not a model file grit reads: {kind}")
         elif from_manifest is not None:
             bad("S804", p, f"listed in {from_manifest} but neither a model file nor a "
                            "directory (manifests do not nest)")
+        elif not p.lower().endswith(MANIFEST_SUFFIXES):
+            bad("S804", p, "not a model file, a directory, a shard index or a manifest (a "
+                           f"manifest is named {', '.join(MANIFEST_SUFFIXES)})")
         else:
             try:
                 listed = read_manifest(p)
@@ -326,7 +356,22 @@ def expand(paths: Sequence[str], findings: list[Finding],
 
     for p in paths:
         one(os.fspath(p), None)
+    if context and not out and not findings:
+        bad("S803", context[0], f"{len(context)} file(s) named and none a model file: "
+                                 f"{', '.join(os.path.basename(c) for c in context[:4])} "
+                                 "are a model's context (config, tokenizer, README), not inputs")
     return out
+
+
+def _foreign(path: str) -> str | None:
+    """What another weight format a file is, from its first bytes (None: not
+    one grit names)."""
+    try:
+        with open_regular(path) as f:
+            head = f.read(8)
+    except OSError:
+        return None
+    return next((what for magic, what in FOREIGN if head.startswith(magic)), None)
 
 
 def read_manifest(path: str) -> list[str]:

@@ -1,0 +1,70 @@
+"""What grit scan takes as input when a model folder is named file by file
+(``grit scan *`` in a Hub download): the weights and indexes are inputs;
+the folder's other files (config, tokenizer, README, chat template) are its
+context, skipped, never read as manifests; other weight formats are named as
+what they are, with what to do."""
+from __future__ import annotations
+
+import zipfile
+
+import numpy as np
+
+import grit
+from grit.scan import scan
+
+
+def _folder(tmp_path):
+    d = tmp_path / "hf_model"
+    d.mkdir()
+    grit.save(str(d / "model.safetensors"),
+              {"w": grit.encode(np.ones((4, 64), np.float32), grit.GRADE_MXFP4)})
+    for n in ("config.json", "tokenizer.json", "tokenizer_config.json",
+              "generation_config.json", "special_tokens_map.json"):
+        (d / n).write_text("{}")
+    (d / "README.md").write_text("# a model\nmodel.safetensors\n")
+    (d / "merges.txt").write_text("#version: 0.2\na b\n")
+    (d / "chat_template.jinja").write_text("{{ messages }}")
+    return d
+
+
+def test_a_model_folder_named_file_by_file_scans_its_weights_alone(tmp_path):
+    d = _folder(tmp_path)
+    rep = scan(sorted(str(p) for p in d.iterdir()))
+    assert [f.code for f in rep.findings] == []
+    assert [r.path for r in rep.files] == [str(d / "model.safetensors")]
+    assert rep.exit_code_graded == 0
+
+
+def test_context_alone_is_one_finding_that_says_so(tmp_path):
+    d = _folder(tmp_path)
+    rep = scan([str(d / "README.md"), str(d / "config.json")])
+    [f] = rep.findings
+    assert f.code == "S803" and "context" in f.message
+
+
+def test_other_weight_formats_are_named_with_what_to_do(tmp_path):
+    with zipfile.ZipFile(tmp_path / "pytorch_model.bin", "w") as z:
+        z.writestr("archive/data.pkl", b"\x80\x02}q\x00.")
+    (tmp_path / "model.pt").write_bytes(b"\x80\x04\x95\x05\x00\x00\x00\x00\x00\x00\x00}\x94.")
+    np.savez(tmp_path / "weights.npz", w=np.ones(3))
+    np.save(tmp_path / "w.npy", np.ones(3))
+    rep = scan([str(tmp_path / n) for n in ("pytorch_model.bin", "model.pt", "weights.npz",
+                                            "w.npy")])
+    msgs = {f.file.rsplit("/", 1)[-1]: f.message for f in rep.findings}
+    assert set(msgs) == {"pytorch_model.bin", "model.pt", "weights.npz", "w.npy"}
+    assert "zip archive" in msgs["pytorch_model.bin"] and "zip archive" in msgs["weights.npz"]
+    assert "pickle" in msgs["model.pt"] and "never unpickles" in msgs["model.pt"]
+    assert "NumPy .npy" in msgs["w.npy"]
+    assert all("safetensors" in m for m in msgs.values())
+    assert not any("UTF-8" in m for m in msgs.values())
+
+
+def test_a_manifest_is_a_file_named_so(tmp_path):
+    d = _folder(tmp_path)
+    (tmp_path / "list.txt").write_text("hf_model/model.safetensors\n")
+    (tmp_path / "notes").write_text("hf_model/model.safetensors\n")
+    rep = scan([str(tmp_path / "list.txt")])
+    assert [r.path for r in rep.files] == [str(d / "model.safetensors")]
+    rep = scan([str(tmp_path / "notes")])
+    [f] = rep.findings
+    assert f.code == "S804" and "manifest is named" in f.message
