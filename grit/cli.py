@@ -307,16 +307,18 @@ def explain_cmd(refs, as_json: bool, show_all: bool) -> None:
               help="Read and check N files at once (threads: remote headers and --deep "
                    "streams overlap); the report is the same as with 1.")
 @click.option("--engine", type=click.Choice(["local", "dask"]), default=None,
-              help="dask: one task per entry (checkpoint) of the PATHs/manifests on a Dask "
+              help="Scan each entry (checkpoint) of the PATHs/manifests on its own and "
+                   "stream per-entry JSON Lines records.  dask: one task per entry on a Dask "
                    "cluster — the one --scheduler names, else a LocalCluster started for the "
-                   "run — records streamed as JSON Lines (needs grit-tensor[dask]).  local "
-                   "(default): one report, or with --output the same records entry by entry "
-                   "in this process.")
+                   "run (needs grit-tensor[dask]); local: the same records entry by entry in "
+                   "this process.  Without --engine: one report of every PATH together.")
 @click.option("--scheduler", metavar="ADDRESS", default=None,
               help="The Dask scheduler to run on (tcp://HOST:PORT); implies --engine dask.")
 @click.option("--output", "-o", "output", metavar="OUT.jsonl", default=None,
               type=click.Path(dir_okay=False),
-              help="Write the per-entry JSONL records to OUT (afresh) instead of stdout.")
+              help="Write the report to OUT (afresh) instead of stdout, in --format, else the "
+                   "format OUT's suffix names (.json, .jsonl, .sarif, .txt); with --engine, "
+                   "--scheduler: the per-entry JSON Lines records.")
 @click.option("--resume", metavar="OUT.jsonl", default=None, type=click.Path(dir_okay=False),
               help="Like --output, but skip the entries OUT already holds complete and append "
                    "the rest; OUT's complete records are never rewritten.")
@@ -356,7 +358,7 @@ def scan_cmd(paths, deep: bool, fmt: str | None, as_json: bool, exit_policy: str
       passes a report with disagreements and warnings only.
 
     \b
-    Many checkpoints (--engine dask, --scheduler, --output, --resume): each
+    Many checkpoints (--engine, --scheduler, --resume): each
     entry — a PATH, or each path a manifest PATH lists — is one checkpoint,
     scanned on its own (one Dask task; its shard and config checks within
     it).  The output is JSON Lines: per entry one "file" record per file
@@ -396,33 +398,62 @@ def scan_cmd(paths, deep: bool, fmt: str | None, as_json: bool, exit_policy: str
     if output is not None and resume is not None:
         raise click.UsageError("--resume OUT writes OUT too; give one of --output, --resume")
     _check_scan_args(paths, output or resume)
-    if scheduler is not None or engine == "dask" or output is not None or resume is not None:
+    if scheduler is not None or engine is not None or resume is not None:
         if as_json or fmt not in (None, "jsonl"):
             raise click.UsageError("many-checkpoint runs write their own JSON Lines records; "
-                                   "--format/--json cannot be given with --engine dask, "
-                                   "--scheduler, --output or --resume")
+                                   "--format/--json cannot be given with --engine, "
+                                   "--scheduler or --resume")
         _scan_many(paths, deep, not no_cache, jobs, engine == "dask" or scheduler is not None,
                    scheduler, output or resume, resume is not None, exit_policy, fail_on)
         return
-    fmt = "json" if as_json else (fmt or "text")
-    with _scan_progress(enabled=fmt == "text", deep=deep) as (progress, hashed):
+    # one report, of every PATH together (the cross-file checks included): on
+    # stdout, or in --output OUT in --format, else the format OUT's suffix names
+    fmt = "json" if as_json else (fmt or _format_of(output) or "text")
+    with _scan_progress(enabled=fmt == "text" and output is None, deep=deep) as (
+            progress, hashed):
         report = scan(paths, deep=deep, progress=progress, cache=not no_cache, jobs=jobs,
                       advance=hashed)
     try:
-        if fmt == "json":
-            scan_report.write_json(report, exit_policy, fail_on=fail_on)
-        elif fmt == "jsonl":
-            scan_report.write_jsonl(report, exit_policy, fail_on=fail_on)
-        elif fmt == "sarif":
-            scan_report.write_sarif(report, exit_policy, fail_on=fail_on, version=__version__)
-        else:
-            scan_report.render(report, exit_policy, fail_on=fail_on)
-        sys.stdout.flush()
+        with _report_to(output):
+            _write_report(report, fmt, exit_policy, fail_on)
     except BrokenPipeError:
         raise                                # (click ends quietly on a closed pipe)
     except OSError as e:
-        _write_failed("the report", e)
+        _write_failed(output or "the report", e)
     sys.exit(exit_code(report, exit_policy, fail_on))
+
+
+#: the report format an --output file's suffix names
+_SUFFIX_FORMATS = {".json": "json", ".jsonl": "jsonl", ".sarif": "sarif", ".txt": "text"}
+
+
+def _format_of(path: str | None) -> str | None:
+    if path is None:
+        return None
+    return next((f for s, f in _SUFFIX_FORMATS.items() if path.lower().endswith(s)), None)
+
+
+@contextlib.contextmanager
+def _report_to(path: str | None):
+    """stdout, or the file ``path`` (written afresh) in its place."""
+    if path is None:
+        yield
+        return
+    with open(path, "w", encoding="utf-8", errors="backslashreplace") as f, \
+            contextlib.redirect_stdout(f):
+        yield
+
+
+def _write_report(report, fmt: str, exit_policy: str, fail_on) -> None:
+    if fmt == "json":
+        scan_report.write_json(report, exit_policy, fail_on=fail_on)
+    elif fmt == "jsonl":
+        scan_report.write_jsonl(report, exit_policy, fail_on=fail_on)
+    elif fmt == "sarif":
+        scan_report.write_sarif(report, exit_policy, fail_on=fail_on, version=__version__)
+    else:
+        scan_report.render(report, exit_policy, fail_on=fail_on)
+    sys.stdout.flush()
 
 
 #: the exit status of a run whose output could not be written

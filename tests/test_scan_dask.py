@@ -206,9 +206,10 @@ def test_cli_scheduler_output_and_local_engine(world, reference, tmp_path):
                                   world["manifest"]])
     assert r.exit_code == 1, r.output
     assert keyed(lines(out)) == keyed(reference.records)
-    # --output without Dask: the sequential run, in input order, record for record
+    # --engine local: the sequential run, in input order, record for record
     seq = tmp_path / "seq.jsonl"
-    r = CliRunner().invoke(main, ["scan", "--output", str(seq), world["manifest"]])
+    r = CliRunner().invoke(main, ["scan", "--engine", "local", "--output", str(seq),
+                                  world["manifest"]])
     assert r.exit_code == 1
     assert lines(seq) == json.loads(json.dumps(reference.records))
 

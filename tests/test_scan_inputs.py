@@ -68,3 +68,29 @@ def test_a_manifest_is_a_file_named_so(tmp_path):
     rep = scan([str(tmp_path / "notes")])
     [f] = rep.findings
     assert f.code == "S804" and "manifest is named" in f.message
+
+
+def test_output_writes_the_report_it_prints(tmp_path):
+    """--output OUT is where the report goes, not another mode: the manifest's
+    two revisions are still compared (S201), in the format OUT's suffix
+    names, with the exit status of the report."""
+    import json
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    manifest = os.path.join(root, "examples", "revisions.txt")
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "grit.cli", "scan", *args],
+                              capture_output=True, text=True, timeout=120)
+    plain = run("--format", "json", manifest)
+    out = tmp_path / "r.json"
+    got = run("-o", str(out), manifest)
+    assert got.returncode == plain.returncode == 2, got.stderr
+    assert got.stdout == ""
+    assert json.loads(out.read_text()) == json.loads(plain.stdout)
+    assert "S201" in out.read_text()
+    sarif = tmp_path / "r.sarif"
+    assert run("-o", str(sarif), manifest).returncode == 2
+    assert json.loads(sarif.read_text())["version"] == "2.1.0"
