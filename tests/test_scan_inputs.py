@@ -94,3 +94,27 @@ def test_output_writes_the_report_it_prints(tmp_path):
     sarif = tmp_path / "r.sarif"
     assert run("-o", str(sarif), manifest).returncode == 2
     assert json.loads(sarif.read_text())["version"] == "2.1.0"
+
+
+def test_the_text_report_shows_a_url_as_given(tmp_path, monkeypatch):
+    """A remote file's name in the text report is its URL (os.path.relpath
+    would make it "http:/127.0.0.1…")."""
+    import io
+
+    from grit.scan import report as R
+    from http_server import Server
+    monkeypatch.setenv("GRIT_CACHE_DIR", str(tmp_path / "cache"))
+    a = grit.encode(np.ones((4, 64), np.float32), grit.GRADE_MXFP4)
+    grit.save(str(tmp_path / "m.safetensors"), {"w": a})
+    data = (tmp_path / "m.safetensors").read_bytes()
+    s = Server()
+    try:
+        s.files["/m.safetensors"] = data[:-10]          # cut: a finding that names the file
+        url = s.url("/m.safetensors")
+        rep = scan([url])
+    finally:
+        s.close()
+    out = io.StringIO()
+    R.render(rep, "graded", file=out)
+    text = out.getvalue()
+    assert url in text and url.replace("://", ":/") not in text

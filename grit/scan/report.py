@@ -18,6 +18,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from ..explain import escape_char, printable
 from ..io.gguf import Inexpressible
+from ..io.hub import is_remote
 from .collect import Input, ScannedFile
 from .findings import (CATEGORIES, REGISTRY, SECTIONS, SEVERITY, Category, Finding, Severity,
                        status_name)
@@ -503,6 +504,9 @@ def render(report: ScanReport, policy: str, file=None, fail_on: str | None = Non
             return "-"
         got = shown.get(p)
         if got is None:
+            if is_remote(p):                # a URL or hf:// name as given (no "https:/")
+                got = shown[p] = P(p)
+                return got
             try:
                 r = os.path.relpath(p, cwd)
             except ValueError:
