@@ -255,16 +255,26 @@ def _write(files: list[str], work: str, conv: str, progress) -> tuple[dict, dict
     emitted_all: dict[str, conventions.Emitted] = {}
     plain_all: dict[str, tuple[int, ...]] = {}
     weight_map: dict[str, str] = {}
-    # every file is checked before any is written: a refusal writes nothing
+    # every file is checked before any is written: a refusal writes nothing.  A
+    # checkpoint of one file (every https:// source) keeps what the check read
+    # and emitted, so its bytes are read and moved once
+    kept: dict[str, tuple[Any, conventions.Emission]] = {}
     for f in files:
-        conventions.emit(conv, dict(load(f)))
+        tensors = load(f)
+        em = conventions.emit(conv, dict(tensors))
+        if len(files) == 1:
+            kept[f] = (tensors, em)
+        del tensors, em
     # then one file at a time, nothing of it kept once its proof entries are made
     # (the maps of the source and of what was written are released)
     for f in files:
         if progress is not None:
             progress(f)
-        tensors = load(f)
-        em = conventions.emit(conv, dict(tensors))
+        if f in kept:
+            tensors, em = kept.pop(f)
+        else:
+            tensors = load(f)
+            em = conventions.emit(conv, dict(tensors))
         out = os.path.join(work, _basename(f))
         save(out, em.tensors)
         emitted_all.update((n, replace(e, tensors={})) for n, e in em.weights.items())
