@@ -49,3 +49,7 @@ __all__ += ["save", "save_gguf", "GritPinError"]
 # libgrit, the C library (docs/c-library.md)
 __all__ += ["get_include", "get_library", "get_pkgconfig_dir", "get_cmake_dir"]
 __all__ += ["explain", "scan"]
+# grit info (the module, callable as its info) and the ecosystem's grade names
+from . import info
+from .ecosystem import grade_named
+__all__ += ["info", "grade_named"]

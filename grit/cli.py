@@ -15,10 +15,12 @@ from . import __version__
 from . import convert as convert_mod
 from ._files import check_output, loads_json, read_regular
 from .boundary import diagnose
+from .ecosystem import grade_named, names_of
 from .errors import GritError, Status
+from . import info as info_mod
 from .explain import (ESCAPE_ERRORS, ExplainInputError, diff, escape_errors, printable,
                       render, resolve, to_dict)
-from .grade import grade_from, register_grade
+from .grade import register_grade
 from .io.http import NetPolicy, is_url, parse_url
 from .io.hub import HubPath, is_hub
 from .io.source import LIMITS, limit
@@ -145,23 +147,28 @@ def main() -> None:
 @click.argument("text")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def grade_cmd(text: str, as_json: bool) -> None:
-    """Canonicalise a grade string (or a name like GRADE_MXFP4) and print its id.
+    """Canonicalise a grade string (or a name like GRADE_MXFP4, or a name the
+    ecosystem gives the format: Q4_K, MXFP4, MXFP8, NVFP4, ggml:NVFP4,
+    nvfp4-pack-quantized, FP8(k0=4096), INT8(k0=128,s0=binary16) …;
+    docs/info.md lists them) and print its id and the names it is known by.
 
     \b
-    Example:  grit grade 'GRIT1(esr=ocpmx, s0=ue8m0, k0=32, e=fp4)'
+    Examples: grit grade 'GRIT1(esr=ocpmx, s0=ue8m0, k0=32, e=fp4)'
+              grit grade q4_k
     """
     try:
-        g = grade_from(text)
+        g = grade_named(text)
     except GritError as e:
         _die(e, as_json)
     out = {"canonical": g.canonical, "grade_id": f"0x{g.id:016X}",
-           "decode_projection": g.decode_projection, "name": g.name}
+           "decode_projection": g.decode_projection, "name": g.name,
+           "known_as": names_of(g) or None}
     if as_json:
         click.echo(json.dumps(out, indent=2))
     else:
         for k, v in out.items():
             if v is not None:
-                click.echo(f"{k:18} {v}")
+                click.echo(f"{k:18} {', '.join(v) if isinstance(v, list) else v}")
 
 
 @main.command("check")
@@ -716,6 +723,51 @@ def verify_cmd(src: str, dst: str, proof: str | None, as_json: bool) -> None:
         click.echo(f"{rep.checked} weight(s) checked: "
                    + ("the proof holds" if rep.ok else f"{len(rep.problems)} disagreement(s)"))
     sys.exit(0 if rep.ok else 1)
+
+
+# ---------------------------------------------------------------------------
+# grit info
+
+
+@main.command("info")
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@click.option("--json", "as_json", is_flag=True,
+              help="Machine-readable output (docs/info.md, \"JSON\": schema grit-info/1).")
+@click.option("--no-cache", "no_cache", is_flag=True,
+              help="Read remote headers afresh (do not use or fill the header cache).")
+def info_cmd(paths, as_json: bool, no_cache: bool) -> None:
+    """List every tensor of safetensors / GGUF checkpoints, as gguf-dump does,
+    with its GRIT grade, and the totals a machine is sized by.
+
+    PATH is what grit scan takes: a .safetensors or .gguf file, a folder (its
+    shards, with their index), a *.safetensors.index.json, an http(s) URL or
+    hf://ORG/REPO[@REVISION][/PATH].  Headers alone are read (and the few
+    small tensors a convention is recognised by).
+
+    \b
+    Per tensor: parameters, shape, the name the ecosystem knows its format by
+    (Q4_K, nvfp4-pack-quantized, BF16 …), the convention (ggml, grit,
+    compressed-tensors …), bytes at rest, the GRIT grade (registered name or
+    canonical string) and the name; a recognised quantised weight is one row
+    holding its scale tensors.  Totals: parameters, bytes at rest, bytes per
+    parameter, bytes decoded to bf16 and to f32.
+
+    \b
+    Example:  grit info model.gguf
+              grit info --json ./llama-nvfp4/ > info.json
+    Exit status: 0 listed, 4 an input cannot be read (the message names it),
+    2 a usage error.
+    """
+    _check_scan_args(paths, None)
+    try:
+        got = info_mod.info(list(paths), cache=not no_cache)
+    except GritError as e:
+        _die(e, as_json, code=info_mod.EXIT_UNREADABLE)
+    if as_json:
+        click.echo(json.dumps(got.to_dict(), indent=2))
+    else:
+        click.echo(info_mod.render(got, printable))
+    sys.exit(info_mod.EXIT_OK)
 
 
 #: the largest case file grit check reads
