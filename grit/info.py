@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import sys
 import types
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
 from .array import GritArray
