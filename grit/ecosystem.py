@@ -143,7 +143,7 @@ def grade_named(text: str) -> Grade:
         return grade_from(s)
     m = _PARAMS.match(s)
     rec = lookup_name(m["name"]) if m is not None else None
-    if rec is None:
+    if rec is None or m is None:
         try:
             return grade_from(s)
         except GritError:
@@ -188,8 +188,8 @@ def names_of(grade: Grade) -> list[str]:
                            else f"{rec.name}(k0={k0},s0={s0})")
         except GritError:
             continue
-    for name, rec in _GGML.items():
+    for name, block in _GGML.items():
         if NAMES.get(name.lower()) is not None and NAMES[name.lower()].source != "ggml" and \
-                Grade.parse(rec.grade_text) == grade:
+                Grade.parse(block.grade_text) == grade:
             out.append(GGML_PREFIX + name)
     return out
