@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import struct
 
 import numpy as np
@@ -236,6 +237,20 @@ def test_cli_json_is_the_record_and_exit_codes(gguf_path, tmp_path):
     assert r.exit_code == 4 and json.loads(r.output)["error"] == "InfoInputError"
     r = CliRunner().invoke(main, ["info", "https://"])
     assert r.exit_code == 2                                  # a malformed URL: usage
+
+
+def test_the_docs_examples_print_what_they_show(monkeypatch):
+    """Every ```text block of docs/info.md that begins ``$ grit …`` is that
+    command's output, run from the repository root."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    monkeypatch.chdir(root)
+    text = open(os.path.join(root, "docs", "info.md"), encoding="utf-8").read()
+    blocks = re.findall(r"^```text\n\$ grit ([^\n]*)\n(.*?)^```$", text, re.M | re.S)
+    assert len(blocks) >= 2
+    for cmd, shown in blocks:
+        r = CliRunner().invoke(main, cmd.split())
+        assert r.exit_code == 0, r.output
+        assert r.output == shown, cmd
 
 
 def test_grit_info_is_callable_and_a_module(gguf_path):
