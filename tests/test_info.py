@@ -12,6 +12,7 @@ recognisers read) move (tests/test_info_remote.py).  The CLI: --json is the reco
 an unreadable input."""
 from __future__ import annotations
 
+import glob
 import json
 import os
 import re
@@ -217,6 +218,29 @@ def test_unreadable_inputs_are_info_input_errors(tmp_path):
         info(str(tmp_path / "empty"))
     with pytest.raises(InfoInputError):
         info([])
+
+
+HOSTILE = sorted(glob.glob(os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus",
+                                        "hostile", "*")))
+
+
+@pytest.mark.parametrize("path", HOSTILE, ids=os.path.basename)
+def test_hostile_files_are_listed_or_a_grit_error(path):
+    """Every hostile file is listed (its defects in ``problems``) or is an
+    InfoInputError naming it; the command exits 0 or 4, never a traceback."""
+    try:
+        got = info(path)
+    except InfoInputError as e:
+        assert e.path == path and str(e).startswith(path)
+        code = 4
+    else:
+        listed = [(r.file, t) for r in got.tensors for t in r.tensors]
+        assert len(listed) == len(set(listed))             # each file tensor once
+        code = 0
+    r = CliRunner().invoke(main, ["info", "--json", path])
+    assert r.exit_code == code, r.output
+    assert r.exception is None or isinstance(r.exception, SystemExit)
+    assert json.loads(r.output)["schema" if code == 0 else "error"]
 
 
 def test_cli_json_is_the_record_and_exit_codes(gguf_path, tmp_path):

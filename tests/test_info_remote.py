@@ -89,3 +89,53 @@ def _sha(got) -> str:
     return got.files[0].path.split("@", 1)[1].split("/", 1)[0]
 
 
+
+
+def test_https_gguf_equals_local_and_reads_the_header(tmp_path):
+    """A GGUF larger than the reader's first header window: the header's
+    window moves, no tensor block past it."""
+    import numpy as np  # noqa: PLC0415
+    import gguf  # noqa: PLC0415
+
+    from _support import write_gguf  # noqa: PLC0415
+    from grit.io.gguf_file import FIRST_WINDOW, read_gguf  # noqa: PLC0415
+    T = gguf.GGMLQuantizationType
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((64, 4096)).astype(np.float32)
+    path = write_gguf(tmp_path / "big.gguf", {
+        "norm": (x[0], None), "q8": (gguf.quants.quantize(x, T.Q8_0), T.Q8_0),
+        "q4k": (rng.integers(0, 256, (64, 4096 // 256 * 144), dtype=np.uint8), T.Q4_K)})
+    data = open(path, "rb").read()
+    assert len(data) > 4 * FIRST_WINDOW
+    s = Server()
+    try:
+        s.files["/big.gguf"] = data
+        s.body_bytes = 0
+        remote = info(s.url("/big.gguf"), cache=False)
+        _same_rows(remote, info(path), s.url("/big.gguf"), path)
+        # the size probe, the 8 bytes the container is sniffed by, the header's first
+        # window (the reader's unit: the header ends inside it here)
+        assert s.body_bytes <= 1 + 8 + max(read_gguf(path).data_start, FIRST_WINDOW) \
+            < len(data) // 4
+    finally:
+        s.close()
+
+
+GEMMA = os.path.join(os.environ.get("GRIT_REAL_CHECKPOINT_CACHE", os.path.join(
+    os.path.expanduser("~"), ".cache", "grit-real-checkpoint")), "gemma-3-270m-q4_k_m.gguf")
+
+
+@pytest.mark.skipif(not os.path.exists(GEMMA), reason="the gemma GGUF is not cached")
+def test_gemma_over_https_equals_local_and_reads_its_header():
+    from grit.io import gguf_file as GF  # noqa: PLC0415
+    s = Server()
+    try:
+        with open(GEMMA, "rb") as fh:
+            s.files["/gemma.gguf"] = fh.read()
+        s.body_bytes = 0
+        remote = info(s.url("/gemma.gguf"), cache=False)
+        _same_rows(remote, info(GEMMA), s.url("/gemma.gguf"), GEMMA)
+        data_start = GF.read_gguf(GEMMA).data_start
+        assert s.body_bytes <= 9 + data_start + GF.MAX_WINDOW < os.path.getsize(GEMMA) / 10
+    finally:
+        s.close()
