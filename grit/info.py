@@ -21,6 +21,7 @@ docs/info.md is the reference (the table, the JSON shape, the exit codes).
 """
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import types
@@ -94,9 +95,16 @@ class TensorRow:
     tensors: tuple[str, ...]
     reason: str | None = None
 
+    @property
+    def known_as(self) -> tuple[str, ...]:
+        """The ecosystem's names of its grade (grit.ecosystem.names_of:
+        ``Q8_0``, ``INT8(k0=32,s0=binary16)``); () when none or no grade."""
+        return _known_names(self.canonical)
+
     def to_dict(self) -> dict:
         return {"name": self.name, "file": self.file, "kind": self.kind,
                 "convention": self.convention, "ecosystem": self.ecosystem,
+                "known_as": list(self.known_as),
                 "grade": self.grade, "canonical": self.canonical, "grade_id": self.grade_id,
                 "shape": None if self.shape is None else list(self.shape),
                 "parameters": self.parameters, "bytes": self.bytes,
@@ -142,9 +150,11 @@ class TypeRow:
     tensors: int
     parameters: int
     bytes: int
+    known_as: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
-        return {"ecosystem": self.ecosystem, "grade": self.grade, "tensors": self.tensors,
+        return {"ecosystem": self.ecosystem, "grade": self.grade,
+                "known_as": list(self.known_as), "tensors": self.tensors,
                 "parameters": self.parameters, "bytes": self.bytes}
 
 
@@ -225,10 +235,15 @@ def _grade_of(desc: Descriptor | None) -> tuple[str | None, str | None, str | No
     return g.name or g.canonical, g.canonical, gid
 
 
+@functools.lru_cache(maxsize=1024)
+def _known_names(canonical: str | None) -> tuple[str, ...]:
+    return () if canonical is None else tuple(names_of(Grade.parse(canonical)))
+
+
 def _known_as(desc: Descriptor | None) -> str:
     """The first ecosystem name a descriptor's grade is known by, else "-"."""
     g = lookup_grade(desc.grade_id) if desc is not None else None
-    names = names_of(g) if g is not None else []
+    names = _known_names(g.canonical) if g is not None else ()
     return names[0] if names else "-"
 
 
@@ -361,7 +376,8 @@ def _by_type(rows: Sequence[TensorRow]) -> tuple[TypeRow, ...]:
     for r in rows:
         groups.setdefault((r.ecosystem, r.grade), []).append(r)
     out = [TypeRow(eco, grade, len(rs), sum(r.parameters or 0 for r in rs),
-                   sum(r.bytes for r in rs)) for (eco, grade), rs in groups.items()]
+                   sum(r.bytes for r in rs), rs[0].known_as)
+           for (eco, grade), rs in groups.items()]
     return tuple(sorted(out, key=lambda t: (-t.bytes, t.ecosystem, t.grade or "")))
 
 
@@ -456,8 +472,10 @@ def render(got: Info, printable: Callable[[str], str] = str) -> str:
     out.append("by type:")
     wt = max([9] + [len(P(t.ecosystem)) for t in got.by_type])
     for t in got.by_type:
+        also = [n for n in t.known_as if n != t.ecosystem]
         out.append(f"  {P(t.ecosystem):<{wt}}  {t.tensors:>6} tensor(s)  {t.parameters:>15,} "
-                   f"parameters  {t.bytes:>15,} B  {t.grade or '-'}")
+                   f"parameters  {t.bytes:>15,} B  {t.grade or '-'}"
+                   + (f"  ({', '.join(also)})" if also else ""))
     tot = got.totals
     bpp = tot.bytes_per_parameter
     out.append("")

@@ -189,6 +189,7 @@ def test_sharded_rows_are_safetensors(sharded):
         assert r.shape == (out_f, in_f) and r.parameters == out_f * in_f
         assert r.tensors and all(t.startswith(module + ".weight") for t in r.tensors)
     assert by["model.layers.0.mlp.down_proj.weight"].grade == "GRADE_NVF4"
+    assert by["model.layers.0.mlp.down_proj.weight"].known_as == ("NVFP4",)
     plain = by["model.embed_tokens.weight"]
     dt, shape, nbytes = ref[plain.file, plain.name]
     assert (plain.kind, plain.ecosystem, plain.shape, plain.bytes) == ("plain", dt, shape, nbytes)
@@ -251,6 +252,11 @@ def test_cli_json_is_the_record_and_exit_codes(gguf_path, tmp_path):
     assert doc["schema"] == SCHEMA
     assert set(doc) == {"schema", "inputs", "files", "indexes", "tensors", "by_type", "totals",
                         "problems"}
+    assert set(doc["tensors"][0]) == {"name", "file", "kind", "convention", "ecosystem",
+                                      "known_as", "grade", "canonical", "grade_id", "shape",
+                                      "parameters", "bytes", "tensors", "reason"}
+    assert set(doc["by_type"][0]) == {"ecosystem", "grade", "known_as", "tensors",
+                                      "parameters", "bytes"}
     assert set(doc["totals"]) == {"tensors", "parameters", "bytes", "bf16_bytes", "f32_bytes",
                                   "bytes_per_parameter", "bits_per_parameter", "unsized"}
     r = CliRunner().invoke(main, ["info", gguf_path])
