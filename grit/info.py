@@ -31,6 +31,7 @@ from typing import Any, Callable, Iterable, Sequence
 from .array import GritArray
 from .descriptor import Descriptor
 from .ecosystem import names_of
+from .ggml import ZERO_COPY
 from .errors import GritError
 from ._files import GritFileError
 from .grade import Grade, grade_scope, lookup_grade
@@ -260,8 +261,8 @@ def _gguf_rows(inp: Input) -> list[TensorRow]:
             desc, shape = v.descriptor, tuple(v.shape)
             if t.name in got.annotated:
                 kind, conv, ecosystem = "grit", "grit", _known_as(desc)
-            else:
-                kind = "inferred"
+            else:            # the blocks are the planes, or their bits are moved
+                kind = "inferred" if t.ggml_type in ZERO_COPY else "converted"
         elif isinstance(v, Inexpressible):
             kind, reason = "inexpressible", v.reason
         elif isinstance(v, CheckFailed):

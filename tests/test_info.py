@@ -98,6 +98,11 @@ def test_gguf_rows_are_gguf_readers(gguf_path):
     assert by["q4_k"].grade == "GRADE_Q4KS" and by["mxfp4"].grade == "GRADE_MXFP4"
     assert by["iq4_nl"].kind == "inexpressible" and "value table" in by["iq4_nl"].reason
     assert by["q3_k"].kind == "inexpressible"
+    # docs/placements.md ("GGUF"): Q8_0, Q4_K, MXFP4 and NVFP4 blocks are a GRIT
+    # placement; Q4_0, Q2_K and Q6_K move their bits into the canonical one
+    assert {n for n, r in by.items() if r.kind == "inferred"} == {"q8_0", "q4_k", "mxfp4",
+                                                                  "nvfp4"}
+    assert {n for n, r in by.items() if r.kind == "converted"} == {"q4_0.3d", "q2_k", "q6_k"}
     # by type: the rows of each ggml type together, every row once
     assert sum(t.tensors for t in got.by_type) == len(got.tensors)
     assert {t.ecosystem for t in got.by_type} == {r.ecosystem for r in got.tensors}
