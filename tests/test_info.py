@@ -108,6 +108,23 @@ def test_gguf_rows_are_gguf_readers(gguf_path):
     assert {t.ecosystem for t in got.by_type} == {r.ecosystem for r in got.tensors}
 
 
+def test_a_grit_annotated_gguf_tensor_is_its_logical_array(tmp_path):
+    """A GritArray that is no ggml type is stored as an I8 payload with its
+    descriptor and shape in grit.* KV entries: GGUFReader's bytes, grit's
+    logical shape and grade."""
+    x = RNG.standard_normal((16, 256)).astype(np.float32)
+    path = str(tmp_path / "annotated.gguf")
+    with pytest.warns(UserWarning):
+        grit.save_gguf(path, {"w": grit.encode(x, grit.GRADE_MXFP4_RNE), "n": x[0]})
+    [w, n] = info(path).tensors
+    ref = {t.name: t for t in gguf.GGUFReader(path).tensors}
+    assert ref["w"].tensor_type.name == "I8" and len(ref["w"].shape) == 1
+    assert (w.kind, w.convention, w.grade, w.shape, w.parameters) == (
+        "grit", "grit", "GRADE_MXFP4_RNE", (16, 256), 16 * 256)
+    assert w.bytes == int(ref["w"].n_bytes) and n.bytes == int(ref["n"].n_bytes)
+    assert w.ecosystem == "-" and w.known_as == ()       # no ecosystem name: RNE shared scales
+
+
 @pytest.mark.skipif(not os.path.exists(GEMMA), reason="the gemma GGUF is not cached "
                     "(tests/test_real_checkpoint.py fetches it with GRIT_REAL_CHECKPOINT=1)")
 def test_gemma_rows_are_gguf_readers():
