@@ -64,6 +64,12 @@ def test_https_equals_local_and_reads_headers(sharded):  # noqa: F811
         # small tensors; the index and config.json: nothing of any weight's planes
         assert headers + small + side <= s.body_bytes <= headers + small + side + len(files)
         assert all(s.asked[f"/ckpt/{n}"] <= 4 for n in shards)   # probe, length, header, small
+        # through the header cache, a second look moves each file's probe byte alone
+        index = s.url("/ckpt/model.safetensors.index.json")
+        assert info(index).tensors == remote.tensors
+        s.body_bytes = 0
+        assert info(index).tensors == remote.tensors
+        assert s.body_bytes <= len(files)
         assert s.body_bytes < sum(len(files[n]) for n in shards) // 2
     finally:
         s.close()
