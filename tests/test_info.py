@@ -305,6 +305,12 @@ def test_the_docs_examples_print_what_they_show(monkeypatch):
         assert r.output == shown, cmd
 
 
+def test_every_container_has_its_rows():
+    from grit.info import ROWS  # noqa: PLC0415
+    from grit.io.containers import CONTAINERS  # noqa: PLC0415
+    assert set(ROWS) == {c.name for c in CONTAINERS}
+
+
 def test_grit_info_is_callable_and_a_module(gguf_path):
     import grit.info as mod  # noqa: PLC0415
     assert grit.info(gguf_path) == mod.info(gguf_path)
