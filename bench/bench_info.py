@@ -23,49 +23,42 @@ import statistics
 import subprocess
 import sys
 
-GEMMA = os.path.join(os.path.expanduser("~"), ".cache", "grit-real-checkpoint",
-                     "gemma-3-270m-q4_k_m.gguf")
+from bench_gguf_load import GEMMA  # noqa: E402 - the cached gemma (bench/ is on sys.path)
 
 CHILD = r'''
-import json, resource, sys, time
+import importlib, json, resource, sys, time
 side, path = sys.argv[1], sys.argv[2]
-if side == "grit":
-    import grit
-else:
-    import gguf
-t0 = time.perf_counter()
-if side == "grit":
-    got = grit.info(path)
-    rows = [(r.name, r.ecosystem, list(r.shape), r.bytes) for r in got.tensors]
-else:
-    rd = gguf.GGUFReader(path)
-    rows = [(t.name, t.tensor_type.name, [int(d) for d in reversed(t.shape.tolist())],
-             int(t.n_bytes)) for t in rd.tensors]
-dt = time.perf_counter() - t0
-print(json.dumps({"seconds": dt, "rows": rows,
+lib = importlib.import_module("grit" if side == "grit" else "gguf")   # (outside the timing)
+start = time.perf_counter()
+rows = ([(r.name, r.ecosystem, list(r.shape), r.bytes) for r in lib.info(path).tensors]
+        if side == "grit" else
+        [(t.name, t.tensor_type.name, [int(d) for d in reversed(t.shape.tolist())],
+          int(t.n_bytes)) for t in lib.GGUFReader(path).tensors])
+print(json.dumps({"seconds": time.perf_counter() - start, "rows": rows,
                   "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 '''
 
 
-def run(side: str, path: str) -> dict:
-    out = subprocess.run([sys.executable, "-c", CHILD, side, path], capture_output=True,
-                         text=True, check=True)
-    return json.loads(out.stdout)
+def _side(side: str, path: str) -> dict:
+    """One side's child process: its JSON line."""
+    done = subprocess.run([sys.executable, "-c", CHILD, side, path], check=True,
+                          stdout=subprocess.PIPE, text=True)
+    return json.loads(done.stdout)
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("path", nargs="?", default=GEMMA)
-    ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--json")
+    ap.add_argument("path", nargs="?", default=GEMMA, help="a GGUF file (default: gemma)")
+    ap.add_argument("--repeat", type=int, default=5, help="processes per side")
+    ap.add_argument("--json", help="also write the medians here")
     args = ap.parse_args(argv)
-    if not os.path.exists(args.path):
-        print(f"no such file: {args.path}")
+    if not os.path.isfile(args.path):
+        print(f"{args.path}: not a file (tests/test_real_checkpoint.py fetches gemma)")
         return 1
     runs: dict[str, list[dict]] = {"grit": [], "gguf-py": []}
     for _ in range(args.repeat):
         for side in runs:
-            runs[side].append(run(side, args.path))
+            runs[side].append(_side(side, args.path))
     if runs["grit"][0]["rows"] != runs["gguf-py"][0]["rows"]:
         print("the tables differ")
         return 1
