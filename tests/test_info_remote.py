@@ -145,3 +145,18 @@ def test_gemma_over_https_equals_local_and_reads_its_header():
         assert s.body_bytes <= 9 + data_start + GF.MAX_WINDOW < os.path.getsize(GEMMA) / 10
     finally:
         s.close()
+
+
+def test_hf_gguf_equals_local(tmp_path, hub):  # noqa: F811
+    import numpy as np  # noqa: PLC0415
+    import gguf  # noqa: PLC0415
+
+    from _support import write_gguf  # noqa: PLC0415
+    T = gguf.GGMLQuantizationType
+    x = np.random.default_rng(3).standard_normal((8, 512)).astype(np.float32)
+    path = write_gguf(tmp_path / "m.gguf", {"n": (x[0], None),
+                                            "q": (gguf.quants.quantize(x, T.Q8_0), T.Q8_0)})
+    hub.commit("org/gg", {"m.gguf": open(path, "rb").read()})
+    remote = info("hf://org/gg/m.gguf")
+    _same_rows(remote, info(path), remote.files[0].path, path)
+    assert [r.ecosystem for r in remote.tensors] == ["F32", "Q8_0"]
