@@ -13,6 +13,7 @@ import click
 
 from . import __version__
 from . import convert as convert_mod
+from . import convert_gguf  # noqa: F401 - registers GGUF with grit convert / verify
 from ._files import check_output, loads_json, read_regular
 from .boundary import diagnose
 from .errors import GritError, Status
@@ -644,9 +645,12 @@ def _load_cases(target, shape, planes):
 @main.command("convert")
 @click.argument("src", metavar="SRC")
 @click.argument("dst", metavar="DST")
-@click.option("--to", "to", type=click.Choice(sorted(convert_mod.TARGETS)), required=True,
+@click.option("--to", "to", type=click.Choice(sorted(
+                  set(convert_mod.TARGETS) |
+                  {t for c in convert_mod.CONTAINERS.values() for t in c.targets})),
+              required=True,
               help="The convention to write: compressed-tensors, modelopt (NVFP4), gpt-oss "
-                   "(MXFP4) or grit (GRIT safetensors).")
+                   "(MXFP4), grit (GRIT safetensors) or gguf (the GGUF llama.cpp loads).")
 @click.option("--force", is_flag=True, help="Replace DST if it exists (once the new one is "
                                             "complete).")
 @click.option("--json", "as_json", is_flag=True, help="Print the proof's summary as JSON.")

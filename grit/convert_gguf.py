@@ -287,6 +287,15 @@ def _pre_tokenizer(tj: dict) -> str:
                          "gpt-2)")
 
 
+def _looks_special(text: str) -> bool:
+    """convert_hf_to_gguf's ``does_token_look_special``: added tokens that
+    ought to be control tokens though not marked special."""
+    return text in ("<pad>", "<mask>", "<2mass>", "[@BOS@]") or \
+        (text.startswith("<|") and text.endswith("|>")) or \
+        (text.startswith("<\uff5c") and text.endswith("\uff5c>")) or \
+        (text.startswith("<unused") and text.endswith(">"))
+
+
 def _vocab(w, folder: str, h: dict) -> None:
     """The tokenizer KV entries (convert_hf_to_gguf's ``_set_vocab_gpt2``),
     read with gguf-py's vocab classes; a folder without tokenizer.json is
@@ -313,11 +322,14 @@ def _vocab(w, folder: str, h: dict) -> None:
     for text, i in bpe.vocab.items():
         if i < n:
             tokens[i], types[i] = text, int(gguf.TokenType.NORMAL)
-    for text, i in bpe.added_tokens_dict.items():
-        if i >= n:
-            raise GritUsageError(f"--to gguf: added token {text!r} has id {i}, past the "
-                                 f"vocabulary size {n}")
-        tokens[i], types[i] = text, int(gguf.TokenType.CONTROL)
+    for tok in tj.get("added_tokens") or ():
+        i, text = tok.get("id"), tok.get("content")
+        if not isinstance(i, int) or not isinstance(text, str) or not 0 <= i < n:
+            raise GritUsageError(f"--to gguf: added token {text!r} has id {i!r}, not one of "
+                                 f"the vocabulary's {n}")
+        tokens[i] = text
+        types[i] = int(gguf.TokenType.CONTROL if tok.get("special") or _looks_special(text)
+                       else gguf.TokenType.USER_DEFINED)
     w.add_tokenizer_model("gpt2")
     w.add_tokenizer_pre(pre)
     w.add_token_list(tokens)
@@ -815,3 +827,28 @@ def _verify_to_gguf(src: str, folder: str, doc: dict, problems: list[str]
             if why is not None:
                 problems.append(f"{gname} ({name}): {why}")
     return _convert.VerifyReport(problems, checked)
+
+
+# ---------------------------------------------------------------------------
+# grit convert / grit verify hand GGUF to this module
+
+
+def convert(src: str, dst: str, to: str, *, overwrite: bool = False,
+            progress: Callable[[str], None] | None = None) -> _convert.ConvertReport:
+    """``grit convert`` with GGUF on one side: a ``.gguf`` SRC into a
+    safetensors convention (:func:`from_gguf`), anything else ``--to gguf``
+    (:func:`to_gguf`)."""
+    if is_gguf_source(src):
+        if to == TARGET:
+            raise GritUsageError("SRC is GGUF already: --to names a safetensors convention "
+                                 f"({', '.join(_convert.TARGETS)})")
+        return from_gguf(src, dst, to, overwrite=overwrite, progress=progress)
+    return to_gguf(src, dst, overwrite=overwrite, progress=progress)
+
+
+def _wrote(dst: str) -> bool:
+    return os.path.isfile(os.path.join(dst, GGUF_FILE))
+
+
+_convert.CONTAINERS["gguf"] = _convert.Container(
+    "gguf", (TARGET,), is_gguf_source, _wrote, convert, verify)

@@ -55,7 +55,7 @@ def tokenizer(regex: str):
         pre_tokenizers.Split(Regex(regex), behavior="isolated", invert=False),
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=["<s>", "</s>"],
+    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=["<s>", "</s>", "<|endoftext|>"],
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tok.train_from_iterator(_CORPUS, trainer)
     return transformers.PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>",
