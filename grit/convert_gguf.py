@@ -50,8 +50,9 @@ from .array import GritArray, concat
 from .errors import GritError, GritUsageError
 from .io import load as _load
 from .io import save as _save
-from .io.gguf import GGUFValue
-from .io.gguf_file import ValueType
+from .io.dtypes import ST_DTYPES
+from .io.gguf import KV_CONVERT, GGUFValue
+from .io.gguf_file import ValueType, read_gguf
 from .io.gguf_writer import native_type, save_gguf
 from .io.recognise import MAX_CONFIG
 
@@ -107,7 +108,7 @@ FAMILIES: dict[str, Family] = {f.hf: f for f in (
 
 #: the Hugging Face module names llama.cpp's tensor map knows, preferred when a
 #: GGUF name is mapped back (the map holds many spellings of one tensor)
-_HF_NAME = re.compile(r"^(model\.(layers\.\d+\.(self_attn|mlp|input_layernorm|"
+_HF_NAME = re.compile(r"^(model\.(layers\.\d+\.(self_attn\.(?!([qk]|query|key)_layernorm)|mlp|input_layernorm|"
                       r"post_attention_layernorm|pre_feedforward_layernorm|"
                       r"post_feedforward_layernorm)|embed_tokens|norm)|lm_head)")
 
@@ -477,12 +478,16 @@ def to_gguf(src: str, dst: str, *, overwrite: bool = False,
     fam = _family(cfg)
     h = _hparams(cfg, fam)
     tensors: dict[str, Any] = {}
+    divisors: dict[str, np.ndarray] = {}
     for f in files:
-        tensors.update(_load(f))
+        got = _load(f)
+        tensors.update(got)
+        divisors.update(_divisors(f, got))
     nblocks = int(_need(h, "num_hidden_layers", fam))
     plan, refused = _plan_gguf(tensors, fam, h, nblocks)
     if refused:
         raise GritUsageError("--to gguf refused; nothing was written:\n  " + "\n  ".join(refused))
+    notes = _source_notes(plan, divisors)
     gguf = _gguf()
     w = gguf.GGUFWriter(path=None, arch=gguf.MODEL_ARCH_NAMES[gguf.MODEL_ARCH[fam.arch]])
     freqs = _kv(w, fam, h, _ftype(plan), str(cfg.get("_name_or_path") or
@@ -507,7 +512,7 @@ def to_gguf(src: str, dst: str, *, overwrite: bool = False,
     try:
         if progress is not None:
             progress(GGUF_FILE)
-        save_gguf(os.path.join(work, GGUF_FILE), out, meta, relayout=True)
+        save_gguf(os.path.join(work, GGUF_FILE), out, meta, relayout=True, notes=notes)
         proof = _gguf_proof(tensors, plan, os.path.join(work, GGUF_FILE), h, fam)
         for k in ("quantization_config", "compression_config"):
             cfg.pop(k, None)
@@ -519,6 +524,49 @@ def to_gguf(src: str, dst: str, *, overwrite: bool = False,
         shutil.rmtree(work, ignore_errors=True)
         raise
     return _convert.ConvertReport(dst, proof, _counts(proof))
+
+
+#: the name of a compressed-tensors NVFP4 weight's per-tensor divisor
+_DIVISOR_LEAF = ".weight_global_scale"
+
+
+def _divisors(path: str, got) -> dict[str, np.ndarray]:
+    """weight name -> the F32 per-tensor divisor its source file stores
+    (compressed-tensors' ``weight_global_scale``, whose reciprocal is the
+    array's level-1 scale), read from the file as it is."""
+    out: dict[str, np.ndarray] = {}
+    recs = getattr(got, "recognised", None) or {}
+    want = {r.name: tn for r in recs.values() if r.kind == "inferred"
+            for tn in r.tensors if tn.endswith(_DIVISOR_LEAF)}
+    if not want:
+        return out
+    from safetensors import safe_open  # noqa: PLC0415 - only a divisor needs the raw value
+    with safe_open(path, "np") as f:
+        for name, tn in want.items():
+            x = f.get_tensor(tn)
+            if x.dtype == np.float32 and x.size == 1:
+                out[name] = x.reshape(-1)
+    return out
+
+
+def _source_notes(plan: dict, divisors: dict[str, np.ndarray]) -> dict[str, str]:
+    """The ``grit.convert.`` records of the source the way back needs: the
+    dtype of each plain tensor written as F32, the divisor bits of each
+    compressed-tensors NVFP4 weight."""
+    notes: dict[str, str] = {}
+    for gname, (v, name, how, _) in plan.items():
+        if how in ("f32", "f32+1") and v.dtype != np.float32:
+            notes[f"{KV_CONVERT}dtype.{gname}"] = _st_dtype(v.dtype)
+        if how == "ggml" and name in divisors:
+            notes[f"{KV_CONVERT}divisor.{gname}"] = f"{int(divisors[name].view('<u4')[0]):08x}"
+    return notes
+
+
+def _st_dtype(dt: np.dtype) -> str:
+    for name, spec in ST_DTYPES.items():
+        if spec.np_dtype() == dt:
+            return name
+    raise GritUsageError(f"a plain tensor of dtype {dt} has no safetensors name")
 
 
 def _counts(proof: dict) -> dict[str, int]:
@@ -634,6 +682,9 @@ def _from_gguf_tensors(src: str) -> tuple[dict[str, Any], dict, Family]:
     h = {"num_attention_heads": heads,
          "num_key_value_heads": int(kvh.value) if kvh is not None else heads}
     names = _hf_names(fam, nb)
+    fields = read_gguf(src)
+    notes = {k[len(KV_CONVERT):]: fields.value(k) for k in fields.fields
+             if k.startswith(KV_CONVERT)}
     out: dict[str, Any] = {}
     companions = {c.scale for c in got.companions.values() if c.attached}
     for gname, v in got.items():
@@ -653,9 +704,45 @@ def _from_gguf_tensors(src: str) -> tuple[dict[str, Any], dict, Family]:
             v = np.asarray(v)
             if fam.norm_plus_one and gname.endswith("_norm.weight"):
                 v = (v.astype(np.float32) - np.float32(1)).astype(np.float32)
+            dt = notes.get(f"dtype.{gname}") or \
+                ("BF16" if got.ggml_types.get(gname) == "BF16" else None)
+            v = _narrowed(v, dt)
         out[name] = v
     cfg = _config_from_kv(meta, arch, fam)
-    return out, cfg, fam
+    divs = {names.get(g.rpartition(".")[0], "") + "." + g.rpartition(".")[2]: d
+            for g, d in ((k[len("divisor."):], d) for k, d in notes.items()
+                         if k.startswith("divisor."))}
+    return out, cfg, fam, divs
+
+
+def _narrowed(v: np.ndarray, dt: str | None) -> np.ndarray:
+    """Float32 ``v`` as the safetensors dtype ``dt`` it was widened from,
+    when that gives the same values (else as it is)."""
+    spec = ST_DTYPES.get(dt) if isinstance(dt, str) else None
+    npd = spec.np_dtype() if spec is not None else None
+    if npd is None or v.dtype != np.float32 or npd == v.dtype:
+        return v
+    n = v.astype(npd)
+    return n if np.array_equal(n.astype(np.float32).view(np.uint32), v.view(np.uint32)) else v
+
+
+def _with_divisors(em_tensors: dict, tensors: dict, divs: dict[str, str]) -> None:
+    """Put back the divisor each compressed-tensors NVFP4 weight's source
+    stored, where the emitter wrote its own (f32(1/s1)) and the recorded one
+    gives the same level-1 scale: f32(1/g) = s1."""
+    for name, bits in divs.items():
+        tn = name.removesuffix(".weight") + _DIVISOR_LEAF
+        a = tensors.get(name)
+        if tn not in em_tensors or not isinstance(a, GritArray) or not \
+                re.fullmatch(r"[0-9a-f]{8}", str(bits)):
+            continue
+        g = np.array([int(bits, 16)], "<u4").view(np.float32)
+        s1 = np.frombuffer(bytes(a.canonical().planes[2]), "<f4")
+        with np.errstate(all="ignore"):
+            inv = (np.float32(1) / g).astype(np.float32)
+        if s1.size == 1 and inv.view(np.uint32)[0] == s1.view(np.uint32)[0]:
+            old = np.asarray(em_tensors[tn])
+            em_tensors[tn] = g.reshape(old.shape).astype(old.dtype)
 
 
 def _config_from_kv(meta, arch: str, fam: Family) -> dict:
@@ -691,9 +778,10 @@ def from_gguf(src: str, dst: str, to: str, *, overwrite: bool = False,
     the GGUF's KV entries, ``grit-proof.json``)."""
     if to not in _convert.TARGETS:
         raise GritUsageError(f"--to must be one of {', '.join(_convert.TARGETS)}, got {to!r}")
-    tensors, cfg, fam = _from_gguf_tensors(src)
+    tensors, cfg, fam, divs = _from_gguf_tensors(src)
     conv = _convert.TARGETS[to]
     em = conventions.emit(conv, tensors)
+    _with_divisors(em.tensors, tensors, divs)
     dst = os.path.abspath(dst)
     if os.path.exists(dst) and not overwrite:
         raise GritUsageError(f"{dst} exists (overwrite it with --force)")
@@ -763,7 +851,7 @@ def verify(src: str, dst: str, proof: str | None = None) -> _convert.VerifyRepor
         raise GritUsageError(f"{ppath}: not a {_convert.PROOF_SCHEMA} proof")
     if doc.get("to") == TARGET:
         return _verify_to_gguf(src, folder, doc, problems)
-    tensors, _, _ = _from_gguf_tensors(src)
+    tensors, _, _, _ = _from_gguf_tensors(src)
     b = _load(os.path.join(folder, "model.safetensors"))
     claimed = {w.get("name"): w for w in doc["weights"] if isinstance(w, dict)}
     srcw = {n for n, v in tensors.items() if isinstance(v, GritArray)}

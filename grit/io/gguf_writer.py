@@ -23,7 +23,7 @@ from ..facts import is_canonical
 from ..ggml import PLAIN, TYPES, Blocks
 from ..placement.expr import resolve_layout
 from ..placement.words import CLASS_HASHED, CLASS_OPAQUE, placement_class
-from .gguf import (KV_DESC, KV_GRADE, KV_LAYOUT, KV_SCHEMA,
+from .gguf import (KV_CONVERT, KV_DESC, KV_GRADE, KV_LAYOUT, KV_SCHEMA,
                    KV_SHAPE, GGUF_SCHEMA, GGUFMetadata, GGUFValue, Inexpressible, _u8,
                    companion_names, nvfp4_scaled_grade)
 from .dtypes import ST_DTYPES
@@ -230,7 +230,7 @@ def _writer_class(gguf):
 
 
 def save_gguf(path, tensors, metadata=None, *, arch: str | None = None,
-              relayout: bool = False) -> None:
+              relayout: bool = False, notes: Mapping[str, str] | None = None) -> None:
     """Write ``{name: GritArray | ndarray | Inexpressible}`` as a GGUF file
     with gguf-py's GGUFWriter (docs/file-format.md, "GGUF").
 
@@ -259,6 +259,8 @@ def save_gguf(path, tensors, metadata=None, *, arch: str | None = None,
       types and, for values read from a file, their exact bytes.  Keys under
       ``grit.`` are refused; ``general.architecture`` in it sets ``arch``
       (default "grit"), ``general.alignment`` the data alignment.
+    * ``notes`` (``{key: str}``, every key under ``grit.convert.``): the
+      records grit convert keeps of its source, written as STRING entries.
 
     The file appears atomically."""
     gguf = _gguf()
@@ -283,6 +285,10 @@ def save_gguf(path, tensors, metadata=None, *, arch: str | None = None,
         if al_kv.type != ValueType.UINT32 or not isinstance(al, int) or al <= 0 or al & (al - 1):
             raise GritUsageError("metadata general.alignment must be a UINT32 power of two")
         alignment = al
+    for k, v in (notes or {}).items():
+        if not (isinstance(k, str) and k.startswith(KV_CONVERT) and len(k) > len(KV_CONVERT)
+                and isinstance(v, str)):
+            raise GritUsageError(f"notes: {k!r}: keys are {KV_CONVERT}<name>, values str")
     sizes = {n: (b, t) for n, b, t in ggml_types().values()}
     src_types = getattr(tensors, "ggml_types", None) or {}
     plan: list[tuple[str, Any, Any]] = []    # (name, ndarray to write, raw ggml type | None)
@@ -361,6 +367,8 @@ def save_gguf(path, tensors, metadata=None, *, arch: str | None = None,
             w.add_key_value(k, val, gguf.GGUFValueType(int(kv.type)),
                             None if kv.sub_type is None else gguf.GGUFValueType(int(kv.sub_type)))
         w.add_string(KV_SCHEMA, GGUF_SCHEMA)
+        for k, v in (notes or {}).items():
+            w.add_string(k, v)
         layouts: dict[int, str] = {}
         for name, v in tensors.items():
             if isinstance(v, GritArray):
