@@ -46,7 +46,7 @@ import numpy as np
 from . import conventions
 from . import convert as _convert
 from ._files import loads_json, read_regular
-from .array import GritArray, concat
+from .array import GritArray, canonical, concat
 from .errors import GritError, GritUsageError
 from .io import load as _load
 from .io import save as _save
@@ -108,8 +108,8 @@ FAMILIES: dict[str, Family] = {f.hf: f for f in (
 
 #: the Hugging Face module names llama.cpp's tensor map knows, preferred when a
 #: GGUF name is mapped back (the map holds many spellings of one tensor)
-_HF_NAME = re.compile(r"^(model\.(layers\.\d+\.(self_attn\.(?!([qk]|query|key)_layernorm)|mlp|input_layernorm|"
-                      r"post_attention_layernorm|pre_feedforward_layernorm|"
+_HF_NAME = re.compile(r"^(model\.(layers\.\d+\.(self_attn\.(?!([qk]|query|key)_layernorm)|mlp|"
+                      r"input_layernorm|post_attention_layernorm|pre_feedforward_layernorm|"
                       r"post_feedforward_layernorm)|embed_tokens|norm)|lm_head)")
 
 
@@ -366,7 +366,8 @@ def _permuted(a, rows: np.ndarray):
     laws), codes and scales together."""
     if isinstance(a, np.ndarray):
         return a[rows]
-    return concat([a[int(r):int(r) + 1] for r in rows], axis=0)
+    c = canonical(a)
+    return concat([c[int(r):int(r) + 1] for r in rows], axis=0)
 
 
 def _plain_how(x: np.ndarray, gname: str, fam: Family) -> str:
@@ -393,21 +394,21 @@ def _plain_out(x: np.ndarray, how: str, rows) -> np.ndarray:
     return y
 
 
-def _ggml_check(name: str, a: GritArray) -> str | None:
-    """Why GRIT array ``a`` cannot be written as a ggml block type llama.cpp
-    reads, or None."""
+def _ggml_check(name: str, a: GritArray) -> tuple[str | None, str | None]:
+    """(the ggml block type GRIT array ``a`` is written as, or None; why it
+    cannot be, or None)."""
     got = native_type(a, relayout=True)
     if got is None:
-        return (f"{name}: grade {a.grade.canonical} with groups on axis {a.group_axis} is no "
+        return None, (f"{name}: grade {a.grade.canonical} with groups on axis {a.group_axis} is no "
                 "ggml block type (ggml holds NVFP4, MXFP4, Q8_0, Q4_K … with groups along "
                 "the rows)")
     if got[0] == "NVFP4":
         sc = np.frombuffer(bytes(got[1]), np.uint8).reshape(-1, 36)[:, :4]
         bad = int(np.count_nonzero((sc & 0x80) | (sc == 0x7F)))
         if bad:
-            return (f"{name}: {bad} E4M3 block scale(s) are negative or NaN (0x7F), which "
-                    "ggml's UE4M3 reads otherwise")
-    return None
+            return None, (f"{name}: {bad} E4M3 block scale(s) are negative or NaN (0x7F), "
+                          "which ggml's UE4M3 reads otherwise")
+    return got[0], None
 
 
 def _plan_gguf(tensors: dict[str, Any], fam: Family, h: dict, nblocks: int):
@@ -417,6 +418,7 @@ def _plan_gguf(tensors: dict[str, Any], fam: Family, h: dict, nblocks: int):
     tmap = gguf.get_tensor_name_map(gguf.MODEL_ARCH[fam.arch], nblocks)
     plan: dict[str, tuple[Any, str, str, np.ndarray | None]] = {}
     refused: list[str] = []
+    kinds: set[str] = set()
     for name, v in tensors.items():
         if name.endswith(".rotary_emb.inv_freq") or \
                 name.endswith((".k_scale", ".v_scale", ".input_scale", ".input_global_scale")):
@@ -429,10 +431,11 @@ def _plan_gguf(tensors: dict[str, Any], fam: Family, h: dict, nblocks: int):
         heads = _qk_heads(name, fam, h)
         rows = None if heads is None else qk_rows(v.shape[0], heads)
         if isinstance(v, GritArray):
-            why = _ggml_check(name, v)
+            kind, why = _ggml_check(name, v)
             if why is not None:
                 refused.append(why)
                 continue
+            kinds.add(str(kind))
             plan[gname] = (v, name, "ggml", rows)
         else:
             x = np.asarray(v)
@@ -442,13 +445,13 @@ def _plan_gguf(tensors: dict[str, Any], fam: Family, h: dict, nblocks: int):
                 refused.append(str(e))
                 continue
             plan[gname] = (x, name, how, rows)
-    return plan, refused
+    return plan, refused, kinds
 
 
-def _ftype(plan) -> int:
+def _ftype(plan, kinds: set[str]) -> int:
+    """general.file_type: the ggml type of the quantised weights, else the
+    dtype of the plain 2-D ones (convert_hf_to_gguf's ftype)."""
     gguf = _gguf()
-    kinds = {getattr(v, "grade", None) and native_type(v, relayout=True)[0]
-             for v, _, how, _ in plan.values() if how == "ggml"}
     if "NVFP4" in kinds:
         return int(gguf.LlamaFileType.MOSTLY_NVFP4)
     if "MXFP4" in kinds:
@@ -484,13 +487,13 @@ def to_gguf(src: str, dst: str, *, overwrite: bool = False,
         tensors.update(got)
         divisors.update(_divisors(f, got))
     nblocks = int(_need(h, "num_hidden_layers", fam))
-    plan, refused = _plan_gguf(tensors, fam, h, nblocks)
+    plan, refused, kinds = _plan_gguf(tensors, fam, h, nblocks)
     if refused:
         raise GritUsageError("--to gguf refused; nothing was written:\n  " + "\n  ".join(refused))
     notes = _source_notes(plan, divisors)
     gguf = _gguf()
     w = gguf.GGUFWriter(path=None, arch=gguf.MODEL_ARCH_NAMES[gguf.MODEL_ARCH[fam.arch]])
-    freqs = _kv(w, fam, h, _ftype(plan), str(cfg.get("_name_or_path") or
+    freqs = _kv(w, fam, h, _ftype(plan, kinds), str(cfg.get("_name_or_path") or
                                              os.path.basename(folder.rstrip("/"))))
     _vocab(w, folder, h)
     meta = _kv_values(w)
@@ -666,9 +669,10 @@ def _hf_names(fam: Family, nblocks: int) -> dict[str, str]:
     return back
 
 
-def _from_gguf_tensors(src: str) -> tuple[dict[str, Any], dict, Family]:
+def _from_gguf_tensors(src: str) -> tuple[dict[str, Any], dict, Family, dict[str, Any]]:
     """The GGUF file ``src`` as Hugging Face named tensors (rows and norms put
-    back), a config.json built from its KV entries, and its family."""
+    back), a config.json built from its KV entries, its family, and the
+    recorded divisors by weight name."""
     got = _load(src)
     meta = got.metadata
     archv = meta.get("general.architecture")
@@ -804,8 +808,10 @@ def from_gguf(src: str, dst: str, to: str, *, overwrite: bool = False,
                             "verdict": _convert.quick_verdict(a, b),
                             "exact_by_construction": e.exact, "notes": list(e.notes)})
         plain = {n: tuple(np.shape(v)) for n, v in tensors.items() if not isinstance(v, GritArray)}
-        configs = conventions.by_name(conv).emit_config(
-            {n: e for n, e in em.weights.items()}, plain)
+        emit_config = conventions.by_name(conv).emit_config
+        if emit_config is None:
+            raise GritUsageError(f"convention {conv!r} does not write tensors")
+        configs = emit_config(dict(em.weights), plain)
         for fn, doc in configs.items():
             if fn == "config.json":
                 cfg.update(doc)
@@ -892,7 +898,7 @@ def _verify_to_gguf(src: str, folder: str, doc: dict, problems: list[str]
     tensors: dict[str, Any] = {}
     for f in files:
         tensors.update(_load(f))
-    plan, refused = _plan_gguf(tensors, fam, h, int(_need(h, "num_hidden_layers", fam)))
+    plan, refused, _ = _plan_gguf(tensors, fam, h, int(_need(h, "num_hidden_layers", fam)))
     problems.extend(f"the source is no longer convertible: {r}" for r in refused)
     back = _load(os.path.join(folder, GGUF_FILE))
     claimed = {w.get("name"): w for w in doc["weights"] if isinstance(w, dict)}

@@ -70,7 +70,8 @@ def build(family: str, *, seed: int = 0, layers: int = 2):
     kw = dict(vocab_size=len(tok), hidden_size=128, intermediate_size=256,
               num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2,
               head_dim=32, max_position_embeddings=256, bos_token_id=tok.bos_token_id,
-              eos_token_id=tok.eos_token_id, tie_word_embeddings=False)
+              eos_token_id=tok.eos_token_id, tie_word_embeddings=False,
+              initializer_range=0.25)
     if family == "gemma3":
         kw.update(sliding_window=64, query_pre_attn_scalar=32)
     cfg = getattr(transformers, cfg_name)(**kw)
@@ -97,10 +98,14 @@ def quantise(model, args: dict, fmt: str) -> None:
                 continue
             w = mod.weight.float()
             out_f, in_f = w.shape
-            g = w.reshape(out_f, in_f // qa.group_size, qa.group_size)
-            mn, mx = g.amin(dim=2), g.amax(dim=2)
+            st = str(getattr(qa.strategy, "value", qa.strategy))
+            if st == "channel":
+                mn, mx = w.amin(dim=1, keepdim=True), w.amax(dim=1, keepdim=True)
+            else:
+                g = w.reshape(out_f, in_f // qa.group_size, qa.group_size)
+                mn, mx = g.amin(dim=2), g.amax(dim=2)
             gscale = None
-            if str(getattr(qa.strategy, "value", qa.strategy)) == "tensor_group":
+            if st == "tensor_group":
                 gscale = generate_gparam(w.amin(), w.amax())
                 mod.weight_global_scale.data.copy_(gscale.reshape(mod.weight_global_scale.shape))
             scale, zp = calculate_qparams(mn, mx, qa, global_scale=gscale)

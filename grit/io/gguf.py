@@ -64,7 +64,8 @@ from .safetensors import CheckFailed, renamed_error
 __all__ = ["load", "read", "read_source", "Unread", "Inexpressible",
            "GGUFTensors", "GGUFContents", "GGUFValue", "GGUFMetadata", "metadata_of",
            "GGML_GRADES", "INEXPRESSIBLE", "ggml_placement", "KV_DESC", "KV_SHAPE", "KV_GRADE",
-           "KV_LAYOUT", "KV_SCHEMA", "KV_DIGEST", "KV_CONVERT", "GGUF_MAGIC", "Companion", "COMPANION_SUFFIX",
+           "KV_LAYOUT", "KV_SCHEMA", "KV_DIGEST", "KV_CONVERT", "GGUF_MAGIC", "Companion",
+           "COMPANION_SUFFIX",
            "companion_names", "companion_rounding", "nvfp4_scaled_grade", "converted",
            "nvfp4_scale_disagreements", "leading", "block_span"]
 
