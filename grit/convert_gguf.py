@@ -408,6 +408,12 @@ def _ggml_check(name: str, a: GritArray) -> tuple[str | None, str | None]:
         if bad:
             return None, (f"{name}: {bad} E4M3 block scale(s) are negative or NaN (0x7F), "
                           "which ggml's UE4M3 reads otherwise")
+    if got[0] == "MXFP4":
+        sc = np.frombuffer(bytes(got[1]), np.uint8).reshape(-1, 17)[:, 0]
+        bad = int(np.count_nonzero(sc == 0xFF))
+        if bad:
+            return None, (f"{name}: {bad} E8M0 block scale(s) are 0xFF, NaN in GRIT (§8.2) "
+                          "and 2^128 in ggml")
     return got[0], None
 
 

@@ -182,6 +182,76 @@ def test_to_gguf_read_by_gguf_py(converted, fam):
     assert C.verify(src, dst).ok
 
 
+@pytest.fixture(scope="module")
+def sources(tmp_path_factory):
+    """source convention -> a tiny llama checkpoint in it: compressed-tensors
+    NVFP4 and MXFP4 as the library writes them, and ModelOpt NVFP4 and GRIT
+    safetensors as grit convert writes them from those."""
+    import hf_tiny
+    root = tmp_path_factory.mktemp("src")
+    nv = hf_tiny.write_model(str(root / "ct-nvfp4"), "llama", seed=7)
+    mx = hf_tiny.write_model(str(root / "ct-mxfp4"), "llama", fmt="mxfp4-pack-quantized",
+                             seed=8)
+    out = {"ct-nvfp4": nv, "ct-mxfp4": mx}
+    for name, src, to in (("modelopt-nvfp4", nv, "modelopt"), ("grit-nvfp4", nv, "grit"),
+                          ("grit-mxfp4", mx, "grit")):
+        C.convert(src, str(root / name), to)
+        out[name] = str(root / name)
+    return out
+
+
+@pytest.mark.parametrize("conv", ("ct-nvfp4", "ct-mxfp4", "modelopt-nvfp4", "grit-nvfp4",
+                                  "grit-mxfp4"))
+def test_each_source_convention_to_gguf(sources, conv, tmp_path):
+    """Every source convention --to gguf: the ggml type of its format, and
+    gguf-py's dequantisation (times the companion for NVFP4) equal to
+    grit.decode of the source, rows in llama.cpp's order — bit for bit but
+    for ggml's +0 for the code of -0, and NVFP4's companion product within
+    one ulp (docs/convert.md)."""
+    src = sources[conv]
+    rep = C.convert(src, str(tmp_path / "g"), "gguf")
+    assert rep.counts == {"bit-exact": 14}
+    r = gguf.GGUFReader(str(tmp_path / "g" / CG.GGUF_FILE))
+    tensors = {t.name: t for t in r.tensors}
+    arrays = grit.load(os.path.join(src, "model.safetensors"))
+    tmap = gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, 2)
+    want_type = "NVFP4" if conv.endswith("nvfp4") else "MXFP4"
+    n = 0
+    for name, a in arrays.items():
+        if not isinstance(a, grit.GritArray):
+            continue
+        t = tensors[tmap.get_name(name, try_suffixes=(".weight",))]
+        assert t.tensor_type.name == want_type
+        got = gguf.quants.dequantize(t.data, t.tensor_type)
+        comp = tensors.get(t.name.removesuffix(".weight") + ".scale")
+        if want_type == "NVFP4":
+            got = got * comp.data.reshape(-1)[0]
+        else:
+            assert comp is None
+        ref = np.asarray(grit.decode(a), np.float32)
+        ref = ref[_rows(name.removesuffix(".weight"), "llama", ref.shape[0])]
+        nz = ref != 0
+        assert (got[~nz] == 0).all()
+        assert _ulps(got[nz], ref[nz]) <= (1 if want_type == "NVFP4" else 0), name
+        n += 1
+    assert n == 14
+    assert C.verify(src, str(tmp_path / "g")).ok
+
+
+def test_modelopt_source_byte_identical_to_llama_cpp_converter(sources, tmp_path):
+    d = _llama_cpp_dir()
+    src = sources["modelopt-nvfp4"]
+    C.convert(src, str(tmp_path / "g"), "gguf")
+    ref = str(tmp_path / "ref.gguf")
+    p = subprocess.run([sys.executable, os.path.join(HERE, "llama_cpp_convert.py"), d, src, ref,
+                        "llama-bpe"], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    a, b = gguf.GGUFReader(ref), gguf.GGUFReader(str(tmp_path / "g" / CG.GGUF_FILE))
+    ta = {t.name: (t.tensor_type, list(t.shape), t.data.tobytes()) for t in a.tensors}
+    tb = {t.name: (t.tensor_type, list(t.shape), t.data.tobytes()) for t in b.tensors}
+    assert ta == tb
+
+
 def test_verify_finds_a_changed_gguf(converted, tmp_path):
     src, dst, _ = converted("llama")
     bad = str(tmp_path / "bad")
@@ -224,6 +294,22 @@ def test_ct_gguf_ct_round_trip_gives_the_bytes_back(converted, fam, tmp_path):
         q = json.load(f)["quantization_config"]
     assert q["format"] == "nvfp4-pack-quantized"
     assert C.verify(os.path.join(dst, CG.GGUF_FILE), back).ok
+
+
+def test_gguf_to_modelopt(converted, tmp_path):
+    src, dst, _ = converted("qwen3")
+    out = str(tmp_path / "mo")
+    rep = C.convert(os.path.join(dst, CG.GGUF_FILE), out, "modelopt")
+    assert rep.counts == {"bit-exact": 14}
+    b = _raw_safetensors(os.path.join(out, "model.safetensors"))
+    a = _raw_safetensors(os.path.join(src, "model.safetensors"))
+    m = "model.layers.1.self_attn.k_proj"
+    # ModelOpt's weight_scale_2 multiplies: it is the companion, f32(1/g)
+    g = np.frombuffer(a[m + ".weight_global_scale"][2], np.float32)
+    s2 = np.frombuffer(b[m + ".weight_scale_2"][2], np.float32)
+    assert s2.view(np.uint32)[0] == (np.float32(1) / g).astype(np.float32).view(np.uint32)[0]
+    assert b[m + ".weight"][2] == a[m + ".weight_packed"][2]
+    assert C.verify(os.path.join(dst, CG.GGUF_FILE), out).ok
 
 
 def test_gguf_to_grit(converted, tmp_path):
