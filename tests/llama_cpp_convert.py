@@ -1,7 +1,9 @@
 """Run llama.cpp's own converter (convert_hf_to_gguf.py of a llama.cpp source
 tree, with that tree's gguf-py) on a tiny test model:
 
-    python tests/llama_cpp_convert.py LLAMA_CPP_DIR MODEL_DIR OUT.gguf PRE
+    python tests/llama_cpp_convert.py LLAMA_CPP_DIR MODEL_DIR OUT.gguf PRE [MODEL_DIR OUT.gguf PRE ...]
+
+(several models in one process: the converter's imports are most of its time).
 
 Two things of the tiny test models are not what the converter expects of a
 real model, and are set here: the tokenizer's pre-tokenizer name ``PRE``
@@ -13,18 +15,18 @@ Nothing that writes a tensor is touched.
 """
 import sys
 
-llama_dir, model, out, pre = sys.argv[1:5]
+llama_dir, jobs = sys.argv[1], sys.argv[2:]
 sys.path.insert(0, llama_dir)
 import convert_hf_to_gguf  # noqa: E402
 from conversion import base  # noqa: E402
-
-base.TextModel.get_vocab_base_pre = lambda self, tokenizer: pre
-
 
 def _no_sentencepiece(self, *args, **kwargs):
     raise FileNotFoundError("tokenizer.model")
 
 
 base.TextModel._set_vocab_sentencepiece = _no_sentencepiece
-sys.argv = ["convert_hf_to_gguf.py", model, "--outfile", out]
-convert_hf_to_gguf.main()
+for i in range(0, len(jobs), 3):
+    model, out, pre = jobs[i:i + 3]
+    base.TextModel.get_vocab_base_pre = lambda self, tokenizer, pre=pre: pre
+    sys.argv = ["convert_hf_to_gguf.py", model, "--outfile", out]
+    convert_hf_to_gguf.main()

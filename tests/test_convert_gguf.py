@@ -238,20 +238,6 @@ def test_each_source_convention_to_gguf(sources, conv, tmp_path):
     assert C.verify(src, str(tmp_path / "g")).ok
 
 
-def test_modelopt_source_byte_identical_to_llama_cpp_converter(sources, tmp_path):
-    d = _llama_cpp_dir()
-    src = sources["modelopt-nvfp4"]
-    C.convert(src, str(tmp_path / "g"), "gguf")
-    ref = str(tmp_path / "ref.gguf")
-    p = subprocess.run([sys.executable, os.path.join(HERE, "llama_cpp_convert.py"), d, src, ref,
-                        "llama-bpe"], capture_output=True, text=True, timeout=600)
-    assert p.returncode == 0, p.stderr[-3000:]
-    a, b = gguf.GGUFReader(ref), gguf.GGUFReader(str(tmp_path / "g" / CG.GGUF_FILE))
-    ta = {t.name: (t.tensor_type, list(t.shape), t.data.tobytes()) for t in a.tensors}
-    tb = {t.name: (t.tensor_type, list(t.shape), t.data.tobytes()) for t in b.tensors}
-    assert ta == tb
-
-
 def test_verify_finds_a_changed_gguf(converted, tmp_path):
     src, dst, _ = converted("llama")
     bad = str(tmp_path / "bad")
@@ -460,26 +446,46 @@ def _llama_cpp_dir() -> str:
     return d
 
 
-@pytest.mark.parametrize("fam", FAMILIES)
-def test_byte_identical_to_llama_cpp_converter(converted, fam, tmp_path):
+@pytest.fixture(scope="module")
+def llama_cpp_refs(converted, sources, tmp_path_factory):
+    """name -> the GGUF llama.cpp's converter writes for the same checkpoint:
+    each family's, and the ModelOpt source's (one converter process)."""
     d = _llama_cpp_dir()
-    src, dst, _ = converted(fam)
-    ref = str(tmp_path / "ref.gguf")
-    p = subprocess.run([sys.executable, os.path.join(HERE, "llama_cpp_convert.py"), d, src, ref,
-                        EXPECT[fam][2]], capture_output=True, text=True, timeout=600)
+    root = tmp_path_factory.mktemp("llama-cpp")
+    jobs = {fam: (converted(fam)[0], EXPECT[fam][2]) for fam in FAMILIES}
+    jobs["modelopt-nvfp4"] = (sources["modelopt-nvfp4"], "llama-bpe")
+    args = [x for name, (src, pre) in jobs.items() for x in (src, str(root / f"{name}.gguf"), pre)]
+    p = subprocess.run([sys.executable, os.path.join(HERE, "llama_cpp_convert.py"), d, *args],
+                       capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stderr[-3000:]
-    a, b = gguf.GGUFReader(ref), gguf.GGUFReader(os.path.join(dst, CG.GGUF_FILE))
-    ta, tb = {t.name: t for t in a.tensors}, {t.name: t for t in b.tensors}
+    return {name: str(root / f"{name}.gguf") for name in jobs}
+
+
+def _same_tensors(ref: str, ours: str) -> None:
+    a, b = gguf.GGUFReader(ref), gguf.GGUFReader(ours)
+    ta = {t.name: (t.tensor_type, list(t.shape), t.data.tobytes()) for t in a.tensors}
+    tb = {t.name: (t.tensor_type, list(t.shape), t.data.tobytes()) for t in b.tensors}
     assert set(ta) == set(tb)
-    for n in ta:
-        assert ta[n].tensor_type == tb[n].tensor_type, n
-        assert list(ta[n].shape) == list(tb[n].shape), n
-        assert ta[n].data.tobytes() == tb[n].data.tobytes(), n
+    assert [n for n in ta if ta[n] != tb[n]] == []
+
+
+@pytest.mark.parametrize("fam", FAMILIES)
+def test_byte_identical_to_llama_cpp_converter(converted, llama_cpp_refs, fam):
+    _, dst, _ = converted(fam)
+    ours = os.path.join(dst, CG.GGUF_FILE)
+    _same_tensors(llama_cpp_refs[fam], ours)
     # every KV entry but the name llama.cpp makes up from the folder and the size label
+    a, b = gguf.GGUFReader(llama_cpp_refs[fam]), gguf.GGUFReader(ours)
     skip = {"general.name", "general.size_label", "GGUF.kv_count"}
     for k, f in a.fields.items():
         if k not in skip:
             assert k in b.fields and b.fields[k].contents() == f.contents(), k
+
+
+def test_modelopt_source_byte_identical_to_llama_cpp_converter(sources, llama_cpp_refs,
+                                                               tmp_path):
+    C.convert(sources["modelopt-nvfp4"], str(tmp_path / "g"), "gguf")
+    _same_tensors(llama_cpp_refs["modelopt-nvfp4"], str(tmp_path / "g" / CG.GGUF_FILE))
 
 
 def _f32_twin(src: str, dst: str, *, break_qk: bool = False) -> str:
