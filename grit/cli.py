@@ -664,12 +664,15 @@ def convert_cmd(src: str, dst: str, to: str, force: bool, as_json: bool) -> None
     were beside SRC, and grit-proof.json: per weight the source's and the
     target's gid, grade and plane digests and the decode verdict (bit-exact,
     or scalar-rounded with the elements that differ and by how many ulps).
-    `grit verify SRC DST` re-derives every verdict.
+    `grit verify SRC DST` re-derives every verdict.  --to gguf writes
+    DST/model.gguf for llama.cpp (llama, mistral, qwen2, qwen3, gemma3), and
+    a .gguf SRC converts to the safetensors conventions.
 
     \b
     Examples:
       grit convert ./llama-nvfp4-ct ./llama-nvfp4-modelopt --to modelopt
       grit convert ./model.safetensors ./model-grit --to grit
+      grit convert ./llama-nvfp4-ct ./llama-gguf --to gguf
     Exit status: 0 written (every verdict bit-exact), 3 written with
     scalar-rounded weights, 2 refused or unreadable."""
     try:
