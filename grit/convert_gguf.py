@@ -127,10 +127,31 @@ def _family(cfg: dict) -> Family:
     return fam
 
 
+#: the config.json entries read as counts, and as reals
+_INT_KEYS = ("num_hidden_layers", "max_position_embeddings", "hidden_size", "intermediate_size",
+             "num_attention_heads", "num_key_value_heads", "head_dim", "vocab_size",
+             "sliding_window")
+_REAL_KEYS = ("rope_theta", "rope_local_base_freq", "rms_norm_eps", "final_logit_softcapping")
+
+
 def _hparams(cfg: dict, fam: Family) -> dict:
+    """The model's hyper-parameters: config.json (its ``text_config`` too)
+    over the family's defaults, each count a positive int below 2^31 and each
+    real a finite number, or a GritUsageError naming the entry."""
     h = dict(fam.defaults)
-    h.update(cfg.get("text_config") or {})
+    text = cfg.get("text_config")
+    h.update(text if isinstance(text, dict) else {})
     h.update({k: v for k, v in cfg.items() if k != "text_config"})
+    for k in _INT_KEYS:
+        v = h.get(k)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or
+                              not 0 < v < 2**31):
+            raise GritUsageError(f"--to gguf: config.json's {k} is {v!r}, not a count")
+    for k in _REAL_KEYS:
+        v = h.get(k)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or
+                              not math.isfinite(v)):
+            raise GritUsageError(f"--to gguf: config.json's {k} is {v!r}, not a number")
     return h
 
 
@@ -370,15 +391,19 @@ def _permuted(a, rows: np.ndarray):
     return concat([c[int(r):int(r) + 1] for r in rows], axis=0)
 
 
+#: the plain dtypes written as they are (llama.cpp's unquantised types)
+_PLAIN = ("float32", "float16", "bfloat16")
+
+
 def _plain_how(x: np.ndarray, gname: str, fam: Family) -> str:
     """How plain tensor ``x`` is written: 1-D tensors and norms as F32
     (``f32``: widened exactly), Gemma 3's norms as f32(w + 1) (``f32+1``),
     any other tensor in its own dtype (``copy``)."""
+    if str(x.dtype) not in _PLAIN:
+        raise GritUsageError(f"{gname}: a {x.dtype} tensor; llama.cpp's unquantised tensors "
+                             "are F32, F16 or BF16, and grit does not round one into them")
     norm = gname.endswith("_norm.weight")
     if x.ndim <= 1 or norm:
-        if x.dtype.kind not in "fV" and str(x.dtype) != "bfloat16":
-            raise GritUsageError(f"{gname}: a {x.dtype} norm or 1-D tensor; llama.cpp reads "
-                                 "them as F32")
         return "f32+1" if fam.norm_plus_one and norm else "f32"
     return "copy"
 
@@ -399,9 +424,9 @@ def _ggml_check(name: str, a: GritArray) -> tuple[str | None, str | None]:
     cannot be, or None)."""
     got = native_type(a, relayout=True)
     if got is None:
-        return None, (f"{name}: grade {a.grade.canonical} with groups on axis {a.group_axis} is no "
-                "ggml block type (ggml holds NVFP4, MXFP4, Q8_0, Q4_K … with groups along "
-                "the rows)")
+        return None, (f"{name}: grade {a.grade.canonical} with groups on axis "
+                      f"{a.group_axis} is no ggml block type (ggml holds NVFP4, MXFP4, Q8_0, "
+                      "Q4_K … with groups along the rows)")
     if got[0] == "NVFP4":
         sc = np.frombuffer(bytes(got[1]), np.uint8).reshape(-1, 36)[:, :4]
         bad = int(np.count_nonzero((sc & 0x80) | (sc == 0x7F)))
@@ -436,6 +461,10 @@ def _plan_gguf(tensors: dict[str, Any], fam: Family, h: dict, nblocks: int):
             continue
         heads = _qk_heads(name, fam, h)
         rows = None if heads is None else qk_rows(v.shape[0], heads)
+        if not isinstance(v, (GritArray, np.ndarray)):
+            refused.append(f"{name}: {getattr(v, 'reason', None) or type(v).__name__} "
+                           "(not a tensor grit can write)")
+            continue
         if isinstance(v, GritArray):
             kind, why = _ggml_check(name, v)
             if why is not None:

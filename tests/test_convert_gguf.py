@@ -534,3 +534,29 @@ def test_llama_cpp_runs_the_gguf(converted, tmp_path):
     assert float(np.abs(q - f).max()) < 0.1 * scale
     assert float(np.abs(bad - f).max()) > 0.3 * scale
     assert (q.argmax(-1) == f.argmax(-1)).all()
+
+
+def test_bad_config_value_is_refused(models, tmp_path):
+    src = str(tmp_path / "bad")
+    shutil.copytree(models("llama"), src)
+    with open(os.path.join(src, "config.json")) as f:
+        cfg = json.load(f)
+    cfg["num_attention_heads"] = "four"
+    with open(os.path.join(src, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    with pytest.raises(GritUsageError, match="num_attention_heads"):
+        C.convert(src, str(tmp_path / "o"), "gguf")
+
+
+def test_gguf_source_of_another_architecture_is_refused(tmp_path):
+    path = str(tmp_path / "gpt2.gguf")
+    w = gguf.GGUFWriter(path, "gpt2")
+    w.add_block_count(1)
+    w.add_tensor("token_embd.weight", np.zeros((4, 8), np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    with pytest.raises(GritUsageError) as e:
+        C.convert(path, str(tmp_path / "o"), "grit")
+    assert "'gpt2'" in str(e.value) and "llama" in str(e.value)
