@@ -323,16 +323,12 @@ def _vocab(w, folder: str, h: dict) -> None:
     read with gguf-py's vocab classes; a folder without tokenizer.json is
     refused."""
     gguf = _gguf()
-    path = os.path.join(folder, "tokenizer.json")
-    if not os.path.isfile(path):
+    tj = _tokenizer_json(folder)
+    if tj is None:
         raise GritUsageError("--to gguf: no tokenizer.json beside the checkpoint: llama.cpp "
                              "needs the tokenizer in the GGUF (a SentencePiece tokenizer.model "
                              "alone is not translated yet)")
-    try:
-        tj = loads_json(read_regular(path, MAX_CONFIG), path)
-    except ValueError as e:
-        raise GritUsageError(str(e)) from None
-    if not isinstance(tj, dict) or (tj.get("model") or {}).get("type") != "BPE":
+    if (tj.get("model") or {}).get("type") != "BPE":
         raise GritUsageError("--to gguf: tokenizer.json is not a BPE tokenizer, the kind grit "
                              "translates for llama.cpp")
     pre = _pre_tokenizer(tj)
@@ -357,6 +353,31 @@ def _vocab(w, folder: str, h: dict) -> None:
     w.add_token_list(tokens)
     w.add_token_types(types)
     gguf.SpecialVocab(Path(folder), load_merges=True).add_to_gguf(w)
+
+
+def _tokenizer_json(folder: str) -> dict | None:
+    path = os.path.join(folder, "tokenizer.json")
+    if not os.path.isfile(path):
+        return None
+    try:
+        tj = loads_json(read_regular(path, MAX_CONFIG), path)
+    except ValueError as e:
+        raise GritUsageError(str(e)) from None
+    return tj if isinstance(tj, dict) else None
+
+
+def _embedding_rows(fam: Family, folder: str) -> int | None:
+    """Gemma 3: the token-embedding rows llama.cpp keeps (Gemma3Model's
+    modify_tensors: the tokenizer's vocabulary and added tokens; the rows
+    beyond are out of vocabulary); None elsewhere."""
+    if fam.arch != "GEMMA3":
+        return None
+    tj = _tokenizer_json(folder) or {}
+    vocab = (tj.get("model") or {}).get("vocab")
+    added = tj.get("added_tokens")
+    if not isinstance(vocab, dict) or not isinstance(added, list):
+        return None
+    return len(vocab) + len(added)
 
 
 def _kv_values(w) -> dict[str, GGUFValue]:
@@ -442,9 +463,11 @@ def _ggml_check(name: str, a: GritArray) -> tuple[str | None, str | None]:
     return got[0], None
 
 
-def _plan_gguf(tensors: dict[str, Any], fam: Family, h: dict, nblocks: int):
-    """(gguf name -> (tensor, hf name, transform, row order or None)) and the
-    refusals."""
+def _plan_gguf(tensors: dict[str, Any], fam: Family, h: dict, nblocks: int,
+               emb_rows: int | None = None):
+    """(gguf name -> (tensor, hf name, transform, the source rows written in
+    order or None: all, as they are)), the refusals and the ggml types;
+    ``emb_rows``: the token-embedding rows kept (:func:`_embedding_rows`)."""
     gguf = _gguf()
     tmap = gguf.get_tensor_name_map(gguf.MODEL_ARCH[fam.arch], nblocks)
     plan: dict[str, tuple[Any, str, str, np.ndarray | None]] = {}
@@ -461,6 +484,9 @@ def _plan_gguf(tensors: dict[str, Any], fam: Family, h: dict, nblocks: int):
             continue
         heads = _qk_heads(name, fam, h)
         rows = None if heads is None else qk_rows(v.shape[0], heads)
+        if name == "model.embed_tokens.weight" and emb_rows is not None and \
+                emb_rows < v.shape[0]:
+            rows = np.arange(emb_rows)
         if not isinstance(v, (GritArray, np.ndarray)):
             refused.append(f"{name}: {getattr(v, 'reason', None) or type(v).__name__} "
                            "(not a tensor grit can write)")
@@ -522,7 +548,7 @@ def to_gguf(src: str, dst: str, *, overwrite: bool = False,
         tensors.update(got)
         divisors.update(_divisors(f, got))
     nblocks = int(_need(h, "num_hidden_layers", fam))
-    plan, refused, kinds = _plan_gguf(tensors, fam, h, nblocks)
+    plan, refused, kinds = _plan_gguf(tensors, fam, h, nblocks, _embedding_rows(fam, folder))
     if refused:
         raise GritUsageError("--to gguf refused; nothing was written:\n  " + "\n  ".join(refused))
     notes = _source_notes(plan, divisors)
@@ -639,6 +665,16 @@ def _plain_entry(x: np.ndarray, y: np.ndarray, how: str, rows) -> str | None:
     return None
 
 
+def _rows_note(rows) -> str | None:
+    """The proof's word for a row order: None (as they are), the leading
+    rows kept, or llama.cpp's q/k order."""
+    if rows is None:
+        return None
+    if np.array_equal(rows, np.arange(len(rows))):
+        return f"the first {len(rows)} rows"
+    return "llama.cpp's q/k order (LlamaModel.permute)"
+
+
 def _gguf_proof(tensors: dict, plan: dict, path: str, h: dict, fam: Family) -> dict:
     """The proof of a ``--to gguf`` conversion, derived by reading the written
     file back with grit's GGUF reader."""
@@ -652,7 +688,7 @@ def _gguf_proof(tensors: dict, plan: dict, path: str, h: dict, fam: Family) -> d
             ref = v if rows is None else _permuted(v, rows)
             weights.append({"name": name, "gguf_name": gname,
                             "ggml_type": back.ggml_types.get(gname),
-                            "rows": None if rows is None else "llama q/k permute",
+                            "rows": _rows_note(rows),
                             "source": _convert._side(v), "target": _convert._side(b),
                             "verdict": _convert.quick_verdict(ref, b),
                             "exact_by_construction": True, "notes": []})
@@ -662,7 +698,7 @@ def _gguf_proof(tensors: dict, plan: dict, path: str, h: dict, fam: Family) -> d
                 raise GritError(f"{gname}: the written GGUF does not read back as the "
                                 f"source's {name}: {why}")
             plain.append({"name": name, "gguf_name": gname, "transform": how,
-                          "permuted": rows is not None})
+                          "rows": _rows_note(rows)})
     return {"schema": _convert.PROOF_SCHEMA, "to": TARGET, "arch": fam.arch.lower(),
             "weights": weights, "plain": plain}
 
@@ -933,7 +969,8 @@ def _verify_to_gguf(src: str, folder: str, doc: dict, problems: list[str]
     tensors: dict[str, Any] = {}
     for f in files:
         tensors.update(_load(f))
-    plan, refused, _ = _plan_gguf(tensors, fam, h, int(_need(h, "num_hidden_layers", fam)))
+    plan, refused, _ = _plan_gguf(tensors, fam, h, int(_need(h, "num_hidden_layers", fam)),
+                                  _embedding_rows(fam, sfolder))
     problems.extend(f"the source is no longer convertible: {r}" for r in refused)
     back = _load(os.path.join(folder, GGUF_FILE))
     claimed = {w.get("name"): w for w in doc["weights"] if isinstance(w, dict)}

@@ -560,3 +560,30 @@ def test_gguf_source_of_another_architecture_is_refused(tmp_path):
     with pytest.raises(GritUsageError) as e:
         C.convert(path, str(tmp_path / "o"), "grit")
     assert "'gpt2'" in str(e.value) and "llama" in str(e.value)
+
+
+def test_gemma3_embedding_rows_beyond_the_tokenizer_are_dropped(tmp_path):
+    """As llama.cpp's Gemma3Model does: token_embd keeps the tokenizer's
+    vocabulary and added tokens; the rows beyond are out of vocabulary."""
+    import hf_tiny
+    import torch
+    from safetensors.torch import save_file
+    model, tok = hf_tiny.build("gemma3", layers=1)
+    src = str(tmp_path / "g3")
+    model.resize_token_embeddings(len(tok) + 13)
+    model.config.save_pretrained(src)
+    tok.save_pretrained(src)
+    save_file({k: v.contiguous() for k, v in model.state_dict().items()},
+              os.path.join(src, "model.safetensors"))
+    with open(os.path.join(src, "tokenizer.json")) as f:
+        tj = json.load(f)
+    keep = len(tj["model"]["vocab"]) + len(tj["added_tokens"])
+    assert keep < len(tok) + 13
+    C.convert(src, str(tmp_path / "o"), "gguf")
+    r = gguf.GGUFReader(str(tmp_path / "o" / CG.GGUF_FILE))
+    emb = next(t for t in r.tensors if t.name == "token_embd.weight")
+    raw = _raw_safetensors(os.path.join(src, "model.safetensors"))["model.embed_tokens.weight"]
+    assert list(emb.shape)[::-1] == [keep, 128]
+    assert emb.data.tobytes() == raw[2][:keep * 128 * 2]
+    assert C.verify(src, str(tmp_path / "o")).ok
+    del torch
