@@ -318,41 +318,119 @@ def _looks_special(text: str) -> bool:
         (text.startswith("<unused") and text.endswith(">"))
 
 
-def _vocab(w, folder: str, h: dict) -> None:
-    """The tokenizer KV entries (convert_hf_to_gguf's ``_set_vocab_gpt2``),
-    read with gguf-py's vocab classes; a folder without tokenizer.json is
-    refused."""
+def _sentencepiece(folder: str, h: dict):
+    """(tokens, scores, token types) of the SentencePiece ``tokenizer.model``
+    (convert_hf_to_gguf's ``_create_vocab_sentencepiece``), padded to the
+    config's vocabulary size."""
     gguf = _gguf()
+    try:
+        from sentencepiece import SentencePieceProcessor  # noqa: PLC0415 - optional
+    except ImportError:
+        raise GritUsageError("--to gguf: tokenizer.model is a SentencePiece model; reading it "
+                             "needs the sentencepiece package (pip install sentencepiece)"
+                             ) from None
+    sp = SentencePieceProcessor()
+    sp.LoadFromFile(os.path.join(folder, "tokenizer.model"))
+    n = int(h.get("vocab_size") or sp.vocab_size())
+    t = gguf.TokenType
+    tokens = [f"[PAD{i}]".encode() for i in range(n)]
+    scores = [-10000.0] * n
+    types = [int(t.UNUSED)] * n
+    for i in range(min(sp.vocab_size(), n)):
+        tokens[i] = sp.IdToPiece(i).encode("utf-8")
+        scores[i] = sp.GetScore(i)
+        types[i] = int(t.UNKNOWN if sp.IsUnknown(i) else t.CONTROL if sp.IsControl(i) else
+                       t.UNUSED if sp.IsUnused(i) else t.BYTE if sp.IsByte(i) else t.NORMAL)
+    for fn, key in (("added_tokens.json", None), ("tokenizer_config.json",
+                                                   "added_tokens_decoder")):
+        path = os.path.join(folder, fn)
+        if not os.path.isfile(path):
+            continue
+        try:
+            doc = loads_json(read_regular(path, MAX_CONFIG), path)
+        except ValueError as e:
+            raise GritUsageError(str(e)) from None
+        doc = doc.get(key) if key and isinstance(doc, dict) else doc
+        for k, v in (doc or {}).items() if isinstance(doc, dict) else ():
+            if key is None:                       # added_tokens.json: text -> id
+                text, i, special = k, v, False
+                kind = t.USER_DEFINED
+            else:                                 # added_tokens_decoder: id -> record
+                if not isinstance(v, dict) or not str(k).isdigit():
+                    continue
+                text, i, special = v.get("content"), int(k), bool(v.get("special"))
+                kind = t.CONTROL if special or _looks_special(str(text)) else t.USER_DEFINED
+                if kind == t.USER_DEFINED and isinstance(text, str):
+                    text = text.replace("\u2581", " ")
+            if not isinstance(i, int) or not isinstance(text, str) or not 0 <= i < n:
+                continue                          # llama.cpp ignores these too
+            tokens[i], scores[i], types[i] = text.encode("utf-8"), -1000.0, int(kind)
+    return tokens, scores, types
+
+
+def _vocab(w, folder: str, h: dict, fam: Family) -> None:
+    """The tokenizer KV entries, read with gguf-py's vocab classes: a
+    SentencePiece ``tokenizer.model`` where there is one (convert_hf_to_gguf's
+    ``_set_vocab_sentencepiece``), else a byte-level BPE tokenizer.json
+    (``_set_vocab_gpt2``); without either, refused."""
+    gguf = _gguf()
+    from pathlib import Path  # noqa: PLC0415 - gguf-py's vocab classes take a Path
+    if os.path.isfile(os.path.join(folder, "tokenizer.model")):
+        tokens, scores, types = _sentencepiece(folder, h)
+        cfg = _tokenizer_config(folder)
+        if fam.arch == "LLAMA" and isinstance(cfg.get("add_prefix_space"), bool):
+            w.add_add_space_prefix(cfg["add_prefix_space"])
+        w.add_tokenizer_model("llama")
+        w.add_tokenizer_pre("default")
+        w.add_token_list(tokens)
+        w.add_token_scores(scores)
+        w.add_token_types(types)
+        gguf.SpecialVocab(Path(folder), n_vocab=len(tokens)).add_to_gguf(w)
+        if fam.arch == "GEMMA3":
+            w.add_add_space_prefix(False)
+        return
     tj = _tokenizer_json(folder)
     if tj is None:
-        raise GritUsageError("--to gguf: no tokenizer.json beside the checkpoint: llama.cpp "
-                             "needs the tokenizer in the GGUF (a SentencePiece tokenizer.model "
-                             "alone is not translated yet)")
+        raise GritUsageError("--to gguf: no tokenizer.json or tokenizer.model beside the "
+                             "checkpoint: llama.cpp needs the tokenizer in the GGUF")
+    cfg = _tokenizer_config(folder)
+    if fam.arch == "LLAMA" and isinstance(cfg.get("add_prefix_space"), bool):
+        w.add_add_space_prefix(cfg["add_prefix_space"])
     if (tj.get("model") or {}).get("type") != "BPE":
         raise GritUsageError("--to gguf: tokenizer.json is not a BPE tokenizer, the kind grit "
                              "translates for llama.cpp")
     pre = _pre_tokenizer(tj)
-    from pathlib import Path  # noqa: PLC0415 - gguf-py's vocab classes take a Path
     bpe = gguf.vocab.BpeVocab(Path(folder))
     n = int(h.get("vocab_size") or bpe.vocab_size)
-    tokens: list[str] = [f"[PAD{i}]" for i in range(n)]
-    types = [int(gguf.TokenType.UNUSED)] * n
+    texts: list[str] = [f"[PAD{i}]" for i in range(n)]
+    kinds = [int(gguf.TokenType.UNUSED)] * n
     for text, i in bpe.vocab.items():
         if i < n:
-            tokens[i], types[i] = text, int(gguf.TokenType.NORMAL)
+            texts[i], kinds[i] = text, int(gguf.TokenType.NORMAL)
     for tok in tj.get("added_tokens") or ():
         i, text = tok.get("id"), tok.get("content")
         if not isinstance(i, int) or not isinstance(text, str) or not 0 <= i < n:
             raise GritUsageError(f"--to gguf: added token {text!r} has id {i!r}, not one of "
                                  f"the vocabulary's {n}")
-        tokens[i] = text
-        types[i] = int(gguf.TokenType.CONTROL if tok.get("special") or _looks_special(text)
+        texts[i] = text
+        kinds[i] = int(gguf.TokenType.CONTROL if tok.get("special") or _looks_special(text)
                        else gguf.TokenType.USER_DEFINED)
     w.add_tokenizer_model("gpt2")
     w.add_tokenizer_pre(pre)
-    w.add_token_list(tokens)
-    w.add_token_types(types)
+    w.add_token_list(texts)
+    w.add_token_types(kinds)
     gguf.SpecialVocab(Path(folder), load_merges=True).add_to_gguf(w)
+
+
+def _tokenizer_config(folder: str) -> dict:
+    path = os.path.join(folder, "tokenizer_config.json")
+    if not os.path.isfile(path):
+        return {}
+    try:
+        doc = loads_json(read_regular(path, MAX_CONFIG), path)
+    except ValueError as e:
+        raise GritUsageError(str(e)) from None
+    return doc if isinstance(doc, dict) else {}
 
 
 def _tokenizer_json(folder: str) -> dict | None:
@@ -366,12 +444,15 @@ def _tokenizer_json(folder: str) -> dict | None:
     return tj if isinstance(tj, dict) else None
 
 
-def _embedding_rows(fam: Family, folder: str) -> int | None:
+def _embedding_rows(fam: Family, folder: str, h: dict) -> int | None:
     """Gemma 3: the token-embedding rows llama.cpp keeps (Gemma3Model's
-    modify_tensors: the tokenizer's vocabulary and added tokens; the rows
-    beyond are out of vocabulary); None elsewhere."""
+    modify_tensors: the SentencePiece vocabulary padded to the config's
+    size, or tokenizer.json's vocabulary and added tokens; the rows beyond
+    are out of vocabulary); None elsewhere."""
     if fam.arch != "GEMMA3":
         return None
+    if os.path.isfile(os.path.join(folder, "tokenizer.model")):
+        return h.get("vocab_size")
     tj = _tokenizer_json(folder) or {}
     vocab = (tj.get("model") or {}).get("vocab")
     added = tj.get("added_tokens")
@@ -548,7 +629,7 @@ def to_gguf(src: str, dst: str, *, overwrite: bool = False,
         tensors.update(got)
         divisors.update(_divisors(f, got))
     nblocks = int(_need(h, "num_hidden_layers", fam))
-    plan, refused, kinds = _plan_gguf(tensors, fam, h, nblocks, _embedding_rows(fam, folder))
+    plan, refused, kinds = _plan_gguf(tensors, fam, h, nblocks, _embedding_rows(fam, folder, h))
     if refused:
         raise GritUsageError("--to gguf refused; nothing was written:\n  " + "\n  ".join(refused))
     notes = _source_notes(plan, divisors)
@@ -556,7 +637,7 @@ def to_gguf(src: str, dst: str, *, overwrite: bool = False,
     w = gguf.GGUFWriter(path=None, arch=gguf.MODEL_ARCH_NAMES[gguf.MODEL_ARCH[fam.arch]])
     freqs = _kv(w, fam, h, _ftype(plan, kinds), str(cfg.get("_name_or_path") or
                                              os.path.basename(folder.rstrip("/"))))
-    _vocab(w, folder, h)
+    _vocab(w, folder, h, fam)
     meta = _kv_values(w)
     meta["general.architecture"] = GGUFValue(ValueType.STRING, None, w.arch)
     out: dict[str, Any] = {}
@@ -970,7 +1051,7 @@ def _verify_to_gguf(src: str, folder: str, doc: dict, problems: list[str]
     for f in files:
         tensors.update(_load(f))
     plan, refused, _ = _plan_gguf(tensors, fam, h, int(_need(h, "num_hidden_layers", fam)),
-                                  _embedding_rows(fam, sfolder))
+                                  _embedding_rows(fam, sfolder, h))
     problems.extend(f"the source is no longer convertible: {r}" for r in refused)
     back = _load(os.path.join(folder, GGUF_FILE))
     claimed = {w.get("name"): w for w in doc["weights"] if isinstance(w, dict)}

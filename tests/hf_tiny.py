@@ -137,3 +137,17 @@ def write_model(path: str, family: str, *, fmt: str | None = "nvfp4-pack-quantiz
     with open(os.path.join(path, "config.json"), "w") as f:
         json.dump(cfg, f, indent=2)
     return path
+
+
+def sentencepiece_model(path: str) -> int:
+    """A SentencePiece BPE ``tokenizer.model`` trained on the same tiny
+    corpus, written into folder ``path``; returns its vocabulary size."""
+    import io
+    import sentencepiece as spm
+    m = io.BytesIO()
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(_CORPUS), model_writer=m,
+                                   vocab_size=120, model_type="bpe", hard_vocab_limit=False,
+                                   minloglevel=2)
+    with open(os.path.join(path, "tokenizer.model"), "wb") as f:
+        f.write(m.getvalue())
+    return spm.SentencePieceProcessor(model_proto=m.getvalue()).vocab_size()

@@ -8,9 +8,10 @@ tree, with that tree's gguf-py) on a tiny test model:
 Two things of the tiny test models are not what the converter expects of a
 real model, and are set here: the tokenizer's pre-tokenizer name ``PRE``
 (the converter finds it by hashing a tokenised text, and the test's small
-vocabulary matches no hash it knows), and SentencePiece is skipped (the
-models have no tokenizer.model; without the sentencepiece package the
-converter would fail on importing it instead of falling back to BPE).
+vocabulary matches no hash it knows), and, where the models have no
+tokenizer.model, SentencePiece is skipped (without the sentencepiece package the
+converter would fail on importing it instead of falling back to BPE, so
+without the package SentencePiece is skipped).
 Nothing that writes a tensor is touched.
 """
 import sys
@@ -24,7 +25,10 @@ def _no_sentencepiece(self, *args, **kwargs):
     raise FileNotFoundError("tokenizer.model")
 
 
-base.TextModel._set_vocab_sentencepiece = _no_sentencepiece
+try:
+    import sentencepiece  # noqa: F401
+except ImportError:
+    base.TextModel._set_vocab_sentencepiece = _no_sentencepiece
 for i in range(0, len(jobs), 3):
     model, out, pre = jobs[i:i + 3]
     base.TextModel.get_vocab_base_pre = lambda self, tokenizer, pre=pre: pre

@@ -587,3 +587,39 @@ def test_gemma3_embedding_rows_beyond_the_tokenizer_are_dropped(tmp_path):
     assert emb.data.tobytes() == raw[2][:keep * 128 * 2]
     assert C.verify(src, str(tmp_path / "o")).ok
     del torch
+
+
+@pytest.mark.parametrize("fam", ("gemma3", "mistral"))
+def test_sentencepiece_tokenizer(models, fam, tmp_path):
+    """A tokenizer.model beside the checkpoint is read with sentencepiece
+    (llama.cpp's converter prefers it to tokenizer.json): its pieces, scores
+    and types, padded to the config's vocabulary; and where GRIT_LLAMA_CPP
+    names llama.cpp, its converter writes the same tokenizer entries."""
+    spm = pytest.importorskip("sentencepiece", reason="sentencepiece is not installed")
+    import hf_tiny
+    src = str(tmp_path / "sp")
+    shutil.copytree(models(fam), src)
+    n = hf_tiny.sentencepiece_model(src)
+    C.convert(src, str(tmp_path / "o"), "gguf")
+    ours = str(tmp_path / "o" / CG.GGUF_FILE)
+    kv = {k: f.contents() for k, f in gguf.GGUFReader(ours).fields.items()}
+    sp = spm.SentencePieceProcessor(model_file=os.path.join(src, "tokenizer.model"))
+    assert kv["tokenizer.ggml.model"] == "llama"
+    toks = kv["tokenizer.ggml.tokens"]
+    assert len(toks) == 300 and toks[n:] == [f"[PAD{i}]" for i in range(n, 300)]
+    assert toks[3:n] == [sp.IdToPiece(i) for i in range(3, n)]
+    assert kv["tokenizer.ggml.scores"][5] == pytest.approx(sp.GetScore(5))
+    if fam == "gemma3":
+        assert kv["tokenizer.ggml.add_space_prefix"] is False
+    d = os.environ.get("GRIT_LLAMA_CPP", "")
+    if not d or not os.path.isfile(os.path.join(d, "convert_hf_to_gguf.py")):
+        return
+    ref = str(tmp_path / "ref.gguf")
+    p = subprocess.run([sys.executable, os.path.join(HERE, "llama_cpp_convert.py"), d, src, ref,
+                        "llama-bpe"], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    _same_tensors(ref, ours)
+    a = gguf.GGUFReader(ref)
+    for k, f in a.fields.items():
+        if k.startswith("tokenizer."):
+            assert f.contents() == kv[k], k
