@@ -13,8 +13,9 @@ each with its block scales).  A plain tensor keeps its dtype (BF16, F16,
 F32); a 1-D one and a norm are widened to F32 (exact), as llama.cpp needs
 them; Gemma 3's RMS norms are stored as 1 + w (llama.cpp's convention, one
 binary32 addition).  The architecture's KV entries come from config.json
-through gguf-py's GGUFWriter helpers, the tokenizer from tokenizer.json
-through gguf-py's vocab classes.  What llama.cpp cannot load — an
+through gguf-py's GGUFWriter helpers, the tokenizer from tokenizer.model
+(SentencePiece) or tokenizer.json (byte-level BPE) as llama.cpp's converter
+reads them, through gguf-py's vocab classes.  What llama.cpp cannot load — an
 architecture, a rope scaling, a tokenizer grit does not translate, a weight no
 ggml type holds — refuses the conversion, naming what is missing, before
 anything is written.
@@ -53,8 +54,8 @@ from .io import save as _save
 from .io.dtypes import ST_DTYPES
 from .io.gguf import KV_CONVERT, GGUFValue
 from .io.gguf_file import ValueType, read_gguf
+from .io.gguf_writer import gguf_py as _gguf
 from .io.gguf_writer import native_type, save_gguf
-from .io.recognise import MAX_CONFIG
 
 __all__ = ["FAMILIES", "Family", "to_gguf", "from_gguf", "verify", "GGUF_FILE",
            "is_gguf_source", "qk_rows"]
@@ -63,15 +64,6 @@ __all__ = ["FAMILIES", "Family", "to_gguf", "from_gguf", "verify", "GGUF_FILE",
 GGUF_FILE = "model.gguf"
 #: the ``--to`` name of GGUF
 TARGET = "gguf"
-
-
-def _gguf():
-    try:
-        import gguf  # noqa: PLC0415 - gguf-py is heavy to import; only GGUF conversion needs it
-    except ImportError:  # pragma: no cover - exercised only without the package
-        raise GritUsageError("converting to or from GGUF needs the gguf package (gguf-py): "
-                             "pip install gguf") from None
-    return gguf
 
 
 # ---------------------------------------------------------------------------
@@ -127,6 +119,9 @@ def _family(cfg: dict) -> Family:
     return fam
 
 
+#: the most transformer blocks a model may name (gguf-py's tensor-name map
+#: holds every block's names)
+MAX_BLOCKS = 1 << 14
 #: the config.json entries read as counts, and as reals
 _INT_KEYS = ("num_hidden_layers", "max_position_embeddings", "hidden_size", "intermediate_size",
              "num_attention_heads", "num_key_value_heads", "head_dim", "vocab_size",
@@ -144,9 +139,11 @@ def _hparams(cfg: dict, fam: Family) -> dict:
     h.update({k: v for k, v in cfg.items() if k != "text_config"})
     for k in _INT_KEYS:
         v = h.get(k)
+        top = MAX_BLOCKS if k == "num_hidden_layers" else 2**31 - 1
         if v is not None and (isinstance(v, bool) or not isinstance(v, int) or
-                              not 0 < v < 2**31):
-            raise GritUsageError(f"--to gguf: config.json's {k} is {v!r}, not a count")
+                              not 0 < v <= top):
+            raise GritUsageError(f"--to gguf: config.json's {k} is {v!r}, not a count "
+                                 f"in 1..{top}")
     for k in _REAL_KEYS:
         v = h.get(k)
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or
@@ -343,13 +340,7 @@ def _sentencepiece(folder: str, h: dict):
                        t.UNUSED if sp.IsUnused(i) else t.BYTE if sp.IsByte(i) else t.NORMAL)
     for fn, key in (("added_tokens.json", None), ("tokenizer_config.json",
                                                    "added_tokens_decoder")):
-        path = os.path.join(folder, fn)
-        if not os.path.isfile(path):
-            continue
-        try:
-            doc = loads_json(read_regular(path, MAX_CONFIG), path)
-        except ValueError as e:
-            raise GritUsageError(str(e)) from None
+        doc: Any = _convert._json(os.path.join(folder, fn))
         doc = doc.get(key) if key and isinstance(doc, dict) else doc
         for k, v in (doc or {}).items() if isinstance(doc, dict) else ():
             if key is None:                       # added_tokens.json: text -> id
@@ -423,25 +414,11 @@ def _vocab(w, folder: str, h: dict, fam: Family) -> None:
 
 
 def _tokenizer_config(folder: str) -> dict:
-    path = os.path.join(folder, "tokenizer_config.json")
-    if not os.path.isfile(path):
-        return {}
-    try:
-        doc = loads_json(read_regular(path, MAX_CONFIG), path)
-    except ValueError as e:
-        raise GritUsageError(str(e)) from None
-    return doc if isinstance(doc, dict) else {}
+    return _convert._json(os.path.join(folder, "tokenizer_config.json")) or {}
 
 
 def _tokenizer_json(folder: str) -> dict | None:
-    path = os.path.join(folder, "tokenizer.json")
-    if not os.path.isfile(path):
-        return None
-    try:
-        tj = loads_json(read_regular(path, MAX_CONFIG), path)
-    except ValueError as e:
-        raise GritUsageError(str(e)) from None
-    return tj if isinstance(tj, dict) else None
+    return _convert._json(os.path.join(folder, "tokenizer.json"))
 
 
 def _embedding_rows(fam: Family, folder: str, h: dict) -> int | None:
@@ -617,6 +594,7 @@ def to_gguf(src: str, dst: str, *, overwrite: bool = False,
     if _convert.is_remote(folder):
         raise GritUsageError("--to gguf reads a local checkpoint (its config.json and "
                              "tokenizer.json are needed beside it)")
+    dst = _dst_free(dst, overwrite, [folder, *files])
     cfg = _convert._json(os.path.join(folder, "config.json"))
     if cfg is None:
         raise GritUsageError(f"{folder}: no config.json: --to gguf needs the architecture")
@@ -648,13 +626,7 @@ def to_gguf(src: str, dst: str, *, overwrite: bool = False,
             out[gname] = v if rows is None else _permuted(v, rows)
         else:
             out[gname] = _plain_out(v, how, rows)
-    dst = os.path.abspath(dst)
-    if os.path.exists(dst) and not overwrite:
-        raise GritUsageError(f"{dst} exists (overwrite it with --force)")
-    parent = os.path.dirname(dst) or "."
-    os.makedirs(parent, exist_ok=True)
-    work = tempfile.mkdtemp(prefix=".grit-convert-", dir=parent)
-    try:
+    def fill(work: str) -> dict:
         if progress is not None:
             progress(GGUF_FILE)
         save_gguf(os.path.join(work, GGUF_FILE), out, meta, relayout=True, notes=notes)
@@ -662,13 +634,38 @@ def to_gguf(src: str, dst: str, *, overwrite: bool = False,
         for k in ("quantization_config", "compression_config"):
             cfg.pop(k, None)
         _write_proof(work, proof, cfg)
+        return proof
+    dst, proof = _staged(dst, fill)
+    return _convert.ConvertReport(dst, proof, _counts(proof))
+
+
+def _dst_free(dst: str, overwrite: bool, inputs: list[str]) -> str:
+    """``dst`` as an absolute path, refused when it exists (without
+    ``overwrite``) or would replace an input."""
+    dst = os.path.abspath(dst)
+    if os.path.exists(dst) and not overwrite:
+        raise GritUsageError(f"{dst} exists (overwrite it with --force)")
+    if any(os.path.abspath(p) == dst or os.path.dirname(os.path.abspath(p)) == dst
+           for p in inputs):
+        raise GritUsageError("the output would replace the input: choose another folder")
+    return dst
+
+
+def _staged(dst: str, fill: Callable[[str], dict]) -> tuple[str, dict]:
+    """``fill(work)`` writes the output into a temporary folder beside
+    ``dst``, which then replaces ``dst``; nothing is left on failure."""
+    parent = os.path.dirname(dst) or "."
+    os.makedirs(parent, exist_ok=True)
+    work = tempfile.mkdtemp(prefix=".grit-convert-", dir=parent)
+    try:
+        got = fill(work)
         if os.path.exists(dst):
             shutil.rmtree(dst)
         os.replace(work, dst)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
-    return _convert.ConvertReport(dst, proof, _counts(proof))
+    return dst, got
 
 
 #: the name of a compressed-tensors NVFP4 weight's per-tensor divisor
@@ -802,10 +799,11 @@ def _family_of_arch(arch: str) -> Family:
                          ", ".join(sorted({f.arch.lower() for f in FAMILIES.values()})) + ")")
 
 
-def _kv_int(meta, key: str) -> int:
+def _kv_int(meta, key: str, top: int = 2**31 - 1) -> int:
     v = meta.get(key)
-    if v is None or not isinstance(v.value, int):
-        raise GritUsageError(f"the GGUF has no integer {key}")
+    if v is None or isinstance(v.value, bool) or not isinstance(v.value, int) or \
+            not 0 < v.value <= top:
+        raise GritUsageError(f"the GGUF has no {key} in 1..{top}")
     return int(v.value)
 
 
@@ -832,11 +830,11 @@ def _from_gguf_tensors(src: str) -> tuple[dict[str, Any], dict, Family, dict[str
         raise GritUsageError(f"{src}: no general.architecture")
     arch = archv.value
     fam = _family_of_arch(arch)
-    nb = _kv_int(meta, f"{arch}.block_count")
+    nb = _kv_int(meta, f"{arch}.block_count", MAX_BLOCKS)
     heads = _kv_int(meta, f"{arch}.attention.head_count")
-    kvh = meta.get(f"{arch}.attention.head_count_kv")
-    h = {"num_attention_heads": heads,
-         "num_key_value_heads": int(kvh.value) if kvh is not None else heads}
+    kvh = (_kv_int(meta, f"{arch}.attention.head_count_kv")
+           if f"{arch}.attention.head_count_kv" in meta else heads)
+    h = {"num_attention_heads": heads, "num_key_value_heads": kvh}
     names = _hf_names(fam, nb)
     fields = read_gguf(src)
     notes = {k[len(KV_CONVERT):]: fields.value(k) for k in fields.fields
@@ -934,17 +932,13 @@ def from_gguf(src: str, dst: str, to: str, *, overwrite: bool = False,
     the GGUF's KV entries, ``grit-proof.json``)."""
     if to not in _convert.TARGETS:
         raise GritUsageError(f"--to must be one of {', '.join(_convert.TARGETS)}, got {to!r}")
+    dst = _dst_free(dst, overwrite, [src])
     tensors, cfg, fam, divs = _from_gguf_tensors(src)
     conv = _convert.TARGETS[to]
     em = conventions.emit(conv, tensors)
     _with_divisors(em.tensors, tensors, divs)
-    dst = os.path.abspath(dst)
-    if os.path.exists(dst) and not overwrite:
-        raise GritUsageError(f"{dst} exists (overwrite it with --force)")
-    parent = os.path.dirname(dst) or "."
-    os.makedirs(parent, exist_ok=True)
-    work = tempfile.mkdtemp(prefix=".grit-convert-", dir=parent)
-    try:
+
+    def fill(work: str) -> dict:
         if progress is not None:
             progress("model.safetensors")
         out = os.path.join(work, "model.safetensors")
@@ -959,12 +953,12 @@ def from_gguf(src: str, dst: str, to: str, *, overwrite: bool = False,
                             "source": _convert._side(a), "target": _convert._side(b),
                             "verdict": _convert.quick_verdict(a, b),
                             "exact_by_construction": e.exact, "notes": list(e.notes)})
-        plain = {n: tuple(np.shape(v)) for n, v in tensors.items() if not isinstance(v, GritArray)}
+        plain = {n: tuple(np.shape(v)) for n, v in tensors.items()
+                 if not isinstance(v, GritArray)}
         emit_config = conventions.by_name(conv).emit_config
         if emit_config is None:
             raise GritUsageError(f"convention {conv!r} does not write tensors")
-        configs = emit_config(dict(em.weights), plain)
-        for fn, doc in configs.items():
+        for fn, doc in emit_config(dict(em.weights), plain).items():
             if fn == "config.json":
                 cfg.update(doc)
             else:
@@ -973,12 +967,8 @@ def from_gguf(src: str, dst: str, to: str, *, overwrite: bool = False,
         proof = {"schema": _convert.PROOF_SCHEMA, "to": conv, "from": "gguf",
                  "arch": fam.arch.lower(), "weights": weights, "plain": sorted(plain)}
         _write_proof(work, proof, cfg)
-        if os.path.exists(dst):
-            shutil.rmtree(dst)
-        os.replace(work, dst)
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
+        return proof
+    dst, proof = _staged(dst, fill)
     return _convert.ConvertReport(dst, proof, _counts(proof))
 
 

@@ -29,10 +29,12 @@ from .gguf import (KV_CONVERT, KV_DESC, KV_GRADE, KV_LAYOUT, KV_SCHEMA,
 from .dtypes import ST_DTYPES
 from .gguf_file import ValueType, ggml_types
 
-__all__ = ["save_gguf", "native_type"]
+__all__ = ["save_gguf", "native_type", "gguf_py"]
 
 
-def _gguf():
+def gguf_py():
+    """The gguf package (gguf-py), imported on first use, or a
+    GritUsageError saying how to install it."""
     try:
         import gguf  # noqa: PLC0415 - gguf-py is heavy to import; only writing GGUF needs it
     except ImportError:  # pragma: no cover - exercised only without the package
@@ -263,7 +265,7 @@ def save_gguf(path, tensors, metadata=None, *, arch: str | None = None,
       records grit convert keeps of its source, written as STRING entries.
 
     The file appears atomically."""
-    gguf = _gguf()
+    gguf = gguf_py()
     path = os.fspath(path)
     if metadata is None:
         metadata = getattr(tensors, "metadata", None)
