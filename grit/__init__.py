@@ -30,6 +30,8 @@ from .io import load, save, save_gguf
 from .clib import get_cmake_dir, get_include, get_library, get_pkgconfig_dir
 # the tools: grit.explain.diff / render, and grit.scan (the package, callable as its scan)
 from . import explain, scan
+# grit.convert's converters of other containers register themselves (GGUF)
+from . import convert_gguf as _convert_gguf  # noqa: F401
 
 __version__ = "0.1.0"
 

@@ -553,13 +553,14 @@ def _ggml_check(name: str, a: GritArray) -> tuple[str | None, str | None]:
 def _plan_gguf(tensors: dict[str, Any], fam: Family, h: dict, nblocks: int,
                emb_rows: int | None = None):
     """(gguf name -> (tensor, hf name, transform, the source rows written in
-    order or None: all, as they are)), the refusals and the ggml types;
+    order or None: all, as they are)), the refusals and the ggml type of
+    each quantised tensor by gguf name;
     ``emb_rows``: the token-embedding rows kept (:func:`_embedding_rows`)."""
     gguf = _gguf()
     tmap = gguf.get_tensor_name_map(gguf.MODEL_ARCH[fam.arch], nblocks)
     plan: dict[str, tuple[Any, str, str, np.ndarray | None]] = {}
     refused: list[str] = []
-    kinds: set[str] = set()
+    kinds: dict[str, str] = {}
     for name, v in tensors.items():
         if name.endswith(".rotary_emb.inv_freq") or \
                 name.endswith((".k_scale", ".v_scale", ".input_scale", ".input_global_scale")):
@@ -583,7 +584,7 @@ def _plan_gguf(tensors: dict[str, Any], fam: Family, h: dict, nblocks: int,
             if why is not None:
                 refused.append(why)
                 continue
-            kinds.add(str(kind))
+            kinds[gname] = str(kind)
             plan[gname] = (v, name, "ggml", rows)
         else:
             x = np.asarray(v)
@@ -596,10 +597,11 @@ def _plan_gguf(tensors: dict[str, Any], fam: Family, h: dict, nblocks: int,
     return plan, refused, kinds
 
 
-def _ftype(plan, kinds: set[str]) -> int:
+def _ftype(plan, types: dict[str, str]) -> int:
     """general.file_type: the ggml type of the quantised weights, else the
     dtype of the plain 2-D ones (convert_hf_to_gguf's ftype)."""
     gguf = _gguf()
+    kinds = set(types.values())
     if "NVFP4" in kinds:
         return int(gguf.LlamaFileType.MOSTLY_NVFP4)
     if "MXFP4" in kinds:
@@ -612,6 +614,19 @@ def _ftype(plan, kinds: set[str]) -> int:
     if np.dtype(np.float16) in dts:
         return int(gguf.LlamaFileType.MOSTLY_F16)
     return int(gguf.LlamaFileType.ALL_F32)
+
+
+def _source(files: list[str]) -> tuple[dict[str, Any], dict]:
+    """The checkpoint's tensors (GRIT arrays and plain) and the per-tensor
+    scalars of :func:`_scalars`."""
+    tensors: dict[str, Any] = {}
+    scalars: dict[str, dict[str, np.ndarray]] = {}
+    for f in files:
+        got = _load(f)
+        tensors.update(got)
+        for k, v in _scalars(f, got).items():
+            scalars.setdefault(k, {}).update(v)
+    return tensors, scalars
 
 
 def to_gguf(src: str, dst: str, *, overwrite: bool = False,
@@ -629,20 +644,16 @@ def to_gguf(src: str, dst: str, *, overwrite: bool = False,
         raise GritUsageError(f"{folder}: no config.json: --to gguf needs the architecture")
     fam = _family(cfg)
     h = _hparams(cfg, fam)
-    tensors: dict[str, Any] = {}
-    divisors: dict[str, np.ndarray] = {}
-    for f in files:
-        got = _load(f)
-        tensors.update(got)
-        divisors.update(_divisors(f, got))
+    tensors, scalars = _source(files)
     nblocks = int(_need(h, "num_hidden_layers", fam))
-    plan, refused, kinds = _plan_gguf(tensors, fam, h, nblocks, _embedding_rows(fam, folder, h))
+    plan, refused, types = _plan_gguf(tensors, fam, h, nblocks, _embedding_rows(fam, folder, h))
     if refused:
         raise GritUsageError("--to gguf refused; nothing was written:\n  " + "\n  ".join(refused))
-    notes = _source_notes(plan, divisors)
+    notes = _source_notes(plan, scalars)
+    inputs = _input_scales(plan, types, scalars)
     gguf = _gguf()
     w = gguf.GGUFWriter(path=None, arch=gguf.MODEL_ARCH_NAMES[gguf.MODEL_ARCH[fam.arch]])
-    freqs = _kv(w, fam, h, _ftype(plan, kinds), str(cfg.get("_name_or_path") or
+    freqs = _kv(w, fam, h, _ftype(plan, types), str(cfg.get("_name_or_path") or
                                              os.path.basename(folder.rstrip("/"))))
     _vocab(w, folder, h, fam)
     meta = _kv_values(w)
@@ -655,11 +666,14 @@ def to_gguf(src: str, dst: str, *, overwrite: bool = False,
             out[gname] = v if rows is None else _permuted(v, rows)
         else:
             out[gname] = _plain_out(v, how, rows)
+        if gname.removesuffix(".weight") + ".input_scale" in inputs:
+            k = gname.removesuffix(".weight") + ".input_scale"
+            out[k] = inputs[k][0]
     def fill(work: str) -> dict:
         if progress is not None:
             progress(GGUF_FILE)
         save_gguf(os.path.join(work, GGUF_FILE), out, meta, relayout=True, notes=notes)
-        proof = _gguf_proof(tensors, plan, os.path.join(work, GGUF_FILE), h, fam)
+        proof = _gguf_proof(tensors, plan, inputs, os.path.join(work, GGUF_FILE), fam)
         for k in ("quantization_config", "compression_config"):
             cfg.pop(k, None)
         _write_proof(work, proof, cfg)
@@ -701,26 +715,64 @@ def _staged(dst: str, fill: Callable[[str], dict]) -> tuple[str, dict]:
 _DIVISOR_LEAF = ".weight_global_scale"
 
 
-def _divisors(path: str, got) -> dict[str, np.ndarray]:
-    """weight name -> the F32 per-tensor divisor its source file stores
-    (compressed-tensors' ``weight_global_scale``, whose reciprocal is the
-    array's level-1 scale), read from the file as it is."""
-    out: dict[str, np.ndarray] = {}
+#: the leaves of a module's per-tensor scalars a convention's recogniser takes
+#: with its weight, which the GGUF needs as they are stored
+_SCALAR_LEAVES = (_DIVISOR_LEAF, ".input_global_scale", ".input_scale")
+
+
+def _scalars(path: str, got) -> dict[str, dict[str, np.ndarray]]:
+    """weight name -> {leaf: the F32 values the source file stores}: the
+    per-tensor scalars of :data:`_SCALAR_LEAVES` the convention's recogniser
+    took with the weight (compressed-tensors' ``weight_global_scale``, whose
+    reciprocal is the array's level-1 scale, and the activation scales), and
+    the plain ``input_scale`` beside a weight, read from the file as they
+    are."""
+    out: dict[str, dict[str, np.ndarray]] = {}
     recs = getattr(got, "recognised", None) or {}
-    want = {r.name: tn for r in recs.values() if r.kind == "inferred"
-            for tn in r.tensors if tn.endswith(_DIVISOR_LEAF)}
+    want = [(r.name, tn) for r in recs.values() if r.kind == "inferred"
+            for tn in r.tensors if tn.endswith(_SCALAR_LEAVES)]
+    want += [(n.removesuffix(".input_scale") + ".weight", n) for n, v in got.items()
+             if n.endswith(".input_scale") and isinstance(v, np.ndarray)]
     if not want:
         return out
-    from safetensors import safe_open  # noqa: PLC0415 - only a divisor needs the raw value
+    from safetensors import safe_open  # noqa: PLC0415 - only these scalars need raw values
     with safe_open(path, "np") as f:
-        for name, tn in want.items():
+        for name, tn in want:
             x = f.get_tensor(tn)
-            if x.dtype == np.float32 and x.size == 1:
-                out[name] = x.reshape(-1)
+            if x.dtype == np.float32 and 0 < x.size <= 1 << 16:
+                leaf = next(lf for lf in _SCALAR_LEAVES if tn.endswith(lf))
+                out.setdefault(name, {})[leaf] = x.reshape(-1)
     return out
 
 
-def _source_notes(plan: dict, divisors: dict[str, np.ndarray]) -> dict[str, str]:
+def _input_scales(plan: dict, types: dict[str, str], scalars: dict
+                  ) -> dict[str, tuple[np.ndarray, str, str]]:
+    """gguf name -> (values, source leaf, transform) of each NVFP4 weight's
+    activation scale as llama.cpp's converter writes it: ``<base>.input_scale``,
+    ModelOpt's ``input_scale`` as it is, compressed-tensors'
+    ``input_global_scale`` g as f32(1/g); left out when it is one value
+    within 1e-6 of 1 (``_write_scale_tensor``)."""
+    out: dict[str, tuple[np.ndarray, str, str]] = {}
+    for gname, (_, name, how, _) in plan.items():
+        got = scalars.get(name) or {}
+        if how != "ggml" or types.get(gname) != "NVFP4":
+            continue
+        if ".input_scale" in got:
+            v, leaf, t = got[".input_scale"], ".input_scale", "f32"
+        elif ".input_global_scale" in got:
+            with np.errstate(all="ignore"):
+                v = (np.float32(1) / got[".input_global_scale"]).astype(np.float32)
+            leaf, t = ".input_global_scale", "1/x"
+        else:
+            continue
+        if v.size <= 1 and abs(float(v.sum()) - 1.0) < 1e-6:
+            continue
+        out[gname.removesuffix(".weight") + ".input_scale"] = (
+            v, name.removesuffix(".weight") + leaf, t)
+    return out
+
+
+def _source_notes(plan: dict, scalars: dict[str, dict[str, np.ndarray]]) -> dict[str, str]:
     """The ``grit.convert.`` records of the source the way back needs: the
     dtype of each plain tensor written as F32, the divisor bits of each
     compressed-tensors NVFP4 weight."""
@@ -728,8 +780,9 @@ def _source_notes(plan: dict, divisors: dict[str, np.ndarray]) -> dict[str, str]
     for gname, (v, name, how, _) in plan.items():
         if how in ("f32", "f32+1") and v.dtype != np.float32:
             notes[f"{KV_CONVERT}dtype.{gname}"] = _st_dtype(v.dtype)
-        if how == "ggml" and name in divisors:
-            notes[f"{KV_CONVERT}divisor.{gname}"] = f"{int(divisors[name].view('<u4')[0]):08x}"
+        div = (scalars.get(name) or {}).get(_DIVISOR_LEAF)
+        if how == "ggml" and div is not None and div.size == 1:
+            notes[f"{KV_CONVERT}divisor.{gname}"] = f"{int(div.view('<u4')[0]):08x}"
     return notes
 
 
@@ -782,7 +835,7 @@ def _rows_note(rows) -> str | None:
     return "llama.cpp's q/k order (LlamaModel.permute)"
 
 
-def _gguf_proof(tensors: dict, plan: dict, path: str, h: dict, fam: Family) -> dict:
+def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family) -> dict:
     """The proof of a ``--to gguf`` conversion, derived by reading the written
     file back with grit's GGUF reader."""
     back = _load(path)
@@ -806,6 +859,11 @@ def _gguf_proof(tensors: dict, plan: dict, path: str, h: dict, fam: Family) -> d
                                 f"source's {name}: {why}")
             plain.append({"name": name, "gguf_name": gname, "transform": how,
                           "rows": _rows_note(rows)})
+    for gname, (v, leaf, how) in sorted(inputs.items()):
+        why = _plain_entry(v, np.asarray(back.get(gname)), "f32", None)
+        if why is not None:
+            raise GritError(f"{gname}: the written GGUF does not read back as {leaf}: {why}")
+        plain.append({"name": leaf, "gguf_name": gname, "transform": how, "rows": None})
     return {"schema": _convert.PROOF_SCHEMA, "to": TARGET, "arch": fam.arch.lower(),
             "weights": weights, "plain": plain}
 
@@ -1066,11 +1124,9 @@ def _verify_to_gguf(src: str, folder: str, doc: dict, problems: list[str]
     cfg = _convert._json(os.path.join(sfolder, "config.json")) or {}
     fam = _family(cfg)
     h = _hparams(cfg, fam)
-    tensors: dict[str, Any] = {}
-    for f in files:
-        tensors.update(_load(f))
-    plan, refused, _ = _plan_gguf(tensors, fam, h, int(_need(h, "num_hidden_layers", fam)),
-                                  _embedding_rows(fam, sfolder, h))
+    tensors, scalars = _source(files)
+    plan, refused, types = _plan_gguf(tensors, fam, h, int(_need(h, "num_hidden_layers", fam)),
+                                      _embedding_rows(fam, sfolder, h))
     problems.extend(f"the source is no longer convertible: {r}" for r in refused)
     back = _load(os.path.join(folder, GGUF_FILE))
     claimed = {w.get("name"): w for w in doc["weights"] if isinstance(w, dict)}
@@ -1092,6 +1148,12 @@ def _verify_to_gguf(src: str, folder: str, doc: dict, problems: list[str]
             why = _plain_entry(v, b, how, rows)
             if why is not None:
                 problems.append(f"{gname} ({name}): {why}")
+    for gname, (v, leaf, _) in _input_scales(plan, types, scalars).items():
+        b = back.get(gname)
+        why = (_plain_entry(v, b, "f32", None) if isinstance(b, np.ndarray)
+               else "the GGUF holds no plain tensor under this name")
+        if why is not None:
+            problems.append(f"{gname} ({leaf}): {why}")
     return _convert.VerifyReport(problems, checked)
 
 

@@ -85,10 +85,14 @@ def build(family: str, *, seed: int = 0, layers: int = 2):
     return model, tok
 
 
-def quantise(model, args: dict, fmt: str) -> None:
+def quantise(model, args: dict, fmt: str, *, activations: dict | None = None) -> None:
     """Quantise every Linear but the LM head with compressed-tensors (qparams
-    by min/max per group, as ct_official.py), compressing in place."""
-    scheme = QuantizationScheme(targets=["Linear"], weights=QuantizationArgs(**args), format=fmt)
+    by min/max per group, as ct_official.py), compressing in place;
+    ``activations``: the input activations' args too (their global scale set
+    as a calibration would, from a made-up range per module)."""
+    scheme = QuantizationScheme(targets=["Linear"], weights=QuantizationArgs(**args), format=fmt,
+                                input_activations=None if activations is None
+                                else QuantizationArgs(**activations))
     apply_quantization_config(model, QuantizationConfig(config_groups={"group_0": scheme},
                                                         format=fmt, ignore=["lm_head"]))
     with torch.no_grad():
@@ -108,6 +112,10 @@ def quantise(model, args: dict, fmt: str) -> None:
             if st == "tensor_group":
                 gscale = generate_gparam(w.amin(), w.amax())
                 mod.weight_global_scale.data.copy_(gscale.reshape(mod.weight_global_scale.shape))
+            if hasattr(mod, "input_global_scale"):
+                amax = torch.tensor(3.0 + mod.weight.shape[0] / 100.0)
+                mod.input_global_scale.data.copy_(
+                    generate_gparam(-amax, amax).reshape(mod.input_global_scale.shape))
             scale, zp = calculate_qparams(mn, mx, qa, global_scale=gscale)
             mod.weight_scale.data = scale.to(mod.weight_scale.dtype).reshape(
                 mod.weight_scale.shape)
@@ -117,16 +125,18 @@ def quantise(model, args: dict, fmt: str) -> None:
 
 
 def write_model(path: str, family: str, *, fmt: str | None = "nvfp4-pack-quantized",
-                seed: int = 0) -> str:
+                seed: int = 0, w4a4: bool = False) -> str:
     """The folder ``path`` holding a tiny ``family`` model, quantised in
-    compressed-tensors format ``fmt`` (None: the bfloat16 model as it is).
+    compressed-tensors format ``fmt`` (None: the bfloat16 model as it is;
+    ``w4a4``: NVFP4 activations too, with their global scales).
     Returns ``path``."""
     model, tok = build(family, seed=seed)
     os.makedirs(path, exist_ok=True)
     model.config.save_pretrained(path)
     tok.save_pretrained(path)
     if fmt is not None:
-        quantise(model, NVFP4 if fmt.startswith("nvfp4") else MXFP4, fmt)
+        quantise(model, NVFP4 if fmt.startswith("nvfp4") else MXFP4, fmt,
+                 activations=dict(NVFP4, dynamic="local") if w4a4 else None)
     sd = {k: v.contiguous() for k, v in model.state_dict().items()}
     save_file(sd, os.path.join(path, "model.safetensors"), metadata={"format": "pt"})
     if fmt is not None:

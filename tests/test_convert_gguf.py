@@ -192,7 +192,8 @@ def sources(tmp_path_factory):
     nv = hf_tiny.write_model(str(root / "ct-nvfp4"), "llama", seed=7)
     mx = hf_tiny.write_model(str(root / "ct-mxfp4"), "llama", fmt="mxfp4-pack-quantized",
                              seed=8)
-    out = {"ct-nvfp4": nv, "ct-mxfp4": mx}
+    w4a4 = hf_tiny.write_model(str(root / "ct-w4a4"), "llama", seed=9, w4a4=True)
+    out = {"ct-nvfp4": nv, "ct-mxfp4": mx, "ct-w4a4": w4a4}
     for name, src, to in (("modelopt-nvfp4", nv, "modelopt"), ("grit-nvfp4", nv, "grit"),
                           ("grit-mxfp4", mx, "grit")):
         C.convert(src, str(root / name), to)
@@ -454,6 +455,7 @@ def llama_cpp_refs(converted, sources, tmp_path_factory):
     root = tmp_path_factory.mktemp("llama-cpp")
     jobs = {fam: (converted(fam)[0], EXPECT[fam][2]) for fam in FAMILIES}
     jobs["modelopt-nvfp4"] = (sources["modelopt-nvfp4"], "llama-bpe")
+    jobs["ct-w4a4"] = (sources["ct-w4a4"], "llama-bpe")
     args = [x for name, (src, pre) in jobs.items() for x in (src, str(root / f"{name}.gguf"), pre)]
     p = subprocess.run([sys.executable, os.path.join(HERE, "llama_cpp_convert.py"), d, *args],
                        capture_output=True, text=True, timeout=900)
@@ -482,10 +484,28 @@ def test_byte_identical_to_llama_cpp_converter(converted, llama_cpp_refs, fam):
             assert k in b.fields and b.fields[k].contents() == f.contents(), k
 
 
-def test_modelopt_source_byte_identical_to_llama_cpp_converter(sources, llama_cpp_refs,
-                                                               tmp_path):
-    C.convert(sources["modelopt-nvfp4"], str(tmp_path / "g"), "gguf")
-    _same_tensors(llama_cpp_refs["modelopt-nvfp4"], str(tmp_path / "g" / CG.GGUF_FILE))
+@pytest.mark.parametrize("conv", ("modelopt-nvfp4", "ct-w4a4"))
+def test_other_sources_byte_identical_to_llama_cpp_converter(sources, llama_cpp_refs, conv,
+                                                             tmp_path):
+    C.convert(sources[conv], str(tmp_path / "g"), "gguf")
+    _same_tensors(llama_cpp_refs[conv], str(tmp_path / "g" / CG.GGUF_FILE))
+
+
+def test_activation_scales_written_as_llama_cpp_names_them(sources, tmp_path):
+    """compressed-tensors' input_global_scale g of an NVFP4 (W4A4) module is
+    llama.cpp's ``<base>.input_scale``, f32(1/g)."""
+    src = sources["ct-w4a4"]
+    assert C.convert(src, str(tmp_path / "g"), "gguf").counts == {"bit-exact": 14}
+    r = gguf.GGUFReader(str(tmp_path / "g" / CG.GGUF_FILE))
+    tensors = {t.name: t for t in r.tensors}
+    raw = _raw_safetensors(os.path.join(src, "model.safetensors"))
+    g = np.frombuffer(raw["model.layers.1.mlp.up_proj.input_global_scale"][2], np.float32)
+    t = tensors["blk.1.ffn_up.input_scale"]
+    assert t.tensor_type == gguf.GGMLQuantizationType.F32
+    assert t.data.view(np.uint32).tolist() == \
+        (np.float32(1) / g).astype(np.float32).view(np.uint32).tolist()
+    assert sum(n.endswith(".input_scale") for n in tensors) == 14
+    assert C.verify(src, str(tmp_path / "g")).ok
 
 
 def _f32_twin(src: str, dst: str, *, break_qk: bool = False) -> str:
