@@ -674,3 +674,28 @@ def test_row_move_fast_path_equals_the_laws(grade, shape):
     y = np.asarray(grit.decode(fast), np.float32)
     assert np.array_equal(y.view(np.uint32),
                           np.asarray(grit.decode(a), np.float32)[rows].view(np.uint32))
+
+
+def test_llama_cpp_written_gguf_to_compressed_tensors(converted, llama_cpp_refs, tmp_path):
+    """A GGUF llama.cpp's converter wrote (no grit records in it) converts
+    back: codes and block scales are the source's bytes; the divisor is
+    f32(1/s1) of llama.cpp's companion, the source's within one ulp; the
+    BF16 tensors are BF16 again, the norms llama.cpp widened stay F32."""
+    src = converted("llama")[0]
+    out = str(tmp_path / "ct")
+    rep = C.convert(llama_cpp_refs["llama"], out, "compressed-tensors")
+    assert rep.counts == {"bit-exact": 14}
+    a = _raw_safetensors(os.path.join(src, "model.safetensors"))
+    b = _raw_safetensors(os.path.join(out, "model.safetensors"))
+    assert set(a) == set(b)
+    for k in a:
+        if k.endswith("_global_scale"):
+            x, y = (np.frombuffer(v[2], np.float32) for v in (a[k], b[k]))
+            assert _ulps(x, y) <= 1, k
+        elif k.endswith("norm.weight"):
+            assert b[k][0] == "F32"
+            w = np.frombuffer(a[k][2], ml_dtypes.bfloat16).astype(np.float32)
+            assert b[k][2] == w.tobytes(), k
+        else:
+            assert a[k] == b[k], k
+    assert C.verify(llama_cpp_refs["llama"], out).ok
