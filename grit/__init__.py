@@ -33,6 +33,8 @@ from . import explain, scan
 # grit info (the module, callable as its info) and the ecosystem's grade names
 from . import info
 from .ecosystem import grade_named
+# grit.convert's converters of other containers register themselves (GGUF)
+from . import convert_gguf as _convert_gguf  # noqa: F401
 
 __version__ = "0.1.0"
 

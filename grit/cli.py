@@ -13,6 +13,7 @@ import click
 
 from . import __version__
 from . import convert as convert_mod
+from . import convert_gguf  # noqa: F401 - registers GGUF with grit convert / verify
 from ._files import check_output, loads_json, read_regular
 from .boundary import diagnose
 from .ecosystem import grade_named, names_of
@@ -651,9 +652,12 @@ def _load_cases(target, shape, planes):
 @main.command("convert")
 @click.argument("src", metavar="SRC")
 @click.argument("dst", metavar="DST")
-@click.option("--to", "to", type=click.Choice(sorted(convert_mod.TARGETS)), required=True,
+@click.option("--to", "to", type=click.Choice(sorted(
+                  set(convert_mod.TARGETS) |
+                  {t for c in convert_mod.CONTAINERS.values() for t in c.targets})),
+              required=True,
               help="The convention to write: compressed-tensors, modelopt (NVFP4), gpt-oss "
-                   "(MXFP4) or grit (GRIT safetensors).")
+                   "(MXFP4), grit (GRIT safetensors) or gguf (the GGUF llama.cpp loads).")
 @click.option("--force", is_flag=True, help="Replace DST if it exists (once the new one is "
                                             "complete).")
 @click.option("--json", "as_json", is_flag=True, help="Print the proof's summary as JSON.")
@@ -667,12 +671,15 @@ def convert_cmd(src: str, dst: str, to: str, force: bool, as_json: bool) -> None
     were beside SRC, and grit-proof.json: per weight the source's and the
     target's gid, grade and plane digests and the decode verdict (bit-exact,
     or scalar-rounded with the elements that differ and by how many ulps).
-    `grit verify SRC DST` re-derives every verdict.
+    `grit verify SRC DST` re-derives every verdict.  --to gguf writes
+    DST/model.gguf for llama.cpp (llama, mistral, qwen2, qwen3, gemma3), and
+    a .gguf SRC converts to the safetensors conventions.
 
     \b
     Examples:
       grit convert ./llama-nvfp4-ct ./llama-nvfp4-modelopt --to modelopt
       grit convert ./model.safetensors ./model-grit --to grit
+      grit convert ./llama-nvfp4-ct ./llama-gguf --to gguf
     Exit status: 0 written (every verdict bit-exact), 3 written with
     scalar-rounded weights, 2 refused or unreadable."""
     try:

@@ -64,6 +64,26 @@ TARGETS = {"compressed-tensors": "compressed-tensors", "modelopt": "modelopt",
 _INDEX = ".safetensors.index.json"
 
 
+@dataclass(frozen=True)
+class Container:
+    """The converter of a container the safetensors path of this module
+    does not read or write, registered in :data:`CONTAINERS` by its tools
+    module (GGUF: ``grit.convert_gguf``): the ``--to`` names it writes,
+    whether it reads a source (``reads(src)``) or wrote an output
+    (``wrote(dst)``), and its ``convert`` and ``verify``."""
+
+    name: str
+    targets: tuple[str, ...]
+    reads: Callable[[str], bool]
+    wrote: Callable[[str], bool]
+    convert: Callable[..., "ConvertReport"]
+    verify: Callable[..., "VerifyReport"]
+
+
+#: container name -> its converter (:class:`Container`)
+CONTAINERS: dict[str, Container] = {}
+
+
 @dataclass
 class ConvertReport:
     """What :func:`convert` wrote: the output folder, the proof, and per
@@ -222,6 +242,9 @@ def convert(src: str, dst: str, to: str, *, overwrite: bool = False,
     of :data:`TARGETS`) — see the module docstring.  ``dst`` must not exist
     (``overwrite=True``: it is replaced when the new one is complete).
     ``progress(file)`` is called before each model file is written."""
+    for c in CONTAINERS.values():
+        if to in c.targets or c.reads(src):
+            return c.convert(src, dst, to, overwrite=overwrite, progress=progress)
     if to not in TARGETS:
         raise GritUsageError(f"--to must be one of {', '.join(TARGETS)}, got {to!r}")
     folder, files = _model_files(src)
@@ -343,6 +366,9 @@ def verify(src: str, dst: str, proof: str | None = None) -> VerifyReport:
     """Re-derive every verdict of a conversion from the two checkpoints and
     compare with the proof (``proof``: its path; default the one in ``dst``,
     whose SHA-256 must match the one ``dst``'s config.json records)."""
+    for c in CONTAINERS.values():
+        if c.reads(src) or c.wrote(dst):
+            return c.verify(src, dst, proof)
     problems: list[str] = []
     folder = dst if os.path.isdir(dst) else os.path.dirname(dst)
     ppath = proof or os.path.join(folder, PROOF_FILE)
