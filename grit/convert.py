@@ -27,9 +27,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
+import re
 import shutil
 import tempfile
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping
 
@@ -38,14 +42,18 @@ import numpy as np
 from . import conventions
 from ._files import loads_json, read_regular
 from .array import GritArray, canonical, decode
+from .codec.encode import encode
 from .errors import GritError, GritUsageError
 from .fingerprint import digest as _digest
+from .grade import GRADE_MXFP4, GRADE_NVF4, Grade
 from .io import hub as _hub
-from .io import load, save
-from .io.hub import HubPath, is_hub, is_remote
-from .io.recognise import read_remote_config
+from .io import load
+from .io import safetensors as _st
 from .io.containers import by_suffix
-from .io.recognise import MAX_CONFIG
+from .io.hub import HubPath, is_hub, is_remote
+from .io.problems import raise_first
+from .io.recognise import MAX_CONFIG, SMALL_MAX, read_remote_config, with_recognised
+from .io.safetensors import Layout, entries_of, layout
 
 __all__ = ["convert", "verify", "PROOF_FILE", "ConvertReport", "VerifyReport", "TARGETS"]
 
@@ -62,6 +70,21 @@ TARGETS = {"compressed-tensors": "compressed-tensors", "modelopt": "modelopt",
            "gpt-oss": "gpt-oss", "grit": "grit"}
 #: the files of a checkpoint folder that are its model, not copied as they are
 _INDEX = ".safetensors.index.json"
+#: the most tensors ``--jobs`` handles at once
+MAX_JOBS = 256
+#: bytes per ranged read when a remote model file is read
+SPOOL_CHUNK = 16 << 20
+#: bytes per pwrite call (a partial write continues from where it stopped)
+_WRITE_STEP = 1 << 30
+#: bytes compared per step when two planes are compared (bounded temporaries)
+_CMP_STEP = 1 << 22
+#: files copied from beside a remote model file named by URL (a repository
+#: lists its files; a URL's folder cannot be listed)
+BESIDE_REMOTE = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+                 "generation_config.json", "chat_template.jinja", "chat_template.json",
+                 "tokenizer.model", "vocab.json", "merges.txt", "preprocessor_config.json")
+#: the largest file copied from beside a remote checkpoint
+MAX_BESIDE = 1 << 30
 
 
 @dataclass
@@ -144,18 +167,39 @@ def _json(path: str) -> dict | None:
 def _beside(folder: str, files: list[str]) -> list[str]:
     """The regular files beside the model files that the output keeps as they
     are (not model files of any container, shard indexes, config.json, the
-    sidecars the conventions read, or a proof)."""
-    if is_remote(folder):
-        return []                  # a remote checkpoint: its model files alone (docs/convert.md)
+    sidecars the conventions read, or a proof).  Beside a remote checkpoint:
+    the repository folder's files (``hf://``), or the ones of
+    :data:`BESIDE_REMOTE` that are there (a URL's folder is not listed)."""
     skip = {"config.json", PROOF_FILE} | set(conventions.sidecars())
-    out = []
-    for n in sorted(os.listdir(folder)):
-        p = os.path.join(folder, n)
-        if n in skip or n.endswith(_INDEX) or by_suffix(n) is not None or \
-                not os.path.isfile(p):
-            continue
-        out.append(n)
-    return out
+    if is_hub(folder):
+        where = HubPath.parse(folder)
+        r = _hub.repo(where)
+        pre = where.path.strip("/")
+        depth = pre.count("/") + 1 if pre else 0
+        names = [q.rsplit("/", 1)[-1] for q in r.under(pre) if q.count("/") == depth]
+    elif is_remote(folder):
+        names = [n for n in BESIDE_REMOTE if _hub.exists(folder + "/" + n)]
+    else:
+        names = [n for n in sorted(os.listdir(folder))
+                 if os.path.isfile(os.path.join(folder, n))]
+    return [n for n in sorted(names) if not (n in skip or n.endswith(_INDEX) or
+                                             by_suffix(n) is not None)]
+
+
+def _copy_beside(folder: str, name: str, work: str) -> None:
+    """One file beside the checkpoint into the output, as it is (a remote
+    one read in bounded steps, at most :data:`MAX_BESIDE` bytes)."""
+    out = os.path.join(work, name)
+    if not is_remote(folder):
+        shutil.copyfile(os.path.join(folder, name), out)
+        return
+    src = _open_remote(folder + "/" + name)
+    if src.size > MAX_BESIDE:
+        raise GritUsageError(f"{folder}/{name}: {src.size} bytes, over the {MAX_BESIDE}-byte "
+                             "limit of a file copied from beside a checkpoint")
+    with open(out, "xb") as f:
+        for buf in src.stream(0, src.size, SPOOL_CHUNK):
+            f.write(buf)
 
 
 def _basename(f: str) -> str:
@@ -171,9 +215,27 @@ def _planes_digest(a: GritArray) -> str:
     return _digest(list(a.planes)).hex()
 
 
-def _side(a: GritArray) -> dict:
+def _side(a: GritArray, digest: str | None = None) -> dict:
+    """One side of a proof entry; ``digest``: the plane digest where it is
+    known already (the same four planes byte for byte as an array digested)."""
     return {"gid": a.gid_base32, "grade": a.grade.canonical, "shape": list(a.shape),
-            "digest": _planes_digest(a)}
+            "digest": digest if digest is not None else _planes_digest(a)}
+
+
+def _same_bytes(p, q) -> bool:
+    """Whether two buffers hold the same bytes (compared a bounded step at a
+    time: no temporary of a plane's size)."""
+    x = np.frombuffer(p, np.uint8) if len(memoryview(p).cast("B")) else np.zeros(0, np.uint8)
+    y = np.frombuffer(q, np.uint8) if len(memoryview(q).cast("B")) else np.zeros(0, np.uint8)
+    if x.size != y.size:
+        return False
+    return all(np.array_equal(x[i:i + _CMP_STEP], y[i:i + _CMP_STEP])
+               for i in range(0, x.size, _CMP_STEP))
+
+
+def _same_planes(p, q) -> bool:
+    """Whether two arrays' four planes (as stored) are the same bytes."""
+    return all(_same_bytes(x, y) for x, y in zip(p, q))
 
 
 def verdict(src: GritArray, dst: GritArray) -> dict:
@@ -196,20 +258,108 @@ def verdict(src: GritArray, dst: GritArray) -> dict:
             "differ": int(diff.sum()), "max_ulps": int(np.abs(ox - oy)[diff].max())}
 
 
-def quick_verdict(src: GritArray, dst: GritArray) -> dict:
+def quick_verdict(src: GritArray, dst: GritArray, same_planes: bool | None = None) -> dict:
     """:func:`verdict`, skipping the decodes where their result is known:
     §8's decode reads nothing but the decode projection of the grade (§4.5),
     the shape, the group axis and the planes in the canonical placement, so
-    two arrays equal in all four decode equally.  Otherwise the decodes are
-    compared (tests/test_convert.py proves the two paths agree)."""
+    two arrays equal in all four decode equally.  Where the two arrays' placement
+    words are the same too, their stored planes are compared (``same_planes``:
+    that comparison, when the caller made it) without moving them into the
+    canonical placement.  Otherwise the decodes are compared
+    (tests/test_convert.py proves the paths agree)."""
+    ds, dd = src.descriptor, dst.descriptor
     if src.grade.decode_projection == dst.grade.decode_projection and \
-            tuple(src.shape) == tuple(dst.shape) and \
-            src.descriptor.group_axis == dst.descriptor.group_axis:
-        cs, cd = canonical(src), canonical(dst)
-        if all(np.array_equal(np.frombuffer(p, np.uint8), np.frombuffer(q, np.uint8))
-               for p, q in zip(cs.planes, cd.planes)):
+            tuple(src.shape) == tuple(dst.shape) and ds.group_axis == dd.group_axis:
+        if (ds.placement_data, ds.placement_scale, ds.placement_meta) == \
+                (dd.placement_data, dd.placement_scale, dd.placement_meta):
+            same = _same_planes(src.planes, dst.planes) if same_planes is None else same_planes
+        else:
+            same = _same_planes(canonical(src).planes, canonical(dst).planes)
+        if same:
             return {"verdict": "bit-exact", "elements": int(np.prod(src.shape, dtype=np.int64))}
     return verdict(src, dst)
+
+
+# ---------------------------------------------------------------------------
+# re-quantising what the target cannot hold (--allow-requant)
+
+
+def requant_grade(to: str, a: GritArray) -> Grade | None:
+    """The target's nearest format for a weight it cannot hold as it is
+    (docs/convert.md, "Re-quantising"): the format of the target whose
+    element is of the source's kind (float or integer) and nearest width,
+    groups along the last axis.  None: the target has no format to
+    re-quantise into (``grit`` holds every array as it is)."""
+    conv = TARGETS.get(to, to)
+    if conv == "gpt-oss":
+        return GRADE_MXFP4
+    if conv == "modelopt":
+        return GRADE_NVF4
+    if conv != "compressed-tensors":
+        return None
+    g = a.grade
+    e, s0 = str(g["e"]), str(g["s0"])
+    cols = int(a.shape[-1]) if a.shape else 1
+    k0 = int(g["k0"])
+    k = k0 if 0 < k0 <= cols and cols % k0 == 0 else cols
+    fm = re.fullmatch(r"e(\d+)m(\d+)", e)
+    if fm is not None and 1 + int(fm[1]) + int(fm[2]) <= 4:      # FP4 (and narrower)
+        return GRADE_MXFP4 if s0 == "e8m0" else GRADE_NVF4
+    if fm is not None:                                            # FP6, FP8: FP8 E4M3
+        if s0 == "e8m0":
+            return Grade.parse("grit1(e=e4m3,k0=32,s0=e8m0,esr=exp2floormaxabs)")
+        return Grade.parse(f"grit1(e=e4m3,k0={k},s0=binary32,esr=ratiomaxabs)")
+    return Grade.parse(f"grit1(e=s8,k0={k},s0=binary32,esr=ratiomaxabs)")   # integers: int8
+
+
+def _requantised(a: GritArray, g: Grade, *, trial: bool = False) -> GritArray:
+    """``a`` decoded and encoded by grit's encoder into ``g``, groups along
+    the last axis; ``trial``: an array of the same descriptor and plane
+    sizes whose bytes do not matter (what the check before writing emits)."""
+    values = np.ones(a.shape, np.float32) if trial else decode(a)
+    return encode(values, g, group_axis=len(a.shape) - 1)
+
+
+#: elements per step of the error statistics (bounded temporaries)
+_STEP = 1 << 22
+
+
+def _ordered(bits: np.ndarray) -> np.ndarray:
+    """binary32 bit patterns (int32) on one ordered line of integers: the
+    distance between two is their difference in ulps."""
+    b = bits.astype(np.int64)
+    return np.where(b < 0, np.int64(-2**31) - b, b)
+
+
+def requant_error(src: GritArray, dst: GritArray) -> dict:
+    """The verdict of a re-quantised weight: ``re-quantised``, with the
+    elements whose decodes differ, and over the elements finite in both
+    decodes the largest absolute difference, the RMS difference (binary64
+    arithmetic) and the largest difference in binary32 ulps; ``nonfinite``:
+    the elements finite in one decode and not the other, or NaN in one only."""
+    x = np.ascontiguousarray(decode(src), np.float32).reshape(-1)
+    y = np.ascontiguousarray(decode(dst), np.float32).reshape(-1)
+    if x.shape != y.shape:
+        return {"verdict": "shape-differs", "source_shape": list(src.shape),
+                "target_shape": list(dst.shape)}
+    differ = nonfinite = finite = ulps = 0
+    max_abs, sq = 0.0, 0.0
+    for i in range(0, x.size, _STEP):
+        xs, ys = x[i:i + _STEP], y[i:i + _STEP]
+        xb, yb = xs.view(np.int32), ys.view(np.int32)
+        xn, yn = np.isnan(xs), np.isnan(ys)
+        both = np.isfinite(xs) & np.isfinite(ys)
+        differ += int(((xb != yb) & ~(xn & yn)).sum())
+        nonfinite += int((~both & ~(xn & yn)).sum())
+        if both.any():
+            d = ys[both].astype(np.float64) - xs[both].astype(np.float64)
+            finite += int(d.size)
+            max_abs = max(max_abs, float(np.abs(d).max()))
+            sq += float(np.sum(d * d))
+            ulps = max(ulps, int(np.abs(_ordered(yb[both]) - _ordered(xb[both])).max()))
+    return {"verdict": "re-quantised", "elements": int(x.size), "differ": differ,
+            "max_abs": max_abs, "rms": math.sqrt(sq / finite) if finite else 0.0,
+            "max_ulps": ulps, "nonfinite": nonfinite}
 
 
 # ---------------------------------------------------------------------------
@@ -217,13 +367,22 @@ def quick_verdict(src: GritArray, dst: GritArray) -> dict:
 
 
 def convert(src: str, dst: str, to: str, *, overwrite: bool = False,
-            progress: Callable[[str], None] | None = None) -> ConvertReport:
+            progress: Callable[..., None] | None = None, allow_requant: bool = False,
+            jobs: int = 1) -> ConvertReport:
     """Write the checkpoint ``src`` as ``dst`` in the convention ``to`` (one
     of :data:`TARGETS`) — see the module docstring.  ``dst`` must not exist
     (``overwrite=True``: it is replaced when the new one is complete).
-    ``progress(file)`` is called before each model file is written."""
+    ``allow_requant``: a weight the target cannot hold is re-quantised into
+    its nearest format (:func:`requant_grade`) instead of refusing.
+    ``jobs``: tensors handled at once (threads; the output is the same for
+    any number).  ``progress(file, done, total)`` is called as each model
+    file begins and as each tensor is written and proved (``done`` of
+    ``total`` units: the source's bytes, counted once writing and once
+    proving)."""
     if to not in TARGETS:
         raise GritUsageError(f"--to must be one of {', '.join(TARGETS)}, got {to!r}")
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or not 1 <= jobs <= MAX_JOBS:
+        raise GritUsageError(f"--jobs must be an integer from 1 to {MAX_JOBS}, got {jobs!r}")
     folder, files = _model_files(src)
     dst = os.path.abspath(dst)
     if os.path.exists(dst) and not overwrite:
@@ -236,7 +395,8 @@ def convert(src: str, dst: str, to: str, *, overwrite: bool = False,
     os.makedirs(parent, exist_ok=True)
     work = tempfile.mkdtemp(prefix=".grit-convert-", dir=parent)
     try:
-        proof, configs, weight_map = _write(files, work, conv, progress)
+        proof, configs, weight_map = _write(files, work, conv, progress,
+                                            allow_requant=allow_requant, jobs=jobs)
         _finish(folder, files, work, configs, weight_map, proof)
         if os.path.exists(dst):
             shutil.rmtree(dst)
@@ -250,59 +410,276 @@ def convert(src: str, dst: str, to: str, *, overwrite: bool = False,
     return ConvertReport(dst, proof, counts)
 
 
-def _write(files: list[str], work: str, conv: str, progress) -> tuple[dict, dict, dict]:
+@dataclass
+class _Planned:
+    """One model file as the check before writing found it: the output's
+    layout (every entry's dtype, shape and offset: decided by descriptors,
+    shapes and dtypes alone), the GRIT arrays in file order with the grade
+    each re-quantised one goes into, the file tensors each weight emits,
+    and the plain tensors."""
+
+    file: str
+    name: str
+    size: int
+    layout: Layout
+    weights: list[str]
+    requant: dict[str, tuple[Grade, str]]
+    emitted: dict[str, list[str]]
+    plain: dict[str, tuple[int, ...]]
+
+
+def _refusal(e: GritError) -> str:
+    return str(e).splitlines()[0] if str(e) else type(e).__name__
+
+
+def _plan(f: str, conv: str, allow_requant: bool, refused: list[str]) -> _Planned | None:
+    """Check one model file against the target before anything is written:
+    each weight emitted over bytes that do not matter (a local file's map,
+    untouched; a remote file's header and small tensors, every other byte
+    zero), every refusal added to ``refused``; the output's layout."""
+    tensors = _read_for_plan(f)
+    conv_ = conventions.by_name(conv)
+    if conv_.emit is None:
+        raise GritUsageError(f"convention {conv!r} does not write tensors")
+    out: dict[str, Any] = {}
+    weights: list[str] = []
+    requant: dict[str, tuple[Grade, str]] = {}
+    emitted: dict[str, list[str]] = {}
+    plain: dict[str, tuple[int, ...]] = {}
+    bad = len(refused)
+    for name, v in tensors.items():
+        if not isinstance(v, GritArray):
+            plain[name] = tuple(getattr(v, "shape", ()))
+            names = {name: v}
+        else:
+            try:
+                names = conv_.emit(name, v).tensors
+            except GritError as e:
+                why = _refusal(e)
+                g = requant_grade(conv, v)
+                if not allow_requant or g is None:
+                    refused.append(why if g is None else
+                                   f"{why} (--allow-requant: re-quantise it into {g.canonical})")
+                    continue
+                try:
+                    names = conv_.emit(name, _requantised(v, g, trial=True)).tensors
+                except GritError as e2:
+                    refused.append(f"{name}: cannot be re-quantised into {g.canonical} either: "
+                                   f"{_refusal(e2)}")
+                    continue
+                requant[name] = (g, why)
+            weights.append(name)
+            emitted[name] = list(names)
+        for tn, t in names.items():
+            if tn in out:
+                refused.append(f"{name}: file tensor {tn!r} is written twice")
+            out[tn] = t
+    if len(refused) > bad:
+        return None
+    lay, _ = layout(out)
+    return _Planned(f, _basename(f), _size(f, tensors), lay, weights, requant, emitted, plain)
+
+
+def _size(f: str, tensors) -> int:
+    src = getattr(getattr(tensors, "_source", None), "size", None)
+    return int(src) if src is not None else os.path.getsize(f)
+
+
+def _open_remote(f: str):
+    if is_hub(f):
+        where = HubPath.parse(f)
+        return _hub.repo(where).open(where.path)
+    return _hub.http_source(f)
+
+
+def _read_for_plan(f: str):
+    """The tensors of a model file for the check: a local file as
+    :func:`grit.load` reads it (views of its map); a remote one from its
+    header and its small tensors (at most SMALL_MAX bytes each, the ones
+    recognition reads), over an image of the file whose other bytes are
+    zero pages never touched, so nothing but those is read."""
+    if not is_remote(f):
+        return load(f)
+    src = _open_remote(f)
+    hdr = _st.read_source(src, f)
+    raise_first(hdr.problems)
+    image = np.zeros(hdr.avail, np.uint8)
+    for n in hdr.entries:
+        off, k = hdr.span(n)
+        if 0 < k <= SMALL_MAX:
+            b = off - hdr.start
+            image[b:b + k] = np.frombuffer(src.read(off, k, f"tensor {n!r}"), np.uint8)
+    hdr = replace(hdr, buffer=memoryview(image))
+    return with_recognised(f, _st.tensors_of(hdr))
+
+
+def _write(files: list[str], work: str, conv: str, progress, *, allow_requant: bool = False,
+           jobs: int = 1) -> tuple[dict, dict, dict]:
+    # every file is checked before any is written: a refusal writes nothing
+    refused: list[str] = []
+    plans = [_plan(f, conv, allow_requant, refused) for f in files]
+    if refused:
+        raise _refused(conv, refused)
     weights: list[dict] = []
     emitted_all: dict[str, conventions.Emitted] = {}
     plain_all: dict[str, tuple[int, ...]] = {}
     weight_map: dict[str, str] = {}
-    # every file is checked before any is written: a refusal writes nothing.  A
-    # checkpoint of one file (every https:// source) keeps what the check read
-    # and emitted, so its bytes are read and moved once
-    kept: dict[str, tuple[Any, conventions.Emission]] = {}
-    for f in files:
-        tensors = load(f)
-        em = conventions.emit(conv, dict(tensors))
-        if len(files) == 1:
-            kept[f] = (tensors, em)
-        del tensors, em
-    # then one file at a time, nothing of it kept once its proof entries are made
-    # (the maps of the source and of what was written are released)
-    for f in files:
-        if progress is not None:
-            progress(f)
-        if f in kept:
-            tensors, em = kept.pop(f)
-        else:
-            tensors = load(f)
-            em = conventions.emit(conv, dict(tensors))
-        out = os.path.join(work, _basename(f))
-        save(out, em.tensors)
-        emitted_all.update((n, replace(e, tensors={})) for n, e in em.weights.items())
-        plain_all.update((n, tuple(getattr(v, "shape", ()))) for n, v in tensors.items()
-                         if not isinstance(v, GritArray))
-        weight_map.update({tn: _basename(f) for tn in em.tensors})
-        back = load(out)
-        for name, e in em.weights.items():
-            a, b = tensors[name], back.get(name)
-            if not isinstance(b, GritArray):
-                raise GritError(f"{name}: the written file does not read back as a GRIT "
-                                f"array ({type(b).__name__}): the target convention's reader "
-                                "and writer disagree")
-            weights.append({"name": name, "file": _basename(f),
-                            "source": _side(a), "target": _side(b),
-                            "verdict": quick_verdict(a, b),
-                            "exact_by_construction": e.exact, "notes": list(e.notes)})
-        del tensors, em, back
+    total = 2 * sum(p.size for p in plans if p is not None)
+    done = [0]
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        for p in plans:
+            assert p is not None            # (refused otherwise)
+            if progress is not None:
+                progress(p.file, done[0], total)
+            local = p.file
+            if is_remote(p.file):                       # each byte read once, by ranged reads
+                local = os.path.join(work, ".spool-" + p.name)
+                _download(p.file, local, SPOOL_CHUNK)
+            try:
+                entries = _write_file(p, local, work, conv, pool, progress, done, total,
+                                      refused)
+            finally:
+                if local != p.file:
+                    os.unlink(local)
+            weights.extend(entries[0])
+            emitted_all.update(entries[1])
+            plain_all.update(p.plain)
+            weight_map.update({tn: p.name for w in p.weights for tn in p.emitted[w]})
+            weight_map.update({tn: p.name for tn in p.plain})
+    if refused:
+        raise _refused(conv, refused)
     configs = conventions.by_name(conv).emit_config(emitted_all, plain_all)
     proof = {"schema": PROOF_SCHEMA, "to": conv, "weights": weights,
              "plain": sorted(set(plain_all))}
     return proof, configs, weight_map
 
 
+def _refused(conv: str, refused: list[str]) -> GritUsageError:
+    return GritUsageError(f"{conv}: {len(refused)} array(s) cannot be written:\n  "
+                          + "\n  ".join(refused))
+
+
+def _pwrite(fd: int, buf, offset: int) -> None:
+    mv = memoryview(buf).cast("B") if not isinstance(buf, np.ndarray) else \
+        memoryview(np.ascontiguousarray(buf).reshape(-1).view(np.uint8))
+    while mv.nbytes:
+        n = os.pwrite(fd, mv[:_WRITE_STEP], offset)
+        mv, offset = mv[n:], offset + n
+
+
+def _release(tensors, values) -> None:
+    """Give the pages of the planes in ``values`` back (``MADV_DONTNEED``
+    on the file's read-only map: the page cache keeps them, the process
+    does not): memory stays at the tensors being handled."""
+    src = getattr(getattr(tensors, "_source", None), "source", None)
+    release = getattr(src, "release", None)
+    if release is None:
+        return
+    for v in values:
+        for p in (v.planes if isinstance(v, GritArray) else (v,)):
+            if isinstance(p, (memoryview, np.ndarray)) and memoryview(p).nbytes:
+                release(p)
+
+
+def _write_file(p: _Planned, local: str, work: str, conv: str, pool, progress, done: list,
+                total: int, refused: list[str]) -> tuple[list[dict], dict]:
+    """Write one model file entry by entry at the planned offsets (the
+    weights ``jobs`` at a time), then read it back and prove each weight."""
+    tensors = load(local)
+    conv_ = conventions.by_name(conv)
+    assert conv_.emit is not None
+    out = os.path.join(work, p.name)
+    emitted: dict[str, conventions.Emitted] = {}
+
+    lock = threading.Lock()
+
+    def tick(f: str, n: int) -> None:
+        with lock:
+            done[0] += n
+            if progress is not None:
+                progress(f, done[0], total)
+
+    def write_one(name: str) -> None:
+        v = tensors[name]
+        if isinstance(v, GritArray):
+            rq = p.requant.get(name)
+            try:
+                em = conv_.emit(name, _requantised(v, rq[0]) if rq else v)
+            except GritError as e:            # a refusal the bytes decide
+                refused.append(_refusal(e))
+                return
+            emitted[name] = replace(em, tensors={})
+            items = em.tensors
+        else:
+            items = {name: v}
+        for tn, (dt, shape, buf) in entries_of(items).items():
+            want = p.layout.entries.get(tn)
+            nb = memoryview(buf).nbytes if not isinstance(buf, np.ndarray) else buf.nbytes
+            if want is None or (want[0], want[1], want[3]) != (dt, tuple(shape), nb):
+                raise GritError(f"{name}: the emitted tensor {tn!r} ({dt} {list(shape)}, {nb} "
+                                f"bytes) is not the one checked before writing "
+                                f"({want and (want[0], list(want[1]), want[3])})")
+            _pwrite(fd, buf, want[2])
+        _release(tensors, (v,))
+        tick(p.file, _nbytes(v))
+
+    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        os.ftruncate(fd, p.layout.size)
+        _pwrite(fd, p.layout.head, 0)
+        list(pool.map(write_one, [*p.weights, *p.plain]))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    if refused:
+        return [], emitted
+    back = load(out)
+
+    def prove(name: str) -> dict:
+        a, b = tensors[name], back.get(name)
+        if not isinstance(b, GritArray):
+            raise GritError(f"{name}: the written file does not read back as a GRIT "
+                            f"array ({type(b).__name__}): the target convention's reader "
+                            "and writer disagree")
+        sa = _side(a)
+        same = _same_planes(a.planes, b.planes)
+        sb = _side(b, sa["digest"] if same else None)
+        rq = p.requant.get(name)
+        entry = {"name": name, "file": p.name, "source": sa, "target": sb,
+                 "verdict": requant_error(a, b) if rq else quick_verdict(a, b, same),
+                 "exact_by_construction": emitted[name].exact and not rq,
+                 "notes": list(emitted[name].notes)}
+        if rq:
+            entry["requant"] = {"into": rq[0].canonical, "why": rq[1]}
+        _release(tensors, (a,))
+        _release(back, (b,))
+        tick(p.file, _nbytes(a))
+        return entry
+
+    entries = list(pool.map(prove, p.weights))
+    tick(p.file, sum(_nbytes(tensors[n]) for n in p.plain))
+    return entries, emitted
+
+
+def _nbytes(v) -> int:
+    if isinstance(v, GritArray):
+        return int(sum(v.plane_bytes))
+    return int(getattr(v, "nbytes", 0))
+
+
+def _download(f: str, path: str, chunk: int) -> None:
+    """The remote file ``f`` into the local file ``path``, read once in
+    ranged reads of at most ``chunk`` bytes (memory: one chunk)."""
+    src = _open_remote(f)
+    with open(path, "xb") as out:
+        for buf in src.stream(0, src.size, chunk):
+            out.write(buf)
+
+
 def _finish(folder: str, files: list[str], work: str, configs: dict, weight_map: dict,
             proof: dict) -> None:
     for n in _beside(folder, files):
-        shutil.copyfile(os.path.join(folder, n), os.path.join(work, n))
+        _copy_beside(folder, n, work)
     if len(files) > 1:
         with open(os.path.join(work, "model" + _INDEX), "w") as f:
             json.dump({"metadata": {}, "weight_map": dict(sorted(weight_map.items()))}, f,
@@ -379,8 +756,10 @@ def verify(src: str, dst: str, proof: str | None = None) -> VerifyReport:
                 if (w.get(side) or {}).get(k) != got[k]:
                     problems.append(f"{name}: {side} {k} is {got[k]}, the proof says "
                                     f"{(w.get(side) or {}).get(k)}")
-        v = verdict(x, y)
-        if v != w.get("verdict"):
+        claimed_v = w.get("verdict")
+        v = requant_error(x, y) if isinstance(claimed_v, Mapping) and \
+            claimed_v.get("verdict") == "re-quantised" else verdict(x, y)
+        if v != claimed_v:
             problems.append(f"{name}: the decodes give {v}, the proof says {w.get('verdict')}")
     for n in doc.get("plain") or ():
         x, y = a.get(n), b.get(n)
