@@ -592,6 +592,7 @@ def _write_file(p: _Planned, local: str, work: str, conv: str, pool, progress, d
     emitted: dict[str, conventions.Emitted] = {}
 
     lock = threading.Lock()
+    first = done[0]
 
     def tick(f: str, n: int) -> None:
         with lock:
@@ -634,9 +635,14 @@ def _write_file(p: _Planned, local: str, work: str, conv: str, pool, progress, d
     if refused:
         return [], emitted
     back = load(out)
+    # the name each weight reads back under (a convention may name it otherwise:
+    # gpt-oss's ``x_blocks`` / ``x_scales`` read back as ``x``)
+    owner = {frozenset(r.tensors): r.name
+             for r in (getattr(back, "recognised", None) or {}).values()}
 
     def prove(name: str) -> dict:
-        a, b = tensors[name], back.get(name)
+        as_ = owner.get(frozenset(p.emitted[name]), name)
+        a, b = tensors[name], back.get(as_)
         if not isinstance(b, GritArray):
             raise GritError(f"{name}: the written file does not read back as a GRIT "
                             f"array ({type(b).__name__}): the target convention's reader "
@@ -649,6 +655,8 @@ def _write_file(p: _Planned, local: str, work: str, conv: str, pool, progress, d
                  "verdict": requant_error(a, b) if rq else quick_verdict(a, b, same),
                  "exact_by_construction": emitted[name].exact and not rq,
                  "notes": list(emitted[name].notes)}
+        if as_ != name:
+            entry["as"] = as_
         if rq:
             entry["requant"] = {"into": rq[0].canonical, "why": rq[1]}
         _release(tensors, (a,))
@@ -657,7 +665,7 @@ def _write_file(p: _Planned, local: str, work: str, conv: str, pool, progress, d
         return entry
 
     entries = list(pool.map(prove, p.weights))
-    tick(p.file, sum(_nbytes(tensors[n]) for n in p.plain))
+    tick(p.file, 2 * p.size - (done[0] - first))       # the header and the plain tensors
     return entries, emitted
 
 
@@ -746,7 +754,8 @@ def verify(src: str, dst: str, proof: str | None = None) -> VerifyReport:
                         f"missing {sorted(srcw - set(claimed))[:5]}, extra "
                         f"{sorted(set(claimed) - srcw)[:5]}")
     for name in sorted(srcw & set(claimed)):
-        w, x, y = claimed[name], a[name], b.get(name)
+        w, x = claimed[name], a[name]
+        y = b.get(w["as"] if isinstance(w.get("as"), str) else name)
         if not isinstance(y, GritArray):
             problems.append(f"{name}: the output holds no GRIT array under this name")
             continue
