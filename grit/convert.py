@@ -25,6 +25,7 @@ checkpoints alone and compares them with the proof.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import math
@@ -44,7 +45,7 @@ from ._files import loads_json, read_regular
 from .array import GritArray, canonical, decode
 from .codec.encode import encode
 from .errors import GritError, GritUsageError
-from .fingerprint import digest as _digest
+from .fingerprint import DigestStream, digest as _digest
 from .grade import GRADE_MXFP4, GRADE_NVF4, Grade
 from .io import hub as _hub
 from .io import load
@@ -77,7 +78,7 @@ SPOOL_CHUNK = 16 << 20
 #: bytes per pwrite call (a partial write continues from where it stopped)
 _WRITE_STEP = 1 << 30
 #: bytes compared per step when two planes are compared (bounded temporaries)
-_CMP_STEP = 1 << 22
+_CMP_STEP = 1 << 20
 #: files copied from beside a remote model file named by URL (a repository
 #: lists its files; a URL's folder cannot be listed)
 BESIDE_REMOTE = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
@@ -231,6 +232,30 @@ def _same_bytes(p, q) -> bool:
         return False
     return all(np.array_equal(x[i:i + _CMP_STEP], y[i:i + _CMP_STEP])
                for i in range(0, x.size, _CMP_STEP))
+
+
+def _u8(p) -> np.ndarray:
+    m = memoryview(p)
+    if not m.nbytes:
+        return np.empty(0, np.uint8)
+    return np.frombuffer(m.cast("B") if m.ndim != 1 or m.format != "B" else m, np.uint8)
+
+
+def _digest_and_compare(a: GritArray, b: GritArray) -> tuple[str, bool]:
+    """(``a``'s plane digest (§6.5), whether ``b``'s four planes as stored are
+    ``a``'s bytes), in one pass over the planes a bounded step at a time
+    (each step of ``a`` hashed while it is in the cache)."""
+    ds = DigestStream()
+    same = True
+    for p, q in zip(a.planes, b.planes):
+        x, y = _u8(p), _u8(q)
+        ds.plane(x.size)
+        same = same and x.size == y.size
+        for i in range(0, x.size, _CMP_STEP):
+            c = x[i:i + _CMP_STEP]
+            ds.update(c)
+            same = same and bool(np.array_equal(c, y[i:i + _CMP_STEP]))
+    return ds.digest().hex(), same
 
 
 def _same_planes(p, q) -> bool:
@@ -567,6 +592,35 @@ def _pwrite(fd: int, buf, offset: int) -> None:
         mv, offset = mv[n:], offset + n
 
 
+def _copy_or_write(src_fd: int, src_off: int | None, fd: int, buf, offset: int) -> None:
+    """``buf`` into ``fd`` at ``offset``: where it is the bytes of the source
+    file at ``src_off``, copied by the kernel from file to file, else (or
+    where the file system cannot) written from memory."""
+    n = memoryview(buf).nbytes
+    if src_off is not None and n and _COPY_RANGE is not None:
+        done = 0
+        try:
+            while done < n:
+                k = _COPY_RANGE(src_fd, fd, n - done, src_off + done, offset + done)
+                if k <= 0:
+                    break
+                done += k
+        except OSError as e:
+            if e.errno not in (errno.EXDEV, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL,
+                               errno.EBADF):
+                raise
+        if done == n:
+            return
+        buf, offset = _u8(buf)[done:], offset + done
+    _pwrite(fd, buf, offset)
+
+
+#: the smallest buffer copied file to file (smaller ones are written from memory)
+_COPY_MIN = 1 << 16
+#: os.copy_file_range where the platform has it
+_COPY_RANGE = getattr(os, "copy_file_range", None)
+
+
 def _release(tensors, values) -> None:
     """Give the pages of the planes in ``values`` back (``MADV_DONTNEED``
     on the file's read-only map: the page cache keeps them, the process
@@ -620,10 +674,17 @@ def _write_file(p: _Planned, local: str, work: str, conv: str, pool, progress, d
                 raise GritError(f"{name}: the emitted tensor {tn!r} ({dt} {list(shape)}, {nb} "
                                 f"bytes) is not the one checked before writing "
                                 f"({want and (want[0], list(want[1]), want[3])})")
-            _pwrite(fd, buf, want[2])
+            u = np.ascontiguousarray(buf).reshape(-1).view(np.uint8) \
+                if isinstance(buf, np.ndarray) else _u8(buf)
+            _copy_or_write(src_fd, locate(u) if locate is not None and u.size >= _COPY_MIN
+                           else None, fd, u, want[2])
         _release(tensors, (v,))
         tick(p.file, _nbytes(v))
 
+    # a buffer that is a view of the source file's map is copied file to file by the
+    # kernel (copy_file_range): its pages are not brought into this process
+    locate = getattr(getattr(getattr(tensors, "_source", None), "source", None), "locate", None)
+    src_fd = os.open(local, os.O_RDONLY)
     fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
         os.ftruncate(fd, p.layout.size)
@@ -632,6 +693,7 @@ def _write_file(p: _Planned, local: str, work: str, conv: str, pool, progress, d
         os.fsync(fd)
     finally:
         os.close(fd)
+        os.close(src_fd)
     if refused:
         return [], emitted
     back = load(out)
@@ -647,9 +709,9 @@ def _write_file(p: _Planned, local: str, work: str, conv: str, pool, progress, d
             raise GritError(f"{name}: the written file does not read back as a GRIT "
                             f"array ({type(b).__name__}): the target convention's reader "
                             "and writer disagree")
-        sa = _side(a)
-        same = _same_planes(a.planes, b.planes)
-        sb = _side(b, sa["digest"] if same else None)
+        da, same = _digest_and_compare(a, b)
+        sa = _side(a, da)
+        sb = _side(b, da if same else None)
         rq = p.requant.get(name)
         entry = {"name": name, "file": p.name, "source": sa, "target": sb,
                  "verdict": requant_error(a, b) if rq else quick_verdict(a, b, same),

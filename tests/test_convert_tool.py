@@ -256,3 +256,36 @@ def test_a_failure_while_writing_leaves_nothing(tmp_path, monkeypatch):
         convert(str(src), str(tmp_path / "out"), "compressed-tensors", jobs=2)
     assert sorted(os.listdir(tmp_path)) == ["src"]
     assert tree_digest(src) == before
+
+
+@pytest.mark.parametrize("copy", ["kernel", "refused", "absent"])
+def test_planes_copied_file_to_file_are_the_bytes_save_writes(tmp_path, monkeypatch, copy):
+    """A plane that is a view of the source file is copied by the kernel
+    (copy_file_range); where the file system refuses, or the platform has
+    none, it is written from memory; the file is the same either way."""
+    import errno
+
+    import grit.convert as gc
+    from grit import conventions
+    rng = np.random.default_rng(10)
+    src = tmp_path / "m.safetensors"
+    grit.save(str(src), {"x.weight": grit.GritArray(
+        grit.GRADE_MXFP4.descriptor(group_axis=1), (64, 8192),
+        [rng.integers(0, 256, 64 * 4096, dtype=np.uint8),
+         rng.integers(120, 130, 64 * 256, dtype=np.uint8), b"", b""])})
+    calls = []
+    real = os.copy_file_range
+
+    def counting(*a):
+        calls.append(a[2])
+        if copy == "refused":
+            raise OSError(errno.EXDEV, "cross-device")
+        return real(*a)
+    monkeypatch.setattr(gc, "_COPY_RANGE", None if copy == "absent" else counting)
+    rep = convert(str(src), str(tmp_path / "ct"), "compressed-tensors")
+    assert rep.counts == {"bit-exact": 1}
+    assert (calls == [64 * 4096]) if copy != "absent" else not calls   # the 256 KiB codes
+    em = conventions.emit("compressed-tensors", dict(grit.load(str(src))))
+    grit.save(str(tmp_path / "saved.safetensors"), em.tensors)
+    assert (tmp_path / "saved.safetensors").read_bytes() == \
+        (tmp_path / "ct" / "m.safetensors").read_bytes()
