@@ -79,6 +79,8 @@ SPOOL_CHUNK = 16 << 20
 _WRITE_STEP = 1 << 30
 #: bytes compared per step when two planes are compared (bounded temporaries)
 _CMP_STEP = 1 << 20
+#: bytes of a mapped plane handled before its pages are given back
+_RELEASE_STEP = 1 << 25
 #: files copied from beside a remote model file named by URL (a repository
 #: lists its files; a URL's folder cannot be listed)
 BESIDE_REMOTE = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
@@ -241,20 +243,29 @@ def _u8(p) -> np.ndarray:
     return np.frombuffer(m.cast("B") if m.ndim != 1 or m.format != "B" else m, np.uint8)
 
 
-def _digest_and_compare(a: GritArray, b: GritArray) -> tuple[str, bool]:
+def _digest_and_compare(a: GritArray, b: GritArray, release_a=None, release_b=None
+                        ) -> tuple[str, bool]:
     """(``a``'s plane digest (§6.5), whether ``b``'s four planes as stored are
     ``a``'s bytes), in one pass over the planes a bounded step at a time
-    (each step of ``a`` hashed while it is in the cache)."""
+    (each step of ``a`` hashed while it is in the cache); ``release_a`` /
+    ``release_b``: called with each part of a plane once it is done (the
+    pages of a mapped file given back as the pass goes)."""
     ds = DigestStream()
     same = True
     for p, q in zip(a.planes, b.planes):
         x, y = _u8(p), _u8(q)
         ds.plane(x.size)
         same = same and x.size == y.size
+        done = 0
         for i in range(0, x.size, _CMP_STEP):
             c = x[i:i + _CMP_STEP]
             ds.update(c)
             same = same and bool(np.array_equal(c, y[i:i + _CMP_STEP]))
+            if i + _CMP_STEP - done >= _RELEASE_STEP or i + _CMP_STEP >= x.size:
+                for rel, z in ((release_a, x), (release_b, y)):
+                    if rel is not None and z[done:i + _CMP_STEP].size:
+                        rel(z[done:i + _CMP_STEP])
+                done = i + _CMP_STEP
     return ds.digest().hex(), same
 
 
@@ -621,12 +632,11 @@ _COPY_MIN = 1 << 16
 _COPY_RANGE = getattr(os, "copy_file_range", None)
 
 
-def _release(tensors, values) -> None:
+def _release(source, values) -> None:
     """Give the pages of the planes in ``values`` back (``MADV_DONTNEED``
     on the file's read-only map: the page cache keeps them, the process
     does not): memory stays at the tensors being handled."""
-    src = getattr(getattr(tensors, "_source", None), "source", None)
-    release = getattr(src, "release", None)
+    release = getattr(source, "release", None)
     if release is None:
         return
     for v in values:
@@ -635,11 +645,18 @@ def _release(tensors, values) -> None:
                 release(p)
 
 
+def _load_local(path: str):
+    """(the tensors of the local safetensors file ``path`` as
+    :func:`grit.load` reads them, the byte source their views are of)."""
+    hdr = _st.read(path)
+    return with_recognised(path, _st.tensors_of(hdr)), hdr.source
+
+
 def _write_file(p: _Planned, local: str, work: str, conv: str, pool, progress, done: list,
                 total: int, refused: list[str]) -> tuple[list[dict], dict]:
     """Write one model file entry by entry at the planned offsets (the
     weights ``jobs`` at a time), then read it back and prove each weight."""
-    tensors = load(local)
+    tensors, source = _load_local(local)
     conv_ = conventions.by_name(conv)
     assert conv_.emit is not None
     out = os.path.join(work, p.name)
@@ -678,12 +695,12 @@ def _write_file(p: _Planned, local: str, work: str, conv: str, pool, progress, d
                 if isinstance(buf, np.ndarray) else _u8(buf)
             _copy_or_write(src_fd, locate(u) if locate is not None and u.size >= _COPY_MIN
                            else None, fd, u, want[2])
-        _release(tensors, (v,))
+        _release(source, (v,))
         tick(p.file, _nbytes(v))
 
     # a buffer that is a view of the source file's map is copied file to file by the
     # kernel (copy_file_range): its pages are not brought into this process
-    locate = getattr(getattr(getattr(tensors, "_source", None), "source", None), "locate", None)
+    locate = getattr(source, "locate", None)
     src_fd = os.open(local, os.O_RDONLY)
     fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
@@ -696,7 +713,7 @@ def _write_file(p: _Planned, local: str, work: str, conv: str, pool, progress, d
         os.close(src_fd)
     if refused:
         return [], emitted
-    back = load(out)
+    back, back_source = _load_local(out)
     # the name each weight reads back under (a convention may name it otherwise:
     # gpt-oss's ``x_blocks`` / ``x_scales`` read back as ``x``)
     owner = {frozenset(r.tensors): r.name
@@ -709,7 +726,8 @@ def _write_file(p: _Planned, local: str, work: str, conv: str, pool, progress, d
             raise GritError(f"{name}: the written file does not read back as a GRIT "
                             f"array ({type(b).__name__}): the target convention's reader "
                             "and writer disagree")
-        da, same = _digest_and_compare(a, b)
+        da, same = _digest_and_compare(a, b, getattr(source, "release", None),
+                                       getattr(back_source, "release", None))
         sa = _side(a, da)
         sb = _side(b, da if same else None)
         rq = p.requant.get(name)
@@ -721,8 +739,8 @@ def _write_file(p: _Planned, local: str, work: str, conv: str, pool, progress, d
             entry["as"] = as_
         if rq:
             entry["requant"] = {"into": rq[0].canonical, "why": rq[1]}
-        _release(tensors, (a,))
-        _release(back, (b,))
+        _release(source, (a,))
+        _release(back_source, (b,))
         tick(p.file, _nbytes(a))
         return entry
 
@@ -829,7 +847,7 @@ def verify(src: str, dst: str, proof: str | None = None) -> VerifyReport:
                                     f"{(w.get(side) or {}).get(k)}")
         claimed_v = w.get("verdict")
         v = requant_error(x, y) if isinstance(claimed_v, Mapping) and \
-            claimed_v.get("verdict") == "re-quantised" else verdict(x, y)
+            claimed_v.get("verdict") == "re-quantised" else quick_verdict(x, y)
         if v != claimed_v:
             problems.append(f"{name}: the decodes give {v}, the proof says {w.get('verdict')}")
     for n in doc.get("plain") or ():

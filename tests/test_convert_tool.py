@@ -289,3 +289,28 @@ def test_planes_copied_file_to_file_are_the_bytes_save_writes(tmp_path, monkeypa
     grit.save(str(tmp_path / "saved.safetensors"), em.tensors)
     assert (tmp_path / "saved.safetensors").read_bytes() == \
         (tmp_path / "ct" / "m.safetensors").read_bytes()
+
+
+def test_the_proof_pass_hashes_compares_and_gives_back_every_byte(monkeypatch):
+    """The digest of the one pass is §6.5's; the comparison finds a change
+    anywhere; every byte of both arrays' planes is handed back once, in
+    order, whatever the steps."""
+    import grit.convert as gc
+    monkeypatch.setattr(gc, "_CMP_STEP", 1000)
+    monkeypatch.setattr(gc, "_RELEASE_STEP", 3000)
+    rng = np.random.default_rng(11)
+    a = grit.encode(rng.standard_normal((40, 320)).astype(np.float32), grit.GRADE_NVF4)
+    b = grit.GritArray(a.descriptor, a.shape, [bytes(p) for p in a.planes])
+    got: dict[str, list] = {"a": [], "b": []}
+    d, same = gc._digest_and_compare(a, b, lambda z: got["a"].append(bytes(z)),
+                                     lambda z: got["b"].append(bytes(z)))
+    assert same and d == a.digest.hex()
+    planes = b"".join(bytes(p) for p in a.planes)
+    assert b"".join(got["a"]) == planes == b"".join(got["b"])
+    for i in (0, 999, 1000, 6399, len(bytes(a.planes[0])) + 3):
+        q = bytearray(planes)
+        q[i] ^= 1
+        n0, n1 = len(bytes(a.planes[0])), len(bytes(a.planes[1]))
+        c = grit.GritArray(a.descriptor, a.shape, [bytes(q[:n0]), bytes(q[n0:n0 + n1]),
+                                                   bytes(q[n0 + n1:]), b""])
+        assert gc._digest_and_compare(a, c) == (d, False)
