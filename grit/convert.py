@@ -2,20 +2,27 @@
 re-quantising, and ``grit verify``: the move proved from the two checkpoints.
 
 :func:`convert` reads a safetensors checkpoint (one file, or a folder of
-shards with their index) as GRIT arrays — each weight a convention
-recognises (:mod:`grit.conventions`), the other tensors as they are — and
-writes each shard again through the target convention's ``emit``: element
-codes and scale bytes are moved, never re-derived.  Where the two
-conventions' arithmetic differs (a per-tensor scale stored as a divisor in
-one and a multiplier in the other), the emitter says so and the proof counts
-the elements that decode differently.  Anything the target cannot hold is
-refused with the reason, before a byte is written.
+shards with their index; local, ``https://`` or ``hf://``) as GRIT arrays —
+each weight a convention recognises (:mod:`grit.conventions`), the other
+tensors as they are — and writes each shard again through the target
+convention's ``emit``: element codes and scale bytes are moved, never
+re-derived.  Where the two conventions' arithmetic differs (a per-tensor
+scale stored as a divisor in one and a multiplier in the other), the
+emitter says so and the proof counts the elements that decode differently.
+Anything the target cannot hold is refused with the reason, before a byte
+is written — or, with ``allow_requant``, re-quantised into the target's
+nearest format (:func:`requant_grade`) and its error reported
+(:func:`requant_error`).
 
-The output is written into a temporary folder beside ``dst`` and moved into
-place when complete; the input is only read.  The files beside the model
-files (tokenizer, generation config …) are copied; ``config.json`` keeps
-everything but the source's quantisation entry, which the target's
-replaces.
+Every file is checked before any is written, from the headers and the
+small tensors (:func:`_plan`); that check fixes each output file's layout,
+and each file is then written tensor by tensor at its offsets (``jobs`` at
+a time), read back, and proved tensor by tensor, the mapped pages given
+back as it goes (docs/convert.md, "How it runs").  The output is written
+into a temporary folder beside ``dst`` and moved into place when complete;
+the input is only read.  The files beside the model files (tokenizer,
+generation config …) are copied; ``config.json`` keeps everything but the
+source's quantisation entry, which the target's replaces.
 
 The proof (``grit-proof.json``) holds, per weight, the source's and the
 target's gid, grade and plane digests and the decode verdict, derived by
@@ -34,7 +41,7 @@ import re
 import shutil
 import tempfile
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping
 
@@ -56,7 +63,8 @@ from .io.problems import raise_first
 from .io.recognise import MAX_CONFIG, SMALL_MAX, read_remote_config, with_recognised
 from .io.safetensors import Layout, entries_of, layout
 
-__all__ = ["convert", "verify", "PROOF_FILE", "ConvertReport", "VerifyReport", "TARGETS"]
+__all__ = ["convert", "verify", "PROOF_FILE", "ConvertReport", "VerifyReport", "TARGETS",
+           "requant_grade", "requant_error", "quick_verdict", "verdict"]
 
 #: the proof's file name in the output folder
 PROOF_FILE = "grit-proof.json"
@@ -617,8 +625,7 @@ def _copy_or_write(src_fd: int, src_off: int | None, fd: int, buf, offset: int) 
                     break
                 done += k
         except OSError as e:
-            if e.errno not in (errno.EXDEV, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL,
-                               errno.EBADF):
+            if e.errno not in (errno.EXDEV, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL):
                 raise
         if done == n:
             return
@@ -706,7 +713,7 @@ def _write_file(p: _Planned, local: str, work: str, conv: str, pool, progress, d
     try:
         os.ftruncate(fd, p.layout.size)
         _pwrite(fd, p.layout.head, 0)
-        list(pool.map(write_one, [*p.weights, *p.plain]))
+        _run(pool, write_one, [*p.weights, *p.plain])
         os.fsync(fd)
     finally:
         os.close(fd)
@@ -744,9 +751,25 @@ def _write_file(p: _Planned, local: str, work: str, conv: str, pool, progress, d
         tick(p.file, _nbytes(a))
         return entry
 
-    entries = list(pool.map(prove, p.weights))
+    entries = _run(pool, prove, p.weights)
     tick(p.file, 2 * p.size - (done[0] - first))       # the header and the plain tensors
     return entries, emitted
+
+
+def _run(pool: ThreadPoolExecutor, fn: Callable[[str], Any], items: list[str]) -> list:
+    """``fn`` of every item on the pool, the results in the items' order.
+    Nothing is left running when it returns or raises (an error, Ctrl-C):
+    the tasks not started are cancelled and the running ones waited for,
+    so no task writes to a file its caller has closed."""
+    futures = [pool.submit(fn, x) for x in items]
+    try:
+        wait(futures)
+    except BaseException:
+        for f in futures:
+            f.cancel()
+        wait(futures)
+        raise
+    return [f.result() for f in futures]
 
 
 def _nbytes(v) -> int:
