@@ -344,7 +344,7 @@ def requant_grade(to: str, a: GritArray) -> Grade | None:
     g = a.grade
     e, s0 = str(g["e"]), str(g["s0"])
     cols = int(a.shape[-1]) if a.shape else 1
-    k0 = int(g["k0"])
+    k0 = int(str(g["k0"]))
     k = k0 if 0 < k0 <= cols and cols % k0 == 0 else cols
     fm = re.fullmatch(r"e(\d+)m(\d+)", e)
     if fm is not None and 1 + int(fm[1]) + int(fm[2]) <= 4:      # FP4 (and narrower)
@@ -483,7 +483,7 @@ def _plan(f: str, conv: str, allow_requant: bool, refused: list[str]) -> _Planne
     zero), every refusal added to ``refused``; the output's layout."""
     tensors = _read_for_plan(f)
     conv_ = conventions.by_name(conv)
-    if conv_.emit is None:
+    if conv_.emit is None or conv_.emit_config is None:
         raise GritUsageError(f"convention {conv!r} does not write tensors")
     out: dict[str, Any] = {}
     weights: list[str] = []
@@ -592,7 +592,9 @@ def _write(files: list[str], work: str, conv: str, progress, *, allow_requant: b
             weight_map.update({tn: p.name for tn in p.plain})
     if refused:
         raise _refused(conv, refused)
-    configs = conventions.by_name(conv).emit_config(emitted_all, plain_all)
+    emit_config = conventions.by_name(conv).emit_config
+    assert emit_config is not None          # (a convention without it refuses in _plan)
+    configs = emit_config(emitted_all, plain_all)
     proof = {"schema": PROOF_SCHEMA, "to": conv, "weights": weights,
              "plain": sorted(set(plain_all))}
     return proof, configs, weight_map
@@ -664,8 +666,8 @@ def _write_file(p: _Planned, local: str, work: str, conv: str, pool, progress, d
     """Write one model file entry by entry at the planned offsets (the
     weights ``jobs`` at a time), then read it back and prove each weight."""
     tensors, source = _load_local(local)
-    conv_ = conventions.by_name(conv)
-    assert conv_.emit is not None
+    emit = conventions.by_name(conv).emit
+    assert emit is not None                 # (a convention without it refuses in _plan)
     out = os.path.join(work, p.name)
     emitted: dict[str, conventions.Emitted] = {}
 
@@ -683,7 +685,7 @@ def _write_file(p: _Planned, local: str, work: str, conv: str, pool, progress, d
         if isinstance(v, GritArray):
             rq = p.requant.get(name)
             try:
-                em = conv_.emit(name, _requantised(v, rq[0]) if rq else v)
+                em = emit(name, _requantised(v, rq[0]) if rq else v)
             except GritError as e:            # a refusal the bytes decide
                 refused.append(_refusal(e))
                 return
