@@ -14,6 +14,7 @@ import grit
 from grit.convert import convert, verify
 from grit.io.recognise import SMALL_MAX
 from http_server import Server
+from test_convert import two_shards
 from test_scan_hub import REPO, hub, isolated  # noqa: F401  (the Hub on loopback)
 
 
@@ -74,18 +75,9 @@ def test_a_sharded_hf_repository_is_read_once_and_its_files_beside_are_copied(
     """Each model file's bytes are sent once (the check before writing reads
     headers and small tensors only), and the tokenizer and generation
     config beside the shards are in the output as they were."""
-    rng = np.random.default_rng(6)
     d = tmp_path / "local"
-    d.mkdir()
-    files = {}
-    for i in range(2):
-        name = f"model-0000{i + 1}-of-00002.safetensors"
-        big = grit.encode(rng.standard_normal((64, 2 ** 16)).astype(np.float32),
-                          grit.GRADE_MXFP4)             # 2 MiB of codes: not a small one
-        grit.save(str(d / name), {f"model.layers.{i}.mlp.down_proj.weight": big,
-                                   f"model.layers.{i}.input_layernorm.weight":
-                                       np.ones(64, np.float32)})
-        files[name] = (d / name).read_bytes()
+    names = two_shards(d, (64, 2 ** 16), 6)            # 2 MiB of codes: not a small tensor
+    files = {n: (d / n).read_bytes() for n in names}
     beside = {"config.json": json.dumps({"architectures": ["LlamaForCausalLM"]}).encode(),
               "tokenizer.json": b'{"version": "1.0"}', "tokenizer_config.json": b"{}",
               "special_tokens_map.json": b'{"bos_token": "<s>"}',
