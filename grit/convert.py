@@ -60,7 +60,8 @@ from .io import safetensors as _st
 from .io.containers import by_suffix
 from .io.hub import HubPath, is_hub, is_remote
 from .io.problems import raise_first
-from .io.recognise import MAX_CONFIG, SMALL_MAX, read_remote_config, with_recognised
+from .io.recognise import (MAX_CONFIG, SMALL_MAX, Deferred, read_remote_config,
+                           with_recognised)
 from .io.safetensors import Layout, entries_of, layout
 
 __all__ = ["convert", "verify", "PROOF_FILE", "ConvertReport", "VerifyReport", "TARGETS",
@@ -492,6 +493,7 @@ def _plan(f: str, conv: str, allow_requant: bool, refused: list[str]) -> _Planne
     plain: dict[str, tuple[int, ...]] = {}
     bad = len(refused)
     for name, v in tensors.items():
+        v = _built(v)
         if not isinstance(v, GritArray):
             plain[name] = tuple(getattr(v, "shape", ()))
             names = {name: v}
@@ -543,7 +545,7 @@ def _read_for_plan(f: str):
     recognition reads), over an image of the file whose other bytes are
     zero pages never touched, so nothing but those is read."""
     if not is_remote(f):
-        return load(f)
+        return _load_local(f)[0]
     src = _open_remote(f)
     hdr = _st.read_source(src, f)
     raise_first(hdr.problems)
@@ -554,7 +556,7 @@ def _read_for_plan(f: str):
             b = off - hdr.start
             image[b:b + k] = np.frombuffer(src.read(off, k, f"tensor {n!r}"), np.uint8)
     hdr = replace(hdr, buffer=memoryview(image))
-    return with_recognised(f, _st.tensors_of(hdr))
+    return with_recognised(f, _st.tensors_of(hdr), defer_converted=True)
 
 
 def _write(files: list[str], work: str, conv: str, progress, *, allow_requant: bool = False,
@@ -656,9 +658,17 @@ def _release(source, values) -> None:
 
 def _load_local(path: str):
     """(the tensors of the local safetensors file ``path`` as
-    :func:`grit.load` reads them, the byte source their views are of)."""
+    :func:`grit.load` reads them, but each weight a converter builds
+    :class:`~grit.io.recognise.Deferred`; the byte source their views are
+    of)."""
     hdr = _st.read(path)
-    return with_recognised(path, _st.tensors_of(hdr)), hdr.source
+    return with_recognised(path, _st.tensors_of(hdr), defer_converted=True), hdr.source
+
+
+def _built(v):
+    """A weight whose planes a converter builds (GPTQ, AWQ …), built now:
+    one at a time, never a file's worth at once."""
+    return v.build() if isinstance(v, Deferred) else v
 
 
 def _write_file(p: _Planned, local: str, work: str, conv: str, pool, progress, done: list,
@@ -681,7 +691,7 @@ def _write_file(p: _Planned, local: str, work: str, conv: str, pool, progress, d
                 progress(f, done[0], total)
 
     def write_one(name: str) -> None:
-        v = tensors[name]
+        v = _built(tensors[name])
         if isinstance(v, GritArray):
             rq = p.requant.get(name)
             try:
@@ -730,7 +740,7 @@ def _write_file(p: _Planned, local: str, work: str, conv: str, pool, progress, d
 
     def prove(name: str) -> dict:
         as_ = owner.get(frozenset(p.emitted[name]), name)
-        a, b = tensors[name], back.get(as_)
+        a, b = _built(tensors[name]), _built(back.get(as_))
         if not isinstance(b, GritArray):
             raise GritError(f"{name}: the written file does not read back as a GRIT "
                             f"array ({type(b).__name__}): the target convention's reader "

@@ -314,3 +314,35 @@ def test_the_proof_pass_hashes_compares_and_gives_back_every_byte(monkeypatch):
         c = grit.GritArray(a.descriptor, a.shape, [bytes(q[:n0]), bytes(q[n0:n0 + n1]),
                                                    bytes(q[n0 + n1:]), b""])
         assert gc._digest_and_compare(a, c) == (d, False)
+
+
+def test_a_converted_source_is_built_one_weight_at_a_time(tmp_path, monkeypatch):
+    """GPTQ's weights are converted (repacked) from the file's tensors: the
+    convert builds each when it handles it (never a file's worth at once)
+    and proves the same as grit.load's eager conversion."""
+    from grit.io import recognise
+    from test_load_gptq_awq import P, gptq_case, gptq_cfg, write
+    _, _, _, tensors = gptq_case(4, 32)
+    path = write(tmp_path, tensors, gptq_cfg(4, 32))
+    eager = grit.load(path)
+    lazy = recognise.with_recognised(path, grit.io.safetensors.load(path),
+                                     defer_converted=True)
+    assert isinstance(lazy[f"{P}.weight"], recognise.Deferred)
+    assert lazy[f"{P}.weight"].build().digest == eager[f"{P}.weight"].digest
+    built = []
+    real = recognise.Deferred.build
+    monkeypatch.setattr(recognise.Deferred, "build",
+                        lambda self: (built.append(self.record.name), real(self))[1])
+    rep = convert(os.path.dirname(path), str(tmp_path / "g"), "grit")
+    assert rep.counts == {"bit-exact": 1}
+    assert built == [f"{P}.weight"] * 3          # checked, written, proved: built each time
+    [w] = rep.proof["weights"]
+    assert w["source"]["digest"] == eager[f"{P}.weight"].digest.hex()
+    assert verify(os.path.dirname(path), str(tmp_path / "g")).ok
+    # compressed-tensors holds symmetric codes only: the asymmetric weight is re-quantised
+    with pytest.raises(grit.GritUsageError, match="--allow-requant"):
+        convert(os.path.dirname(path), str(tmp_path / "ct"), "compressed-tensors")
+    rep = convert(os.path.dirname(path), str(tmp_path / "ct"), "compressed-tensors",
+                  allow_requant=True)
+    assert rep.counts == {"re-quantised": 1}
+    assert verify(os.path.dirname(path), str(tmp_path / "ct")).ok
