@@ -702,7 +702,7 @@ def convert_cmd(src: str, dst: str, to: str, force: bool, allow_requant: bool, j
                            f"{w['requant']['into']}: max abs {v['max_abs']:.6g}, RMS "
                            f"{v['rms']:.6g}, max {v['max_ulps']} ulp(s); {v['differ']} of "
                            f"{v['elements']} elements differ"
-                           + (f", {v['nonfinite']} finite in one decode only"
+                           + (f", {v['nonfinite']} of them not finite"
                               if v["nonfinite"] else ""))
             elif v["verdict"] != "bit-exact":
                 click.echo(f"  {printable(w['name'])}: {v['differ']} of {v['elements']} "

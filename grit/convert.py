@@ -381,7 +381,8 @@ def requant_error(src: GritArray, dst: GritArray) -> dict:
     elements whose decodes differ, and over the elements finite in both
     decodes the largest absolute difference, the RMS difference (binary64
     arithmetic) and the largest difference in binary32 ulps; ``nonfinite``:
-    the elements finite in one decode and not the other, or NaN in one only."""
+    the elements that differ where a decode is not finite (±inf, or NaN in
+    one decode only)."""
     x = np.ascontiguousarray(decode(src), np.float32).reshape(-1)
     y = np.ascontiguousarray(decode(dst), np.float32).reshape(-1)
     if x.shape != y.shape:
@@ -394,8 +395,9 @@ def requant_error(src: GritArray, dst: GritArray) -> dict:
         xb, yb = xs.view(np.int32), ys.view(np.int32)
         xn, yn = np.isnan(xs), np.isnan(ys)
         both = np.isfinite(xs) & np.isfinite(ys)
-        differ += int(((xb != yb) & ~(xn & yn)).sum())
-        nonfinite += int((~both & ~(xn & yn)).sum())
+        changed = (xb != yb) & ~(xn & yn)                 # NaN is NaN, whatever its bits
+        differ += int(changed.sum())
+        nonfinite += int((changed & ~both).sum())
         if both.any():
             d = ys[both].astype(np.float64) - xs[both].astype(np.float64)
             finite += int(d.size)
