@@ -568,6 +568,7 @@ def _write(files: list[str], work: str, conv: str, progress, *, allow_requant: b
     plans = [_plan(f, conv, allow_requant, refused) for f in files]
     if refused:
         raise _refused(conv, refused)
+    _room(work, [p for p in plans if p is not None])
     weights: list[dict] = []
     emitted_all: dict[str, conventions.Emitted] = {}
     plain_all: dict[str, tuple[int, ...]] = {}
@@ -602,6 +603,19 @@ def _write(files: list[str], work: str, conv: str, progress, *, allow_requant: b
     proof = {"schema": PROOF_SCHEMA, "to": conv, "weights": weights,
              "plain": sorted(set(plain_all))}
     return proof, configs, weight_map
+
+
+def _room(work: str, plans: list[_Planned]) -> None:
+    """Refuse before writing when the output's file system cannot hold the
+    model files (their sizes are planned) and the largest remote file's
+    spool."""
+    need = sum(p.layout.size for p in plans) + max(
+        [p.size for p in plans if is_remote(p.file)], default=0)
+    free = shutil.disk_usage(work).free
+    if need > free:
+        raise GritUsageError(f"the output needs {need} bytes of model files"
+                             f"{' and spool' if any(is_remote(p.file) for p in plans) else ''}"
+                             f", and {free} bytes are free beside {os.path.dirname(work)}")
 
 
 def _refused(conv: str, refused: list[str]) -> GritUsageError:

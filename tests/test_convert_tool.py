@@ -364,3 +364,15 @@ def test_the_requant_error_of_values_that_are_not_finite(monkeypatch):
     assert gc.requant_error(Fixed(x), Fixed(y)) == {
         "verdict": "re-quantised", "elements": 6, "differ": 4, "max_abs": 0.5,
         "rms": math.sqrt(0.25 / 2), "max_ulps": 2 ** 22, "nonfinite": 2}
+
+
+def test_too_little_room_is_refused_before_writing(tmp_path, monkeypatch):
+    import collections
+
+    import grit.convert as gc
+    src = _sharded(tmp_path, shards=2, per=2)
+    usage = collections.namedtuple("usage", "total used free")
+    monkeypatch.setattr(gc.shutil, "disk_usage", lambda p: usage(10**6, 10**6 - 1000, 1000))
+    with pytest.raises(grit.GritUsageError, match=r"needs \d+ bytes of model files, and 1000 "):
+        convert(str(src), str(tmp_path / "out"), "grit")
+    assert sorted(os.listdir(tmp_path)) == ["src"]
