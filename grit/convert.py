@@ -738,16 +738,53 @@ def _write_file(p: _Planned, local: str, work: str, conv: str, pool, progress, d
     locate = getattr(source, "locate", None)
     src_fd = os.open(local, os.O_RDONLY)
     fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    flush: _Flush | None = None
     try:
-        os.ftruncate(fd, p.layout.size)
-        _pwrite(fd, p.layout.head, 0)
-        _run(pool, write_one, [*p.weights, *p.plain])
-        os.fsync(fd)
+        try:
+            os.ftruncate(fd, p.layout.size)
+            _pwrite(fd, p.layout.head, 0)
+            _run(pool, write_one, [*p.weights, *p.plain])
+        finally:
+            os.close(src_fd)
+        if refused:
+            return [], emitted
+        # the file goes to disk while it is proved from the page cache
+        flush = _Flush(fd)
+        entries = _prove(p, tensors, source, out, emitted, pool, tick)
+        flush.result()
     finally:
+        if flush is not None:
+            flush.join()
         os.close(fd)
-        os.close(src_fd)
-    if refused:
-        return [], emitted
+    tick(p.file, 2 * p.size - (done[0] - first))       # the header and the plain tensors
+    return entries, emitted
+
+
+class _Flush(threading.Thread):
+    """``fsync`` of a file descriptor in a thread of its own; :meth:`result`
+    waits for it and raises its OSError."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__(daemon=True)
+        self.fd, self.error = fd, None
+        self.start()
+
+    def run(self) -> None:
+        try:
+            os.fsync(self.fd)
+        except OSError as e:
+            self.error = e
+
+    def result(self) -> None:
+        self.join()
+        if self.error is not None:
+            raise self.error
+
+
+def _prove(p: _Planned, tensors, source, out: str, emitted: dict, pool, tick) -> list[dict]:
+    """The proof entry of each weight of the written file ``out``, read back
+    through the target convention's recogniser and compared with the
+    source's ``tensors``."""
     back, back_source = _load_local(out)
     # the name each weight reads back under (a convention may name it otherwise:
     # gpt-oss's ``x_blocks`` / ``x_scales`` read back as ``x``)
@@ -779,9 +816,7 @@ def _write_file(p: _Planned, local: str, work: str, conv: str, pool, progress, d
         tick(p.file, _nbytes(a))
         return entry
 
-    entries = _run(pool, prove, p.weights)
-    tick(p.file, 2 * p.size - (done[0] - first))       # the header and the plain tensors
-    return entries, emitted
+    return _run(pool, prove, p.weights)
 
 
 def _run(pool: ThreadPoolExecutor, fn: Callable[[str], Any], items: list[str]) -> list:
