@@ -36,9 +36,11 @@ import errno
 import hashlib
 import json
 import math
+import mmap
 import os
 import re
 import shutil
+import sys
 import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -551,14 +553,30 @@ def _read_for_plan(f: str):
     src = _open_remote(f)
     hdr = _st.read_source(src, f)
     raise_first(hdr.problems)
-    image = np.zeros(hdr.avail, np.uint8)
+    image = _zeros(hdr.avail)
     for n in hdr.entries:
         off, k = hdr.span(n)
         if 0 < k <= SMALL_MAX:
             b = off - hdr.start
-            image[b:b + k] = np.frombuffer(src.read(off, k, f"tensor {n!r}"), np.uint8)
-    hdr = replace(hdr, buffer=memoryview(image))
+            image[b:b + k] = src.read(off, k, f"tensor {n!r}")
+    hdr = replace(hdr, buffer=image)
     return with_recognised(f, _st.tensors_of(hdr), defer_converted=True)
+
+
+def _zeros(n: int) -> memoryview:
+    """``n`` zero bytes that take no memory until written: an anonymous
+    private map, not reserved against the commit limit (a remote file's
+    image may be larger than the machine's memory; only the pages of the
+    small tensors are ever written)."""
+    if n == 0:
+        return memoryview(b"")
+    flags = mmap.MAP_PRIVATE | getattr(mmap, "MAP_ANONYMOUS", 0) | \
+        getattr(mmap, "MAP_NORESERVE", _MAP_NORESERVE)
+    return memoryview(mmap.mmap(-1, n, flags=flags))
+
+
+#: Linux's MAP_NORESERVE (Python's mmap module names it from 3.13)
+_MAP_NORESERVE = 0x4000 if sys.platform == "linux" else 0
 
 
 def _write(files: list[str], work: str, conv: str, progress, *, allow_requant: bool = False,
