@@ -714,6 +714,7 @@ def _write_file(p: _Planned, local: str, work: str, conv: str, pool, progress, d
     assert emit is not None                 # (a convention without it refuses in _plan)
     out = os.path.join(work, p.name)
     emitted: dict[str, conventions.Emitted] = {}
+    late: dict[str, str] = {}                  # refusals the bytes decide, by weight
 
     lock = threading.Lock()
     first = done[0]
@@ -731,7 +732,7 @@ def _write_file(p: _Planned, local: str, work: str, conv: str, pool, progress, d
             try:
                 em = emit(name, _requantised(v, rq[0]) if rq else v)
             except GritError as e:            # a refusal the bytes decide
-                refused.append(_refusal(e))
+                late[name] = _refusal(e)
                 return
             emitted[name] = replace(em, tensors={})
             items = em.tensors
@@ -762,6 +763,7 @@ def _write_file(p: _Planned, local: str, work: str, conv: str, pool, progress, d
             os.ftruncate(fd, p.layout.size)
             _pwrite(fd, p.layout.head, 0)
             _run(pool, write_one, [*p.weights, *p.plain])
+            refused.extend(late[n] for n in p.weights if n in late)      # in file order
         finally:
             os.close(src_fd)
         if refused:

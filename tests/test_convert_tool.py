@@ -376,3 +376,31 @@ def test_too_little_room_is_refused_before_writing(tmp_path, monkeypatch):
     with pytest.raises(grit.GritUsageError, match=r"needs \d+ bytes of model files, and 1000 "):
         convert(str(src), str(tmp_path / "out"), "grit")
     assert sorted(os.listdir(tmp_path)) == ["src"]
+
+
+def test_refusals_the_bytes_decide_are_reported_together_in_file_order(tmp_path,
+                                                                        monkeypatch):
+    """A refusal found while writing (an emitter that looks at bytes the
+    check did not read) is collected for every weight, listed in file
+    order for any --jobs, and nothing is moved into place."""
+    import dataclasses
+
+    import grit.convert as gc
+    from grit import conventions
+    src = _sharded(tmp_path, shards=1, per=6)
+    real = conventions.by_name("grit")
+    seen: dict[str, int] = {}
+
+    def emit(name, a):
+        seen[name] = seen.get(name, 0) + 1
+        if seen[name] > 1 and int(name.split(".")[2]) % 2:      # the odd layers, writing
+            raise grit.GritUsageError(f"{name}: grit cannot hold these bytes")
+        return real.emit(name, a)
+    fake = dataclasses.replace(real, emit=emit)
+    monkeypatch.setattr(gc.conventions, "by_name", lambda n: fake if n == "grit" else real)
+    with pytest.raises(grit.GritUsageError) as e:
+        convert(str(src), str(tmp_path / "out"), "grit", jobs=3)
+    assert str(e.value).splitlines() == ["grit: 3 array(s) cannot be written:"] + [
+        f"  model.layers.{k}.mlp.up_proj.weight: grit cannot hold these bytes"
+        for k in (1, 3, 5)]
+    assert sorted(os.listdir(tmp_path)) == ["src"]
