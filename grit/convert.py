@@ -486,7 +486,7 @@ def _plan(f: str, conv: str, allow_requant: bool, refused: list[str]) -> _Planne
     each weight emitted over bytes that do not matter (a local file's map,
     untouched; a remote file's header and small tensors, every other byte
     zero), every refusal added to ``refused``; the output's layout."""
-    tensors = _read_for_plan(f)
+    tensors, source = _read_for_plan(f)
     conv_ = conventions.by_name(conv)
     if conv_.emit is None or conv_.emit_config is None:
         raise GritUsageError(f"convention {conv!r} does not write tensors")
@@ -519,6 +519,7 @@ def _plan(f: str, conv: str, allow_requant: bool, refused: list[str]) -> _Planne
                     continue
                 requant[name] = (g, why)
             weights.append(name)
+            _release(source, (v,))          # what the emitter read of a local file's map
             emitted[name] = list(names)
         for tn, t in names.items():
             if tn in out:
@@ -543,13 +544,14 @@ def _open_remote(f: str):
 
 
 def _read_for_plan(f: str):
-    """The tensors of a model file for the check: a local file as
+    """(the tensors of a model file for the check, the byte source whose
+    pages can be given back, or None): a local file as
     :func:`grit.load` reads it (views of its map); a remote one from its
     header and its small tensors (at most SMALL_MAX bytes each, the ones
     recognition reads), over an image of the file whose other bytes are
     zero pages never touched, so nothing but those is read."""
     if not is_remote(f):
-        return _load_local(f)[0]
+        return _load_local(f)
     src = _open_remote(f)
     hdr = _st.read_source(src, f)
     raise_first(hdr.problems)
@@ -560,7 +562,7 @@ def _read_for_plan(f: str):
             b = off - hdr.start
             image[b:b + k] = src.read(off, k, f"tensor {n!r}")
     hdr = replace(hdr, buffer=image)
-    return with_recognised(f, _st.tensors_of(hdr), defer_converted=True)
+    return with_recognised(f, _st.tensors_of(hdr), defer_converted=True), None
 
 
 def _zeros(n: int) -> memoryview:
