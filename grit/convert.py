@@ -91,7 +91,7 @@ _WRITE_STEP = 1 << 30
 #: bytes compared per step when two planes are compared (bounded temporaries)
 _CMP_STEP = 1 << 20
 #: bytes of a mapped plane handled before its pages are given back
-_RELEASE_STEP = 1 << 25
+_RELEASE_STEP = 1 << 23
 #: files copied from beside a remote model file named by URL (a repository
 #: lists its files; a URL's folder cannot be listed)
 BESIDE_REMOTE = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
