@@ -729,13 +729,17 @@ def _convert_progress():
                    console=Console(stderr=True), transient=True)
     task = None
 
-    def update(path: str, done: int, total: int) -> None:
+    def update(path: str, done: int | None = None, total: int | None = None) -> None:
+        # (a converter that counts no bytes calls it with the file alone)
         nonlocal task
         if task is None:
             bar.start()
-            task = bar.add_task("", total=max(1, total))
-        bar.update(task, completed=done, total=max(1, total),
-                   description=printable(path.split("?")[0].rstrip("/").rsplit("/", 1)[-1]))
+            task = bar.add_task("", total=max(1, total or 1))
+        name = printable(path.split("?")[0].rstrip("/").rsplit("/", 1)[-1])
+        if done is None or total is None:
+            bar.update(task, description=name)
+        else:
+            bar.update(task, completed=done, total=max(1, total), description=name)
 
     try:
         yield update
