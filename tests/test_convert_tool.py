@@ -207,10 +207,12 @@ def test_the_bar_is_drawn_on_a_terminal_only(monkeypatch):
     monkeypatch.setattr(sys, "stderr", err)
     with _convert_progress() as update:
         update("/x/model-00001\x1b[2J[bold].safetensors", 5, 10)
-        update("/x/model-00002.safetensors")               # a file alone: no count
     text = err.getvalue()
     assert "converting" in text and "50%" in text
     assert "model-00001\\x1b[2J[bold].safetensors" in text     # escaped, not markup
+    with _convert_progress() as update:
+        update("/x/model-00002.safetensors")               # a file alone: no count
+    assert "model-00002.safetensors" in err.getvalue()
     monkeypatch.setattr(sys, "stderr", io.StringIO())
     with _convert_progress() as update:
         assert update is None
