@@ -585,19 +585,19 @@ def _write(files: list[str], work: str, conv: str, progress, *, allow_requant: b
            jobs: int = 1) -> tuple[dict, dict, dict]:
     # every file is checked before any is written: a refusal writes nothing
     refused: list[str] = []
-    plans = [_plan(f, conv, allow_requant, refused) for f in files]
-    if refused:
+    checked = [_plan(f, conv, allow_requant, refused) for f in files]
+    plans = [p for p in checked if p is not None]
+    if refused or len(plans) != len(files):
         raise _refused(conv, refused)
-    _room(work, [p for p in plans if p is not None])
+    _room(work, plans)
     weights: list[dict] = []
     emitted_all: dict[str, conventions.Emitted] = {}
     plain_all: dict[str, tuple[int, ...]] = {}
     weight_map: dict[str, str] = {}
-    total = 2 * sum(p.size for p in plans if p is not None)
+    total = 2 * sum(p.size for p in plans)
     done = [0]
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         for p in plans:
-            assert p is not None            # (refused otherwise)
             if progress is not None:
                 progress(p.file, done[0], total)
             local = p.file
@@ -618,7 +618,8 @@ def _write(files: list[str], work: str, conv: str, progress, *, allow_requant: b
     if refused:
         raise _refused(conv, refused)
     emit_config = conventions.by_name(conv).emit_config
-    assert emit_config is not None          # (a convention without it refuses in _plan)
+    if emit_config is None:                 # (refused by _plan already)
+        raise GritUsageError(f"convention {conv!r} does not write tensors")
     configs = emit_config(emitted_all, plain_all)
     proof = {"schema": PROOF_SCHEMA, "to": conv, "weights": weights,
              "plain": sorted(set(plain_all))}
@@ -713,7 +714,8 @@ def _write_file(p: _Planned, local: str, work: str, conv: str, pool, progress, d
     weights ``jobs`` at a time), then read it back and prove each weight."""
     tensors, source = _load_local(local)
     emit = conventions.by_name(conv).emit
-    assert emit is not None                 # (a convention without it refuses in _plan)
+    if emit is None:                        # (refused by _plan already)
+        raise GritUsageError(f"convention {conv!r} does not write tensors")
     out = os.path.join(work, p.name)
     emitted: dict[str, conventions.Emitted] = {}
     late: dict[str, str] = {}                  # refusals the bytes decide, by weight
