@@ -909,8 +909,8 @@ def _finish(folder: str, files: list[str], work: str, configs: dict, weight_map:
 def _arrays(path: str) -> dict[str, Any]:
     _, files = _model_files(path)
     out: dict[str, Any] = {}
-    for f in files:
-        out.update(load(f))
+    for f in files:       # (a converted weight is built when it is compared, one at a time)
+        out.update(load(f) if is_remote(f) else _load_local(f)[0])
     return out
 
 
@@ -938,14 +938,14 @@ def verify(src: str, dst: str, proof: str | None = None) -> VerifyReport:
         raise GritUsageError(f"{ppath}: not a {PROOF_SCHEMA} proof")
     a, b = _arrays(src), _arrays(dst)
     claimed = {w.get("name"): w for w in doc["weights"] if isinstance(w, Mapping)}
-    srcw = {n for n, v in a.items() if isinstance(v, GritArray)}
+    srcw = {n for n, v in a.items() if isinstance(v, (GritArray, Deferred))}
     if srcw != set(claimed):
         problems.append(f"the proof names {len(claimed)} weights, the source has {len(srcw)}: "
                         f"missing {sorted(srcw - set(claimed))[:5]}, extra "
                         f"{sorted(set(claimed) - srcw)[:5]}")
     for name in sorted(srcw & set(claimed)):
-        w, x = claimed[name], a[name]
-        y = b.get(w["as"] if isinstance(w.get("as"), str) else name)
+        w, x = claimed[name], _built(a[name])
+        y = _built(b.get(w["as"] if isinstance(w.get("as"), str) else name))
         if not isinstance(y, GritArray):
             problems.append(f"{name}: the output holds no GRIT array under this name")
             continue
