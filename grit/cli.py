@@ -660,17 +660,26 @@ def _load_cases(target, shape, planes):
                    "(MXFP4), grit (GRIT safetensors) or gguf (the GGUF llama.cpp loads).")
 @click.option("--force", is_flag=True, help="Replace DST if it exists (once the new one is "
                                             "complete).")
+@click.option("--allow-requant", is_flag=True,
+              help="Re-quantise a weight the target cannot hold into the target's nearest "
+                   "format (docs/convert.md) instead of refusing; each one is reported with "
+                   "its error (max abs, RMS, ulps).")
+@click.option("--jobs", "-j", type=click.IntRange(1, convert_mod.MAX_JOBS), default=1,
+              show_default=True, help="Tensors handled at once (the output is the same).")
 @click.option("--json", "as_json", is_flag=True, help="Print the proof's summary as JSON.")
-def convert_cmd(src: str, dst: str, to: str, force: bool, as_json: bool) -> None:
+def convert_cmd(src: str, dst: str, to: str, force: bool, allow_requant: bool, jobs: int,
+                as_json: bool) -> None:
     """Move the safetensors checkpoint SRC (a file or a folder of shards) into
     the convention --to, as the folder DST, without re-quantising: element
     codes and scale bytes are moved, never re-derived.  A weight the target
     cannot hold refuses the whole conversion, with the reason, before
-    anything is written.  DST holds the model files, config.json (the
-    target's quantisation entry in place of the source's), the files that
-    were beside SRC, and grit-proof.json: per weight the source's and the
-    target's gid, grade and plane digests and the decode verdict (bit-exact,
-    or scalar-rounded with the elements that differ and by how many ulps).
+    anything is written (--allow-requant: it is re-quantised into the
+    target's nearest format and reported).  DST holds the model files,
+    config.json (the target's quantisation entry in place of the source's),
+    the files that were beside SRC, and grit-proof.json: per weight the
+    source's and the target's gid, grade and plane digests and the decode
+    verdict (bit-exact; scalar-rounded with the elements that differ and by
+    how many ulps; re-quantised with the max abs, RMS and ulps error).
     `grit verify SRC DST` re-derives every verdict.  --to gguf writes
     DST/model.gguf for llama.cpp (llama, mistral, qwen2, qwen3, gemma3), and
     a .gguf SRC converts to the safetensors conventions.
@@ -680,30 +689,77 @@ def convert_cmd(src: str, dst: str, to: str, force: bool, as_json: bool) -> None
       grit convert ./llama-nvfp4-ct ./llama-nvfp4-modelopt --to modelopt
       grit convert ./model.safetensors ./model-grit --to grit
       grit convert ./llama-nvfp4-ct ./llama-gguf --to gguf
+      grit convert hf://org/model-mxfp4 ./model-nvfp4 --to modelopt --allow-requant -j 4
     Exit status: 0 written (every verdict bit-exact), 3 written with
-    scalar-rounded weights, 2 refused or unreadable."""
+    scalar-rounded or re-quantised weights, 2 refused or unreadable."""
     try:
-        def progress(f: str) -> None:
-            if sys.stderr.isatty():
-                click.echo(f"writing {os.path.basename(f)}", err=True)
-        rep = convert_mod.convert(src, dst, to, overwrite=force, progress=progress)
+        with _convert_progress() as progress:
+            rep = convert_mod.convert(src, dst, to, overwrite=force, progress=progress,
+                                      allow_requant=allow_requant, jobs=jobs)
     except (GritError, OSError) as e:
         _die(e, as_json)
-    rounded = rep.counts.get("scalar-rounded", 0)
+    changed = rep.counts.get("scalar-rounded", 0) + rep.counts.get("re-quantised", 0)
     if as_json:
         click.echo(json.dumps({"dst": rep.dst, "to": to, "verdicts": rep.counts,
-                               "proof": os.path.join(rep.dst, convert_mod.PROOF_FILE)}))
+                               "proof": os.path.join(rep.dst, convert_mod.PROOF_FILE),
+                               "requantised": {w["name"]: w["verdict"]
+                                               for w in rep.proof["weights"]
+                                               if w["verdict"]["verdict"] == "re-quantised"}}))
     else:
         n = sum(rep.counts.values())
         click.echo(f"{n} weight(s) written as {to} to {rep.dst}: "
                    + ", ".join(f"{v} {k}" for k, v in sorted(rep.counts.items())))
         for w in rep.proof["weights"]:
-            if w["verdict"]["verdict"] != "bit-exact":
-                click.echo(f"  {w['name']}: {w['verdict']['differ']} of "
-                           f"{w['verdict']['elements']} elements differ, at most "
-                           f"{w['verdict']['max_ulps']} ulp(s); " + "; ".join(w["notes"]))
+            v = w["verdict"]
+            if v["verdict"] == "re-quantised":
+                click.echo(f"  {printable(w['name'])}: re-quantised into "
+                           f"{w['requant']['into']}: max abs {v['max_abs']:.6g}, RMS "
+                           f"{v['rms']:.6g}, max {v['max_ulps']} ulp(s); {v['differ']} of "
+                           f"{v['elements']} elements differ"
+                           + (f", {v['nonfinite']} of them not finite"
+                              if v["nonfinite"] else ""))
+            elif v["verdict"] != "bit-exact":
+                click.echo(f"  {printable(w['name'])}: {v['differ']} of {v['elements']} "
+                           f"elements differ, at most {v['max_ulps']} ulp(s); "
+                           + "; ".join(w["notes"]))
         click.echo(f"proof: {os.path.join(rep.dst, convert_mod.PROOF_FILE)}")
-    sys.exit(3 if rounded else 0)
+    sys.exit(3 if changed else 0)
+
+
+@contextlib.contextmanager
+def _convert_progress():
+    """grit convert's progress bar on stderr, only on a terminal: the model
+    file being written or proved and the bytes done; otherwise None."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    # rich is heavy to import and only a terminal's progress bar needs it
+    from rich.console import Console  # noqa: PLC0415
+    from rich.progress import (BarColumn, Progress, TextColumn,  # noqa: PLC0415
+                               TimeRemainingColumn)
+    bar = Progress(TextColumn("converting"), BarColumn(),
+                   TextColumn("{task.percentage:>3.0f}%"), TimeRemainingColumn(),
+                   TextColumn("{task.description}", markup=False),
+                   console=Console(stderr=True), transient=True)
+    task = None
+
+    def update(path: str, done: int | None = None, total: int | None = None) -> None:
+        # (a converter that counts no bytes calls it with the file alone)
+        nonlocal task
+        if task is None:
+            bar.start()
+            task = bar.add_task("", total=max(1, total or 1))
+        name = printable(path.split("?")[0].rstrip("/").rsplit("/", 1)[-1])
+        if done is None or total is None:
+            bar.update(task, description=name)
+        else:
+            bar.update(task, completed=done, total=max(1, total), description=name)
+
+    try:
+        yield update
+    finally:
+        if task is not None:
+            bar.stop()
 
 
 @main.command("verify")

@@ -393,6 +393,16 @@ def test_unsupported_architecture_is_refused(models, tmp_path):
     assert not os.path.exists(tmp_path / "o")
 
 
+def test_allow_requant_is_refused_for_gguf(models, tmp_path):
+    from click.testing import CliRunner
+    from grit.cli import main
+    res = CliRunner().invoke(main, ["convert", models("qwen3"), str(tmp_path / "o"),
+                                    "--to", "gguf", "--allow-requant"])
+    assert res.exit_code == 2, res.output
+    assert "--allow-requant is not supported by the gguf converter" in res.output
+    assert not os.path.exists(tmp_path / "o")
+
+
 def test_missing_tokenizer_is_refused(models, tmp_path):
     src = str(tmp_path / "notok")
     shutil.copytree(models("llama"), src)
