@@ -105,7 +105,9 @@ encode_with(const grit_view_t *v, const float *x, size_t n_in, int nthreads, int
     if (st != GRIT_OK) {
         return st;
     }
-    if (!use_kernels(v, g, general)) {
+    if (!use_kernels(v, g, general) || n_in == 0) {
+        /* numel 0: the kernels write nothing, but a per-tensor scale1
+         * (k1 = 0) still has its plane */
         return grit_generic_encode(v, g, x, n_in, det);
     }
     if (n_in) {
