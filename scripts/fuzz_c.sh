@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A libFuzzer campaign on libgrit's grit_check (scripts/fuzz_check.c), built
+# A libFuzzer campaign on libgrit's grit_check and codec (scripts/fuzz_check.c), built
 # with AddressSanitizer and UndefinedBehaviorSanitizer (any report aborts).
 #
 #   scripts/fuzz_c.sh [SECONDS] [EXTRA libFuzzer ARGS...]
@@ -26,7 +26,7 @@ SRC=grit/_native/core
 "$CC" -std=c99 -g -O1 -ffp-contract=off -fsanitize=fuzzer,address,undefined \
     -fno-sanitize-recover=undefined -Igrit/include scripts/fuzz_check.c \
     $SRC/threads.c $SRC/decode.c $SRC/encode.c $SRC/fnv.c $SRC/formats.c \
-    $SRC/fingerprint.c $SRC/grade.c $SRC/check.c $SRC/codec.c -lm -lpthread \
+    $SRC/fingerprint.c $SRC/grade.c $SRC/check.c $SRC/codec.c $SRC/generic.c -lm -lpthread \
     -o "$OUT/fuzz_check" || { echo "fuzz_c: $CC cannot build a libFuzzer target" >&2; exit 77; }
 # seeds: each vector's descriptor as a level-1 and a level-2 case; the grades
 python3 - "$OUT" <<'PY'

@@ -1,6 +1,8 @@
 /*
  * libFuzzer target on libgrit's boundary (§14): grit_check at levels 0-2,
  * grit_gid, grit_plane_sizes, grit_register_grade and grit_base32_parse,
+ * and, for a view that passes level 2, decode and encode through the
+ * general codec and through grit_decode / grit_encode (equal results),
  * built with -fsanitize=fuzzer,address,undefined (scripts/fuzz_c.sh).
  *
  * Input: byte 0 picks the entry (0x67 'g': the rest is a grade string to
@@ -28,11 +30,22 @@
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* how often the codec was reached, printed at exit */
+static unsigned long n_decoded = 0, n_encoded = 0, n_refused = 0;
+
+static void
+report(void)
+{
+    fprintf(stderr, "fuzz_check codec: %lu views decoded, %lu encoded, %lu encodes refused\n",
+            n_decoded, n_encoded, n_refused);
+}
+
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
+    atexit(report);
     const char *path = getenv("GRIT_FUZZ_GRADES");
     FILE *f = path ? fopen(path, "r") : NULL;
     char line[4096];
@@ -66,6 +79,59 @@ must(int cond, const char *what)
         fprintf(stderr, "contract broken: %s\n", what);
         abort();
     }
+}
+
+/* A view that passed level 2 (its planes are exact-size heap copies):
+ * decode through the general codec and through grit_decode (the same
+ * bits), then encode the decoded values back through both (the same
+ * planes, or the same refusal). */
+static void
+codec(grit_view_t *v)
+{
+    uint64_t numel = 1;
+    for (int32_t i = 0; i < v->rank; i++) {
+        numel *= (uint64_t)v->shape[i];
+    }
+    if (numel > (1u << 16)) {
+        return;
+    }
+    size_t n = (size_t)numel, nb = (n ? n : 1) * sizeof(float);
+    float *a = (float *)malloc(nb), *b = (float *)malloc(nb);
+    grit_detail_t det;
+    grit_status_t s1 = grit_decode_general(v, a, n, &det);
+    must(s1 == GRIT_OK || s1 == GRIT_PLACEMENT_UNKNOWN, "decode: Ok or a placement refused");
+    grit_status_t s2 = grit_decode(v, b, n, 1, &det);
+    must(s1 == s2 && (s1 != GRIT_OK || memcmp(a, b, n * sizeof(float)) == 0),
+         "grit_decode gives the general codec's bits");
+    if (s1 == GRIT_OK) {
+        n_decoded++;
+        uint8_t *pa[4], *pb[4];
+        grit_view_t va = *v, vb = *v;
+        for (int i = 0; i < 4; i++) {
+            size_t k = (size_t)(v->plane_bytes[i] > 0 ? v->plane_bytes[i] : 1);
+            pa[i] = (uint8_t *)malloc(k);
+            pb[i] = (uint8_t *)malloc(k);
+            va.plane[i] = v->plane_bytes[i] > 0 ? pa[i] : NULL;
+            vb.plane[i] = v->plane_bytes[i] > 0 ? pb[i] : NULL;
+        }
+        grit_status_t e1 = grit_encode_general(&va, a, n, &det);
+        must(e1 == GRIT_OK || e1 == GRIT_GRADE_UNKNOWN, "encode: Ok or the grade refused");
+        grit_status_t e2 = grit_encode(&vb, a, n, 1, &det);
+        must(e1 == e2, "grit_encode refuses what the general codec refuses");
+        n_encoded += e1 == GRIT_OK;
+        n_refused += e1 != GRIT_OK;
+        for (int i = 0; i < 4 && e1 == GRIT_OK; i++) {
+            must(v->plane_bytes[i] <= 0
+                 || memcmp(pa[i], pb[i], (size_t)v->plane_bytes[i]) == 0,
+                 "grit_encode writes the general codec's planes");
+        }
+        for (int i = 0; i < 4; i++) {
+            free(pa[i]);
+            free(pb[i]);
+        }
+    }
+    free(a);
+    free(b);
 }
 
 int
@@ -153,6 +219,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         grit_digest(&v, dig);
         must(grit_check_digest(&v, 2, dig, &det) != GRIT_DIGEST_MISMATCH
              || det.field[0] == 'a', "the planes' own digest matches");
+    }
+    if (level >= 2 && st == GRIT_OK) {
+        codec(&v);
     }
     for (int i = 0; i < 4; i++) {
         free(copies[i]);
