@@ -6,7 +6,8 @@
  * built with -fsanitize=fuzzer,address,undefined (scripts/fuzz_c.sh).
  *
  * Input: byte 0 picks the entry (0x67 'g': the rest is a grade string to
- * register; 0x62 'b': the rest is a base32 string; else a check case):
+ * register; 0x6C 'l': a layout expression to register; 0x62 'b': the rest
+ * is a base32 string; else a check case):
  *   [0]        level (low 2 bits: 0, 1, 2, 3 -> level 0..3)
  *   [1, 65)    the 64 descriptor bytes
  *   [65]       rank, as int8 (any value, -128..127)
@@ -19,7 +20,8 @@
  *
  * GRIT_FUZZ_GRADES names a file of canonical grade strings, one a line,
  * registered at start so that frames beyond the six built-in grades are
- * reachable.
+ * reachable; GRIT_FUZZ_LAYOUTS one of layout expressions, so that hashed
+ * words resolve.
  */
 #include "grit.h"
 
@@ -46,18 +48,22 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
     (void)argc;
     (void)argv;
     atexit(report);
-    const char *path = getenv("GRIT_FUZZ_GRADES");
-    FILE *f = path ? fopen(path, "r") : NULL;
-    char line[4096];
-    while (f != NULL && fgets(line, sizeof line, f) != NULL) {
-        size_t n = strcspn(line, "\r\n");
-        grit_detail_t det;
-        if (grit_register_grade(line, n, NULL, &det) != GRIT_OK) {
-            fprintf(stderr, "not registered: %.*s: %s\n", (int)n, line, det.message);
+    for (int layouts = 0; layouts < 2; layouts++) {
+        const char *path = getenv(layouts ? "GRIT_FUZZ_LAYOUTS" : "GRIT_FUZZ_GRADES");
+        FILE *f = path ? fopen(path, "r") : NULL;
+        char line[4096];
+        while (f != NULL && fgets(line, sizeof line, f) != NULL) {
+            size_t n = strcspn(line, "\r\n");
+            grit_detail_t det;
+            grit_status_t st = layouts ? grit_register_layout(line, n, NULL, &det)
+                                       : grit_register_grade(line, n, NULL, &det);
+            if (st != GRIT_OK) {
+                fprintf(stderr, "not registered: %.*s: %s\n", (int)n, line, det.message);
+            }
         }
-    }
-    if (f != NULL) {
-        fclose(f);
+        if (f != NULL) {
+            fclose(f);
+        }
     }
     return 0;
 }
@@ -146,6 +152,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             const char *c = grit_grade_canonical(id);
             must(c != NULL && strlen(c) == size - 1 && memcmp(c, data + 1, size - 1) == 0,
                  "a registered grade is found under its id");
+        }
+        return 0;
+    }
+    if (size >= 1 && data[0] == 'l') {
+        uint64_t w;
+        grit_status_t st = grit_register_layout((const char *)data + 1, size - 1, &w, &det);
+        must(st == GRIT_OK || st == GRIT_PLACEMENT_UNKNOWN, "register_layout: two statuses");
+        if (st == GRIT_OK) {
+            const char *t = grit_layout_expression(w);
+            must(t != NULL && strlen(t) == size - 1 && memcmp(t, data + 1, size - 1) == 0,
+                 "a registered layout is found under its word");
         }
         return 0;
     }

@@ -368,6 +368,63 @@ def test_registry_is_thread_safe():
 # ---------------------------------------------------------------------------
 # §7 grit_check
 
+def test_layout_registry_takes_python_canonical_texts_only():
+    """grit_register_layout accepts exactly the texts Python's parser gives
+    back as canonical (str(parse_layout(t)) == t), with Python's word:
+    the fuzz generator's texts (seeds, random trees, deep nesting, huge
+    numbers, mutations) and the canonical forms of those that parse."""
+    import fuzz_strategies as F
+    lib, chooser = _lib(), F.RandomChooser(random.Random(8))
+    texts = [F.gen_layout_text(chooser) for _ in range(3000)]
+    accepted = 0
+    for text in texts + [str(grit.parse_layout(t)) for t in F.SEED_LAYOUTS]:
+        try:
+            e = grit.parse_layout(text)
+            extra = [str(e)]
+        except grit.GritLayoutError:
+            e, extra = None, []
+        canonical = e is not None and str(e) == text
+        for t, want in [(text, canonical)] + [(x, True) for x in extra]:
+            raw = t.encode("utf-8", "surrogatepass")
+            got, det = ctypes.c_uint64(), clib.Detail()
+            st = lib.grit_register_layout(raw, len(raw), ctypes.byref(got), ctypes.byref(det))
+            assert (st == 0) == want, (t[:200], det.message)
+            if want:
+                accepted += 1
+                assert got.value == grit.parse_layout(t).word
+                assert lib.grit_layout_expression(got.value) == raw
+            else:
+                assert st == 3 and det.message
+    assert accepted > 1000
+    assert lib.grit_layout_expression(0x8123456789ABCDEF) is None
+
+
+def test_check_resolves_hashed_data_words():
+    """Step 2's F_INTERLEAVED rule (docs/spec-decisions.md "interleaved-
+    flag") with class-0x8 words: an unresolved word and an Interleave pass,
+    another registered expression is GradeUnknown, as in grit.check."""
+    from grit.placement.expr import layout_scope
+    lib = _lib()
+    d0 = grit.GRADE_MXFP4.descriptor()
+    unresolved = d0.replace(placement_data=0x8123456789ABCDEF, flags=d0.flags | 0x10)
+    sizes = list(grit.plane_sizes(unresolved, (64,)).sizes)
+    assert sizes == [34, 0, 0, 0]
+    assert clib.check(unresolved.to_bytes(), [64], sizes, 1).status == 0
+    for text, want in (("Interleave(Perm([1,0]),3)", 0), ("Compose(ColMajor,Perm([2,0,1]))", 2),
+                       ("Swizzle(3,1,7)", 2)):
+        d = d0.replace(placement_data=grit.parse_layout(text).word, flags=d0.flags | 0x10)
+        with layout_scope():
+            grit.register_layout(text)
+            py = grit.diagnose(d.to_bytes(), (64,), sizes, 1)
+        raw = text.encode()
+        assert lib.grit_register_layout(raw, len(raw), None, None) == 0
+        det = clib.check(d.to_bytes(), [64], sizes, 1)
+        assert det.status == int(py.status) == want, (text, det.message, py.message)
+        assert (det.step, det.field) == ((2, b"flags") if want else (0, b""))
+        if want:
+            assert text.encode() in det.message
+
+
 def test_level1_never_reads_a_plane():
     """§14: plane pointers that fault if read, any descriptor, level 1."""
     import fuzz_strategies as F

@@ -294,6 +294,28 @@ GRIT_API const char* grit_grade_canonical(uint64_t grade_id);
 GRIT_API int grit_grade_frame(uint64_t grade_id, grit_desc_t* out);
 
 /* ------------------------------------------------------------------------
+ * The layout registry (§5.3): class-0x8 words resolved as grit_check needs
+ *
+ * grit_register_layout adds a canonical layout expression (the text
+ * str(grit.parse_layout(t)) gives: no whitespace, constructor names as in
+ * §5.3, Perm written out, Compose nested to the right, Opaque's blob in
+ * lowercase hex) and returns its word in out_word (may be NULL): class 0x8,
+ * or 0xF when it contains Opaque, over the low 60 bits of its FNV-1a-64.
+ * Anything else is GRIT_PLACEMENT_UNKNOWN with the reason; so is a word
+ * already registered for another text (§5.3: equal words never mean equal
+ * layouts).  Thread-safe, idempotent; an expression stays for the life of
+ * the process.  grit_check uses it in step 2: an F_INTERLEAVED descriptor
+ * whose hashed data word resolves to an expression that is not an
+ * Interleave(P, n) is GRIT_GRADE_UNKNOWN (docs/spec-decisions.md
+ * "interleaved-flag"); an unresolved hashed word is accepted. */
+GRIT_NODISCARD GRIT_API grit_status_t grit_register_layout(const char* canonical, size_t len,
+                                                           uint64_t* out_word,
+                                                           grit_detail_t* out_detail);
+/* The canonical text registered under a class-0x8/0xF word, NUL-terminated
+ * and valid for the life of the process; NULL when none is. */
+GRIT_API const char* grit_layout_expression(uint64_t word);
+
+/* ------------------------------------------------------------------------
  * §7 -- grit_check
  *
  * level 0: nothing is read; GRIT_OK.  level 1: steps 1-4 (frame, grade,

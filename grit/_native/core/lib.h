@@ -39,6 +39,10 @@ GRIT_HIDDEN grit_status_t grit_generic_decode(const grit_view_t *v, const grit_g
 GRIT_HIDDEN grit_status_t grit_generic_encode(const grit_view_t *v, const grit_grade_entry *g,
                                               const float *x, size_t n, grit_detail_t *det);
 
+/* layout.c: whether the registered expression of a class-0x8/0xF word is
+ * an Interleave (1) or not (0); -1 when the word is not registered */
+GRIT_HIDDEN int grit_layout_interleaves(uint64_t word);
+
 /* the registered grade of id, or NULL (thread-safe; entries never move) */
 GRIT_HIDDEN const grit_grade_entry *grit_lookup_grade(uint64_t id);
 
