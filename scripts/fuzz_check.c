@@ -98,7 +98,7 @@ codec(grit_view_t *v)
     for (int32_t i = 0; i < v->rank; i++) {
         numel *= (uint64_t)v->shape[i];
     }
-    if (numel > (1u << 16)) {
+    if (numel > (1u << 12)) {
         return;
     }
     size_t n = (size_t)numel, nb = (n ? n : 1) * sizeof(float);

@@ -28,7 +28,7 @@ from grit import clib
 from grit import grade as G
 from grit.descriptor import Descriptor
 from grit.formats import (
-    REGISTERED as FORMATS, fmt_classify, fmt_decode, fmt_encode, fmt_encode_rne,
+    REGISTERED as FORMATS, Format, fmt_classify, fmt_decode, fmt_encode, fmt_encode_rne,
 )
 from grit.grade import REGISTERED_GRADES
 
@@ -191,20 +191,28 @@ def test_fmt_decode_every_code_of_every_small_format():
                 assert _bits(got) == _bits(want), (hex(w), code, got, want)
 
 
+def _ladder_probes(w: int) -> tuple[list[float], list[float]]:
+    """For a word of width <= 8: its finite magnitudes, and every rung, its
+    midpoints and their binary32 neighbours; ([], []) for wider words."""
+    if (w & 31) + 1 > 8:
+        return [], []
+    mags = sorted({abs(fmt_decode(w, c)) for c in range(1 << ((w & 31) + 1))
+                   if math.isfinite(fmt_decode(w, c))})
+    vals: list[float] = []
+    for a, b in zip(mags, mags[1:]):
+        m = np.float32((a + b) / 2)
+        vals += [a, float(m), float(np.nextafter(m, np.float32(0))),
+                 float(np.nextafter(m, np.float32(np.inf)))]
+    return mags, vals
+
+
 def test_fmt_encode_rne_against_python():
     lib, rng = _lib(), random.Random(4)
     words = list(FORMATS.values())
     words += rng.sample(_legal_small_words(), 60)
     specials = [0.0, -0.0, math.inf, -math.inf, 1e-45, -1e-45, 3.4e38, 0.25, 0.75, 2.5, -5.0]
     for w in words:
-        vals = list(specials)
-        if (w & 31) + 1 <= 8:            # every rung, its midpoints and their neighbours
-            mags = sorted({abs(fmt_decode(w, c)) for c in range(1 << ((w & 31) + 1))
-                           if math.isfinite(fmt_decode(w, c))})
-            for a, b in zip(mags, mags[1:]):
-                m = np.float32((a + b) / 2)
-                vals += [a, float(m), float(np.nextafter(m, np.float32(0))),
-                         float(np.nextafter(m, np.float32(np.inf)))]
+        vals = list(specials) + _ladder_probes(w)[1]
         vals += [float(np.float32(rng.uniform(-1, 1) * 2.0 ** rng.randint(-30, 30)))
                  for _ in range(200)]
         for x in vals:
@@ -239,16 +247,9 @@ def test_fmt_encode_every_mode_against_python():
     rnds, sats = ("rne", "rna", "rtz", "rtp", "rtn"), ("satfinite", "satmax", "ovfinf")
     compared = 0
     for w in words:
-        vals = [0.0, math.inf, 1e-45, 3.4e38, 1.0, 2.5]
-        if (w & 31) + 1 <= 8:
-            mags = sorted({abs(fmt_decode(w, c)) for c in range(1 << ((w & 31) + 1))
-                           if math.isfinite(fmt_decode(w, c))})
-            for a, b in zip(mags, mags[1:]):
-                m = np.float32((a + b) / 2)
-                vals += [a, float(m), float(np.nextafter(m, np.float32(0))),
-                         float(np.nextafter(m, np.float32(np.inf)))]
-            top = mags[-1]
-            vals += [top * 1.01, top * 1.0625, top * 1.125, top * 1.5, top * 2, top * 3]
+        top = Format(w).max_finite
+        vals = [0.0, math.inf, 1e-45, 3.4e38, 1.0, 2.5] + _ladder_probes(w)[1]
+        vals += [top * 1.01, top * 1.0625, top * 1.125, top * 1.5, top * 2, top * 3]
         vals += [float(np.float32(rng.uniform(-1, 1) * 2.0 ** rng.randint(-140, 127)))
                  for _ in range(30)]
         for ri, r in enumerate(rnds):
@@ -691,3 +692,6 @@ def test_libfuzzer_campaign_short(tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     done = [ln for ln in r.stderr.splitlines() if ln.startswith("stat::number_of_executed_units")]
     assert done and int(done[0].split()[-1]) >= runs
+    codec = [ln for ln in r.stderr.splitlines() if ln.startswith("fuzz_check codec:")]
+    assert codec and int(codec[0].split()[2]) > 0, "no view reached the codec"
+    print(done[0], codec[0])

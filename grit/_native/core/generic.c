@@ -642,6 +642,16 @@ group_stat(const src *sx, uint64_t g, unsigned k0)
     return r;
 }
 
+/* the scale0 code of a poisoned level-0 group: s0's NaN, or NO_NAN when
+ * no scale format of the grade can carry one (unit < 0) */
+#define NO_NAN UINT32_MAX
+
+static uint32_t
+poison_scale(const fmtinfo *f0, int unit)
+{
+    return unit < 0 ? NO_NAN : f0->nan_code;
+}
+
 static grit_status_t
 poison_refused(enc_ctx *c)
 {
@@ -852,12 +862,9 @@ grit_generic_encode(const grit_view_t *v, const grit_grade_entry *g, const float
             }
             float scale = ldexpf(1.0f, (int)X);
             uint32_t sc = enc(c, f0, scale, R_RNE, S_SATFINITE, "scale0");
-            if (st[gi].poison) {
-                if (unit < 0) {
-                    ret = poison_refused(c);
-                    goto done;
-                }
-                sc = f0->nan_code;
+            if (st[gi].poison && (sc = poison_scale(f0, unit)) == NO_NAN) {
+                ret = poison_refused(c);
+                goto done;
             }
             put_group(p0, gi, f0->w, sc);
             for (unsigned j = 0; j < k0; j++) {
@@ -885,12 +892,9 @@ grit_generic_encode(const grit_view_t *v, const grit_grade_entry *g, const float
                 uint32_t q = enc(c, fe, y, R_RNE, es, "elem");
                 put_code(c, &sx, &o, i, st[gi].poison ? 0 : q);
             }
-            if (st[gi].poison) {
-                if (unit < 0) {
-                    ret = poison_refused(c);
-                    goto done;
-                }
-                sc = f0->nan_code;
+            if (st[gi].poison && (sc = poison_scale(f0, unit)) == NO_NAN) {
+                ret = poison_refused(c);
+                goto done;
             }
             put_group(p0, gi, f0->w, sc);
         }
@@ -996,11 +1000,10 @@ grit_generic_encode(const grit_view_t *v, const grit_grade_entry *g, const float
                 put_code(c, &sx, &o, i, t.poison ? 0 : q);
             }
             if (t.poison) {
-                if (unit < 0) {
+                if ((sc = poison_scale(f0, unit)) == NO_NAN) {
                     ret = poison_refused(c);
                     goto done;
                 }
-                sc = f0->nan_code;
                 zc = 0;
             }
             put_group(p0, gi, f0->w, sc);
