@@ -5,6 +5,12 @@ CPython binding, in one run.
     python bench/bench_split.py [--before 3ac6946] [--rounds 7] [--n 4194304]
                                 [--repeat 3] [--json out.json]
 
+Then, because a shared machine's load can swamp those wall-clock rows, an
+in-process A/B of the extension kernels themselves: the before tree's
+grit._kernels (loaded from its file) and this tree's, called alternately
+--ab-repeat times each on the same input, one thread, timed by the calling
+thread's CPU clock (time.thread_time), medians and ratios.
+
 The "before" tree is ``git archive REV`` built in place in a temporary
 directory (python setup.py build_ext --inplace).  Each round runs both
 benches once per tree, alternating (before, now, before, now, ...), each
@@ -54,6 +60,49 @@ def run_bench(tree: Path, bench: str, n: int, repeat: int, out: Path) -> dict:
             if k.startswith("grit ") and "numpy path" not in k}
 
 
+KINDS = {"mxfp4": (False,), "mxfp4_rne": (True,), "nvf4": (False,), "nvf4_rtz": (True,),
+         "q4ks": (), "i8s24": ()}
+
+
+def _load_kernels(tree: Path):
+    import importlib.util
+    so = next((tree / "grit").glob("_kernels*.so"))
+    spec = importlib.util.spec_from_file_location("grit._kernels", so)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)              # type: ignore[union-attr]
+    return mod
+
+
+def ab_kernels(before_tree: Path, n: int, repeat: int) -> dict:
+    """{row: (before s, now s)}: CPU-time medians of alternating calls."""
+    import time
+
+    import numpy as np
+    before, now = _load_kernels(before_tree), _load_kernels(ROOT)
+    x = np.random.default_rng(1).standard_normal(n).astype(np.float32)
+    out = np.empty(n, np.float32)
+    rows = {}
+    for kind, flag in KINDS.items():
+        base = kind.split("_")[0]
+        args = (x, *flag, 1)
+        calls = {}
+        for name, k in (("before", before), ("now", now)):
+            enc, dec = getattr(k, f"encode_{base}"), getattr(k, f"decode_{base}")
+            planes = enc(*args)
+            calls[name] = (lambda enc=enc: enc(*args),
+                           lambda dec=dec, planes=planes: dec(*planes, out, 1))
+        for op in (0, 1):
+            ts: dict[str, list[float]] = {"before": [], "now": []}
+            for r in range(repeat):
+                for name in ("before", "now") if r % 2 == 0 else ("now", "before"):
+                    t0 = time.thread_time()
+                    calls[name][op]()
+                    ts[name].append(time.thread_time() - t0)
+            rows[f"kernels: {('encode', 'decode')[op]} {kind} 1t"] = (
+                statistics.median(ts["before"]), statistics.median(ts["now"]))
+    return rows
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--before", default="3ac6946",
@@ -61,14 +110,17 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--n", type=int, default=1 << 22)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--ab-repeat", type=int, default=31)
+    ap.add_argument("--ab-only", action="store_true", help="only the in-process A/B")
     ap.add_argument("--json")
     a = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as t:
         tmp = Path(t)
         before = build_before(a.before, tmp)
+        ab = ab_kernels(before, a.n, a.ab_repeat)
         sides = {"before": before, "now": ROOT}
         runs: dict[str, dict[str, list[float]]] = {"before": {}, "now": {}}
-        for r in range(a.rounds):
+        for r in range(0 if a.ab_only else a.rounds):
             for side in ("before", "now") if r % 2 == 0 else ("now", "before"):
                 for bench in BENCHES:
                     got = run_bench(sides[side], bench, a.n, a.repeat, tmp / "out.json")
@@ -83,9 +135,18 @@ def main(argv=None) -> int:
         b, w = statistics.median(runs["before"][k]), statistics.median(runs["now"][k])
         table[k] = {"before_s": b, "now_s": w, "ratio": b / w, "rounds": len(runs["now"][k])}
         print(f"{k:60s} {b * 1e3:10.2f} {w * 1e3:10.2f} {b / w:10.2f}")
-    ratios = [v["ratio"] for v in table.values()]
-    print(f"\n{len(ratios)} rows, {a.rounds} rounds, n = {a.n}: median ratio "
-          f"{statistics.median(ratios):.3f}, min {min(ratios):.3f}, max {max(ratios):.3f}")
+    if table:
+        ratios = [v["ratio"] for v in table.values()]
+        print(f"\n{len(ratios)} rows, {a.rounds} rounds, n = {a.n}: median ratio "
+              f"{statistics.median(ratios):.3f}, min {min(ratios):.3f}, max {max(ratios):.3f}")
+    print(f"\nin-process A/B, CPU time of the calling thread, {a.ab_repeat} alternating calls"
+          f" each, n = {a.n}")
+    for k, (b, w) in ab.items():
+        table[k] = {"before_s": b, "now_s": w, "ratio": b / w, "rounds": a.ab_repeat}
+        print(f"{k:60s} {b * 1e3:10.2f} {w * 1e3:10.2f} {b / w:10.2f}")
+    ratios = [table[k]["ratio"] for k in ab]
+    print(f"A/B: median ratio {statistics.median(ratios):.3f}, min {min(ratios):.3f}, "
+          f"max {max(ratios):.3f}")
     if a.json:
         Path(a.json).write_text(json.dumps({"before": a.before, "rounds": a.rounds, "n": a.n,
                                             "rows": table}, indent=1))
