@@ -112,7 +112,8 @@ def values(rng: random.Random, g: Grade, n: int) -> np.ndarray:
         with np.errstate(over="ignore"):
             mid = (t[:, None] + t[None, :]).reshape(-1) / 2
         pool = np.concatenate([t, mid])
-        x = nr.choice(pool, n) * math.ldexp(1.0, rng.randint(-20, 20))
+        with np.errstate(over="ignore"):
+            x = nr.choice(pool, n) * math.ldexp(1.0, rng.randint(-20, 20))
     elif kind == 2:          # wide dynamic range
         x = nr.standard_normal(n) * np.exp2(nr.integers(-149, 128, n).astype(np.float64))
     elif kind == 3:          # small integers (affine grids)

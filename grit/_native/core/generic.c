@@ -856,7 +856,8 @@ grit_generic_encode(const grit_view_t *v, const grit_grade_entry *g, const float
                 e += (double)mant * (double)mant > 0.5;
             }
             long X = e - fe->emax;
-            X = X < lo ? lo : X > hi ? hi : X;
+            X = X > lo ? X : lo;            /* np.clip: min(max(X, lo), hi), */
+            X = X < hi ? X : hi;            /* hi wins when lo > hi */
             if (amax == 0) {
                 X = 0;
             }
