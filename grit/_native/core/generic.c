@@ -661,16 +661,10 @@ poison_refused(enc_ctx *c)
                      "grade has a NaN code.");
 }
 
-/* the element codes of group g from the per-group divisor, written through
- * put (sparse: kept positions only).  how: 0 -> fmt_encode(y / S),
- * 1 -> affine (rint(y / S) + z), 2 -> affine l1 (clip(rint((y + Z) / S))) */
-typedef struct {
-    uint8_t *data;
-    uint64_t *stored;           /* sparse: stored index of each quad's first kept */
-} sink;
-
+/* element code i (lin order) into the data plane: under N:M, at its
+ * stored position if the selection kept it, else nowhere */
 static void
-put_code(enc_ctx *c, const src *sx, sink *o, uint64_t i, uint32_t code)
+put_code(enc_ctx *c, const src *sx, uint8_t *data, uint64_t i, uint32_t code)
 {
     const grit_desc_t *d = &c->v->d;
     if (sx->kept != NULL) {
@@ -683,16 +677,10 @@ put_code(enc_ctx *c, const src *sx, sink *o, uint64_t i, uint32_t code)
         for (unsigned t = 0; t < pos; t++) {
             before += (mask >> t) & 1u;
         }
-        put_elem(d, o->data, q * c->s.n + before, c->fe.w, code);
+        put_elem(d, data, q * c->s.n + before, c->fe.w, code);
     } else {
-        put_elem(d, o->data, i, c->fe.w, code);
+        put_elem(d, data, i, c->fe.w, code);
     }
-}
-
-static int
-has_nan_fmt(const fmtinfo *f)
-{
-    return f->has_nan;
 }
 
 /* N:M selection (encode.py _select): the n largest magnitudes of each quad,
@@ -801,15 +789,13 @@ grit_generic_encode(const grit_view_t *v, const grit_grade_entry *g, const float
     gstat *st = (gstat *)malloc(g0n * sizeof *st);
     float *fa = (float *)malloc(g0n * sizeof(float)), *fb = (float *)malloc(g0n * sizeof(float));
     float *ga = (float *)malloc(g1n * sizeof(float)), *gb = (float *)malloc(g1n * sizeof(float));
-    uint32_t *c0 = (uint32_t *)malloc(g0n * sizeof(uint32_t));
-    uint32_t *cz = (uint32_t *)malloc(g0n * sizeof(uint32_t));
     uint32_t *c1 = (uint32_t *)malloc(2 * g1n * sizeof(uint32_t));
     unsigned char *p1f = (unsigned char *)malloc(g1n);
     if (s->sparse) {
         kept = (uint16_t *)malloc((nquads ? nquads : 1) * sizeof(uint16_t));
     }
     grit_status_t ret = GRIT_OK;
-    if (!st || !fa || !fb || !ga || !gb || !c0 || !cz || !c1 || !p1f || (s->sparse && !kept)) {
+    if (!st || !fa || !fb || !ga || !gb || !c1 || !p1f || (s->sparse && !kept)) {
         ret = grit_fail(det, GRIT_SIZE_MISMATCH, 0, -1, "memory", NULL, NULL,
                         "SizeMismatch: out of memory for the encode scratch.");
         goto done;
@@ -827,7 +813,6 @@ grit_generic_encode(const grit_view_t *v, const grit_grade_entry *g, const float
             }
         }
     }
-    sink o = {data, NULL};
     int any_poison = 0;
     for (uint64_t gi = 0; gi < s->g0; gi++) {
         st[gi] = group_stat(&sx, gi, s->k0);
@@ -835,7 +820,7 @@ grit_generic_encode(const grit_view_t *v, const grit_grade_entry *g, const float
     }
     /* the poisoned unit: 0 the level-0 group (s0 has NaN), 1 the level-1
      * group (s1 has NaN), -1 none can carry it */
-    int unit = has_nan_fmt(&c->f0) ? 0 : (c->has_s1 && has_nan_fmt(&c->f1)) ? 1 : -1;
+    int unit = c->f0.has_nan ? 0 : (c->has_s1 && c->f1.has_nan) ? 1 : -1;
     const fmtinfo *fe = &c->fe, *f0 = &c->f0, *f1 = &c->f1, *fz = &c->fz;
     int es = cp->es;
     const unsigned k0 = s->k0;
@@ -874,7 +859,7 @@ grit_generic_encode(const grit_view_t *v, const grit_grade_entry *g, const float
                 if (!st[gi].poison) {
                     q = enc(c, fe, val_at(&sx, i) / scale, R_RNE, es, "elem");
                 }
-                put_code(c, &sx, &o, i, q);
+                put_code(c, &sx, data, i, q);
             }
         }
     } else if (esr == GRIT_ESR_RATIO && s->levels == 1) {
@@ -891,7 +876,7 @@ grit_generic_encode(const grit_view_t *v, const grit_grade_entry *g, const float
                 uint64_t i = gi * k0 + j;
                 float y = st[gi].poison ? 0.0f : val_at(&sx, i) / sv;
                 uint32_t q = enc(c, fe, y, R_RNE, es, "elem");
-                put_code(c, &sx, &o, i, st[gi].poison ? 0 : q);
+                put_code(c, &sx, data, i, st[gi].poison ? 0 : q);
             }
             if (st[gi].poison && (sc = poison_scale(f0, unit)) == NO_NAN) {
                 ret = poison_refused(c);
@@ -954,7 +939,7 @@ grit_generic_encode(const grit_view_t *v, const grit_grade_entry *g, const float
                     y = 0.0f;
                 }
                 uint32_t q = enc(c, fe, y, R_RNE, es, "elem");
-                put_code(c, &sx, &o, i, zeroed ? 0 : q);
+                put_code(c, &sx, data, i, zeroed ? 0 : q);
             }
             if (st[gi].poison && unit == 0) {
                 sc = f0->nan_code;
@@ -998,7 +983,7 @@ grit_generic_encode(const grit_view_t *v, const grit_grade_entry *g, const float
                 }
                 float r = t.poison ? 0.0f : rintf(xv / S);
                 uint32_t q = enc(c, fe, r + zd, R_RNE, es, "elem");
-                put_code(c, &sx, &o, i, t.poison ? 0 : q);
+                put_code(c, &sx, data, i, t.poison ? 0 : q);
             }
             if (t.poison) {
                 if ((sc = poison_scale(f0, unit)) == NO_NAN) {
@@ -1066,7 +1051,7 @@ grit_generic_encode(const grit_view_t *v, const grit_grade_entry *g, const float
                 if (S == 0 || qf != qf || pz) {
                     qf = 0.0f;
                 }
-                put_code(c, &sx, &o, i, (uint32_t)qf);
+                put_code(c, &sx, data, i, (uint32_t)qf);
             }
             put_group(p0, gi, f0->w, pz ? 0 : (uint32_t)sc);
             put_group(aux, gi, fz->w, pz ? 0 : (uint32_t)mm);
@@ -1088,8 +1073,6 @@ done:
     free(fb);
     free(ga);
     free(gb);
-    free(c0);
-    free(cz);
     free(c1);
     free(p1f);
     free(kept);
