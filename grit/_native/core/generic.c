@@ -38,11 +38,15 @@ typedef struct {
     double max_finite;
     int emax;               /* exponent of max_finite */
     float table[256];       /* fmt_decode of every code, w <= 8 */
+    int table_ready;
 } fmtinfo;
 
 static double
 raw_decode(const fmtinfo *f, uint32_t c)
 {
+    if (f->w <= 8 && f->table_ready) {
+        return (double)f->table[c & ((1u << f->w) - 1)];
+    }
     return (double)grit_fmt_decode(f->word, c);
 }
 
@@ -90,6 +94,7 @@ fmt_info(fmtinfo *f, grit_fmt_t word)
         for (uint32_t c = 0; c < (UINT32_C(1) << f->w); c++) {
             f->table[c] = grit_fmt_decode(word, c);
         }
+        f->table_ready = 1;
     }
 }
 
@@ -440,6 +445,8 @@ grit_generic_decode(const grit_view_t *v, const grit_grade_entry *g, float *out,
     uint64_t cursor = 0;          /* sparse: the next stored element */
     unsigned kept = 0;            /* sparse: the kept positions of the current quad */
     const float one = s.minus1 ? 1.0f : 0.0f;
+    uint64_t cur_g0 = UINT64_MAX;
+    float S = 0.0f, Z = 0.0f;       /* the current group's scale, zero point */
     for (uint64_t i = 0; i < (uint64_t)n; i++) {
         uint32_t code = 0;
         int is_kept = 1;
@@ -468,29 +475,35 @@ grit_generic_decode(const grit_view_t *v, const grit_grade_entry *g, float *out,
             continue;
         }
         uint64_t g0 = i / s.k0;
-        float e = fdec(fe, code);
-        float s0 = fdec(f0, get_group(p0, g0, f0->w));
-        float S = s0, val;
-        uint64_t g1 = 0;
-        if (s.levels == 2) {
-            g1 = l1_of(&s, g0);
-            float s1 = fdec(f1, get_s1(p1, g1 * (s.zl1 ? 2 : 1), f1->w));
-            S = s1 * s0;                                 /* f32(S1 · s0) */
+        if (g0 != cur_g0) {                              /* the group's scale chain */
+            cur_g0 = g0;
+            float s0 = fdec(f0, get_group(p0, g0, f0->w));
+            uint64_t g1 = 0;
+            S = s0;
+            if (s.levels == 2) {
+                g1 = l1_of(&s, g0);
+                float s1 = fdec(f1, get_s1(p1, g1 * (s.zl1 ? 2 : 1), f1->w));
+                S = s1 * s0;                             /* f32(S1 · s0) */
+            }
+            if (s.has_zp) {
+                float zpv = fdec(fz, get_group(aux, g0, fz->w));
+                if (s.zl1) {
+                    float z1 = fdec(f1, get_s1(p1, g1 * 2 + 1, f1->w));
+                    Z = z1 * zpv;                        /* f32(Z1 · zp) */
+                } else {
+                    Z = zpv + one;                       /* one binary32 addition */
+                }
+            }
         }
+        float e = fdec(fe, code), val;
         if (!s.has_zp) {
             val = e * S;                                 /* f32(S · e) */
+        } else if (s.zl1) {
+            float es = e * S;
+            val = es - Z;                                /* f32(f32(S·e) − Z) */
         } else {
-            float zpv = fdec(fz, get_group(aux, g0, fz->w));
-            if (s.zl1) {
-                float z1 = fdec(f1, get_s1(p1, g1 * 2 + 1, f1->w));
-                float Z = z1 * zpv;                      /* f32(Z1 · zp) */
-                float es = e * S;
-                val = es - Z;                            /* f32(f32(S·e) − Z) */
-            } else {
-                float z = zpv + one;                     /* one binary32 addition */
-                float ez = e - z;
-                val = S * ez;                            /* f32(S · f32(e − z)) */
-            }
+            float ez = e - Z;
+            val = S * ez;                                /* f32(S · f32(e − z)) */
         }
         if (project && val == val) {                     /* §8.1 step 6 */
             int64_t c = fenc(ft, val, cp->dr, cp->ds);
