@@ -389,7 +389,7 @@ def test_fused_key_families():
     assert fused_key("model.layers.3.self_attn.k_proj") == ("model.layers.3.self_attn.", "qkv")
     assert fused_key("model.layers.3.mlp.experts.7.w3") == ("model.layers.3.mlp.experts.7.",
                                                             "gate_up")
-    assert fused_key("blk.2.ffn_up") == ("blk.2.", "gate_up")
+    assert fused_key("blk.2.ffn_up") is None          # llama.cpp: a matmul of its own
     assert fused_key("model.layers.3.self_attn.o_proj") is None
 
 
@@ -488,9 +488,10 @@ def test_odd_configs_never_raise(tmp_path, q):
     assert rep.exit_code_graded in (1, 2, 3)
 
 
-def test_gguf_nvfp4_companion_scales_of_gate_up_differ(tmp_path):
+def test_gguf_nvfp4_companion_scales_of_gate_up_are_not_compared(tmp_path):
     """llama.cpp's converter writes an NVFP4 tensor's per-tensor scale as the
-    F32 tensor <base>.scale; gate/up of one block must agree."""
+    F32 tensor <base>.scale, and llm_build_ffn multiplies it into that tensor's
+    own matmul (up_s, gate_s): gate/up of one block may differ (no S321)."""
     gguf = pytest.importorskip("gguf")
     if not hasattr(gguf.GGMLQuantizationType, "NVFP4"):
         pytest.skip("gguf-py without NVFP4")
@@ -508,8 +509,6 @@ def test_gguf_nvfp4_companion_scales_of_gate_up_differ(tmp_path):
     w.write_tensors_to_file()
     w.close()
     rep = scan([str(path)])
-    f = one(rep, "S321")
-    assert f.detail["values"] == {"blk.0.ffn_gate.scale": float(np.float32(0.5)),
-                                  "blk.0.ffn_up.scale": float(np.float32(0.05))}
-    assert f.detail["spread"] == pytest.approx(float(np.float32(0.5)) / float(np.float32(0.05)))
-    assert rep.exit_code_graded == int(Severity.DISAGREEMENT)
+    got = {f.code for f in rep.findings}
+    assert "S321" not in got and "S603" not in got      # every companion attached
+    assert rep.exit_code_graded > int(Severity.DISAGREEMENT)

@@ -668,7 +668,7 @@ def checkpoint_contracts(ctx: Context) -> None:
     """Per checkpoint: the quantisation config against the tensors
     (S310–S319) and the parts runtimes fuse (S320, S321); grit.scan.config."""
     _cfg.config_vs_tensors(ctx, ctx.checkpoints)
-    _cfg.fused_grades(ctx, lambda ts: _by_design(ts) is not None)
+    _cfg.fused_grades(ctx)
     _cfg.fused_scales(ctx, ctx.checkpoints, ctx.companion_scales)
 
 

@@ -502,9 +502,10 @@ REGISTRY: dict[str, FindingSpec] = _specs(
     ("S320", C.DRIFT, V.DISAGREEMENT, K.FUSED_MISMATCH,
      "tensors a runtime fuses carry different grades",
      "Tensors that runtimes fuse into one matmul — the q/k/v projections of one attention "
-     "block, gate/up of one MLP, the experts of one MoE layer — do not share a grade "
-     "(GGUF tensors whose mix a declared llama.cpp recipe explains, S302, are left out: "
-     "llama.cpp does not fuse them).",
+     "block, gate/up of one MLP, the experts of one MoE layer, by their HF module names "
+     "(vLLM, SGLang, TensorRT-LLM load them as one qkv_proj / gate_up_proj) — do not share "
+     "a grade. llama.cpp's GGUF tensors (`blk.N.attn_q/k/v`, `ffn_gate/up`) are not "
+     "compared: llama.cpp multiplies each by its own matmul, so their types may differ.",
      "A fused kernel takes one grade for all parts: the others are decoded with the wrong "
      "element type or group size.",
      "Re-quantise the parts with one scheme."),
@@ -512,8 +513,8 @@ REGISTRY: dict[str, FindingSpec] = _specs(
      "tensors a runtime fuses have different per-tensor scales",
      "The per-tensor / global scales of parts a runtime fuses differ — NVFP4 "
      "`weight_scale_2` (ModelOpt) or `weight_global_scale` (compressed-tensors), an FP8 "
-     "per-tensor `weight_scale`, a GGUF NVFP4 companion `.scale` — the spread (max/min) "
-     "and the names are given.",
+     "per-tensor `weight_scale` — the spread (max/min) and the names are given. (llama.cpp "
+     "applies a GGUF NVFP4 companion `.scale` to its own tensor's matmul: not compared.)",
      "The fused kernel has one scale for all parts: runtimes warn and use one (usually the "
      "max), so the other parts decode scaled by the wrong value — by up to the spread.",
      "Re-quantise the fused parts with one shared global scale (llm-compressor and "
