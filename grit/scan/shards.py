@@ -29,7 +29,7 @@ from typing import AbstractSet
 
 from .analyses import Context
 from ..io.hub import is_remote
-from .collect import Input, ShardIndex, checkpoint_of, exists, index_of, read_index
+from .collect import Input, ShardIndex, checkpoint_of, exists, index_of, is_shard, read_index
 
 __all__ = ["Shard", "Checkpoints"]
 
@@ -109,7 +109,10 @@ class Checkpoints:
             indexes.setdefault(_key(p[:-len(".index.json")]), p)
         for k, members in groups.items():
             beside = index_of(members[0].path)
-            if k in indexes:
+            # only a sharded checkpoint has an index: a lone model.safetensors is
+            # what loaders read, never an index beside it (which is not looked for,
+            # so a server refusing that name is no finding)
+            if k in indexes or not any(is_shard(m.path) for m in members):
                 continue
             if exists(beside) if is_remote(beside) else os.path.isfile(beside):
                 indexes[k] = beside
