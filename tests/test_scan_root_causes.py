@@ -84,3 +84,54 @@ def test_a_shard_url_still_has_its_index_checked(tmp_path):
         assert [f.code for f in rep.findings] == ["S150"]
     finally:
         s.close()
+
+
+# ---------------------------------------------------------------------------
+# one root cause, one finding
+
+
+def _config_ckpt(tmp_path, declared: int, on_disk: int, shards: int = 1):
+    from test_scan_config import args, ct_config, group, int4, model, write
+    cfg = ct_config({"group_0": group(["Linear"], args(group_size=declared))})
+    return write(tmp_path, model(quant=lambda pre: int4(pre, group_size=on_disk)), cfg,
+                 shards=shards)
+
+
+@pytest.mark.parametrize("shards", [1, 3])
+def test_one_wrong_group_size_is_one_finding(tmp_path, shards):
+    """config.json declares group_size 256 for every Linear; the checkpoint was
+    quantised at 128. Each of the 14 modules used to give an S311 (the scales
+    contradict the config), an S318 (256 is served by no kernel) and an S101
+    (the descriptor inferred from the config fails the size equations): 42
+    findings of one wrong number. Now one S311 names the 14 modules, with the
+    S318 and the 14 S101s nested under it."""
+    rep = scan([_config_ckpt(tmp_path, 256, 128, shards)])
+    top = [f for f in rep.findings if f.code != "S601"]    # S601: inferred (informational)
+    assert [f.code for f in top] == ["S311"], [(f.code, f.message) for f in top]
+    (root,) = top
+    assert len(root.detail["modules"]) == 14 and root.detail["scales_k0"] == [128]
+    assert root.detail["declared_group_size"] == 256
+    assert "group_size 256 is declared for 14 modules" in root.message
+    assert "k0 = 128" in root.message
+    cons = sorted(c.code for c in root.consequences)
+    assert cons == ["S101"] * 14 + ["S318"]
+    assert {c.tensor for c in root.consequences if c.code == "S101"} == \
+        set(root.detail["tensors"])
+    # counted once; the JSON nests the consequences under the root
+    assert rep.summary()["by_category"].get("drift") == 1
+    d = root.to_dict()
+    assert len(d["consequences"]) == 15 and d["detail"]["finding_code"] == "S311"
+    assert rep.exit_code_graded == 2           # the config disagrees; the bytes are fine
+
+
+def test_an_unserved_group_size_the_scales_agree_with_is_one_finding(tmp_path):
+    rep = scan([_config_ckpt(tmp_path, 256, 256)])
+    top = [f for f in rep.findings if f.code != "S601"]
+    assert [f.code for f in top] == ["S318"]
+    assert len(top[0].detail["tensors"]) == 14 and top[0].consequences == []
+    assert "(14 modules)" in top[0].message
+
+
+def test_a_right_group_size_gives_no_group_finding(tmp_path):
+    rep = scan([_config_ckpt(tmp_path, 128, 128)])
+    assert [f.code for f in rep.findings if f.code != "S601"] == []

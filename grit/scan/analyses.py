@@ -28,6 +28,7 @@ from ..io.gguf import (companion_names, KV_DIGEST, GGUFContents, Inexpressible, 
 from ..io.problems import Problem, ProblemKind as PK
 from ..io.recognise import Recognised, recognise_file
 from ..io.safetensors import CheckFailed, SafetensorsFile, grit_array
+from . import causes as _causes
 from . import config as _cfg
 from .collect import Input
 from .findings import CHECK_CODES, MAX_PER_CODE, Finding
@@ -94,16 +95,20 @@ class Context:
         self.findings.append(f)
 
     def detail(self, code: str, path: str, name: str | None, det: Detail,
-               extra: Sequence[str] = (), omitted: int = 0) -> None:
-        """A finding from a failed check's §7.5 detail."""
+               extra: Sequence[str] = (), omitted: int = 0,
+               facts: Mapping[str, Any] | None = None) -> None:
+        """A finding from a failed check's §7.5 detail (and ``facts`` of scan's)."""
         self.add(code, path, name, det.message, tuple(det.lines) + tuple(extra),
-                 {k: v for k, v in det.to_dict().items() if k not in ("message", "lines")},
+                 {**{k: v for k, v in det.to_dict().items() if k not in ("message", "lines")},
+                  **(facts or {})},
                  kind=det.status if code == "S501" else None, omitted=omitted)
 
     def checked(self, path: str, name: str, det: Detail, extra: Sequence[str] = (),
-                omitted: int = 0) -> None:
-        """A level-1 failure (S101–S103 by its status)."""
-        self.detail(CHECK_CODES[det.status], path, name, det, extra, omitted)
+                omitted: int = 0, inferred_from: str | None = None) -> None:
+        """A level-1 failure (S101–S103 by its status); ``inferred_from``: the
+        convention a descriptor scan inferred was inferred from."""
+        self.detail(CHECK_CODES[det.status], path, name, det, extra, omitted,
+                    None if inferred_from is None else {"inferred_from": inferred_from})
 
     def merge(self, other: "Context") -> None:
         """Take in ``other``'s accumulators (one file's, checked on its own
@@ -292,7 +297,8 @@ def _recognised(ctx: Context, inp: Input, recognised: list[Recognised], trunc) -
             if det.status != Status.OK:
                 ctx.checked(path, r.name, det,
                             (f"descriptor inferred from {r.convention}: grade {r.grade}",)
-                            + (trunc if det.status == Status.SIZE_MISMATCH else ()))
+                            + (trunc if det.status == Status.SIZE_MISMATCH else ()),
+                            inferred_from=r.convention)
             else:
                 t.ok = True
                 if ctx.deep:      # built when --deep comes to it, one tensor at a time
@@ -664,10 +670,35 @@ def escape_hatch(ctx: Context) -> None:
                 {"producer": prod, "tensors": names})
 
 
+class _Found:
+    """What a check adds, kept whole (no per-file cap) until its root causes
+    are grouped."""
+
+    def __init__(self) -> None:
+        self.findings: list[Finding] = []
+
+    def add(self, *a, **kw) -> None:
+        self.findings.append(Finding(*a, **kw))
+
+
 def checkpoint_contracts(ctx: Context) -> None:
     """Per checkpoint: the quantisation config against the tensors
-    (S310–S319) and the parts runtimes fuse (S320, S321); grit.scan.config."""
-    _cfg.config_vs_tensors(ctx, ctx.checkpoints)
+    (S310–S319, one finding per root cause: grit.scan.causes) and the parts
+    runtimes fuse (S320, S321); grit.scan.config."""
+    found = _Found()
+    _cfg.config_vs_tensors(found, ctx.checkpoints)
+    ckpt: dict[str, tuple[str | None, frozenset[str]]] = {}
+    for name, ck in ctx.checkpoints.items():
+        fs = frozenset(ck.files)
+        ckpt[name] = (name, fs)
+        for p in fs:
+            ckpt.setdefault(p, (name, fs))
+    config, taken = _causes.group(found.findings, ctx.findings,
+                                  lambda where: ckpt.get(where or "", (where, frozenset())))
+    if taken:
+        ctx.findings[:] = [f for f in ctx.findings if id(f) not in taken]
+    for f in config:
+        ctx.keep(f)
     _cfg.fused_grades(ctx)
     _cfg.fused_scales(ctx, ctx.checkpoints, ctx.companion_scales)
 

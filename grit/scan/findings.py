@@ -759,6 +759,10 @@ class Finding:
     #: this many more findings of the same code in the same file were not listed
     #: (the per-file cap, :data:`MAX_PER_CODE`)
     omitted: int = 0
+    #: the findings this one's root cause brings with it, nested under it (one
+    #: root cause is one finding: counted once, its consequences listed here;
+    #: docs/scan.md, "One root cause, one finding")
+    consequences: list["Finding"] = field(default_factory=list)
     severity: Severity = field(init=False)
 
     def __post_init__(self) -> None:
@@ -794,6 +798,8 @@ class Finding:
                "message": self.message, "detail": d}
         if self.omitted > 0:
             out["omitted"] = self.omitted
+        if self.consequences:
+            out["consequences"] = [c.to_dict() for c in self.consequences]
         return out
 
 
