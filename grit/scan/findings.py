@@ -366,8 +366,10 @@ REGISTRY: dict[str, FindingSpec] = _specs(
     ("S156", C.STRUCTURAL, V.STRUCTURAL, K.TRUNCATED,
      "shards of one checkpoint are short",
      "One or more shards of a checkpoint end before their headers' last data offset: how "
-     "many of the shards, the bytes missing in all and per shard, and the tensors cut "
-     "(each shard's cut tensors are S127 findings too).",
+     "many of the shards, the bytes missing in all and per shard, and the tensors cut. "
+     "One root cause, one finding: each shard's own findings of the tensors cut (S127; "
+     "S101 for a GRIT tensor whose plane was cut) are nested under it as its "
+     "consequences.",
      "A loader reads zeros or fails part-way; the symptom looks like a runtime bug, not a "
      "download that stopped short.",
      "Re-fetch the shards named."),
