@@ -31,8 +31,8 @@ with two or three derivation lines each, spread over N / 20 files) instead,
 each run in a fresh process: wall time of the rendering alone and the
 process's peak RSS (ru_maxrss), medians over --repeat runs, for
 
-  human                     ``grit.scan.report.render`` (what ``grit scan`` prints)
-  json                      ``grit.scan.report.write_json`` (what ``grit scan --json`` prints)
+  human                     ``grit.scan.output.render`` (what ``grit scan`` prints)
+  json                      ``grit.scan.output.write_json`` (what ``grit scan --json`` prints)
   rich table (before)       the renderer this one replaced (a rich Table per
                             category), kept here to measure the two in the same run;
                             --before-max N skips it above N findings (default 80000),
@@ -103,7 +103,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 import grit  # noqa: E402
 from grit.fingerprint import digest  # noqa: E402
 from grit.scan import scan  # noqa: E402
-from grit.scan import report as scan_report  # noqa: E402
+from grit.scan import output as scan_report  # noqa: E402
 from grit.scan.collect import ScannedFile  # noqa: E402
 from grit.scan.findings import CATEGORIES, SEVERITY, Finding, Severity  # noqa: E402
 

@@ -7,7 +7,7 @@ Formats: a synthetic report of N findings (bench_scan.synthetic_report: four
 codes, two or three derivation lines each) written, each run in a fresh
 process, by
 
-  text (piped)       grit.scan.report.render to /dev/null (not a terminal)
+  text (piped)       grit.scan.output.render to /dev/null (not a terminal)
   text (terminal)    render to /dev/null behind isatty() = True, COLUMNS=100:
                      aligned labels and filling to the width
   json               write_json (the format the others are put beside: ratio 1)
@@ -20,7 +20,7 @@ over --repeat runs; "ratio" is the time over json's in the same run.
 
 Accounting: on the real GGUF (gemma-3-270m Q4_K_M, when cached) and on a
 safetensors file of 4,000 small GRIT tensors (grit.save), the whole
-``scan()`` beside ``report.account`` + ``attach_ranges`` for the same file
+``scan()`` beside ``output.account`` + ``attach_ranges`` for the same file
 (what the coverage and the byte ranges add), medians over --repeat.
 """
 from __future__ import annotations
@@ -50,7 +50,7 @@ class _Tty(io.TextIOWrapper):
 def _child(mode: str, n: int) -> None:
     from bench_scan import synthetic_report  # noqa: PLC0415
 
-    from grit.scan import report as R  # noqa: PLC0415
+    from grit.scan import output as R  # noqa: PLC0415
     rep = synthetic_report(n)
     os.environ["COLUMNS"] = "100"
     raw = open(os.devnull, "wb")
@@ -90,7 +90,7 @@ def formats(counts, repeat: int) -> list[dict]:
 def _accounting(path: str, repeat: int) -> dict:
     from grit.grade import grade_scope  # noqa: PLC0415
     from grit.placement.expr import layout_scope  # noqa: PLC0415
-    from grit.scan import analyses, report, scan  # noqa: PLC0415
+    from grit.scan import analyses, output, scan  # noqa: PLC0415
     from grit.scan.collect import open_input  # noqa: PLC0415
     whole, acc = [], []
     for _ in range(repeat):
@@ -102,8 +102,8 @@ def _accounting(path: str, repeat: int) -> dict:
             inp = open_input(path)
             analyses.file_analyses(ctx, inp)
             t0 = time.perf_counter()
-            _, rs = report.account(inp, ctx.findings)
-            report.attach_ranges(ctx.findings, {path: rs})
+            _, rs = output.account(inp, ctx.findings)
+            output.attach_ranges(ctx.findings, {path: rs})
             acc.append(time.perf_counter() - t0)
     w, a = statistics.median(whole), statistics.median(acc)
     return {"file": os.path.basename(path), "scan_s": w, "accounting_s": a, "share": a / w}

@@ -16,15 +16,15 @@ from . import convert as convert_mod
 from ._files import check_output, loads_json, read_regular
 from .boundary import diagnose
 from .errors import GritError, Status
-from .explain import (ESCAPE_ERRORS, ExplainInputError, diff, escape_errors, printable,
-                      render, resolve, to_dict)
+from ._text import ESCAPE_ERRORS, escape_errors, printable
+from .explain import ExplainInputError, diff, render, resolve, to_dict
 from .grade import grade_from, register_grade
 from .io.http import NetPolicy, is_url, parse_url
 from .io.hub import HubPath, is_hub
 from .io.source import LIMITS, limit
 from .scan import exit_code, scan
-from .scan import report as scan_report
-from .scan.findings import REGISTRY, explain as explain_code, status_name
+from .scan import output as scan_report
+from .scan.findings import REGISTRY, Severity, explain as explain_code, status_name
 
 _STATUS_HELP = {
     Status.OK: ("The descriptor, shape and planes agree.", "Nothing to do."),
@@ -516,7 +516,7 @@ def _scan_many(paths, deep: bool, cache: bool, jobs: int, dask: bool, scheduler:
                                          progress=progress)
     except GritError as e:
         click.echo(f"grit scan: {printable(e)}", err=True)
-        sys.exit(int(scan_report.Severity.UNPARSED))
+        sys.exit(int(Severity.UNPARSED))
     except OSError as e:          # the output could not be written (or read, to resume)
         _write_failed(out if out is not None else "stdout", e)
     if run.skipped:

@@ -18,7 +18,7 @@ import pytest
 import grit
 import grit.cli  # noqa: F401  (registers the grit-escape codec error handler)
 from grit.explain import ESCAPE_ERRORS, diff, escape_char, printable, render as explain_render
-from grit.scan import report as scan_report
+from grit.scan import output as scan_report
 from grit.scan.collect import ScannedFile
 from grit.scan.findings import Finding
 

@@ -26,7 +26,7 @@ import grit  # noqa: E402
 from grit.cli import main  # noqa: E402
 from grit.errors import GritUsageError  # noqa: E402
 from grit.scan import distributed as many  # noqa: E402
-from grit.scan import report as scan_report  # noqa: E402
+from grit.scan import output as scan_report  # noqa: E402
 from grit.scan import scan  # noqa: E402
 
 from http_server import Server  # noqa: E402

@@ -23,7 +23,9 @@ from safetensors.numpy import save_file
 
 import grit
 from grit.cli import main
-from grit.scan import report as scan_report
+from grit.scan import output as scan_report
+from grit.scan.findings import REGISTRY
+from grit.scan.output import text as scan_text
 from grit.scan import scan
 
 gguf = pytest.importorskip("gguf")
@@ -206,7 +208,7 @@ def test_sarif_is_valid_against_the_official_schema(files, validator):
 def test_sarif_rules_come_from_the_registry(files):
     _, out = cli("--format", "sarif", files["ggml"])
     rules = json.loads(out)["runs"][0]["tool"]["driver"]["rules"]
-    reg = scan_report.REGISTRY
+    reg = REGISTRY
     assert [r["id"] for r in rules] == sorted(reg)
     level = {1: "error", 2: "warning", 3: "note"}
     for r in rules:
@@ -496,13 +498,13 @@ def test_wrap_keeps_grade_strings_and_names_whole():
     name = "model.layers.17.mlp.experts.93.gate_up_proj.weight"
     text = f"tensor {name} declares {grade} but (as the plane shows) it is not"
     for width in range(10, 90):
-        lines = scan_report.wrap(text, width, "    ")
+        lines = scan_text.wrap(text, width, "    ")
         assert " ".join(ln.strip() for ln in lines) == text      # nothing lost or added
         assert any(grade in ln for ln in lines) and any(name in ln for ln in lines)
         for ln in lines:
             assert ln.startswith("    ")
             assert len(ln) <= width or grade in ln or name in ln or " " not in ln.strip()
-    assert len(scan_report.wrap(text, 40, "")) > 2                # it does wrap
+    assert len(scan_text.wrap(text, 40, "")) > 2                # it does wrap
 
 
 def test_cross_file_findings_carry_the_tensors_range(tmp_path):

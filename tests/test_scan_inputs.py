@@ -101,7 +101,7 @@ def test_the_text_report_shows_a_url_as_given(tmp_path, monkeypatch):
     would make it "http:/127.0.0.1…")."""
     import io
 
-    from grit.scan import report as R
+    from grit.scan.output import text as R
     from http_server import Server
     monkeypatch.setenv("GRIT_CACHE_DIR", str(tmp_path / "cache"))
     a = grit.encode(np.ones((4, 64), np.float32), grit.GRADE_MXFP4)

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 import grit
 from grit.cli import main
 from grit.errors import GritUsageError
-from grit.scan import report as scan_report
+from grit.scan import output as scan_report
 from grit.scan import scan
 
 from http_server import Server

@@ -11,11 +11,11 @@ safetensors and GGUF checkpoints against the bytes on disk.
   file the structural, inferred / inexpressible and (``--deep``) deep
   findings, then across files cross-file gid disagreement, grade drift and
   escape-hatch exposure;
-* :mod:`~grit.scan.report` is the :class:`ScanReport`: JSON (streamed),
-  JSON Lines, SARIF 2.1.0, the human report (written one finding at a time,
-  file text escaped), the graded / simple / ``--fail-on`` exit codes, and
-  the byte accounting (each file's coverage, each tensor's byte range in its
-  file, put into the findings' detail).
+* :mod:`~grit.scan.output` is the :class:`ScanReport` and its forms: JSON
+  (streamed), JSON Lines, SARIF 2.1.0, the human report (written one finding
+  at a time, file text escaped), the graded / simple / ``--fail-on`` exit
+  codes, and the byte accounting (each file's coverage, each tensor's byte
+  range in its file, put into the findings' detail).
 
 Every finding has a code from one registry (:mod:`~grit.scan.findings`,
 ``grit explain CODE``); docs/scan.md is the reference.
@@ -49,7 +49,7 @@ from .analyses import role_of
 from .collect import MODEL_SUFFIXES, Input, ScannedFile, expand, open_input, why
 from .findings import (CATEGORIES, REGISTRY, SEVERITY, Category, Finding, ScanKind,
                        Severity)
-from .report import SCHEMA_VERSION, Coverage, Ranges, ScanReport, account, attach_ranges, exit_code
+from .output import SCHEMA_VERSION, Coverage, Ranges, ScanReport, account, attach_ranges, exit_code
 
 __all__ = ["scan", "ScanReport", "Finding", "CATEGORIES", "SEVERITY", "role_of",
            "MODEL_SUFFIXES", "exit_code", "SCHEMA_VERSION", "Category", "Severity",

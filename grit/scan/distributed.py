@@ -37,7 +37,7 @@ from ..errors import GritError, GritUsageError
 from ..io.http import is_url
 from . import scan
 from .collect import INDEX_SUFFIX, MODEL_SUFFIXES, read_manifest, sniff
-from .report import FAIL_ON, SCHEMA_VERSION, ScanReport, exit_code, no_lone_surrogates
+from .output import FAIL_ON, SCHEMA_VERSION, ScanReport, exit_code, no_lone_surrogates
 
 __all__ = ["scan_many", "entries_of", "entry_records", "failed_record", "read_out",
            "ManyRun", "run_exit_code", "POLICIES", "DASK_EXTRA"]
