@@ -135,3 +135,104 @@ def test_an_unserved_group_size_the_scales_agree_with_is_one_finding(tmp_path):
 def test_a_right_group_size_gives_no_group_finding(tmp_path):
     rep = scan([_config_ckpt(tmp_path, 128, 128)])
     assert [f.code for f in rep.findings if f.code != "S601"] == []
+
+
+# ---------------------------------------------------------------------------
+# a clean checkpoint of every recognised convention exits 0
+
+
+def _ct(kind):
+    def build(tmp_path):
+        pytest.importorskip("torch", reason="torch (CPU) is not installed")
+        pytest.importorskip("compressed_tensors", reason="compressed-tensors is not installed")
+        import ct_official  # noqa: PLC0415
+        return ct_official.write_checkpoint(str(tmp_path / kind), {"group_0": (kind, ["Linear"])})
+    return build
+
+
+def _modelopt(tmp_path):
+    from test_conventions import _modelopt as build
+    return build(tmp_path)[0]
+
+
+def _gpt_oss(tmp_path):
+    from test_conventions import _gpt_oss as build
+    return build(tmp_path)[0]
+
+
+def _gptq(tmp_path):
+    from test_load_gptq_awq import gptq_case, gptq_cfg, write
+    *_, tensors = gptq_case(4, 32)
+    return write(tmp_path, tensors, gptq_cfg(4, 32))
+
+
+def _torchao(typ):
+    def build(tmp_path):
+        from test_load_gptq_awq import ta_cases, ta_file
+        [(t, comps, attrs, _)] = [c for c in ta_cases() if c[0] == typ]
+        return ta_file(tmp_path, t, comps, attrs)
+    return build
+
+
+def _bitsandbytes(tmp_path):
+    from test_recognise import write
+    b = "model.layers.0.mlp.down_proj.weight"
+    return write(tmp_path, {b: np.zeros((32, 1), np.uint8),
+                            f"{b}.absmax": np.ones(1, np.float32),
+                            f"{b}.quant_map": np.linspace(-1, 1, 16).astype(np.float32),
+                            f"{b}.quant_state.bitsandbytes__nf4": np.zeros(40, np.uint8)})
+
+
+def _fnuz(tmp_path):
+    import ml_dtypes  # noqa: PLC0415
+    from test_recognise import write
+    return write(tmp_path, {"model.layers.0.mlp.gate_proj.weight":
+                            np.zeros((8, 8), ml_dtypes.float8_e4m3fnuz),
+                            "model.norm.weight": np.ones(8, np.float32)})
+
+
+def _grit(tmp_path):
+    import grit  # noqa: PLC0415
+    path = str(tmp_path / "grit.safetensors")
+    x = rng.standard_normal((16, 64)).astype(np.float32)
+    grit.save(path, {"w": grit.encode(x, grit.GRADE_MXFP4)})
+    return path
+
+
+CT_KINDS = ("int-quantized", "int-quantized-asym", "float-quantized", "mxfp8-quantized",
+            "nvfp4-pack-quantized", "mxfp4-pack-quantized", "pack-quantized")
+CLEAN = {**{f"compressed-tensors/{k}": _ct(k) for k in CT_KINDS},
+         "modelopt/nvfp4": _modelopt, "gpt-oss/mxfp4": _gpt_oss, "gptq": _gptq,
+         **{f"torchao/{t}": _torchao(t)
+            for t in ("NVFP4Tensor", "MXTensor", "Float8Tensor", "Int8Tensor")},
+         "bitsandbytes/nf4": _bitsandbytes, "fp8-fnuz": _fnuz, "grit": _grit}
+
+
+@pytest.mark.parametrize("name", sorted(CLEAN))
+def test_a_clean_checkpoint_of_every_recognised_convention_exits_0(tmp_path, name):
+    """Every quantised tensor recognised by a convention (inferred and checked
+    clean, or named inexpressible), nothing wrong: what scan says of it are
+    notes (S601 inferred, S701 not expressible in v1), which set no exit code —
+    under the default graded policy, the simple one, and the documented CI
+    recipe (--fail-on disagreement, and the strictest, --fail-on warning)."""
+    from grit.scan import exit_code
+    from grit.scan.findings import Severity
+    path = CLEAN[name](tmp_path)
+    rep = scan([path])
+    assert all(f.severity is Severity.NOTE for f in rep.findings), \
+        [(f.code, f.severity, f.message) for f in rep.findings]
+    assert rep.exit_code_graded == 0 and rep.exit_code_simple == 0
+    assert exit_code(rep, fail_on="disagreement") == 0
+    assert exit_code(rep, fail_on="warning") == 0
+    if name != "grit":
+        assert {f.code for f in rep.findings} & {"S601", "S701"}   # said, not silent
+
+
+def test_the_inferred_note_suggests_no_file_other_tools_cannot_load():
+    """S601's fix used to say 're-export with grit.save': a file vLLM and
+    transformers without grit cannot load."""
+    from grit.scan.findings import REGISTRY, explain
+    fix = REGISTRY["S601"].fix
+    assert "grit.save" not in fix and "None needed" in fix
+    assert "--to grit" in fix and "cannot read that copy" in fix
+    assert "never sets the exit code" in explain("S601")

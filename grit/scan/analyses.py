@@ -327,7 +327,8 @@ def _recognised(ctx: Context, inp: Input, recognised: list[Recognised], trunc) -
                                                      key=lambda kv: (kv[0][0], kv[0][1] or "",
                                                                      kv[0][2] or "")):
         names = [r.name for r in rs]
-        ctx.add("S701", path, _names(names),
+        # what a convention claimed and could not read is no recognised weight (S705)
+        ctx.add("S705" if conv == "unrecognised" else "S701", path, _names(names),
                 f"{len(names)} {conv} tensor(s) are not GRIT v1 arrays and were not checked",
                 (f"Reason ({section}): {reason}",) + tuple(lines),
                 {"convention": conv, "section": section, "reason": reason,
@@ -606,13 +607,15 @@ def drift(ctx: Context) -> None:
         for t in by_ckpt[ckpt]:
             roles.setdefault(role_of(t.name), {}).setdefault(t.desc.grade_id, []).append(t)
         single: dict[int, list[str]] = {}
+        schemes: set[Any] = set()
         for role in sorted(roles):
             grades = roles[role]
             if len(grades) == 1:
                 single.setdefault(next(iter(grades)), []).append(role)
+                schemes.add(_scheme(next(iter(grades.values()))))
                 continue
             _role_drift(ctx, ckpt, role, grades)
-        if len(single) > 1:
+        if len(single) > 1 and len(schemes) > 1:
             lines = tuple(f"{_grade_label(ctx, g)}: " + ", ".join(rs[:6]) + (", …" if len(rs) > 6
                                                                         else "")
                           for g, rs in sorted(single.items(), key=lambda kv: -len(kv[1])))
@@ -623,6 +626,21 @@ def drift(ctx: Context) -> None:
                     {"scope": "artifact", "checkpoint": ckpt,
                      "grades": {f"0x{g:016X}": {"grade": _grade_label(ctx, g), "roles": rs}
                                 for g, rs in single.items()}})
+
+
+_K0 = re.compile(r"\bk0=\d+")
+
+
+def _scheme(ts: Sequence[Tensor]) -> Any:
+    """What one role's tensors (of one grade) were quantised with: the
+    grade, except that a per-channel scheme (one group per row, k0 = the row
+    length) is one scheme whatever the row length — a per-channel config
+    over layers of different in_features gives grades that differ in k0
+    alone, which is no mix of precisions (S303)."""
+    t = ts[0]
+    if t.grade is not None and all(x.shape and x.desc.k0 == x.shape[-1] for x in ts):
+        return _K0.sub("k0=row", t.grade.canonical)
+    return t.desc.grade_id
 
 
 def _role_drift(ctx: Context, ckpt: str, role: str, grades: dict[int, list[Tensor]]) -> None:

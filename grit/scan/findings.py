@@ -24,7 +24,7 @@ from ..errors import Status, pin
 __all__ = ["Category", "Severity", "ScanKind", "CATEGORIES", "SECTIONS", "SEVERITY",
            "FindingSpec", "REGISTRY", "CHECK_CODES", "Finding", "MAX_PER_CODE", "status_name",
            "explain",
-           "STRUCTURAL", "DISAGREEMENT", "WARNING", "UNPARSED"]
+           "STRUCTURAL", "DISAGREEMENT", "WARNING", "UNPARSED", "NOTE"]
 
 
 class _StrEnum(str, enum.Enum):
@@ -51,19 +51,27 @@ class Category(_StrEnum):
 
 class Severity(enum.IntEnum):
     """The graded exit code a finding raises the report to (§13); 1 is the
-    most severe."""
+    most severe.  NOTE is information that never sets the exit code (what
+    scan inferred or could not express of a checkpoint a convention fully
+    recognises: docs/scan.md, "Notes")."""
 
     STRUCTURAL = 1
     DISAGREEMENT = 2
     WARNING = 3
     UNPARSED = 4
+    NOTE = 5
 
     @property
     def label(self) -> str:
         return self.name.lower()
 
+    @property
+    def sets_exit(self) -> bool:
+        """Whether a finding of this severity counts toward the exit code."""
+        return self is not Severity.NOTE
 
-STRUCTURAL, DISAGREEMENT, WARNING, UNPARSED = Severity
+
+STRUCTURAL, DISAGREEMENT, WARNING, UNPARSED, NOTE = Severity
 
 #: severity -> its name in the report
 SEVERITY: dict[Severity, str] = {s: s.label for s in Severity}
@@ -586,20 +594,26 @@ REGISTRY: dict[str, FindingSpec] = _specs(
      "Requantize the tensor from its source, or clear bit 7 of the scales if the producer "
      "meant unsigned scales."),
     # -- inferred / inexpressible
-    ("S601", C.INFERRED, V.WARNING, K.INFERRED,
+    ("S601", C.INFERRED, V.NOTE, K.INFERRED,
      "descriptor inferred from a safetensors convention",
      "A safetensors file without GRIT metadata holds weights of a recognised convention "
-     "(compressed-tensors, torchao, …); their descriptor was inferred from the layout, "
-     "one finding per convention and grade per file (docs/scan.md, \"Recognising "
-     "checkpoints without GRIT metadata\").",
-     "The contract is scan's reading of the file, not a claim the file makes.",
-     "Re-export with `grit.save` to make the contract explicit."),
-    ("S602", C.INFERRED, V.WARNING, K.INFERRED,
+     "(compressed-tensors, ModelOpt, GPTQ, torchao, …); their descriptor was inferred from "
+     "the layout and the config, one finding per convention and grade per file "
+     "(docs/scan.md, \"Recognising checkpoints without GRIT metadata\"). A note: the "
+     "inferred descriptor is checked like a recorded one (a failure is its own finding, "
+     "S101…), so this finding never sets the exit code.",
+     "The contract is scan's reading of the file, not a claim the file makes; the file is "
+     "what its convention's loaders (vLLM, transformers, compressed-tensors) read.",
+     "None needed: keep the checkpoint in its convention. Only where the consumers read "
+     "GRIT, `grit convert SRC DST --to grit` writes a copy with the contract recorded; "
+     "loaders without grit cannot read that copy."),
+    ("S602", C.INFERRED, V.NOTE, K.INFERRED,
      "descriptor inferred from the ggml block type",
      "A GGUF tensor without a GRIT annotation: its descriptor was inferred from its ggml "
-     "block type, one finding per type per file.",
-     "As S601.",
-     "Re-export with `grit.save_gguf` to make the contract explicit."),
+     "block type, one finding per type per file. A note, as S601: the ggml type fixes "
+     "the layout, and the inferred descriptor is checked like a recorded one.",
+     "As S601; the file is what llama.cpp reads.",
+     "None needed: keep the file as llama.cpp wrote it."),
     ("S603", C.INFERRED, V.WARNING, K.COMPANION,
      "NVFP4 tensor without a usable companion scale",
      "llama.cpp's convert_hf_to_gguf keeps an NVFP4 tensor's per-tensor scale in an F32 "
@@ -631,17 +645,19 @@ REGISTRY: dict[str, FindingSpec] = _specs(
      "llama.cpp does not find the companion and runs the tensor without its per-tensor "
      "scale: every value off by that factor, with no error.",
      "Rename the companion to `<base>.scale` (what llama.cpp's converter writes)."),
-    ("S701", C.INEXPRESSIBLE, V.WARNING, K.INEXPRESSIBLE,
+    ("S701", C.INEXPRESSIBLE, V.NOTE, K.INEXPRESSIBLE,
      "safetensors weights GRIT v1 cannot express",
      "Recognised weights whose layout v1 cannot express (codebooks, act-order, dense "
      "zero points, 2-D blocks, FNUZ floats, …), with the §0.3 item and the arithmetic; "
-     "never silently skipped.",
+     "never silently skipped. A note: a convention recognised the weights, nothing in the "
+     "checkpoint is wrong, so it never sets the exit code (the report's coverage counts "
+     "their bytes as not checkable).",
      "These tensors were not checked.",
      "None in v1; the reason names what a future version would need."),
-    ("S702", C.INEXPRESSIBLE, V.WARNING, K.INEXPRESSIBLE,
+    ("S702", C.INEXPRESSIBLE, V.NOTE, K.INEXPRESSIBLE,
      "GGUF tensors GRIT v1 cannot express",
      "GGUF tensors of a ggml type v1 cannot express (IQ*, Q3_K, TQ1_0, …), with the "
-     "reason; never silently skipped.",
+     "reason; never silently skipped. A note, as S701.",
      "These tensors were not checked.",
      "None in v1."),
     ("S703", C.INEXPRESSIBLE, V.WARNING, K.UNRECOGNISED,
@@ -662,6 +678,17 @@ REGISTRY: dict[str, FindingSpec] = _specs(
      "values.",
      "Nothing to fix in the checkpoint if it is what its runtime expects; a convention for "
      "it can be added (docs/layers.md, \"How to add a convention\")."),
+    ("S705", C.INEXPRESSIBLE, V.WARNING, K.UNRECOGNISED,
+     "tensors a convention claims and cannot read",
+     "Tensors a convention claims by their names (`qweight`/`qzeros`/`scales`, "
+     "`weight_packed`, a torchao subclass) whose shapes or values do not fit that "
+     "convention, or on which the recogniser failed; the reason names the mismatch. Unlike "
+     "S701 (a weight recognised whole that v1 cannot express), nothing here was "
+     "recognised, so the scan is not clean.",
+     "Their bytes are not checked, and the convention's own loader is likely to refuse "
+     "them or read them wrong.",
+     "Compare the tensors with the convention's layout (the reason names the mismatch), "
+     "or re-export them with the convention's library."),
     # -- unreadable
     ("S801", C.UNREADABLE, V.STRUCTURAL, K.UNREADABLE,
      "no such file or directory",
@@ -814,6 +841,7 @@ def explain(code: str, width: int = 88) -> str:
     s = REGISTRY[code.upper()]
     status = status_name(s.status) if s.status is not None else "the check's §7.1 status"
     paras = [f"What it means: {s.what}", f"Why it matters: {s.why}", f"Fix: {s.fix}"]
-    return (f"{s.code} {status} — {s.category.value}, severity {int(s.severity)} "
-            f"({s.severity.label})\n{s.title}\n\n"
+    sev = (f"severity {int(s.severity)} ({s.severity.label})" if s.severity.sets_exit
+           else "a note (never sets the exit code)")
+    return (f"{s.code} {status} — {s.category.value}, {sev}\n{s.title}\n\n"
             + "\n\n".join(textwrap.fill(p, width) for p in paras))
