@@ -236,3 +236,22 @@ def test_the_inferred_note_suggests_no_file_other_tools_cannot_load():
     assert "grit.save" not in fix and "None needed" in fix
     assert "--to grit" in fix and "cannot read that copy" in fix
     assert "never sets the exit code" in explain("S601")
+
+
+@pytest.mark.parametrize("name", ["modelopt/nvfp4", "gptq", "bitsandbytes/nf4"])
+def test_the_documented_ci_recipe_passes_a_clean_checkpoint(tmp_path, name):
+    """docs/scan.md's CI line, `grit scan --format sarif --fail-on disagreement
+    ckpt/`, and the plain `grit scan ckpt/` exit 0; the SARIF log still holds
+    the notes, at level none."""
+    import json  # noqa: PLC0415
+
+    from click.testing import CliRunner
+
+    from grit.cli import main
+    folder = str(Path(CLEAN[name](tmp_path)).parent)
+    r = CliRunner().invoke(main, ["scan", "--format", "sarif", "--fail-on", "disagreement",
+                                  folder])
+    assert r.exit_code == 0, r.output
+    results = json.loads(r.stdout)["runs"][0]["results"]
+    assert results and {x["level"] for x in results} == {"none"}
+    assert CliRunner().invoke(main, ["scan", folder]).exit_code == 0
