@@ -716,6 +716,11 @@ def _release(source, values) -> None:
         return
     for v in values:
         for p in (v.planes if isinstance(v, GritArray) else (v,)):
+            if isinstance(p, np.ndarray):
+                # a dtype the buffer protocol cannot name (bfloat16): its bytes
+                if not (p.flags.c_contiguous and p.nbytes):
+                    continue
+                p = p.reshape(-1).view(np.uint8)
             if isinstance(p, (memoryview, np.ndarray)) and memoryview(p).nbytes:
                 release(p)
 
