@@ -77,6 +77,11 @@ class HubServer:
         self.latency: dict[str, float] = {}
         #: sizes the listing states instead of the true ones, by file path
         self.listed_size: dict[str, int] = {}
+        #: [status, count] by route ("api", "resolve"): the next count requests
+        #: of the route are answered with status (a 5xx burst)
+        self.fail: dict[str, list] = {}
+        #: seconds a read of a file waits before its answer, by file path (a hang)
+        self.hang: dict[str, float] = {}
         self._lock = threading.Lock()
         server = self
 
@@ -107,14 +112,27 @@ class HubServer:
                 m = _API.match(url.path)
                 if m is not None:
                     time.sleep(server.latency.get("api", 0))
+                    if self._burst("api"):
+                        return
                     return self._api(m, parse_qs(url.query))
                 m = _RESOLVE.match(url.path)
                 if m is not None:
                     time.sleep(server.latency.get("resolve", 0))
+                    if self._burst("resolve"):
+                        return
                     return self._resolve(m, head)
                 return self._error(404, "Not Found")
 
             # -- helpers ---------------------------------------------------
+            def _burst(self, route):
+                with server._lock:
+                    f = server.fail.get(route)
+                    if not f or f[1] <= 0:
+                        return False
+                    f[1] -= 1
+                self._error(f[0], "Internal Error")
+                return True
+
             def _repo(self, kind, org, name):
                 kind = "dataset" if kind in ("datasets",) else "model"
                 r = server.repos.get((kind, f"{org}/{name}"))
@@ -234,6 +252,8 @@ class HubServer:
                 if sha is None:
                     return
                 path = unquote(path)
+                if server.hang.get(path):
+                    time.sleep(server.hang[path])
                 data = files.get(path)
                 if data is None:
                     return self._error(404, "EntryNotFound")

@@ -344,10 +344,13 @@ def test_a_slow_hub_is_a_finding_in_bounded_time(hub, tmp_path, monkeypatch):
     from grit.io.http import use_policy  # noqa: PLC0415
     hub.latency["api"] = 2.0
     t = time.monotonic()
-    with use_policy(timeout=0.3):
+    hub.reset()
+    # a timeout is retried under the policy: two attempts of 0.3 s and a 0.1 s wait
+    with use_policy(timeout=0.3, retries=1, backoff=0.1):
         [f] = scan([f"hf://{REPO}"]).findings
-    assert f.code == "S805" and "Timeout" in f.message, f.message
-    assert time.monotonic() - t < 2.0
+    assert f.code == "S805" and "Timeout" in f.message and "2 attempts" in f.message, f.message
+    assert time.monotonic() - t < 2 * 0.3 + 0.1 + 1.0
+    assert [p for _, p in hub.requests] == [f"/api/models/{REPO}"] * 2
 
 
 def test_a_file_shorter_than_its_listing_is_a_typed_error(hub, tmp_path):

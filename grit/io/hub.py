@@ -1,5 +1,5 @@
 """Hugging Face Hub repositories as inputs: ``hf://ORG/REPO[@REVISION][/PATH]``
-(and ``hf://datasets/ORG/REPO…``), read through ``huggingface_hub`` behind
+(and ``hf://datasets/ORG/REPO…``), read through grit's own HTTP client behind
 the byte-source interface (:class:`grit.io.source.ByteSource`).
 
 A repository is opened at one commit: :func:`repo` resolves the revision
@@ -22,12 +22,17 @@ that brings back other than the bytes asked for is a
 the commit sha, its LFS sha256 (its git blob id when it is not in LFS), its
 size and the byte range.
 
-The one Hub API call (``repo_info``: the commit and the listing) goes
-through ``huggingface_hub`` (its httpx2 client) with the policy's timeout
-per read, and under a watchdog: it runs on a daemon thread, and a call not
-answered within ``2 * timeout + 1 MiB / min_rate`` seconds (36 s at the
-defaults) is a RemoteError — the thread is left to end on its own read
-timeout.
+The one Hub API call per repository and revision (``GET
+/api/{models,datasets}/ORG/REPO[/revision/REV]?blobs=true``: the commit and
+the listing, what ``huggingface_hub``'s ``repo_info(…, files_metadata=True)``
+asks) goes through the same client and policy: total deadlines, a 408,
+429, 5xx or timeout retried with backoff within ``retry_time``, the
+answer read under the deadline for its length (at most
+:data:`MAX_ANSWER` bytes).  Inside a :func:`session` a revision is
+resolved once; a repository at a commit is listed once per process and
+token.  The small files beside a model file (config.json, the shard
+index) are read once per scan and kept in the header cache by commit,
+so a rescan asks the Hub for nothing but the revision.
 
 The token is ``huggingface_hub``'s own lookup (``HF_TOKEN``, else the saved
 token) and the endpoint ``HF_ENDPOINT`` (else ``https://huggingface.co``),
@@ -53,8 +58,9 @@ from typing import Any, Iterator
 from urllib.parse import quote, unquote
 
 from ..errors import GritUsageError
-from .http import (SMALL_READ, CachedSource, HeaderCache, HTTPSource, NetPolicy, RemoteError,
-                   budget, is_url, parse_url, policy, read_ranged)
+from .._files import loads_json
+from .http import (SMALL_READ, CachedSource, HeaderCache, HTTPSource, RemoteError, Requester,
+                   budget, is_url, parse_url, policy, read_document, read_ranged)
 
 __all__ = ["HF_PREFIX", "HubPath", "HubFile", "HubRepo", "HubSource", "HubUnavailable",
            "is_hub", "is_remote", "repo", "endpoint", "read_small", "exists", "session",
@@ -76,8 +82,8 @@ _REVISION = re.compile(r"^(?!.*\.\.)(?!.*//)[^\x00-\x20\x7f~^:?*\[\\]+$")
 _REPO_PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
 #: the most files a repository listing may hold (the largest Hub repos hold ~10^5)
 MAX_LISTING = 1_000_000
-#: the listing body the watchdog allows time for at the policy's min_rate
-_LISTING_BYTES = 1 << 20
+#: the longest answer of the Hub API read (a listing of ~10^5 files is ~20 MiB)
+MAX_ANSWER = 256 << 20
 #: repositories kept open (by endpoint, token, kind, id and commit sha)
 _KEEP = 32
 
@@ -203,43 +209,6 @@ class HubFile:
         return self.sha256 or self.blob_id
 
 
-def _status(e: BaseException) -> int | None:
-    for x in (e, e.__cause__, e.__context__):
-        resp = getattr(x, "response", None)
-        code = getattr(resp, "status_code", None)
-        if isinstance(code, int):
-            return code
-    return None
-
-
-def _remote(e: BaseException, where: str) -> RemoteError:
-    """A huggingface_hub / fsspec / network failure as a RemoteError."""
-    if isinstance(e, RemoteError):
-        return e
-    status = _status(e)
-    text = (str(e).strip().splitlines() or [""])[0]
-    kind = type(e).__name__
-    head = f"HTTP {status}: " if status is not None else ""
-    return RemoteError(f"{where}: {head}{kind}: {text}"[:300], status)
-
-
-#: what huggingface_hub, fsspec and the network raise for a request that fails
-_FAILURES: tuple[type[BaseException], ...] = (OSError, ValueError, TimeoutError, KeyError,
-                                              TypeError, RuntimeError)
-
-
-def _failures() -> tuple[type[BaseException], ...]:
-    hf = _hf()
-    extra: list[type[BaseException]] = [hf.errors.HfHubHTTPError]
-    try:
-        import httpx2  # noqa: PLC0415 - huggingface_hub 2's HTTP client
-        extra.append(httpx2.HTTPError)
-        extra.append(httpx2.TransportError)
-    except ImportError:        # pragma: no cover - another huggingface_hub
-        pass
-    return _FAILURES + tuple(extra)
-
-
 class HubRepo:
     """One repository at one commit: ``sha``, the ``files`` listed there
     ({path: HubFile}), the ``endpoint`` and the ``token`` its files are read
@@ -291,33 +260,49 @@ _LOCK = threading.Lock()
 _OPEN: "OrderedDict[tuple, HubRepo]" = OrderedDict()
 
 
-def _watched(call, seconds: float, where: str):
-    """``call()``'s result, run on a daemon thread and waited for at most
-    ``seconds``: past that a RemoteError (the thread is left to end on its
-    own read timeout).  What ``call`` raises is raised here."""
-    out: list = []
+def api_url(ep: str, where: HubPath, revision: str | None) -> str:
+    """The Hub API URL that answers a revision's commit and its files with
+    their sizes and LFS objects (what ``huggingface_hub``'s ``repo_info(…,
+    files_metadata=True)`` asks)."""
+    base = f"{ep}/api/{where.kind}s/{where.repo_id}"
+    if revision is None:
+        return base + "?blobs=true"
+    return f"{base}/revision/{quote(revision, safe='')}?blobs=true"
 
-    def run() -> None:
-        try:
-            out.append((True, call()))
-        except BaseException as e:       # handed to the caller, raised there
-            out.append((False, e))
-    t = threading.Thread(target=run, daemon=True, name="grit-hub-call")
-    t.start()
-    t.join(seconds)
-    if not out:
-        raise RemoteError(f"{where}: TimeoutError: the Hub did not answer within "
-                          f"{seconds:.1f} s")
-    ok, got = out[0]
-    if not ok:
-        raise got
-    return got
+
+def _ask_repo(ep: str, where: HubPath, rev: str | None, token: str | None) -> dict:
+    """The Hub's answer for a repository at a revision, asked through
+    grit's own client under the network policy (deadlines, retries with
+    backoff for 408/429/5xx and timeouts within ``retry_time``, the scan's
+    caps); a RemoteError with the HTTP status otherwise."""
+    name = str(where.at(rev, ""))
+    asker = Requester(name)
+    headers = {"Accept": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    raw = read_document(asker, api_url(ep, where, rev), headers, MAX_ANSWER)
+    try:
+        doc = loads_json(raw, "the Hub's answer")
+    except ValueError as e:
+        raise RemoteError(f"{name}: {str(e)[:200]}") from None
+    if not isinstance(doc, dict):
+        raise RemoteError(f"{name}: the Hub's answer is not a JSON object")
+    return doc
+
+
+def _session_sha(key: tuple) -> str | None:
+    s = _SESSION.get()
+    if s is None:
+        return None
+    with s.lock:
+        return s.revisions.get(key)
 
 
 def repo(where: HubPath | str) -> HubRepo:
     """The repository ``where`` names, at the commit its revision resolves
     to now (a sha names itself; a repository at a sha is listed once per
-    process and token)."""
+    process and token; inside a :func:`session` a revision is resolved
+    once)."""
     hf = _hf()
     if isinstance(where, str):
         where = HubPath.parse(where)
@@ -326,33 +311,22 @@ def repo(where: HubPath | str) -> HubRepo:
         parse_url(ep + "/")
     except GritUsageError as e:
         raise GritUsageError(f"HF_ENDPOINT: {e}") from None
-    p: NetPolicy = policy()
-    failures = _failures()
     try:
         token = hf.get_token()
-    except failures as e:       # a saved token that cannot be read
-        raise _remote(e, str(where)) from None
-    api = hf.HfApi(endpoint=ep, token=token or None)
+    except (OSError, ValueError) as e:       # a saved token that cannot be read
+        raise RemoteError(f"{where}: the saved Hub token cannot be read: "
+                          f"{type(e).__name__}: {str(e)[:160]}") from None
     rev = where.revision
-    sha = rev if rev is not None and _SHA.match(rev) else None
     key = (ep, token, where.kind, where.repo_id)
+    sha = rev if rev is not None and _SHA.match(rev) else _session_sha(key + (rev,))
     if sha is not None:
         with _LOCK:
             hit = _OPEN.get(key + (sha,))
         if hit is not None:
             return hit
-    try:
-        # one call: the commit the revision names and the files at that commit;
-        # huggingface_hub's timeout is per read, the watchdog's the total
-        info = _watched(lambda: api.repo_info(where.repo_id, revision=rev,
-                                              repo_type=where.kind, files_metadata=True,
-                                              timeout=p.timeout),
-                        2 * p.timeout + _LISTING_BYTES / p.min_rate, str(where.at(rev, "")))
-    except RemoteError:
-        raise
-    except failures as e:
-        raise _remote(e, str(where.at(rev, ""))) from None
-    got = getattr(info, "sha", None)
+    # one request: the commit the revision names and the files at that commit
+    info = _ask_repo(ep, where, rev, token or None)
+    got = info.get("sha")
     if not isinstance(got, str) or not _SHA.match(got):
         raise RemoteError(f"{where.at(rev, '')}: the Hub named no commit for revision "
                           f"{rev or 'main'!r:.80} (sha {str(got)[:60]!r})")
@@ -360,24 +334,33 @@ def repo(where: HubPath | str) -> HubRepo:
         raise RemoteError(f"{where.at(rev, '')}: asked for commit {sha}, the Hub answered "
                           f"{got}")
     sha = got
+    s = _SESSION.get()
+    if s is not None:
+        with s.lock:
+            s.revisions[key + (rev,)] = sha
     with _LOCK:
         hit = _OPEN.get(key + (sha,))
     if hit is not None:
         return hit
-    siblings = getattr(info, "siblings", None) or []
+    siblings = info.get("siblings")
+    if siblings is None:
+        siblings = []
+    if not isinstance(siblings, list):
+        raise RemoteError(f"{where.at(sha, '')}: the listing is not a list")
     if len(siblings) > MAX_LISTING:
         raise RemoteError(f"{where.at(sha, '')}: the listing holds more than {MAX_LISTING} "
                           "files")
     files: dict[str, HubFile] = {}
     for e in siblings:
-        path, size = getattr(e, "rfilename", None), getattr(e, "size", None)
+        e = e if isinstance(e, dict) else {}
+        path, size = e.get("rfilename"), e.get("size")
         if not isinstance(path, str) or isinstance(size, bool) or not isinstance(size, int) \
                 or size < 0 or size >= 1 << 63:
             raise RemoteError(f"{where.at(sha, '')}: the listing names {str(path)[:80]!r} "
                               f"with size {str(size)[:40]!r}")
-        lfs = getattr(e, "lfs", None)
-        sha256 = getattr(lfs, "sha256", None) if lfs is not None else None
-        blob = getattr(e, "blob_id", None)
+        lfs = e.get("lfs")
+        sha256 = lfs.get("sha256") if isinstance(lfs, dict) else None
+        blob = e.get("blobId")
         files[path] = HubFile(path=path, size=size,
                               sha256=sha256 if isinstance(sha256, str) else None,
                               blob_id=blob if isinstance(blob, str) else None)
@@ -446,6 +429,8 @@ class _Session:
     lock: threading.Lock = field(default_factory=threading.Lock)
     #: the folders of model files named by pre-signed URLs (:func:`signed`)
     signed: set[str] = field(default_factory=set)
+    #: the commit each Hub revision was resolved to, by repository and revision
+    revisions: dict[tuple, str] = field(default_factory=dict)
 
 
 _SESSION: "contextvars.ContextVar[_Session | None]" = contextvars.ContextVar(
@@ -524,8 +509,8 @@ def _read_small(path: str, limit: int) -> bytes | None:
             return None
         key = (where.path, limit)
         hit = r.small.get(key)         # a file at a commit never changes: read once
-        if hit is None:
-            with r.open(where.path) as src:
+        if hit is None:       # (a small file at a commit is kept in the header cache too)
+            with r.open(where.path, _http_cache()) as src:
                 hit = src.read(0, min(src.size, limit + 1), "small file")
             if len(hit) <= SMALL_READ:
                 r.small[key] = hit

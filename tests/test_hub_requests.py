@@ -1,0 +1,143 @@
+"""What a level-1 scan of an hf:// repository asks of the Hub, counted at
+the loopback server (tests/hub_server.py), per kind of checkpoint
+(tests/hub_repos.py): one API call, config.json, the index, and per shard
+the header's two reads — plus, for a compressed-tensors NVFP4 shard, one
+range over its global scales.  A warm rescan asks for the revision alone.
+A 5xx burst is retried within the policy; a hanging read costs at most the
+policy's bound and is a finding."""
+from __future__ import annotations
+
+import collections
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("huggingface_hub")
+
+from grit.io import hub as _hub  # noqa: E402
+from grit.io.http import NetPolicy, use_policy  # noqa: E402
+from grit.io.safetensors import read as st_read, read_source  # noqa: E402
+from grit.scan import scan  # noqa: E402
+
+from hub_repos import DEFECT_CODE, KINDS, kind_files  # noqa: E402
+from hub_server import HubServer  # noqa: E402
+from test_scan_hub import isolated  # noqa: E402, F401 - the fixture: caches in tmp dirs
+
+#: requests per shard a level-1 scan makes, by kind: the header length and
+#: the header; an NVFP4 shard one more, its global scales side by side
+PER_SHARD = {"bf16": 2, "nvfp4": 3, "mxfp4": 2}
+SHARDS = 3
+
+
+@pytest.fixture
+def server(monkeypatch):
+    s = HubServer()
+    monkeypatch.setenv("HF_ENDPOINT", s.endpoint)
+    yield s
+    s.close()
+
+
+def routes(server) -> collections.Counter:
+    """The requests made, by route: "api", or the file's name."""
+    return collections.Counter("api" if p.startswith("/api/") else p.rsplit("/", 1)[1]
+                               for _, p in server.requests)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("defect", [False, True])
+def test_the_requests_of_a_level_one_scan_by_kind(server, kind, defect):
+    files = kind_files(kind, defect)
+    server.commit("org/r", files)
+    rep = scan(["hf://org/r"])
+    shards = sorted(p for p in files if p.endswith(".safetensors"))
+    assert len(shards) == SHARDS
+    want = {"api": 1, "config.json": 1, "model.safetensors.index.json": 1,
+            **{s: PER_SHARD[kind] for s in shards}}
+    assert dict(routes(server)) == want
+    codes = {f.code for f in rep.findings}
+    assert (DEFECT_CODE[kind] in codes) is defect, sorted(codes)
+    # a rescan in a fresh process (nothing kept in memory) with the header cache
+    # warm: the revision is asked for, nothing else
+    _hub._OPEN.clear()
+    server.reset()
+    again = scan(["hf://org/r"])
+    assert dict(routes(server)) == {"api": 1} and server.body_bytes == 0
+    assert sorted((f.code, f.file, f.tensor) for f in again.findings) == \
+        sorted((f.code, f.file, f.tensor) for f in rep.findings)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_small_tensors_read_in_runs_equal_their_own_reads(server, tmp_path, kind):
+    """The coalesced read (a remote file's small tensors) gives each tensor
+    the bytes a local read of the same file gives; an NVFP4 shard's global
+    scales are one run."""
+    files = kind_files(kind, True)
+    sha = server.commit("org/r", files)
+    r = _hub.repo(f"hf://org/r@{sha}")
+    for name in sorted(p for p in files if p.endswith(".safetensors")):
+        (tmp_path / name).write_bytes(files[name])
+        local = st_read(str(tmp_path / name))
+        server.reset()
+        remote = read_source(r.open(name), name)
+        small = [n for n, e in local.entries.items()
+                 if e.span is not None and 0 < e.span[1] - e.span[0] <= 16]
+        big = 0
+        for n in sorted(local.entries):
+            a, b = local.tensor_values(n, 1 << 20), remote.tensor_values(n, 1 << 20)
+            assert (a is None) == (b is None), n
+            if a is not None:
+                assert np.array_equal(a.view(np.uint8), b.view(np.uint8)), n
+                big += n not in small
+        reads = [x for x in server.ranges if x[0] == name]
+        if kind == "nvfp4":
+            assert len(small) > 50
+            # the header's two reads, one run over every small tensor, then each
+            # larger tensor read on its own
+            assert len(reads) == 2 + 1 + big
+
+
+def test_a_5xx_burst_is_retried_within_the_policy(server):
+    files = kind_files("nvfp4", True)
+    server.commit("org/r", files)
+    quiet = scan(["hf://org/r"], cache=False)
+    _hub._OPEN.clear()
+    server.reset()
+    server.fail = {"api": [503, 2], "resolve": [500, 3]}
+    with use_policy(backoff=0.05):
+        noisy = scan(["hf://org/r"], cache=False)
+    assert sorted((f.code, f.file, f.tensor, f.message) for f in noisy.findings) == \
+        sorted((f.code, f.file, f.tensor, f.message) for f in quiet.findings)
+    assert routes(server)["api"] == 3
+    assert len(server.requests) == 3 + 2 + 3 * PER_SHARD["nvfp4"] + 3
+    # a burst longer than the retries: the repository is a finding, in bounded time
+    _hub._OPEN.clear()
+    server.reset()
+    server.fail = {"api": [500, 10]}
+    p = NetPolicy(retries=2, backoff=0.05)
+    t = time.monotonic()
+    with use_policy(p):
+        [f] = scan(["hf://org/r"], cache=False).findings
+    took = time.monotonic() - t
+    assert f.code == "S805" and "500" in f.message and "3 attempts" in f.message, f.message
+    assert routes(server)["api"] == 3
+    assert took < 0.05 + 0.1 + 1.0
+
+
+def test_a_hanging_read_costs_at_most_the_policy_bound(server):
+    files = kind_files("bf16")
+    server.commit("org/r", files)
+    shard = "model-00002-of-00003.safetensors"
+    server.hang[shard] = 5.0
+    p = NetPolicy(timeout=0.4, retries=1, backoff=0.1)
+    bound = (p.retries + 1) * p.timeout + p.backoff       # 0.9 s
+    t = time.monotonic()
+    with use_policy(p):
+        rep = scan(["hf://org/r"], cache=False)
+    took = time.monotonic() - t
+    bad = [f for f in rep.findings if f.code == "S805"]
+    assert [f.file.rsplit("/", 1)[1] for f in bad] == [shard], [f.message for f in bad]
+    assert "Timeout" in bad[0].message and "2 attempts" in bad[0].message
+    assert sum(f.parsed for f in rep.files) == 2
+    assert routes(server)[shard] == 2
+    assert took < bound + 1.5, took
