@@ -130,6 +130,11 @@ def kind_files(kind: str, defect: bool = False, layers: int = 24, d: int = 256,
                 em_weights[n] = fused.weights[key]
         config.update(conventions.by_name("compressed-tensors")
                       .emit_config(em_weights, {})["config.json"])
+        # as compressed-tensors' own quantiser writes it: the Linear layers, not
+        # each module by name
+        for g in config["quantization_config"]["config_groups"].values():
+            g["targets"] = ["Linear"]
+        config["quantization_config"]["ignore"] = ["lm_head"]
         em = type("Emitted", (), {"tensors": em_tensors})
         for g in groups:
             mods = {n[:-len(".weight")] for n in g}
