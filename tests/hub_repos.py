@@ -134,7 +134,6 @@ def kind_files(kind: str, defect: bool = False, layers: int = 24, d: int = 256,
         # each module by name
         for g in config["quantization_config"]["config_groups"].values():
             g["targets"] = ["Linear"]
-        config["quantization_config"]["ignore"] = ["lm_head"]
         em = type("Emitted", (), {"tensors": em_tensors})
         for g in groups:
             mods = {n[:-len(".weight")] for n in g}

@@ -65,11 +65,17 @@ class Repo:
     refs: dict[str, str] = field(default_factory=dict)
 
 
+class _Threading(ThreadingHTTPServer):
+    request_queue_size = 256       # the listen backlog: many clients connect at once
+
+
 class HubServer:
     def __init__(self):
         self.repos: dict[tuple[str, str], Repo] = {}
         self.requests: list[tuple[str, str]] = []
         self.body_bytes = 0
+        #: body bytes of the API's answers (JSON)
+        self.api_bytes = 0
         self.body_by_path: dict[str, int] = {}
         #: (path, first, last) of each body sent
         self.ranges: list[tuple[str, int, int]] = []
@@ -166,6 +172,8 @@ class HubServer:
 
             def _json(self, doc, headers=()):
                 body = json.dumps(doc).encode()
+                with server._lock:
+                    server.api_bytes += len(body)
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
@@ -283,7 +291,7 @@ class HubServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = _Threading(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()
@@ -311,6 +319,7 @@ class HubServer:
         with self._lock:
             self.requests.clear()
             self.body_bytes = 0
+            self.api_bytes = 0
             self.body_by_path.clear()
             self.ranges.clear()
 
