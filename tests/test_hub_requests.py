@@ -168,3 +168,18 @@ def test_the_nvfp4_global_scale_check_equals_its_scalar_derivation():
         got = [(nvfp4_global_exact(g), scalar(g)) for g in gs]
     assert all(a == b for a, b in got)
     assert 0 < sum(a[0] for a, _ in got) < len(gs)        # both verdicts occur
+
+
+def test_many_repositories_in_one_scan_ask_what_each_alone_asks(server):
+    """One scan of several repositories with jobs > 1 (opened that many at a
+    time before the walk, the index read on the file's thread) asks each
+    repository what a scan of it alone asks: one API call, no repeats."""
+    names = [f"org/{k}" for k in KINDS]
+    for k, name in zip(KINDS, names):
+        server.commit(name, kind_files(k))
+    rep = scan([f"hf://{n}" for n in names], jobs=4)
+    want = {"api": 3, "config.json": 3, "model.safetensors.index.json": 3}
+    got = routes(server)
+    assert {k: got[k] for k in want} == want
+    assert sum(got.values()) == 3 * 3 + SHARDS * sum(PER_SHARD.values())
+    assert sum(f.parsed for f in rep.files) == 3 * SHARDS

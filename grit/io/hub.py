@@ -52,6 +52,7 @@ import contextvars
 import os
 import re
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Iterator
@@ -64,7 +65,7 @@ from .http import (SMALL_READ, CachedSource, HeaderCache, HTTPSource, RemoteErro
 
 __all__ = ["HF_PREFIX", "HubPath", "HubFile", "HubRepo", "HubSource", "HubUnavailable",
            "is_hub", "is_remote", "repo", "endpoint", "read_small", "exists", "session",
-           "in_session", "http_source", "signed"]
+           "in_session", "http_source", "signed", "resolve_all"]
 
 HF_PREFIX = "hf://"
 DEFAULT_ENDPOINT = "https://huggingface.co"
@@ -320,8 +321,7 @@ def repo(where: HubPath | str) -> HubRepo:
     key = (ep, token, where.kind, where.repo_id)
     sha = rev if rev is not None and _SHA.match(rev) else _session_sha(key + (rev,))
     if sha is not None:
-        with _LOCK:
-            hit = _OPEN.get(key + (sha,))
+        hit = _kept(key + (sha,))
         if hit is not None:
             return hit
     # one request: the commit the revision names and the files at that commit
@@ -338,8 +338,7 @@ def repo(where: HubPath | str) -> HubRepo:
     if s is not None:
         with s.lock:
             s.revisions[key + (rev,)] = sha
-    with _LOCK:
-        hit = _OPEN.get(key + (sha,))
+    hit = _kept(key + (sha,))
     if hit is not None:
         return hit
     siblings = info.get("siblings")
@@ -369,7 +368,51 @@ def repo(where: HubPath | str) -> HubRepo:
         _OPEN[key + (sha,)] = r
         while len(_OPEN) > _KEEP:
             _OPEN.popitem(last=False)
+    if s is not None:
+        with s.lock:
+            s.repos[key + (sha,)] = r
     return r
+
+
+def _kept(key: tuple) -> "HubRepo | None":
+    """The repository opened at a commit: this session's (every repository a
+    scan opens is kept while it runs, however many), else the process's."""
+    s = _SESSION.get()
+    if s is not None:
+        with s.lock:
+            hit = s.repos.get(key)
+        if hit is not None:
+            return hit
+    with _LOCK:
+        hit = _OPEN.get(key)
+        if hit is not None:
+            _OPEN.move_to_end(key)
+    if hit is not None and s is not None:
+        with s.lock:
+            s.repos[key] = hit
+    return hit
+
+
+def resolve_all(names: list[str], jobs: int) -> None:
+    """Open the repositories ``names`` (hf:// names) ``jobs`` at a time, so
+    that a scan walking them one after the other finds each opened (kept
+    in this :func:`session`).  A name that cannot be opened is left for the
+    walk to report."""
+    todo = list(dict.fromkeys(n for n in names if is_hub(n)))
+    if jobs <= 1 or len(todo) <= 1 or _SESSION.get() is None:
+        return
+
+    def one(name: str) -> None:
+        try:
+            repo(name)
+        except GritUsageError:        # RemoteError, HubUnavailable, a bad name
+            pass
+    with ThreadPoolExecutor(max_workers=min(jobs, len(todo)),
+                            thread_name_prefix="grit-hub") as pool:
+        # (each task in a copy of this thread's context: the session is there)
+        futures = [pool.submit(contextvars.copy_context().run, one, n) for n in todo]
+        for f in futures:
+            f.result()
 
 
 class HubSource(CachedSource):
@@ -431,6 +474,8 @@ class _Session:
     signed: set[str] = field(default_factory=set)
     #: the commit each Hub revision was resolved to, by repository and revision
     revisions: dict[tuple, str] = field(default_factory=dict)
+    #: the repositories opened, by repository and commit
+    repos: dict[tuple, "HubRepo"] = field(default_factory=dict)
 
 
 _SESSION: "contextvars.ContextVar[_Session | None]" = contextvars.ContextVar(

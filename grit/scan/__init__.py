@@ -97,7 +97,7 @@ def _scan(paths: Iterable[str], deep: bool,
     ckpts = _shards.Checkpoints()
     coverage: dict[str, Coverage] = {}
     ranges: dict[str, Ranges] = {}
-    model_files = expand(list(paths), ctx.findings, files, ckpts.indexes)
+    model_files = expand(list(paths), ctx.findings, files, ckpts.indexes, jobs)
     for i, r in enumerate(_checked(model_files, deep, cache, jobs, progress, advance)):
         files.append(r.file)
         ckpts.shards.update(r.shards.shards)

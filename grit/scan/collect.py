@@ -192,13 +192,16 @@ def sniff(path: str) -> str | None:
 
 
 def expand(paths: Sequence[str], findings: list[Finding],
-           files: list[ScannedFile], indexes: list[str] | None = None) -> list[str]:
+           files: list[ScannedFile], indexes: list[str] | None = None,
+           jobs: int = 1) -> list[str]:
     """Model files to scan, in a stable order: each PATH as given, directory
     trees walked sorted, manifests expanded (one level).  A path that fails
     is a ScannedFile with ``error`` and an ``unreadable`` finding.  Shard
     indexes (``*.safetensors.index.json``) found in a tree or named as a PATH
     are appended to ``indexes``; a named index adds the shards it lists that
-    exist (grit.scan.shards checks the rest)."""
+    exist (grit.scan.shards checks the rest).  With ``jobs`` > 1 the Hub
+    repositories named (as PATHs, or in a manifest) are opened that many at
+    a time before the walk, which then finds them open."""
     if indexes is None:
         indexes = []
     out: list[str] = []
@@ -351,9 +354,11 @@ def expand(paths: Sequence[str], findings: list[Finding],
                 return
             if not listed:
                 bad("S804", p, "manifest lists no paths")
+            _hub.resolve_all(listed, jobs)
             for q in listed:
                 one(q, p)
 
+    _hub.resolve_all([os.fspath(p) for p in paths], jobs)
     for p in paths:
         one(os.fspath(p), None)
     if context and not out and not findings:
@@ -576,8 +581,13 @@ def _remote_config(inp: Input) -> Input:
     if _hub.in_session():
         # asked now, on the thread reading this file, rather than one file after
         # another by the checkpoint-wide checks (grit.scan.shards), which find
-        # the answer kept
-        exists(index_of(inp.file.path))
+        # the answers kept: whether the index is there, and the index itself
+        idx = index_of(inp.file.path)
+        if exists(idx):
+            try:
+                read_index(idx)
+            except (OSError, ValueError):      # the checks report it
+                pass
     try:
         inp.config = read_remote_config(inp.file.path)
     except GritError as e:
