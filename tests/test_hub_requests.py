@@ -1,8 +1,9 @@
 """What a level-1 scan of an hf:// repository asks of the Hub, counted at
 the loopback server (tests/hub_server.py), per kind of checkpoint
 (tests/hub_repos.py): one API call, config.json, the index, and per shard
-the header's two reads — plus, for a compressed-tensors NVFP4 shard, one
-range over its global scales.  A warm rescan asks for the revision alone.
+one read of its first 64 KiB, which holds the header and — for a
+compressed-tensors NVFP4 shard — its global scales, read as one run.  A
+warm rescan asks for the revision alone.
 A 5xx burst is retried within the policy; a hanging read costs at most the
 policy's bound and is a finding."""
 from __future__ import annotations
@@ -24,9 +25,10 @@ from hub_repos import DEFECT_CODE, KINDS, kind_files  # noqa: E402
 from hub_server import HubServer  # noqa: E402
 from test_scan_hub import isolated  # noqa: E402, F401 - the fixture: caches in tmp dirs
 
-#: requests per shard a level-1 scan makes, by kind: the header length and
-#: the header; an NVFP4 shard one more, its global scales side by side
-PER_SHARD = {"bf16": 2, "nvfp4": 3, "mxfp4": 2}
+#: requests per shard a level-1 scan makes, by kind: one, its first 64 KiB
+#: (grit.io.hub.PREFIX), which hold the header and, in an NVFP4 shard, the
+#: global scales written side by side right after it
+PER_SHARD = {"bf16": 1, "nvfp4": 1, "mxfp4": 1}
 SHARDS = 3
 
 
@@ -88,13 +90,25 @@ def test_small_tensors_read_in_runs_equal_their_own_reads(server, tmp_path, kind
             assert (a is None) == (b is None), n
             if a is not None:
                 assert np.array_equal(a.view(np.uint8), b.view(np.uint8)), n
-                big += n not in small
+                # a larger tensor is read on its own, past the prefix
+                big += n not in small and local.start + local.entries[n].span[1] > _hub.PREFIX
         reads = [x for x in server.ranges if x[0] == name]
         if kind == "nvfp4":
             assert len(small) > 50
-            # the header's two reads, one run over every small tensor, then each
-            # larger tensor read on its own
-            assert len(reads) == 2 + 1 + big
+            assert all(local.start + local.entries[n].span[1] <= _hub.PREFIX for n in small)
+            # the prefix (the header, every small tensor), then each larger
+            # tensor past it on its own
+            assert len(reads) == 1 + big
+        # without the prefix: the header's two reads, one run of the small tensors
+        hub_src = r.open(name)
+        hub_src.prefix_bytes = 0
+        server.reset()
+        bare = read_source(hub_src, name)
+        for n in small:
+            assert np.array_equal(bare.tensor_values(n, 16).view(np.uint8),
+                                  local.tensor_values(n, 16).view(np.uint8))
+        runs = 1 if kind == "nvfp4" else 0
+        assert len([x for x in server.ranges if x[0] == name]) == 2 + runs
 
 
 def test_a_5xx_burst_is_retried_within_the_policy(server):

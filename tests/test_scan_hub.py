@@ -270,11 +270,19 @@ def test_without_huggingface_hub_an_hf_input_names_the_extra(monkeypatch):
 
 
 def test_level_one_reads_headers_and_a_warm_cache_moves_no_payload_byte(
-        hub, tmp_path, isolated):
+        hub, tmp_path, isolated, monkeypatch):
     d = _clean(tmp_path)
     files = files_of(d)
     hub.commit(REPO, files)
     shards = {p: b for p, b in files.items() if p.endswith(".safetensors")}
+    # each shard is one request, for its first 64 KiB (these shards are smaller)
+    scan([f"hf://{REPO}"], cache=False)
+    assert sorted(r for r in hub.ranges if r[0] in shards) == \
+        sorted((p, 0, min(len(b), _hub.PREFIX) - 1) for p, b in shards.items())
+    _hub._OPEN.clear()
+    hub.reset()
+    # without that prefix, the exact reads
+    monkeypatch.setattr(_hub.HubSource, "prefix_bytes", 0)
     first = scan([f"hf://{REPO}"])
     # every byte read is a header's, or the small tensors' the recogniser reads
     # (the weight_shape tensors of the int4 modules, 16 bytes each): the

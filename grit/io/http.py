@@ -771,6 +771,11 @@ class CachedSource(ByteSource):
     #: the file's first bytes, once read (at most _HEAD): a sniff's, asked
     #: again by the container reader, are not asked of the server again
     _head: bytes = b""
+    #: how many of the file's first bytes the first read of its header length
+    #: fetches (0: only the bytes asked for): the header, and the small
+    #: tensors written right after it, then come from memory
+    prefix_bytes: int = 0
+    _prefix: bytes | None = None
 
     def _identity(self) -> tuple[str, str] | None:
         return None
@@ -788,11 +793,35 @@ class CachedSource(ByteSource):
         cache = self.cache
         ident = self._identity() if cache is not None else None
         if cache is None or ident is None or not cacheable(what, n):
-            return ByteSource.read(self, off, n, what)
+            return self._fetch(off, n, what)
         data, hit = cache.through((*ident, self.size, off, n),
-                                  lambda: ByteSource.read(self, off, n, what))
+                                  lambda: self._fetch(off, n, what))
         self.cache_hits += hit
         return data
+
+    def _fetch(self, off: int, n: int, what: str) -> bytes:
+        """The bytes asked of the server — or of the prefix: the first read
+        of the header length (a cache miss) fetches ``prefix_bytes`` bytes
+        at once, and what lies in them is served from them (a read running
+        past them asks for the rest alone)."""
+        if self._prefix is None and off == 0 and what == "header length" \
+                and self.prefix_bytes > n:
+            try:
+                self._prefix = ByteSource.read(self, 0, min(self.size, self.prefix_bytes),
+                                               "header prefix")
+            except (RemoteError, SourceRangeError) as e:
+                # a server that answered with fewer bytes (a file shorter than
+                # its listing): the reads ask for their own bytes, as without
+                # a prefix; a failure to answer at all is the read's failure
+                if isinstance(e, RemoteError) and e.status not in (206, 416):
+                    raise
+                self._prefix = b""
+        pre = self._prefix
+        if pre is None or off >= len(pre):
+            return ByteSource.read(self, off, n, what)
+        if off + n <= len(pre):
+            return pre[off:off + n]
+        return pre[off:] + ByteSource.read(self, len(pre), off + n - len(pre), what)
 
 
 class HTTPSource(CachedSource):

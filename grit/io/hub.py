@@ -415,11 +415,21 @@ def resolve_all(names: list[str], jobs: int) -> None:
             f.result()
 
 
+#: the first bytes of a Hub file one request fetches when its header is first
+#: read (the header of a shard of a few hundred tensors, and the scales a
+#: quantiser writes right after it; huggingface_hub's own metadata read asks
+#: for 100,000)
+PREFIX = 64 * 1024
+
+
 class HubSource(CachedSource):
     """One file of a repository at its commit, read by exact ranged GETs of
-    its resolve URL (see the module docstring).  ``requests`` and
-    ``bytes_read`` count what was asked of the Hub; ``cache_hits`` the
-    header reads the cache answered."""
+    its resolve URL (see the module docstring); its first read fetches its
+    first :data:`PREFIX` bytes, what lies in them is served from them.
+    ``requests`` and ``bytes_read`` count what was asked of the Hub;
+    ``cache_hits`` the header reads the cache answered."""
+
+    prefix_bytes = PREFIX
 
     def __init__(self, repo: HubRepo, file: HubFile, cache: HeaderCache | None = None):
         self.repo = repo
@@ -446,7 +456,7 @@ class HubSource(CachedSource):
         got = read_ranged(self, self._url, offset, mv, self._headers, None)
         if got != n:
             raise RemoteError(f"{self.name}: asked for {n} bytes at offset {offset}, the Hub "
-                              f"sent {got} (the listing says the file holds {self.size})")
+                              f"sent {got} (the listing says the file holds {self.size})", 206)
         return n
 
 
