@@ -28,17 +28,18 @@ the listing, what ``huggingface_hub``'s ``repo_info(…, files_metadata=True)``
 asks) goes through the same client and policy: total deadlines, a 408,
 429, 5xx or timeout retried with backoff within ``retry_time``, the
 answer read under the deadline for its length (at most
-:data:`MAX_ANSWER` bytes).  Inside a :func:`session` a revision is
+:data:`MAX_ANSWER` bytes).  Inside a :func:`scope` (one scan) a revision is
 resolved once; a repository at a commit is listed once per process and
 token.  The small files beside a model file (config.json, the shard
-index) are read once per scan and kept in the header cache by commit,
-so a rescan asks the Hub for nothing but the revision.
+index) are read by :mod:`grit.io.remote`, once per scan, and kept in the
+header cache by commit, so a rescan asks the Hub for nothing but the
+revision.
 
 The token is ``huggingface_hub``'s own lookup (``HF_TOKEN``, else the saved
 token) and the endpoint ``HF_ENDPOINT`` (else ``https://huggingface.co``),
 both read when a repository is opened.  Every failure of the Hub or the
 network (401 for a private or gated repository without the right token,
-404 for a repository, revision or file, a timeout) is a
+404 for a repository, revision or file, a timeout past its retries) is a
 :class:`~grit.io.http.RemoteError` with the HTTP status where there was one.
 Nothing is written outside grit's header cache: no ``huggingface_hub``
 download cache is used.  ``huggingface_hub`` is the optional extra
@@ -55,17 +56,17 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Iterator
 from urllib.parse import quote, unquote
 
 from ..errors import GritUsageError
 from .._files import loads_json
-from .http import (SMALL_READ, CachedSource, HeaderCache, HTTPSource, RemoteError, Requester,
-                   budget, is_url, parse_url, policy, read_document, read_ranged)
+from .http import (CachedSource, HeaderCache, RemoteError, Requester,
+                   is_url, parse_url, policy, read_document, read_ranged)
 
 __all__ = ["HF_PREFIX", "HubPath", "HubFile", "HubRepo", "HubSource", "HubUnavailable",
-           "is_hub", "is_remote", "repo", "endpoint", "read_small", "exists", "session",
-           "in_session", "http_source", "signed", "resolve_all"]
+           "is_hub", "is_remote", "repo", "endpoint", "scope", "resolve_all", "url_of",
+           "api_url", "PREFIX", "MAX_ANSWER"]
 
 HF_PREFIX = "hf://"
 DEFAULT_ENDPOINT = "https://huggingface.co"
@@ -261,6 +262,34 @@ _LOCK = threading.Lock()
 _OPEN: "OrderedDict[tuple, HubRepo]" = OrderedDict()
 
 
+@dataclass
+class _Scope:
+    """What one scan resolved: each revision's commit and each repository
+    opened, kept while the scan runs (see :func:`scope`)."""
+
+    revisions: dict[tuple, str] = field(default_factory=dict)
+    repos: dict[tuple, "HubRepo"] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+_SCOPE: "contextvars.ContextVar[_Scope | None]" = contextvars.ContextVar(
+    "grit_hub_scope", default=None)
+
+
+@contextlib.contextmanager
+def scope() -> Iterator[None]:
+    """Inside the block (one scan: grit.io.remote.session enters it), a
+    revision is resolved to its commit once and every repository opened is
+    kept, however many (the process keeps the last 32)."""
+    token = _SCOPE.set(_Scope())
+    try:
+        yield
+    finally:
+        _SCOPE.reset(token)
+
+
+
+
 def api_url(ep: str, where: HubPath, revision: str | None) -> str:
     """The Hub API URL that answers a revision's commit and its files with
     their sizes and LFS objects (what ``huggingface_hub``'s ``repo_info(…,
@@ -291,8 +320,8 @@ def _ask_repo(ep: str, where: HubPath, rev: str | None, token: str | None) -> di
     return doc
 
 
-def _session_sha(key: tuple) -> str | None:
-    s = _SESSION.get()
+def _scope_sha(key: tuple) -> str | None:
+    s = _SCOPE.get()
     if s is None:
         return None
     with s.lock:
@@ -302,7 +331,7 @@ def _session_sha(key: tuple) -> str | None:
 def repo(where: HubPath | str) -> HubRepo:
     """The repository ``where`` names, at the commit its revision resolves
     to now (a sha names itself; a repository at a sha is listed once per
-    process and token; inside a :func:`session` a revision is resolved
+    process and token; inside a :func:`scope` a revision is resolved
     once)."""
     hf = _hf()
     if isinstance(where, str):
@@ -319,7 +348,7 @@ def repo(where: HubPath | str) -> HubRepo:
                           f"{type(e).__name__}: {str(e)[:160]}") from None
     rev = where.revision
     key = (ep, token, where.kind, where.repo_id)
-    sha = rev if rev is not None and _SHA.match(rev) else _session_sha(key + (rev,))
+    sha = rev if rev is not None and _SHA.match(rev) else _scope_sha(key + (rev,))
     if sha is not None:
         hit = _kept(key + (sha,))
         if hit is not None:
@@ -334,7 +363,7 @@ def repo(where: HubPath | str) -> HubRepo:
         raise RemoteError(f"{where.at(rev, '')}: asked for commit {sha}, the Hub answered "
                           f"{got}")
     sha = got
-    s = _SESSION.get()
+    s = _SCOPE.get()
     if s is not None:
         with s.lock:
             s.revisions[key + (rev,)] = sha
@@ -375,9 +404,9 @@ def repo(where: HubPath | str) -> HubRepo:
 
 
 def _kept(key: tuple) -> "HubRepo | None":
-    """The repository opened at a commit: this session's (every repository a
+    """The repository opened at a commit: this scope's (every repository a
     scan opens is kept while it runs, however many), else the process's."""
-    s = _SESSION.get()
+    s = _SCOPE.get()
     if s is not None:
         with s.lock:
             hit = s.repos.get(key)
@@ -396,10 +425,10 @@ def _kept(key: tuple) -> "HubRepo | None":
 def resolve_all(names: list[str], jobs: int) -> None:
     """Open the repositories ``names`` (hf:// names) ``jobs`` at a time, so
     that a scan walking them one after the other finds each opened (kept
-    in this :func:`session`).  A name that cannot be opened is left for the
+    in this :func:`scope`).  A name that cannot be opened is left for the
     walk to report."""
     todo = list(dict.fromkeys(n for n in names if is_hub(n)))
-    if jobs <= 1 or len(todo) <= 1 or _SESSION.get() is None:
+    if jobs <= 1 or len(todo) <= 1 or _SCOPE.get() is None:
         return
 
     def one(name: str) -> None:
@@ -409,7 +438,7 @@ def resolve_all(names: list[str], jobs: int) -> None:
             pass
     with ThreadPoolExecutor(max_workers=min(jobs, len(todo)),
                             thread_name_prefix="grit-hub") as pool:
-        # (each task in a copy of this thread's context: the session is there)
+        # (each task in a copy of this thread's context: the scope is there)
         futures = [pool.submit(contextvars.copy_context().run, one, n) for n in todo]
         for f in futures:
             f.result()
@@ -460,184 +489,8 @@ class HubSource(CachedSource):
         return n
 
 
-# ---------------------------------------------------------------------------
-# the small files beside a remote model file (config.json, the shard index),
-# for http(s) URLs and hf:// names alike
-
-
 def is_remote(path) -> bool:
     """Whether ``path`` is read over the network (http(s) or hf://)."""
     return is_url(path) or is_hub(path)
 
 
-@dataclass
-class _Session:
-    """What one scan asked of the files beside its remote model files: each
-    answer by URL (bytes, None for absent, or the error), and the header
-    cache their reads go through."""
-
-    cache: HeaderCache | None
-    answers: dict[tuple[str, int], Any] = field(default_factory=dict)
-    asking: dict[tuple[str, int], threading.Lock] = field(default_factory=dict)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    #: the folders of model files named by pre-signed URLs (:func:`signed`)
-    signed: set[str] = field(default_factory=set)
-    #: the commit each Hub revision was resolved to, by repository and revision
-    revisions: dict[tuple, str] = field(default_factory=dict)
-    #: the repositories opened, by repository and commit
-    repos: dict[tuple, "HubRepo"] = field(default_factory=dict)
-
-
-_SESSION: "contextvars.ContextVar[_Session | None]" = contextvars.ContextVar(
-    "grit_remote_session", default=None)
-
-
-@contextlib.contextmanager
-def session(cache: HeaderCache | None = None) -> Iterator[None]:
-    """Inside the block (one ``grit scan``, and the threads it starts in a
-    copy of its context), each small file beside a remote model file —
-    config.json, hf_quant_config.json, a shard index, a series member asked
-    for — is asked of its server once, however many shards look for it, and
-    an http(s) one is read through ``cache`` (a rescan of an unchanged file
-    moves one probe byte)."""
-    token = _SESSION.set(_Session(cache))
-    try:
-        with budget():               # the scan's caps on requests and body bytes
-            yield
-    finally:
-        _SESSION.reset(token)
-
-
-def in_session() -> bool:
-    """Whether a :func:`session` is open here (answers are kept)."""
-    return _SESSION.get() is not None
-
-
-def _once(key: tuple[str, int], ask):
-    """``ask()``'s answer for ``key`` in this session (asked once; an error
-    raised again), or asked afresh outside a session."""
-    s = _SESSION.get()
-    if s is None:
-        return ask()
-    with s.lock:                      # one lock a key: two threads asking wait for one answer
-        one = s.asking.setdefault(key, threading.Lock())
-    with one:
-        with s.lock:
-            if key in s.answers:
-                got = s.answers[key]
-                if isinstance(got, BaseException):
-                    raise got
-                return got
-        try:
-            got = ask()
-        except RemoteError as e:
-            with s.lock:
-                s.answers[key] = e
-            raise
-        with s.lock:
-            s.answers[key] = got
-        return got
-
-
-def _http_cache() -> HeaderCache | None:
-    s = _SESSION.get()
-    return None if s is None else s.cache
-
-
-def read_small(path: str, limit: int) -> bytes | None:
-    """The first ``limit + 1`` bytes of a small remote file (all of it when
-    it is no longer: a caller sees a file over its limit by the length),
-    None when it is absent (HTTP 404; a name the repository listing lacks).
-    Any other failure is a RemoteError.  Inside a :func:`session`, asked
-    once."""
-    if _beside_signed(path):
-        return None
-    return _once((path, limit), lambda: _read_small(path, limit))
-
-
-def _read_small(path: str, limit: int) -> bytes | None:
-    if is_hub(path):
-        where = HubPath.parse(path)
-        r = repo(where)
-        f = r.files.get(where.path)
-        if f is None:
-            return None
-        key = (where.path, limit)
-        hit = r.small.get(key)         # a file at a commit never changes: read once
-        if hit is None:       # (a small file at a commit is kept in the header cache too)
-            with r.open(where.path, _http_cache()) as src:
-                hit = src.read(0, min(src.size, limit + 1), "small file")
-            if len(hit) <= SMALL_READ:
-                r.small[key] = hit
-        return hit
-    try:
-        src = http_source(path)
-    except RemoteError as e:
-        if e.status in _ABSENT:
-            return None
-        if e.status == 416:          # no byte 0: an empty file
-            return b""
-        raise
-    return src.read(0, min(src.size, limit + 1), "small file")
-
-
-def http_source(path: str, cache: HeaderCache | None = None) -> HTTPSource:
-    """The HTTPSource of a remote file — a model file, or one beside it.
-    Inside a :func:`session`: probed once (the probe tells whether it is
-    there and its size; a series check asking for a shard the scan read
-    asks nothing more), through the session's header cache; outside one,
-    a new source through ``cache``."""
-    if _SESSION.get() is None:
-        return HTTPSource(path, cache=cache)
-    return _once((path, -2), lambda: HTTPSource(path, cache=_http_cache()))
-
-
-def exists(path: str) -> bool:
-    """Whether a remote file is there: False only when the server says 404
-    (the repository listing lacks it); a server that fails otherwise counts
-    as holding it, so the read that follows reports the failure.  Inside a
-    :func:`session`, asked once (the probe a read of it makes)."""
-    if _beside_signed(path):
-        return False
-    return _once((path, -1), lambda: _exists(path))
-
-
-def _exists(path: str) -> bool:
-    if is_hub(path):
-        try:
-            where = HubPath.parse(path)
-            return where.path in repo(where).files
-        except RemoteError as e:
-            return e.status != 404
-        except GritUsageError:
-            return False
-    try:
-        http_source(path)
-    except RemoteError as e:
-        return e.status not in _ABSENT
-    except GritUsageError:
-        return False
-    return True
-
-
-#: the answer that says a file beside a remote model file (http(s)) is not there
-_ABSENT = frozenset({404})
-
-
-def signed(url: str) -> None:
-    """In this :func:`session`, ``url`` is a model file named with a query
-    (a pre-signed URL: the signature covers that object alone), so the
-    files beside it are not asked for: :func:`exists` says False and
-    :func:`read_small` None for any name in its folder."""
-    s = _SESSION.get()
-    if s is not None and is_url(url) and "?" in url:
-        with s.lock:
-            s.signed.add(url.split("?", 1)[0].rsplit("/", 1)[0] + "/")
-
-
-def _beside_signed(path: str) -> bool:
-    s = _SESSION.get()
-    if s is None or not s.signed or not is_url(path):
-        return False
-    with s.lock:
-        return any(path.startswith(f) for f in s.signed)

@@ -42,7 +42,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 from ..errors import GritError, GritUsageError
 from ..grade import grade_scope
 from ..placement.expr import layout_scope
-from ..io import hub as _hub
+from ..io import remote as _remote
 from ..io.http import default_cache
 from . import analyses as _an
 from . import deep as _deep
@@ -85,7 +85,7 @@ def scan(paths: Iterable[str], *, deep: bool = False,
         raise GritUsageError(f"jobs must be a positive integer, not {jobs!r}")
     # the files beside remote model files (config.json, an index) are asked
     # of their servers once per scan, through the header cache
-    with _hub.session(default_cache() if cache else None):
+    with _remote.session(default_cache() if cache else None):
         return _scan(paths, deep, progress, cache, jobs, advance)
 
 

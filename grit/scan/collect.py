@@ -14,6 +14,7 @@ from ..errors import GritError
 from ..io import sniff as _sniff_file
 from ..io.containers import GGUF, HEAD_BYTES, SAFETENSORS, Container, by_suffix, named, sniffed
 from ..io import hub as _hub
+from ..io import remote as _remote
 from ..io.gguf import GGUFContents
 from ..io.http import default_cache, is_url, parse_url
 from ..io.hub import HubPath, is_hub, is_remote
@@ -131,8 +132,8 @@ def _file_name(v: str) -> bool:
 def exists(path: str) -> bool:
     """Whether a file is there: locally ``os.path.exists``; remotely
     (http(s), hf://) False only for a 404 or a name the repository listing
-    lacks (grit.io.hub.exists)."""
-    return _hub.exists(path) if is_remote(path) else os.path.exists(path)
+    lacks (grit.io.remote.exists)."""
+    return _remote.exists(path) if is_remote(path) else os.path.exists(path)
 
 
 def _read_limited(path: str, limit: int) -> bytes:
@@ -142,7 +143,7 @@ def _read_limited(path: str, limit: int) -> bytes:
         with open_regular(path) as f:
             return f.read(limit + 1)
     try:
-        raw = _hub.read_small(path, limit)
+        raw = _remote.read_small(path, limit)
     except GritError as e:
         raise OSError(why(e)) from None
     if raw is None:
@@ -303,7 +304,7 @@ def expand(paths: Sequence[str], findings: list[Finding],
             except GritError as e:
                 bad("S809", p, str(e))
                 return
-            _hub.signed(p)               # a pre-signed URL's siblings are not asked for
+            _remote.signed(p)               # a pre-signed URL's siblings are not asked for
             if p.split("?")[0].lower().endswith(INDEX_SUFFIX):
                 remote_index(p, p.rsplit("/", 1)[0], ())
             else:
@@ -524,7 +525,7 @@ def _open_remote(inp: Input, cache: bool = True) -> Input:
             where = HubPath.parse(rec.path)
             src: ByteSource = _hub.repo(where).open(where.path, headers)
         else:     # (inside a scan, its probe is the one a series check would make)
-            src = _hub.http_source(rec.path, headers)
+            src = _remote.http_source(rec.path, headers)
         return _from_source(inp, src)
     return _read(inp, read)
 
@@ -578,7 +579,7 @@ def _remote_config(inp: Input) -> Input:
     scanned)."""
     if inp.safetensors is None or not inp.file.parsed:
         return inp
-    if _hub.in_session():
+    if _remote.in_session():
         # asked now, on the thread reading this file, rather than one file after
         # another by the checkpoint-wide checks (grit.scan.shards), which find
         # the answers kept: whether the index is there, and the index itself
