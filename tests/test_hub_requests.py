@@ -197,3 +197,21 @@ def test_many_repositories_in_one_scan_ask_what_each_alone_asks(server):
     assert {k: got[k] for k in want} == want
     assert sum(got.values()) == 3 * 3 + SHARDS * sum(PER_SHARD.values())
     assert sum(f.parsed for f in rep.files) == 3 * SHARDS
+
+
+def test_an_https_shard_reads_its_global_scales_in_one_range():
+    """The runs serve https files as they serve hf:// ones: an NVFP4 shard
+    by URL costs its size probe, its header's two reads and one range over
+    its global scales (there is no prefix for an https file)."""
+    from http_server import Server  # noqa: PLC0415
+    files = kind_files("nvfp4", True)
+    srv = Server()
+    try:
+        for name, data in files.items():
+            srv.files[f"/ckpt/{name}"] = data
+        rep = scan([srv.url("/ckpt/model.safetensors.index.json")], cache=False)
+        assert "S322" in {f.code for f in rep.findings}
+        shards = sorted(p for p in files if p.endswith(".safetensors"))
+        assert [srv.asked[f"/ckpt/{s}"] for s in shards] == [4] * SHARDS
+    finally:
+        srv.close()
