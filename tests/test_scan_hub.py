@@ -357,7 +357,7 @@ def test_a_slow_hub_is_a_finding_in_bounded_time(hub, tmp_path, monkeypatch):
     with use_policy(timeout=0.3, retries=1, backoff=0.1):
         [f] = scan([f"hf://{REPO}"]).findings
     assert f.code == "S805" and "Timeout" in f.message and "2 attempts" in f.message, f.message
-    assert time.monotonic() - t < 2 * 0.3 + 0.1 + 1.0
+    assert time.monotonic() - t < 2 * 0.3 + 0.1 + 2.0
     assert [p for _, p in hub.requests] == [f"/api/models/{REPO}"] * 2
 
 
