@@ -322,6 +322,13 @@ def explain_cmd(refs, as_json: bool, show_all: bool) -> None:
                    "this process.  Without --engine: one report of every PATH together.")
 @click.option("--scheduler", metavar="ADDRESS", default=None,
               help="The Dask scheduler to run on (tcp://HOST:PORT); implies --engine dask.")
+# (the size of the LocalCluster --engine dask starts: grit.scan.distributed.cluster_size)
+@click.option("--workers", type=click.IntRange(1, 256), default=None, metavar="N",
+              help="--engine dask: worker processes of the cluster started for the run "
+                   "(default: one per core, at most 8).")
+@click.option("--threads", type=click.IntRange(1, 1024), default=None, metavar="N",
+              help="--engine dask: threads per worker (default 16: a remote scan waits on "
+                   "the network, not on a core).")
 @click.option("--output", "-o", "output", metavar="OUT.jsonl", default=None,
               type=click.Path(dir_okay=False),
               help="Write the report to OUT (afresh) instead of stdout, in --format, else the "
@@ -332,7 +339,8 @@ def explain_cmd(refs, as_json: bool, show_all: bool) -> None:
                    "the rest; OUT's complete records are never rewritten.")
 def scan_cmd(paths, deep: bool, fmt: str | None, as_json: bool, exit_policy: str,
              fail_on: str | None, no_cache: bool, jobs: int, engine: str | None,
-             scheduler: str | None, output: str | None, resume: str | None) -> None:
+             scheduler: str | None, workers: int | None, threads: int | None,
+             output: str | None, resume: str | None) -> None:
     """Check every tensor of safetensors / GGUF checkpoints against its bytes (§13).
 
     PATH is a .safetensors or .gguf file, a directory tree (walked in sorted
@@ -374,7 +382,9 @@ def scan_cmd(paths, deep: bool, fmt: str | None, as_json: bool, exit_policy: str
     that marks it complete (its exit codes); entries in completion order.
     The exit status is the worst entry's under the policy (an entry nothing
     of which parsed counts as structural; 4 only if no entry parsed).
-    --jobs N reads N files at once within each scan.
+    --jobs N reads N files at once within each scan.  --engine dask starts
+    --workers processes (default one per core) of --threads threads each
+    (default 16), Dask's profiler off on them.
 
     \b
     Network policy (http(s) and hf:// alike; docs/scan.md "Network policy"):
@@ -403,6 +413,9 @@ def scan_cmd(paths, deep: bool, fmt: str | None, as_json: bool, exit_policy: str
     if scheduler is not None and engine == "local":
         raise click.UsageError("--scheduler runs on Dask; it cannot be given with "
                                "--engine local")
+    if (workers is not None or threads is not None) and (engine != "dask" or scheduler):
+        raise click.UsageError("--workers and --threads size the cluster --engine dask starts; "
+                               "give them with --engine dask and without --scheduler")
     if output is not None and resume is not None:
         raise click.UsageError("--resume OUT writes OUT too; give one of --output, --resume")
     _check_scan_args(paths, output or resume)
@@ -412,7 +425,8 @@ def scan_cmd(paths, deep: bool, fmt: str | None, as_json: bool, exit_policy: str
                                    "--format/--json cannot be given with --engine, "
                                    "--scheduler or --resume")
         _scan_many(paths, deep, not no_cache, jobs, engine == "dask" or scheduler is not None,
-                   scheduler, output or resume, resume is not None, exit_policy, fail_on)
+                   scheduler, output or resume, resume is not None, exit_policy, fail_on,
+                   (workers, threads))
         return
     # one report, of every PATH together (the cross-file checks included): on
     # stdout, or in --output OUT in --format, else the format OUT's suffix names
@@ -505,7 +519,8 @@ def _check_scan_args(paths, out: str | None) -> None:
 
 
 def _scan_many(paths, deep: bool, cache: bool, jobs: int, dask: bool, scheduler: str | None,
-               out: str | None, resume: bool, policy: str, fail_on: str | None) -> None:
+               out: str | None, resume: bool, policy: str, fail_on: str | None,
+               size: tuple[int | None, int | None] = (None, None)) -> None:
     """grit scan over entries, one checkpoint each (grit.scan.distributed)."""
     from .scan import distributed as many  # noqa: PLC0415 - only these runs need it
     entries = many.entries_of(paths)
@@ -517,7 +532,7 @@ def _scan_many(paths, deep: bool, cache: bool, jobs: int, dask: bool, scheduler:
                                      resume=resume, progress=progress)
             else:
                 opened = (many.connect(scheduler) if scheduler is not None
-                          else many.local_client())
+                          else many.local_client(*size))
                 with opened as client:
                     run = many.scan_many(entries, client=client, deep=deep, cache=cache,
                                          jobs=jobs, out=sink, resume=resume,

@@ -65,11 +65,17 @@ class Repo:
     refs: dict[str, str] = field(default_factory=dict)
 
 
+class _Threading(ThreadingHTTPServer):
+    request_queue_size = 256       # the listen backlog: many clients connect at once
+
+
 class HubServer:
     def __init__(self):
         self.repos: dict[tuple[str, str], Repo] = {}
         self.requests: list[tuple[str, str]] = []
         self.body_bytes = 0
+        #: body bytes of the API's answers (JSON)
+        self.api_bytes = 0
         self.body_by_path: dict[str, int] = {}
         #: (path, first, last) of each body sent
         self.ranges: list[tuple[str, int, int]] = []
@@ -77,6 +83,11 @@ class HubServer:
         self.latency: dict[str, float] = {}
         #: sizes the listing states instead of the true ones, by file path
         self.listed_size: dict[str, int] = {}
+        #: [status, count] by route ("api", "resolve"): the next count requests
+        #: of the route are answered with status (a 5xx burst)
+        self.fail: dict[str, list] = {}
+        #: seconds a read of a file waits before its answer, by file path (a hang)
+        self.hang: dict[str, float] = {}
         self._lock = threading.Lock()
         server = self
 
@@ -107,14 +118,27 @@ class HubServer:
                 m = _API.match(url.path)
                 if m is not None:
                     time.sleep(server.latency.get("api", 0))
+                    if self._burst("api"):
+                        return
                     return self._api(m, parse_qs(url.query))
                 m = _RESOLVE.match(url.path)
                 if m is not None:
                     time.sleep(server.latency.get("resolve", 0))
+                    if self._burst("resolve"):
+                        return
                     return self._resolve(m, head)
                 return self._error(404, "Not Found")
 
             # -- helpers ---------------------------------------------------
+            def _burst(self, route):
+                with server._lock:
+                    f = server.fail.get(route)
+                    if not f or f[1] <= 0:
+                        return False
+                    f[1] -= 1
+                self._error(f[0], "Internal Error")
+                return True
+
             def _repo(self, kind, org, name):
                 kind = "dataset" if kind in ("datasets",) else "model"
                 r = server.repos.get((kind, f"{org}/{name}"))
@@ -148,6 +172,8 @@ class HubServer:
 
             def _json(self, doc, headers=()):
                 body = json.dumps(doc).encode()
+                with server._lock:
+                    server.api_bytes += len(body)
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
@@ -234,6 +260,8 @@ class HubServer:
                 if sha is None:
                     return
                 path = unquote(path)
+                if server.hang.get(path):
+                    time.sleep(server.hang[path])
                 data = files.get(path)
                 if data is None:
                     return self._error(404, "EntryNotFound")
@@ -263,7 +291,7 @@ class HubServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = _Threading(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()
@@ -291,6 +319,7 @@ class HubServer:
         with self._lock:
             self.requests.clear()
             self.body_bytes = 0
+            self.api_bytes = 0
             self.body_by_path.clear()
             self.ranges.clear()
 

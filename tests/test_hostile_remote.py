@@ -229,9 +229,10 @@ def test_the_remote_campaign_at_a_ci_budget():
 
 @pytest.mark.parametrize("behaviour", ["trickle_head", "silent", "continue"])
 def test_a_hostile_hub_endpoint_is_a_finding_in_bounded_time(monkeypatch, behaviour):
-    """huggingface_hub's own API call runs under grit's watchdog
-    (2 * timeout + 1 MiB / min_rate): a Hub that trickles its headers, never
-    answers or sends 100 Continue without end is an S805 finding in time."""
+    """The Hub API call runs under grit's own client and policy (the
+    headers within ``timeout``; no retries here): a Hub that trickles its
+    headers, never answers or sends 100 Continue without end is an S805
+    finding in time."""
     pytest.importorskip("huggingface_hub")
     from grit.io import hub as _hub  # noqa: PLC0415
     with HostileServer(b"", linger=20) as s:

@@ -21,6 +21,7 @@ import pytest
 from click.testing import CliRunner
 
 distributed = pytest.importorskip("distributed")
+import dask  # noqa: E402
 
 import grit  # noqa: E402
 from grit.cli import main  # noqa: E402
@@ -224,6 +225,40 @@ def test_cli_engine_dask_starts_and_closes_a_local_cluster(world, reference, tmp
     assert keyed(lines(out)) == keyed(x for x in reference.records if x["entry"] in few)
 
 
+def test_the_cluster_grit_starts_is_sized_for_io_with_the_profiler_off():
+    """--engine dask's LocalCluster: the workers and threads asked for (by
+    default one worker per core, at most 8, of 16 threads), and on each
+    worker no profiler callback (Dask's is on by default)."""
+    assert many.cluster_size() == (max(1, min(os.cpu_count() or 1, 8)), many.DASK_THREADS)
+    assert many.cluster_size(3, 5) == (3, 5)
+    with pytest.raises(GritUsageError):
+        many.cluster_size(0)
+    assert dask.config.get("distributed.worker.profile.enabled") is True   # Dask's default
+    with many.local_client(1, 3) as client:
+        info = client.scheduler_info()["workers"]
+        assert [w["nthreads"] for w in info.values()] == [3]
+        got = client.run(lambda dask_worker: sorted(dask_worker.periodic_callbacks))
+        [callbacks] = got.values()
+        assert callbacks and not [c for c in callbacks if c.startswith("profile")], callbacks
+
+
+def test_the_scans_of_a_process_share_one_thread_pool(world):
+    """jobs > 1 takes its threads from one pool per process: scanning many
+    entries starts no pool per entry."""
+    import grit.scan as gs  # noqa: PLC0415
+    entries = world["entries"][:3]
+    pool = gs._pool()
+    made = []
+    real = gs.ThreadPoolExecutor
+    try:
+        gs.ThreadPoolExecutor = lambda *a, **k: made.append(1) or real(*a, **k)
+        for e in entries:
+            many.entry_records(e, jobs=4)
+    finally:
+        gs.ThreadPoolExecutor = real
+    assert made == [] and gs._pool() is pool
+
+
 def reference_code(reference, entries) -> int:
     return many.run_exit_code(reference.results[e]["exit_codes"] for e in entries)
 
@@ -233,6 +268,9 @@ def test_flag_combinations_are_refused(world, tmp_path):
     for args in (["--engine", "dask", "--json"], ["--scheduler", "tcp://x:1", "--format",
                                                   "sarif"],
                  ["--engine", "local", "--scheduler", "tcp://x:1"],
+                 ["--workers", "2"], ["--engine", "local", "--threads", "4"],
+                 ["--scheduler", "tcp://x:1", "--threads", "4"],
+                 ["--engine", "dask", "--workers", "0"],
                  ["--output", str(tmp_path / "a"), "--resume", str(tmp_path / "b")]):
         r = CliRunner().invoke(main, ["scan", *args, m])
         assert r.exit_code == 2, (args, r.output)

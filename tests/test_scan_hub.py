@@ -270,20 +270,31 @@ def test_without_huggingface_hub_an_hf_input_names_the_extra(monkeypatch):
 
 
 def test_level_one_reads_headers_and_a_warm_cache_moves_no_payload_byte(
-        hub, tmp_path, isolated):
+        hub, tmp_path, isolated, monkeypatch):
     d = _clean(tmp_path)
     files = files_of(d)
     hub.commit(REPO, files)
     shards = {p: b for p, b in files.items() if p.endswith(".safetensors")}
+    # each shard is one request, for its first 64 KiB (these shards are smaller)
+    scan([f"hf://{REPO}"], cache=False)
+    assert sorted(r for r in hub.ranges if r[0] in shards) == \
+        sorted((p, 0, min(len(b), _hub.PREFIX) - 1) for p, b in shards.items())
+    _hub._OPEN.clear()
+    hub.reset()
+    # without that prefix, the exact reads
+    monkeypatch.setattr(_hub.HubSource, "prefix_bytes", 0)
     first = scan([f"hf://{REPO}"])
-    # every byte read is a header's, or a small tensor's the recogniser reads
-    # (the weight_shape tensors of the int4 modules, 16 bytes each), each once
+    # every byte read is a header's, or the small tensors' the recogniser reads
+    # (the weight_shape tensors of the int4 modules, 16 bytes each): the
+    # safetensors library writes them side by side (int64, the widest dtype,
+    # first), so one range per shard covers them all, each read once
     small = {}
     for p, b in shards.items():
         h = header_bytes(b)
-        for name, e in json.loads(b[8:h]).items():
-            if name != "__metadata__" and name.endswith("weight_shape"):
-                small[p, h + e["data_offsets"][0]] = e["data_offsets"][1] - e["data_offsets"][0]
+        spans = sorted(e["data_offsets"] for name, e in json.loads(b[8:h]).items()
+                       if name != "__metadata__" and name.endswith("weight_shape"))
+        assert all(x[1] == y[0] for x, y in zip(spans, spans[1:]))       # side by side
+        small[p, h + spans[0][0]] = spans[-1][1] - spans[0][0]
     want = sorted([(p, 0, 7) for p in shards] + [(p, 8, header_bytes(b) - 1)
                                                   for p, b in shards.items()]
                   + [(p, a, a + n - 1) for (p, a), n in small.items()])
@@ -294,7 +305,7 @@ def test_level_one_reads_headers_and_a_warm_cache_moves_no_payload_byte(
     again = scan([f"hf://{REPO}"])
     assert hub.model_bytes() == 0
     assert rows(again, "", "") == rows(first, "", "")
-    # --no-cache reads the headers afresh (a small tensor as often as it is asked for)
+    # --no-cache reads the headers and the small tensors afresh
     hub.reset()
     scan([f"hf://{REPO}"], cache=False)
     assert sorted({r for r in hub.ranges if r[0] in shards}) == want
@@ -341,10 +352,13 @@ def test_a_slow_hub_is_a_finding_in_bounded_time(hub, tmp_path, monkeypatch):
     from grit.io.http import use_policy  # noqa: PLC0415
     hub.latency["api"] = 2.0
     t = time.monotonic()
-    with use_policy(timeout=0.3):
+    hub.reset()
+    # a timeout is retried under the policy: two attempts of 0.3 s and a 0.1 s wait
+    with use_policy(timeout=0.3, retries=1, backoff=0.1):
         [f] = scan([f"hf://{REPO}"]).findings
-    assert f.code == "S805" and "Timeout" in f.message, f.message
-    assert time.monotonic() - t < 2.0
+    assert f.code == "S805" and "Timeout" in f.message and "2 attempts" in f.message, f.message
+    assert time.monotonic() - t < 2 * 0.3 + 0.1 + 2.0
+    assert [p for _, p in hub.requests] == [f"/api/models/{REPO}"] * 2
 
 
 def test_a_file_shorter_than_its_listing_is_a_typed_error(hub, tmp_path):

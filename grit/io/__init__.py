@@ -24,6 +24,7 @@ from ..errors import GritUsageError
 from . import gguf_writer as _gguf_writer
 from .containers import HEAD_BYTES, SAFETENSORS, by_suffix, named, sniffed
 from . import hub as _hub
+from . import remote as _remote
 from .hub import HubPath, is_hub, is_remote
 from .safetensors import GritFileError
 
@@ -84,7 +85,7 @@ def _load_remote(path: str, **options):
         where = HubPath.parse(path)
         src: Any = _hub.repo(where).open(where.path)
     else:
-        src = _hub.http_source(path)
+        src = _remote.http_source(path)
     head = src.read(0, min(HEAD_BYTES, src.size), "header length")
     c = sniffed(head, src.size) or by_suffix(path.split("?")[0])
     if c is None or c.load_source is None:

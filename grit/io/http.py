@@ -64,7 +64,7 @@ from .source import ByteSource, LimitError, SourceRangeError
 __all__ = ["HTTPSource", "CachedSource", "RemoteError", "RemoteLimitError", "is_url",
            "HeaderCache", "default_cache", "CACHED_READS", "SMALL_READ", "cacheable",
            "NetPolicy", "policy", "use_policy", "parse_url", "ParsedURL", "budget",
-           "fetch_range", "ENV"]
+           "fetch_range", "fetch", "read_document", "Requester", "ENV"]
 
 _CONTENT_RANGE = re.compile(r"^\s*bytes\s+(\d+)-(\d+)/(\d+|\*)\s*$", re.IGNORECASE)
 #: the first bytes of a file a source keeps once read (a sniff's, asked again
@@ -492,6 +492,41 @@ class _Open:
             got += len(piece)
         return got
 
+    def whole(self, limit: int, p: NetPolicy) -> bytes:
+        """The whole body, at most ``limit`` bytes, complete within
+        timeout + n / min_rate seconds for n its Content-Length (``limit``
+        when it sends none); longer, or cut short of its Content-Length, is
+        a RemoteError."""
+        text = (self.headers.get("Content-Length") or "").strip()
+        want = int(text) if text.isdigit() and len(text) < 20 else None
+        if want is not None and want > limit:
+            raise RemoteError(f"{self.url}: a body of {want} bytes (at most {limit} read)",
+                              self.status)
+        cap = limit if want is None else want
+        self.guard.arm(p.timeout + cap / p.min_rate, 2 * cap + p.max_header_bytes, "body")
+        parts: list[bytes] = []
+        got = 0
+        while True:
+            try:
+                piece = self.resp.read1(min(1 << 16, cap + 1 - got))
+            except TimeoutError:
+                raise RemoteError(f"{self.url}: the body came slower than {p.min_rate} "
+                                  f"bytes/s on average ({got} bytes)", self.status) from None
+            except (OSError, http.client.HTTPException, ValueError) as e:
+                raise RemoteError(f"{self.url}: the body broke off after {got} bytes "
+                                  f"({type(e).__name__}: {str(e)[:80]})", self.status) from None
+            if not piece:
+                break
+            parts.append(piece)
+            got += len(piece)
+            if got > cap:
+                raise RemoteError(f"{self.url}: a body of more than {limit} bytes",
+                                  self.status)
+        if want is not None and got < want:
+            raise RemoteError(f"{self.url}: the body broke off after {got} of {want} bytes",
+                              self.status)
+        return b"".join(parts)
+
     def close(self) -> None:
         with contextlib.suppress(Exception):
             self.resp.close()
@@ -577,8 +612,25 @@ def fetch_range(src, url: str, offset: int, last: int, headers: dict, *, probe: 
     ``src`` (its ``name``, ``requests``, ``policy``): retried under the
     policy, counted against the file's and the scan's caps; the response
     (status 200 or 206; the caller checks the rest)."""
+    return fetch(src, url, headers, (offset, last), probe=probe)
+
+
+def fetch(src, url: str, headers: dict, byte_range: tuple[int, int] | None = None, *,
+          probe: bool = False) -> _Open:
+    """A GET of ``url`` for ``src`` (its ``name``, ``requests``,
+    ``policy``) — of bytes ``byte_range`` (first, last) when given —
+    retried under the policy (a connection error, a timeout, 408, 429 and
+    5xx: at most ``retries`` more attempts, backing off from ``backoff``
+    seconds, all within ``retry_time``), counted against the file's and
+    the scan's caps; the response (status 200 or 206; the caller checks
+    the rest)."""
     p: NetPolicy = src.policy
-    hdrs = {**headers, "Range": f"bytes={offset}-{last}"}
+    if byte_range is None:
+        hdrs = dict(headers)
+        offset = last = 0
+    else:
+        offset, last = byte_range
+        hdrs = {**headers, "Range": f"bytes={offset}-{last}"}
     scan_budget = _BUDGET.get()
     delay = p.backoff
     end = time.monotonic() + p.retry_time
@@ -611,7 +663,7 @@ def fetch_range(src, url: str, offset: int, last: int, headers: dict, *, probe: 
             if status in (200, 206):
                 return r
             r.close()
-            if status == 416:
+            if status == 416 and byte_range is not None:
                 if probe:                 # an empty file has no byte 0
                     raise RemoteError(f"{src.name}: the server has no byte 0 to send "
                                       "(416: an empty file?)", 416)
@@ -627,6 +679,33 @@ def fetch_range(src, url: str, offset: int, last: int, headers: dict, *, probe: 
         time.sleep(min(delay, left))
         delay *= 2
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+class Requester:
+    """What a request that reads no file is counted on (an API call): its
+    ``name`` in messages, ``requests`` and ``bytes_read``, and the
+    ``policy`` it runs under (the one in force when None)."""
+
+    def __init__(self, name: str, policy: NetPolicy | None = None):
+        self.name = name
+        self.requests = 0
+        self.bytes_read = 0
+        self.policy = policy if policy is not None else globals()["policy"]()
+
+
+def read_document(src, url: str, headers: dict, limit: int) -> bytes:
+    """The whole body of a GET of ``url`` (an API answer: 200), at most
+    ``limit`` bytes, for ``src`` (a :class:`Requester`): retried as
+    :func:`fetch` retries, the body read under the policy's deadline for
+    its length (its Content-Length, else ``limit``).  A longer body, one
+    cut short, or another status is a RemoteError."""
+    resp = fetch(src, url, headers)
+    with resp:
+        if resp.status != 200:
+            raise RemoteError(f"{src.name}: expected 200, got {resp.status}", resp.status)
+        data = resp.whole(limit, src.policy)
+        count_body(src, len(data))
+        return data
 
 
 def count_body(src, n: int) -> None:
@@ -689,20 +768,60 @@ class CachedSource(ByteSource):
 
     cache: "HeaderCache | None" = None
     cache_hits: int = 0
+    #: the file's first bytes, once read (at most _HEAD): a sniff's, asked
+    #: again by the container reader, are not asked of the server again
+    _head: bytes = b""
+    #: how many of the file's first bytes the first read of its header length
+    #: fetches (0: only the bytes asked for): the header, and the small
+    #: tensors written right after it, then come from memory
+    prefix_bytes: int = 0
+    _prefix: bytes | None = None
 
     def _identity(self) -> tuple[str, str] | None:
         return None
 
     def read(self, offset, length, what: str = "read") -> bytes:
         off, n = self.check_range(offset, length, what)
+        if off == 0 and n <= len(self._head):
+            return self._head[:n]
+        data = self._read_through(off, n, what)
+        if off == 0 and n <= _HEAD:
+            self._head = data
+        return data
+
+    def _read_through(self, off: int, n: int, what: str) -> bytes:
         cache = self.cache
         ident = self._identity() if cache is not None else None
         if cache is None or ident is None or not cacheable(what, n):
-            return ByteSource.read(self, off, n, what)
+            return self._fetch(off, n, what)
         data, hit = cache.through((*ident, self.size, off, n),
-                                  lambda: ByteSource.read(self, off, n, what))
+                                  lambda: self._fetch(off, n, what))
         self.cache_hits += hit
         return data
+
+    def _fetch(self, off: int, n: int, what: str) -> bytes:
+        """The bytes asked of the server — or of the prefix: the first read
+        of the header length (a cache miss) fetches ``prefix_bytes`` bytes
+        at once, and what lies in them is served from them (a read running
+        past them asks for the rest alone)."""
+        if self._prefix is None and off == 0 and what == "header length" \
+                and self.prefix_bytes > n:
+            try:
+                self._prefix = ByteSource.read(self, 0, min(self.size, self.prefix_bytes),
+                                               "header prefix")
+            except (RemoteError, SourceRangeError) as e:
+                # a server that answered with fewer bytes (a file shorter than
+                # its listing): the reads ask for their own bytes, as without
+                # a prefix; a failure to answer at all is the read's failure
+                if isinstance(e, RemoteError) and e.status not in (206, 416):
+                    raise
+                self._prefix = b""
+        pre = self._prefix
+        if pre is None or off >= len(pre):
+            return ByteSource.read(self, off, n, what)
+        if off + n <= len(pre):
+            return pre[off:off + n]
+        return pre[off:] + ByteSource.read(self, len(pre), off + n - len(pre), what)
 
 
 class HTTPSource(CachedSource):
@@ -731,7 +850,6 @@ class HTTPSource(CachedSource):
         self.size = 0
         self.cache = cache
         self.etag = self.last_modified = None
-        self._head = b""                 # the file's first bytes, once read (at most _HEAD)
         with fetch_range(self, self._target, 0, 0, self.headers, probe=True) as resp:
             if resp.status == 200:
                 raise RemoteError(f"{url}: the server ignores Range requests (it answered "
@@ -745,20 +863,6 @@ class HTTPSource(CachedSource):
             self.size = size
             self.etag = _validator(resp.headers.get("ETag"))
             self.last_modified = _validator(resp.headers.get("Last-Modified"))
-
-    # -- ByteSource ------------------------------------------------------------
-    def read(self, offset, length, what: str = "read") -> bytes:
-        """As :meth:`ByteSource.read`; a read the cache keeps
-        (:func:`cacheable`: a container header, a small file, a small
-        tensor) of a file the server names by a validator (ETag or
-        Last-Modified) is served from, or kept in, the cache."""
-        off, n = self.check_range(offset, length, what)
-        if off == 0 and n <= len(self._head):   # the first bytes, asked again (a sniff,
-            return self._head[:n]               # then the container reader): not re-sent
-        data = super().read(off, n, what)
-        if off == 0 and n <= _HEAD:
-            self._head = data
-        return data
 
     def _identity(self) -> tuple[str, str] | None:
         validator = self.etag or self.last_modified

@@ -1,5 +1,5 @@
 """Hugging Face Hub repositories as inputs: ``hf://ORG/REPO[@REVISION][/PATH]``
-(and ``hf://datasets/ORG/REPO…``), read through ``huggingface_hub`` behind
+(and ``hf://datasets/ORG/REPO…``), read through grit's own HTTP client behind
 the byte-source interface (:class:`grit.io.source.ByteSource`).
 
 A repository is opened at one commit: :func:`repo` resolves the revision
@@ -22,18 +22,24 @@ that brings back other than the bytes asked for is a
 the commit sha, its LFS sha256 (its git blob id when it is not in LFS), its
 size and the byte range.
 
-The one Hub API call (``repo_info``: the commit and the listing) goes
-through ``huggingface_hub`` (its httpx2 client) with the policy's timeout
-per read, and under a watchdog: it runs on a daemon thread, and a call not
-answered within ``2 * timeout + 1 MiB / min_rate`` seconds (36 s at the
-defaults) is a RemoteError — the thread is left to end on its own read
-timeout.
+The one Hub API call per repository and revision (``GET
+/api/{models,datasets}/ORG/REPO[/revision/REV]?blobs=true``: the commit and
+the listing, what ``huggingface_hub``'s ``repo_info(…, files_metadata=True)``
+asks) goes through the same client and policy: total deadlines, a 408,
+429, 5xx or timeout retried with backoff within ``retry_time``, the
+answer read under the deadline for its length (at most
+:data:`MAX_ANSWER` bytes).  Inside a :func:`scope` (one scan) a revision is
+resolved once; a repository at a commit is listed once per process and
+token.  The small files beside a model file (config.json, the shard
+index) are read by :mod:`grit.io.remote`, once per scan, and kept in the
+header cache by commit, so a rescan asks the Hub for nothing but the
+revision.
 
 The token is ``huggingface_hub``'s own lookup (``HF_TOKEN``, else the saved
 token) and the endpoint ``HF_ENDPOINT`` (else ``https://huggingface.co``),
 both read when a repository is opened.  Every failure of the Hub or the
 network (401 for a private or gated repository without the right token,
-404 for a repository, revision or file, a timeout) is a
+404 for a repository, revision or file, a timeout past its retries) is a
 :class:`~grit.io.http.RemoteError` with the HTTP status where there was one.
 Nothing is written outside grit's header cache: no ``huggingface_hub``
 download cache is used.  ``huggingface_hub`` is the optional extra
@@ -47,18 +53,20 @@ import contextvars
 import os
 import re
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Iterator
 from urllib.parse import quote, unquote
 
 from ..errors import GritUsageError
-from .http import (SMALL_READ, CachedSource, HeaderCache, HTTPSource, NetPolicy, RemoteError,
-                   budget, is_url, parse_url, policy, read_ranged)
+from .._files import loads_json
+from .http import (CachedSource, HeaderCache, RemoteError, Requester,
+                   is_url, parse_url, policy, read_document, read_ranged)
 
 __all__ = ["HF_PREFIX", "HubPath", "HubFile", "HubRepo", "HubSource", "HubUnavailable",
-           "is_hub", "is_remote", "repo", "endpoint", "read_small", "exists", "session",
-           "in_session", "http_source", "signed"]
+           "is_hub", "is_remote", "repo", "endpoint", "scope", "resolve_all", "url_of",
+           "api_url", "PREFIX", "MAX_ANSWER"]
 
 HF_PREFIX = "hf://"
 DEFAULT_ENDPOINT = "https://huggingface.co"
@@ -76,8 +84,8 @@ _REVISION = re.compile(r"^(?!.*\.\.)(?!.*//)[^\x00-\x20\x7f~^:?*\[\\]+$")
 _REPO_PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
 #: the most files a repository listing may hold (the largest Hub repos hold ~10^5)
 MAX_LISTING = 1_000_000
-#: the listing body the watchdog allows time for at the policy's min_rate
-_LISTING_BYTES = 1 << 20
+#: the longest answer of the Hub API read (a listing of ~10^5 files is ~20 MiB)
+MAX_ANSWER = 256 << 20
 #: repositories kept open (by endpoint, token, kind, id and commit sha)
 _KEEP = 32
 
@@ -203,43 +211,6 @@ class HubFile:
         return self.sha256 or self.blob_id
 
 
-def _status(e: BaseException) -> int | None:
-    for x in (e, e.__cause__, e.__context__):
-        resp = getattr(x, "response", None)
-        code = getattr(resp, "status_code", None)
-        if isinstance(code, int):
-            return code
-    return None
-
-
-def _remote(e: BaseException, where: str) -> RemoteError:
-    """A huggingface_hub / fsspec / network failure as a RemoteError."""
-    if isinstance(e, RemoteError):
-        return e
-    status = _status(e)
-    text = (str(e).strip().splitlines() or [""])[0]
-    kind = type(e).__name__
-    head = f"HTTP {status}: " if status is not None else ""
-    return RemoteError(f"{where}: {head}{kind}: {text}"[:300], status)
-
-
-#: what huggingface_hub, fsspec and the network raise for a request that fails
-_FAILURES: tuple[type[BaseException], ...] = (OSError, ValueError, TimeoutError, KeyError,
-                                              TypeError, RuntimeError)
-
-
-def _failures() -> tuple[type[BaseException], ...]:
-    hf = _hf()
-    extra: list[type[BaseException]] = [hf.errors.HfHubHTTPError]
-    try:
-        import httpx2  # noqa: PLC0415 - huggingface_hub 2's HTTP client
-        extra.append(httpx2.HTTPError)
-        extra.append(httpx2.TransportError)
-    except ImportError:        # pragma: no cover - another huggingface_hub
-        pass
-    return _FAILURES + tuple(extra)
-
-
 class HubRepo:
     """One repository at one commit: ``sha``, the ``files`` listed there
     ({path: HubFile}), the ``endpoint`` and the ``token`` its files are read
@@ -291,33 +262,77 @@ _LOCK = threading.Lock()
 _OPEN: "OrderedDict[tuple, HubRepo]" = OrderedDict()
 
 
-def _watched(call, seconds: float, where: str):
-    """``call()``'s result, run on a daemon thread and waited for at most
-    ``seconds``: past that a RemoteError (the thread is left to end on its
-    own read timeout).  What ``call`` raises is raised here."""
-    out: list = []
+@dataclass
+class _Scope:
+    """What one scan resolved: each revision's commit and each repository
+    opened, kept while the scan runs (see :func:`scope`)."""
 
-    def run() -> None:
-        try:
-            out.append((True, call()))
-        except BaseException as e:       # handed to the caller, raised there
-            out.append((False, e))
-    t = threading.Thread(target=run, daemon=True, name="grit-hub-call")
-    t.start()
-    t.join(seconds)
-    if not out:
-        raise RemoteError(f"{where}: TimeoutError: the Hub did not answer within "
-                          f"{seconds:.1f} s")
-    ok, got = out[0]
-    if not ok:
-        raise got
-    return got
+    revisions: dict[tuple, str] = field(default_factory=dict)
+    repos: dict[tuple, "HubRepo"] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+_SCOPE: "contextvars.ContextVar[_Scope | None]" = contextvars.ContextVar(
+    "grit_hub_scope", default=None)
+
+
+@contextlib.contextmanager
+def scope() -> Iterator[None]:
+    """Inside the block (one scan: grit.io.remote.session enters it), a
+    revision is resolved to its commit once and every repository opened is
+    kept, however many (the process keeps the last 32)."""
+    token = _SCOPE.set(_Scope())
+    try:
+        yield
+    finally:
+        _SCOPE.reset(token)
+
+
+
+
+def api_url(ep: str, where: HubPath, revision: str | None) -> str:
+    """The Hub API URL that answers a revision's commit and its files with
+    their sizes and LFS objects (what ``huggingface_hub``'s ``repo_info(…,
+    files_metadata=True)`` asks)."""
+    base = f"{ep}/api/{where.kind}s/{where.repo_id}"
+    if revision is None:
+        return base + "?blobs=true"
+    return f"{base}/revision/{quote(revision, safe='')}?blobs=true"
+
+
+def _ask_repo(ep: str, where: HubPath, rev: str | None, token: str | None) -> dict:
+    """The Hub's answer for a repository at a revision, asked through
+    grit's own client under the network policy (deadlines, retries with
+    backoff for 408/429/5xx and timeouts within ``retry_time``, the scan's
+    caps); a RemoteError with the HTTP status otherwise."""
+    name = str(where.at(rev, ""))
+    asker = Requester(name)
+    headers = {"Accept": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    raw = read_document(asker, api_url(ep, where, rev), headers, MAX_ANSWER)
+    try:
+        doc = loads_json(raw, "the Hub's answer")
+    except ValueError as e:
+        raise RemoteError(f"{name}: {str(e)[:200]}") from None
+    if not isinstance(doc, dict):
+        raise RemoteError(f"{name}: the Hub's answer is not a JSON object")
+    return doc
+
+
+def _scope_sha(key: tuple) -> str | None:
+    s = _SCOPE.get()
+    if s is None:
+        return None
+    with s.lock:
+        return s.revisions.get(key)
 
 
 def repo(where: HubPath | str) -> HubRepo:
     """The repository ``where`` names, at the commit its revision resolves
     to now (a sha names itself; a repository at a sha is listed once per
-    process and token)."""
+    process and token; inside a :func:`scope` a revision is resolved
+    once)."""
     hf = _hf()
     if isinstance(where, str):
         where = HubPath.parse(where)
@@ -326,33 +341,21 @@ def repo(where: HubPath | str) -> HubRepo:
         parse_url(ep + "/")
     except GritUsageError as e:
         raise GritUsageError(f"HF_ENDPOINT: {e}") from None
-    p: NetPolicy = policy()
-    failures = _failures()
     try:
         token = hf.get_token()
-    except failures as e:       # a saved token that cannot be read
-        raise _remote(e, str(where)) from None
-    api = hf.HfApi(endpoint=ep, token=token or None)
+    except (OSError, ValueError) as e:       # a saved token that cannot be read
+        raise RemoteError(f"{where}: the saved Hub token cannot be read: "
+                          f"{type(e).__name__}: {str(e)[:160]}") from None
     rev = where.revision
-    sha = rev if rev is not None and _SHA.match(rev) else None
     key = (ep, token, where.kind, where.repo_id)
+    sha = rev if rev is not None and _SHA.match(rev) else _scope_sha(key + (rev,))
     if sha is not None:
-        with _LOCK:
-            hit = _OPEN.get(key + (sha,))
+        hit = _kept(key + (sha,))
         if hit is not None:
             return hit
-    try:
-        # one call: the commit the revision names and the files at that commit;
-        # huggingface_hub's timeout is per read, the watchdog's the total
-        info = _watched(lambda: api.repo_info(where.repo_id, revision=rev,
-                                              repo_type=where.kind, files_metadata=True,
-                                              timeout=p.timeout),
-                        2 * p.timeout + _LISTING_BYTES / p.min_rate, str(where.at(rev, "")))
-    except RemoteError:
-        raise
-    except failures as e:
-        raise _remote(e, str(where.at(rev, ""))) from None
-    got = getattr(info, "sha", None)
+    # one request: the commit the revision names and the files at that commit
+    info = _ask_repo(ep, where, rev, token or None)
+    got = info.get("sha")
     if not isinstance(got, str) or not _SHA.match(got):
         raise RemoteError(f"{where.at(rev, '')}: the Hub named no commit for revision "
                           f"{rev or 'main'!r:.80} (sha {str(got)[:60]!r})")
@@ -360,24 +363,32 @@ def repo(where: HubPath | str) -> HubRepo:
         raise RemoteError(f"{where.at(rev, '')}: asked for commit {sha}, the Hub answered "
                           f"{got}")
     sha = got
-    with _LOCK:
-        hit = _OPEN.get(key + (sha,))
+    s = _SCOPE.get()
+    if s is not None:
+        with s.lock:
+            s.revisions[key + (rev,)] = sha
+    hit = _kept(key + (sha,))
     if hit is not None:
         return hit
-    siblings = getattr(info, "siblings", None) or []
+    siblings = info.get("siblings")
+    if siblings is None:
+        siblings = []
+    if not isinstance(siblings, list):
+        raise RemoteError(f"{where.at(sha, '')}: the listing is not a list")
     if len(siblings) > MAX_LISTING:
         raise RemoteError(f"{where.at(sha, '')}: the listing holds more than {MAX_LISTING} "
                           "files")
     files: dict[str, HubFile] = {}
     for e in siblings:
-        path, size = getattr(e, "rfilename", None), getattr(e, "size", None)
+        e = e if isinstance(e, dict) else {}
+        path, size = e.get("rfilename"), e.get("size")
         if not isinstance(path, str) or isinstance(size, bool) or not isinstance(size, int) \
                 or size < 0 or size >= 1 << 63:
             raise RemoteError(f"{where.at(sha, '')}: the listing names {str(path)[:80]!r} "
                               f"with size {str(size)[:40]!r}")
-        lfs = getattr(e, "lfs", None)
-        sha256 = getattr(lfs, "sha256", None) if lfs is not None else None
-        blob = getattr(e, "blob_id", None)
+        lfs = e.get("lfs")
+        sha256 = lfs.get("sha256") if isinstance(lfs, dict) else None
+        blob = e.get("blobId")
         files[path] = HubFile(path=path, size=size,
                               sha256=sha256 if isinstance(sha256, str) else None,
                               blob_id=blob if isinstance(blob, str) else None)
@@ -386,14 +397,68 @@ def repo(where: HubPath | str) -> HubRepo:
         _OPEN[key + (sha,)] = r
         while len(_OPEN) > _KEEP:
             _OPEN.popitem(last=False)
+    if s is not None:
+        with s.lock:
+            s.repos[key + (sha,)] = r
     return r
+
+
+def _kept(key: tuple) -> "HubRepo | None":
+    """The repository opened at a commit: this scope's (every repository a
+    scan opens is kept while it runs, however many), else the process's."""
+    s = _SCOPE.get()
+    if s is not None:
+        with s.lock:
+            hit = s.repos.get(key)
+        if hit is not None:
+            return hit
+    with _LOCK:
+        hit = _OPEN.get(key)
+        if hit is not None:
+            _OPEN.move_to_end(key)
+    if hit is not None and s is not None:
+        with s.lock:
+            s.repos[key] = hit
+    return hit
+
+
+def resolve_all(names: list[str], jobs: int) -> None:
+    """Open the repositories ``names`` (hf:// names) ``jobs`` at a time, so
+    that a scan walking them one after the other finds each opened (kept
+    in this :func:`scope`).  A name that cannot be opened is left for the
+    walk to report."""
+    todo = list(dict.fromkeys(n for n in names if is_hub(n)))
+    if jobs <= 1 or len(todo) <= 1 or _SCOPE.get() is None:
+        return
+
+    def one(name: str) -> None:
+        try:
+            repo(name)
+        except GritUsageError:        # RemoteError, HubUnavailable, a bad name
+            pass
+    with ThreadPoolExecutor(max_workers=min(jobs, len(todo)),
+                            thread_name_prefix="grit-hub") as pool:
+        # (each task in a copy of this thread's context: the scope is there)
+        futures = [pool.submit(contextvars.copy_context().run, one, n) for n in todo]
+        for f in futures:
+            f.result()
+
+
+#: the first bytes of a Hub file one request fetches when its header is first
+#: read (the header of a shard of a few hundred tensors, and the scales a
+#: quantiser writes right after it; huggingface_hub's own metadata read asks
+#: for 100,000)
+PREFIX = 64 * 1024
 
 
 class HubSource(CachedSource):
     """One file of a repository at its commit, read by exact ranged GETs of
-    its resolve URL (see the module docstring).  ``requests`` and
-    ``bytes_read`` count what was asked of the Hub; ``cache_hits`` the
-    header reads the cache answered."""
+    its resolve URL (see the module docstring); its first read fetches its
+    first :data:`PREFIX` bytes, what lies in them is served from them.
+    ``requests`` and ``bytes_read`` count what was asked of the Hub;
+    ``cache_hits`` the header reads the cache answered."""
+
+    prefix_bytes = PREFIX
 
     def __init__(self, repo: HubRepo, file: HubFile, cache: HeaderCache | None = None):
         self.repo = repo
@@ -420,13 +485,8 @@ class HubSource(CachedSource):
         got = read_ranged(self, self._url, offset, mv, self._headers, None)
         if got != n:
             raise RemoteError(f"{self.name}: asked for {n} bytes at offset {offset}, the Hub "
-                              f"sent {got} (the listing says the file holds {self.size})")
+                              f"sent {got} (the listing says the file holds {self.size})", 206)
         return n
-
-
-# ---------------------------------------------------------------------------
-# the small files beside a remote model file (config.json, the shard index),
-# for http(s) URLs and hf:// names alike
 
 
 def is_remote(path) -> bool:
@@ -434,170 +494,3 @@ def is_remote(path) -> bool:
     return is_url(path) or is_hub(path)
 
 
-@dataclass
-class _Session:
-    """What one scan asked of the files beside its remote model files: each
-    answer by URL (bytes, None for absent, or the error), and the header
-    cache their reads go through."""
-
-    cache: HeaderCache | None
-    answers: dict[tuple[str, int], Any] = field(default_factory=dict)
-    asking: dict[tuple[str, int], threading.Lock] = field(default_factory=dict)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    #: the folders of model files named by pre-signed URLs (:func:`signed`)
-    signed: set[str] = field(default_factory=set)
-
-
-_SESSION: "contextvars.ContextVar[_Session | None]" = contextvars.ContextVar(
-    "grit_remote_session", default=None)
-
-
-@contextlib.contextmanager
-def session(cache: HeaderCache | None = None) -> Iterator[None]:
-    """Inside the block (one ``grit scan``, and the threads it starts in a
-    copy of its context), each small file beside a remote model file —
-    config.json, hf_quant_config.json, a shard index, a series member asked
-    for — is asked of its server once, however many shards look for it, and
-    an http(s) one is read through ``cache`` (a rescan of an unchanged file
-    moves one probe byte)."""
-    token = _SESSION.set(_Session(cache))
-    try:
-        with budget():               # the scan's caps on requests and body bytes
-            yield
-    finally:
-        _SESSION.reset(token)
-
-
-def in_session() -> bool:
-    """Whether a :func:`session` is open here (answers are kept)."""
-    return _SESSION.get() is not None
-
-
-def _once(key: tuple[str, int], ask):
-    """``ask()``'s answer for ``key`` in this session (asked once; an error
-    raised again), or asked afresh outside a session."""
-    s = _SESSION.get()
-    if s is None:
-        return ask()
-    with s.lock:                      # one lock a key: two threads asking wait for one answer
-        one = s.asking.setdefault(key, threading.Lock())
-    with one:
-        with s.lock:
-            if key in s.answers:
-                got = s.answers[key]
-                if isinstance(got, BaseException):
-                    raise got
-                return got
-        try:
-            got = ask()
-        except RemoteError as e:
-            with s.lock:
-                s.answers[key] = e
-            raise
-        with s.lock:
-            s.answers[key] = got
-        return got
-
-
-def _http_cache() -> HeaderCache | None:
-    s = _SESSION.get()
-    return None if s is None else s.cache
-
-
-def read_small(path: str, limit: int) -> bytes | None:
-    """The first ``limit + 1`` bytes of a small remote file (all of it when
-    it is no longer: a caller sees a file over its limit by the length),
-    None when it is absent (HTTP 404; a name the repository listing lacks).
-    Any other failure is a RemoteError.  Inside a :func:`session`, asked
-    once."""
-    if _beside_signed(path):
-        return None
-    return _once((path, limit), lambda: _read_small(path, limit))
-
-
-def _read_small(path: str, limit: int) -> bytes | None:
-    if is_hub(path):
-        where = HubPath.parse(path)
-        r = repo(where)
-        f = r.files.get(where.path)
-        if f is None:
-            return None
-        key = (where.path, limit)
-        hit = r.small.get(key)         # a file at a commit never changes: read once
-        if hit is None:
-            with r.open(where.path) as src:
-                hit = src.read(0, min(src.size, limit + 1), "small file")
-            if len(hit) <= SMALL_READ:
-                r.small[key] = hit
-        return hit
-    try:
-        src = http_source(path)
-    except RemoteError as e:
-        if e.status in _ABSENT:
-            return None
-        if e.status == 416:          # no byte 0: an empty file
-            return b""
-        raise
-    return src.read(0, min(src.size, limit + 1), "small file")
-
-
-def http_source(path: str, cache: HeaderCache | None = None) -> HTTPSource:
-    """The HTTPSource of a remote file — a model file, or one beside it.
-    Inside a :func:`session`: probed once (the probe tells whether it is
-    there and its size; a series check asking for a shard the scan read
-    asks nothing more), through the session's header cache; outside one,
-    a new source through ``cache``."""
-    if _SESSION.get() is None:
-        return HTTPSource(path, cache=cache)
-    return _once((path, -2), lambda: HTTPSource(path, cache=_http_cache()))
-
-
-def exists(path: str) -> bool:
-    """Whether a remote file is there: False only when the server says 404
-    (the repository listing lacks it); a server that fails otherwise counts
-    as holding it, so the read that follows reports the failure.  Inside a
-    :func:`session`, asked once (the probe a read of it makes)."""
-    if _beside_signed(path):
-        return False
-    return _once((path, -1), lambda: _exists(path))
-
-
-def _exists(path: str) -> bool:
-    if is_hub(path):
-        try:
-            where = HubPath.parse(path)
-            return where.path in repo(where).files
-        except RemoteError as e:
-            return e.status != 404
-        except GritUsageError:
-            return False
-    try:
-        http_source(path)
-    except RemoteError as e:
-        return e.status not in _ABSENT
-    except GritUsageError:
-        return False
-    return True
-
-
-#: the answer that says a file beside a remote model file (http(s)) is not there
-_ABSENT = frozenset({404})
-
-
-def signed(url: str) -> None:
-    """In this :func:`session`, ``url`` is a model file named with a query
-    (a pre-signed URL: the signature covers that object alone), so the
-    files beside it are not asked for: :func:`exists` says False and
-    :func:`read_small` None for any name in its folder."""
-    s = _SESSION.get()
-    if s is not None and is_url(url) and "?" in url:
-        with s.lock:
-            s.signed.add(url.split("?", 1)[0].rsplit("/", 1)[0] + "/")
-
-
-def _beside_signed(path: str) -> bool:
-    s = _SESSION.get()
-    if s is None or not s.signed or not is_url(path):
-        return False
-    with s.lock:
-        return any(path.startswith(f) for f in s.signed)

@@ -21,7 +21,8 @@ from ..errors import GritError
 from . import safetensors as _st
 from .dtypes import ST_DTYPES
 from .http import RemoteError
-from .hub import is_remote, read_small
+from .hub import is_remote
+from .remote import read_small
 
 __all__ = ["recognise", "Recognised", "Deferred", "ST_DTYPE_BYTES", "read_config", "recognise_file",
            "SMALL_MAX", "MAX_CONFIG", "with_recognised", "read_sidecars",

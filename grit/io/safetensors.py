@@ -129,6 +129,11 @@ class SafetensorsFile:
     doc: "GritDoc" = field(default_factory=lambda: GritDoc())
     buffer: Any = field(default=None, repr=False)   # the data buffer (a memoryview)
     source: ByteSource | None = field(default=None, repr=False, compare=False)
+    #: the small tensors' bytes read in runs from a source without views, by name
+    _small: dict[str, bytes] = field(default_factory=dict, repr=False, compare=False)
+    #: the runs of small tensors (first offset, end, names), made when first needed
+    _runs: dict[str, tuple[int, int, tuple[str, ...]]] | None = field(
+        default=None, repr=False, compare=False)
 
     @property
     def parsed(self) -> bool:
@@ -191,7 +196,28 @@ class SafetensorsFile:
         b, end = e.span
         if end > self.avail or end - b > max_bytes or (end - b) % d.itemsize:
             return None
+        if self.buffer is None and self.source is not None and end - b <= SMALL_TENSOR \
+                and self.source.view(0, 0) is None:
+            return np.frombuffer(self._small_bytes(name), d.numpy)
         return np.frombuffer(bytes(self.view(name)), d.numpy)
+
+    def _small_bytes(self, name: str) -> bytes:
+        """A small tensor's bytes from a source without views, read with its
+        run: the first time any tensor of a run is asked for, one ranged
+        read covers the whole run and every tensor of it is kept."""
+        hit = self._small.get(name)
+        if hit is not None:
+            return hit
+        if self._runs is None:
+            self._runs = small_runs(self.entries, self.avail)
+        first, end, names = self._runs[name]
+        blob = self.source.read(self.start + first, end - first,   # type: ignore[union-attr]
+                                f"tensor {names[0]!r} and {len(names) - 1} small tensors "
+                                "beside it" if len(names) > 1 else f"tensor {name!r}")
+        for n in names:
+            b, e = self.entries[n].span  # type: ignore[misc]
+            self._small[n] = bytes(blob[b - first:e - first])
+        return self._small[name]
 
     def truncation(self) -> tuple[str, ...]:
         """The derivation line for a header placing tensors past the end of
@@ -203,6 +229,48 @@ class SafetensorsFile:
         end = max(ends)
         return (f"The file holds {self.avail} data bytes; its header places tensors up to "
                 f"byte {end}: the shard is truncated ({end - self.avail} bytes missing).",)
+
+
+#: the largest tensor read together with its neighbours: at most two numbers
+#: (a per-tensor scale, a global scale, a packed weight's logical shape),
+#: what the recognisers and the config checks read at level 1
+SMALL_TENSOR = 16
+#: the widest stretch of other bytes a run reads over between two members
+RUN_GAP = 4096
+#: the longest run (one ranged read; a header cache keeps reads this long:
+#: grit.io.http.SMALL_READ)
+RUN_MAX = 1 << 20
+
+
+def small_runs(entries: Mapping[str, StEntry],
+               avail: int) -> dict[str, tuple[int, int, tuple[str, ...]]]:
+    """The small tensors of a header grouped into runs, by member: each run
+    is (first offset, end, member names) in the data buffer, its members
+    the tensors of at most :data:`SMALL_TENSOR` bytes the file holds whole,
+    taken in offset order while the next begins at most :data:`RUN_GAP`
+    bytes after the run's end and the run stays within :data:`RUN_MAX`
+    bytes.  Reading a run once serves all its members: in a checkpoint as
+    the safetensors library writes it, the float32 scales of a quantised
+    layer stack sit side by side after the header."""
+    small = sorted((e.span[0], e.span[1], n) for n, e in entries.items()
+                   if e.span is not None and e.span[1] <= avail
+                   and 0 < e.span[1] - e.span[0] <= SMALL_TENSOR)
+    out: dict[str, tuple[int, int, tuple[str, ...]]] = {}
+    run: list[tuple[int, int, str]] = []
+
+    def close() -> None:
+        if run:
+            first, end = run[0][0], max(e for _, e, _ in run)
+            names = tuple(n for _, _, n in run)
+            for n in names:
+                out[n] = (first, end, names)
+            run.clear()
+    for b, e, n in small:
+        if run and (b - max(x for _, x, _ in run) > RUN_GAP or e - run[0][0] > RUN_MAX):
+            close()
+        run.append((b, e, n))
+    close()
+    return out
 
 
 def _no_dupes(pairs):

@@ -29,8 +29,10 @@ memory is bounded by a constant, not by the file or its largest tensor.
 from __future__ import annotations
 
 import contextvars
+import os
 import struct
 import sys
+import threading
 import types
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -40,7 +42,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 from ..errors import GritError, GritUsageError
 from ..grade import grade_scope
 from ..placement.expr import layout_scope
-from ..io import hub as _hub
+from ..io import remote as _remote
 from ..io.http import default_cache
 from . import analyses as _an
 from . import deep as _deep
@@ -76,13 +78,14 @@ def scan(paths: Iterable[str], *, deep: bool = False,
     (the work is I/O: remote headers, deep streams).  Each file is checked by
     the same code either way, on an accumulator of its own, and the files'
     results are taken into the scan in input order, so the report is the
-    sequential one's, finding for finding; at most ``2 * jobs`` files'
-    results are held before they are taken in."""
+    sequential one's, finding for finding; at most ``jobs`` files' results
+    are held before they are taken in.  The threads are a pool every scan of
+    the process shares, not one made per scan."""
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise GritUsageError(f"jobs must be a positive integer, not {jobs!r}")
     # the files beside remote model files (config.json, an index) are asked
     # of their servers once per scan, through the header cache
-    with _hub.session(default_cache() if cache else None):
+    with _remote.session(default_cache() if cache else None):
         return _scan(paths, deep, progress, cache, jobs, advance)
 
 
@@ -94,7 +97,7 @@ def _scan(paths: Iterable[str], deep: bool,
     ckpts = _shards.Checkpoints()
     coverage: dict[str, Coverage] = {}
     ranges: dict[str, Ranges] = {}
-    model_files = expand(list(paths), ctx.findings, files, ckpts.indexes)
+    model_files = expand(list(paths), ctx.findings, files, ckpts.indexes, jobs)
     for i, r in enumerate(_checked(model_files, deep, cache, jobs, progress, advance)):
         files.append(r.file)
         ckpts.shards.update(r.shards.shards)
@@ -138,10 +141,10 @@ def _checked(model_files: Sequence[str], deep: bool, cache: bool, jobs: int,
              progress: Callable[[int, int, str], None] | None,
              advance: Callable[[int], None] | None = None) -> Iterator[_Checked]:
     """Each model file's :func:`_check_file`, in input order: one after the
-    other in this thread (``jobs`` 1), or on ``jobs`` threads with at most
-    ``2 * jobs`` files submitted ahead of the one taken next.  Each thread
-    task runs in a copy of the caller's context (the grade and layout scopes
-    it is inside)."""
+    other in this thread (``jobs`` 1), or ``jobs`` at a time on the pool the
+    process's scans share (:func:`_pool`), at most ``jobs`` files submitted
+    ahead of the one taken next.  Each thread task runs in a copy of the
+    caller's context (the grade and layout scopes it is inside)."""
     n = len(model_files)
     if jobs == 1 or n <= 1:
         for i, p in enumerate(model_files):
@@ -150,22 +153,41 @@ def _checked(model_files: Sequence[str], deep: bool, cache: bool, jobs: int,
             yield _check_file(p, deep, cache, advance)
         return
     ahead: deque[Future[_Checked]] = deque()
-    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="grit-scan") as pool:
-        try:
-            todo = iter(model_files)
-            for i, p in enumerate(model_files):
-                while len(ahead) < 2 * jobs:
-                    q = next(todo, None)
-                    if q is None:
-                        break
-                    ahead.append(pool.submit(contextvars.copy_context().run, _check_file,
-                                             q, deep, cache, advance))
-                if progress is not None:
-                    progress(i, n, p)
-                yield ahead.popleft().result()
-        finally:                 # an error (or a caller that stops): drop what waits
-            for fut in ahead:
-                fut.cancel()
+    pool = _pool()
+    try:
+        todo = iter(model_files)
+        for i, p in enumerate(model_files):
+            while len(ahead) < jobs:
+                q = next(todo, None)
+                if q is None:
+                    break
+                ahead.append(pool.submit(contextvars.copy_context().run, _check_file,
+                                         q, deep, cache, advance))
+            if progress is not None:
+                progress(i, n, p)
+            yield ahead.popleft().result()
+    finally:                 # an error (or a caller that stops): drop what waits
+        for fut in ahead:
+            fut.cancel()
+
+
+#: the threads of the pool every scan of this process shares (each scan keeps
+#: at most its ``jobs`` files in it at once); made when first needed
+POOL_THREADS = 256
+_POOL: list = []          # [(pid, ThreadPoolExecutor)]
+_POOL_LOCK = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    """The thread pool the scans of this process share: one, made once (a
+    process forked from this one makes its own), so many scans — one per
+    entry of a Dask worker's tasks — start no pool each.  Its threads are
+    started as work needs them."""
+    with _POOL_LOCK:
+        if not _POOL or _POOL[0][0] != os.getpid():
+            _POOL[:] = [(os.getpid(), ThreadPoolExecutor(max_workers=POOL_THREADS,
+                                                         thread_name_prefix="grit-scan"))]
+        return _POOL[0][1]
 
 
 def _check_file(p: str, deep: bool, cache: bool,

@@ -14,6 +14,7 @@ from ..errors import GritError
 from ..io import sniff as _sniff_file
 from ..io.containers import GGUF, HEAD_BYTES, SAFETENSORS, Container, by_suffix, named, sniffed
 from ..io import hub as _hub
+from ..io import remote as _remote
 from ..io.gguf import GGUFContents
 from ..io.http import default_cache, is_url, parse_url
 from ..io.hub import HubPath, is_hub, is_remote
@@ -138,8 +139,8 @@ def _file_name(v: str) -> bool:
 def exists(path: str) -> bool:
     """Whether a file is there: locally ``os.path.exists``; remotely
     (http(s), hf://) False only for a 404 or a name the repository listing
-    lacks (grit.io.hub.exists)."""
-    return _hub.exists(path) if is_remote(path) else os.path.exists(path)
+    lacks (grit.io.remote.exists)."""
+    return _remote.exists(path) if is_remote(path) else os.path.exists(path)
 
 
 def _read_limited(path: str, limit: int) -> bytes:
@@ -149,7 +150,7 @@ def _read_limited(path: str, limit: int) -> bytes:
         with open_regular(path) as f:
             return f.read(limit + 1)
     try:
-        raw = _hub.read_small(path, limit)
+        raw = _remote.read_small(path, limit)
     except GritError as e:
         raise OSError(why(e)) from None
     if raw is None:
@@ -199,13 +200,16 @@ def sniff(path: str) -> str | None:
 
 
 def expand(paths: Sequence[str], findings: list[Finding],
-           files: list[ScannedFile], indexes: list[str] | None = None) -> list[str]:
+           files: list[ScannedFile], indexes: list[str] | None = None,
+           jobs: int = 1) -> list[str]:
     """Model files to scan, in a stable order: each PATH as given, directory
     trees walked sorted, manifests expanded (one level).  A path that fails
     is a ScannedFile with ``error`` and an ``unreadable`` finding.  Shard
     indexes (``*.safetensors.index.json``) found in a tree or named as a PATH
     are appended to ``indexes``; a named index adds the shards it lists that
-    exist (grit.scan.shards checks the rest)."""
+    exist (grit.scan.shards checks the rest).  With ``jobs`` > 1 the Hub
+    repositories named (as PATHs, or in a manifest) are opened that many at
+    a time before the walk, which then finds them open."""
     if indexes is None:
         indexes = []
     out: list[str] = []
@@ -307,7 +311,7 @@ def expand(paths: Sequence[str], findings: list[Finding],
             except GritError as e:
                 bad("S809", p, str(e))
                 return
-            _hub.signed(p)               # a pre-signed URL's siblings are not asked for
+            _remote.signed(p)               # a pre-signed URL's siblings are not asked for
             if p.split("?")[0].lower().endswith(INDEX_SUFFIX):
                 remote_index(p, p.rsplit("/", 1)[0], ())
             else:
@@ -358,9 +362,11 @@ def expand(paths: Sequence[str], findings: list[Finding],
                 return
             if not listed:
                 bad("S804", p, "manifest lists no paths")
+            _hub.resolve_all(listed, jobs)
             for q in listed:
                 one(q, p)
 
+    _hub.resolve_all([os.fspath(p) for p in paths], jobs)
     for p in paths:
         one(os.fspath(p), None)
     if context and not out and not findings:
@@ -526,7 +532,7 @@ def _open_remote(inp: Input, cache: bool = True) -> Input:
             where = HubPath.parse(rec.path)
             src: ByteSource = _hub.repo(where).open(where.path, headers)
         else:     # (inside a scan, its probe is the one a series check would make)
-            src = _hub.http_source(rec.path, headers)
+            src = _remote.http_source(rec.path, headers)
         return _from_source(inp, src)
     return _read(inp, read)
 
@@ -580,11 +586,16 @@ def _remote_config(inp: Input) -> Input:
     scanned)."""
     if inp.safetensors is None or not inp.file.parsed:
         return inp
-    if _hub.in_session() and is_shard(inp.file.path):
+    if _remote.in_session() and is_shard(inp.file.path):
         # asked now, on the thread reading this file, rather than one file after
         # another by the checkpoint-wide checks (grit.scan.shards), which find
-        # the answer kept
-        exists(index_of(inp.file.path))
+        # the answers kept: whether the index is there, and the index itself
+        idx = index_of(inp.file.path)
+        if exists(idx):
+            try:
+                read_index(idx)
+            except (OSError, ValueError):      # the checks report it
+                pass
     try:
         inp.config = read_remote_config(inp.file.path)
     except GritError as e:

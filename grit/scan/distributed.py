@@ -40,7 +40,8 @@ from .collect import INDEX_SUFFIX, MODEL_SUFFIXES, read_manifest, sniff
 from .output import FAIL_ON, SCHEMA_VERSION, ScanReport, exit_code, no_lone_surrogates
 
 __all__ = ["scan_many", "entries_of", "entry_records", "failed_record", "read_out",
-           "ManyRun", "run_exit_code", "POLICIES", "DASK_EXTRA"]
+           "ManyRun", "run_exit_code", "POLICIES", "DASK_EXTRA", "DASK_THREADS",
+           "WORKER_CONFIG", "cluster_size", "local_client", "connect"]
 
 #: what installs the Dask engine
 DASK_EXTRA = "pip install 'grit-tensor[dask]'"
@@ -326,14 +327,45 @@ def _results(todo: list[str], client: Any, deep: bool, cache: bool, jobs: int,
                 fut.cancel()
 
 
-def local_client(**cluster: Any):
+#: threads per worker of the LocalCluster ``--engine dask`` starts: a scan of
+#: a remote entry spends its time waiting on the network, not on a core
+DASK_THREADS = 16
+#: the most worker processes it starts by default (one per core up to this)
+DASK_WORKERS = 8
+#: what the workers grit starts run with: Dask's statistical profiler off.
+#: The profiler samples every thread's stack (``sys._current_frames``) every
+#: 10 ms; with many threads waiting on sockets it costs time for nothing, and
+#: under CPython 3.11 it can deadlock with the threads of a thread pool
+#: (python/cpython gh-106883)
+WORKER_CONFIG = {"distributed.worker.profile.enabled": False}
+
+
+def cluster_size(workers: int | None = None, threads: int | None = None) -> tuple[int, int]:
+    """(worker processes, threads per worker) of the LocalCluster
+    ``--engine dask`` starts: ``workers`` (default one per core, at most
+    :data:`DASK_WORKERS`) and ``threads`` (default :data:`DASK_THREADS`)."""
+    for name, v in (("workers", workers), ("threads", threads)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+            raise GritUsageError(f"{name} must be a positive integer, not {v!r}")
+    return (workers or max(1, min(os.cpu_count() or 1, DASK_WORKERS)),
+            threads or DASK_THREADS)
+
+
+def local_client(workers: int | None = None, threads: int | None = None, **cluster: Any):
     """A Client of a LocalCluster started for one run (``with`` closes both):
-    its HTTP server on a free loopback port; ``cluster`` goes to LocalCluster."""
+    :func:`cluster_size` workers and threads, Dask's profiler off on them
+    (:data:`WORKER_CONFIG`), its HTTP server on a free loopback port;
+    ``cluster`` goes to LocalCluster."""
     try:
-        from distributed import Client, LocalCluster  # noqa: PLC0415 - the optional extra
+        import dask  # noqa: PLC0415 - the optional extra
+        from distributed import Client, LocalCluster  # noqa: PLC0415
     except ImportError:
         raise GritUsageError(f"--engine dask needs the dask extra: {DASK_EXTRA}") from None
-    lc = LocalCluster(dashboard_address="127.0.0.1:0", **cluster)
+    n, t = cluster_size(workers, threads)
+    # (a Nanny takes the configuration in force when it is made to its worker)
+    with dask.config.set(WORKER_CONFIG):
+        lc = LocalCluster(dashboard_address="127.0.0.1:0", n_workers=n, threads_per_worker=t,
+                          **cluster)
     try:
         return _Both(Client(lc), lc)
     except BaseException:
