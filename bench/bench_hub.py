@@ -159,8 +159,16 @@ def _codes_by_repo(records: list[dict]) -> dict[str, set[str]]:
         m = re.match(r"^hf://org/([^/@]+)", name)
         if m is None:
             continue
-        out[m[1]].update(_key(f) for f in r.get("findings", []))
+        out[m[1]].update(_key(f) for f in _with_consequences(r.get("findings", [])))
     return out
+
+
+def _with_consequences(findings: list[dict]):
+    """Each finding and, under it, those it caused (a short shard's S156
+    holds the tensors it cuts: their S127)."""
+    for f in findings:
+        yield f
+        yield from _with_consequences(f.get("consequences", []))
 
 
 def _defects(codes: dict[str, set[str]], n: int) -> dict:

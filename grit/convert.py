@@ -57,6 +57,7 @@ from .errors import GritError, GritUsageError
 from .fingerprint import DigestStream, digest as _digest
 from .grade import GRADE_MXFP4, GRADE_NVF4, Grade
 from .io import hub as _hub
+from .io import remote as _remote
 from .io import load
 from .io import safetensors as _st
 from .io.containers import by_suffix
@@ -212,7 +213,7 @@ def _beside(folder: str, files: list[str]) -> list[str]:
         depth = pre.count("/") + 1 if pre else 0
         names = [q.rsplit("/", 1)[-1] for q in r.under(pre) if q.count("/") == depth]
     elif is_remote(folder):
-        names = [n for n in BESIDE_REMOTE if _hub.exists(folder + "/" + n)]
+        names = [n for n in BESIDE_REMOTE if _remote.exists(folder + "/" + n)]
     else:
         names = [n for n in sorted(os.listdir(folder))
                  if os.path.isfile(os.path.join(folder, n))]
@@ -567,7 +568,7 @@ def _open_remote(f: str):
     if is_hub(f):
         where = HubPath.parse(f)
         return _hub.repo(where).open(where.path)
-    return _hub.http_source(f)
+    return _remote.http_source(f)
 
 
 def _read_for_plan(f: str):

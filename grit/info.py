@@ -35,7 +35,7 @@ from .ggml import ZERO_COPY
 from .errors import GritError
 from ._files import GritFileError
 from .grade import Grade, grade_scope, lookup_grade
-from .io import hub as _hub
+from .io import remote as _remote
 from .io.gguf import GGUFContents, Inexpressible
 from .io.http import default_cache
 from .io.recognise import recognise_file
@@ -401,7 +401,7 @@ def info(paths: "str | os.PathLike | Iterable[str | os.PathLike]", *,
     findings: list = []
     failed: list[ScannedFile] = []
     index_paths: list[str] = []
-    with _hub.session(default_cache() if cache else None):
+    with _remote.session(default_cache() if cache else None):
         model_files = expand(given, findings, failed, index_paths)
         if failed:
             raise InfoInputError(failed[0].path, failed[0].error or "cannot be read")
