@@ -220,11 +220,13 @@ class Checkpoints:
                     sorted(t for t, (_, e) in (s.spans or {}).items() if e > s.avail))
                    for s in short]
             lines = tuple(f"{n}: {m} bytes missing; cut: {_names(ts)}" for n, m, ts in per)
-            ctx.add("S156", where, None,
+            # named by its first short shard (a file that exists; the
+            # checkpoint's own name, model.safetensors, may name none)
+            ctx.add("S156", min(s.path for s in short), None,
                     f"{len(short)} of {len(shards)} shards are short: {total} bytes missing in "
                     f"all, {sum(len(ts) for _, _, ts in per)} tensors cut"[:300], lines,
                     {"shards": [{"shard": n, "missing": m, "tensors": ts} for n, m, ts in per],
-                     "missing": total})
+                     "missing": total, "checkpoint": where})
         self._series(ctx, where, shards, reported)
 
     def _series(self, ctx: Context, where: str, shards: list[Shard],
