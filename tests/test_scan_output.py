@@ -4,11 +4,14 @@ shipped JSON Schema, the finding record (``code``, ``tensor``, ``role``,
 report, baselines and the ``[tool.grit.scan]`` settings."""
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
 import re
 import runpy
+
+import numpy as np
 
 import pytest
 from click.testing import CliRunner
@@ -207,3 +210,187 @@ def test_identity_ignores_the_message_and_the_working_directory(tmp_path, monkey
     c = Finding("S101", "m.safetensors", "w", "another message")
     assert Record.of(c).fingerprint == Record.of(a).fingerprint
     assert Record.of(Finding("S101", p, "v", "m")).fingerprint != Record.of(a).fingerprint
+
+
+# ---------------------------------------------------------------------------
+# --format markdown
+
+
+def test_markdown_report(ex, tmp_path):
+    code, md = cli("--format", "markdown", ex)
+    assert code == 1
+    assert md.startswith("### grit scan — exit 1: structural violations\n")
+    rows = [ln for ln in md.splitlines() if ln.startswith("| ")]
+    assert rows[0] == "| severity | code | file | tensor | finding |"
+    _, doc = cli("--format", "json", ex)
+    findings = json.loads(doc)["findings"]
+    assert len(rows) - 1 == len(findings)            # one row per finding, in report order
+    for row, f in zip(rows[1:], findings):
+        assert row.startswith(f"| {f['severity']} ") and f"| {f['code']} {f['status']} |" in row
+        # every cell of the row is one cell: no | of a name or message escapes it
+        assert len(re.findall(r"(?<!\\)\|", row)) == 6
+    # -o OUT.md names the format
+    out = tmp_path / "scan.md"
+    cli("-o", out, ex / "wrong-group-size.safetensors")
+    assert out.read_text().startswith("### grit scan — exit 1")
+
+
+def test_markdown_escapes_what_a_file_names():
+    f = Finding("S101", "/m/a|b.safetensors", "w[x](javascript:1)<img src=x>*_`|",
+                "SizeMismatch: data plane is 1 bytes\n| forged | row |")
+    rep = O.ScanReport([ScannedFile("/m/a|b.safetensors", "safetensors", "/m/a|b.safetensors",
+                                    True, 1, 1)], [f])
+    buf = io.StringIO()
+    O.write_markdown(rep, "graded", file=buf)
+    md = buf.getvalue()
+    (row,) = [ln for ln in md.splitlines() if "S101" in ln]
+    assert "<img" not in md and "&lt;img" in row
+    assert "\\[x\\](javascript:1)" in row               # no link
+    assert len(re.findall(r"(?<!\\)\|", row)) == 6
+    assert "forged" in row and not any(ln.startswith("| forged") for ln in md.splitlines())
+
+
+def test_markdown_caps_its_rows():
+    fs = [Finding("S101", "/m/x.safetensors", f"w{i}", "m") for i in range(30)]
+    rep = O.ScanReport([ScannedFile("/m/x.safetensors", "safetensors", "/m/x.safetensors",
+                                    True, 30, 30)], fs)
+    buf = io.StringIO()
+    O.write_markdown(rep, "graded", file=buf, max_rows=10)
+    md = buf.getvalue()
+    assert sum(ln.startswith("| 1 structural") for ln in md.splitlines()) == 10
+    assert "… and 20 more findings not listed here" in md
+
+
+# ---------------------------------------------------------------------------
+# baselines
+
+
+def _bad_file(path, cut: int, name="w") -> None:
+    """A GRIT safetensors file whose last tensor's data plane is ``cut``
+    bytes short (S101 on it, with the numbers in its message)."""
+    a = grit.encode(np.ones((4, 64), np.float32), grit.GRADE_MXFP4)
+    grit.save(str(path), {"a": a, name: a})
+    os.truncate(path, os.path.getsize(path) - cut)
+
+
+def test_baseline_counts_only_new_findings(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ckpt").mkdir()
+    _bad_file(tmp_path / "ckpt" / "old.safetensors", 10)
+    code, _ = cli("--write-baseline", "grit-baseline.json", "ckpt")
+    assert code == 0                                   # what it records is then known
+    doc = json.loads((tmp_path / "grit-baseline.json").read_text())
+    assert doc["version"] == 1
+    s101 = {"code": "S101", "file": "ckpt/old.safetensors", "subject": "w"}
+    assert s101 in doc["findings"]                     # relative to the working directory
+    # the same problem with other numbers in its message is still known
+    os.truncate("ckpt/old.safetensors", os.path.getsize("ckpt/old.safetensors") - 3)
+    code, out = cli("--baseline", "grit-baseline.json", "--format", "json", "ckpt")
+    rep = json.loads(out)
+    assert code == 0 and rep["findings"] == [] and rep["baseline"]["known"] >= 1
+    assert rep["exit_code"] == 0 and rep["summary"]["known"] == rep["baseline"]["known"]
+    # a new finding is shown as new, and fails
+    _bad_file(tmp_path / "ckpt" / "new.safetensors", 10, name="v")
+    code, out = cli("--baseline", "grit-baseline.json", "--format", "json", "ckpt")
+    rep = json.loads(out)
+    assert code == 1
+    assert {(f["code"], f["file"], f["tensor"]) for f in rep["findings"]} >= {
+        ("S101", "ckpt/new.safetensors", "v")}
+    assert all(f["file"] == "ckpt/new.safetensors" for f in rep["findings"])
+    assert rep["baseline"] == {"file": "grit-baseline.json", "known": doc["findings"].__len__(),
+                               "new": len(rep["findings"])}
+    # the text report says how many were known
+    code, out = cli("--baseline", "grit-baseline.json", "ckpt")
+    assert "new.safetensors" in out and "old.safetensors" not in out
+    assert f"baseline grit-baseline.json: {len(doc['findings'])} known finding" in out
+
+
+def test_a_baseline_is_counted(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    fs = [Finding("S154", "x.safetensors", "t", "in two shards") for _ in range(3)]
+    rep = O.ScanReport([ScannedFile("x.safetensors", "safetensors", "x.safetensors",
+                                    True, 1, 1)], fs[:2])
+    O.write_baseline(rep, "b.json")
+    after = O.apply_baseline(dataclasses.replace(rep, findings=fs), "b.json")
+    assert len(after.known) == 2 and len(after.findings) == 1 and after.exit_code() == 1
+
+
+def test_a_bad_baseline_is_a_usage_error(tmp_path, monkeypatch, ex):
+    monkeypatch.chdir(tmp_path)
+    for text in ("not json", '{"version": 9, "findings": []}',
+                 '{"version": 1, "findings": [{"code": "S101"}]}'):
+        (tmp_path / "b.json").write_text(text)
+        r = R.invoke(main, ["scan", "--baseline", "b.json", str(ex / "clean")])
+        assert r.exit_code == 2 and "b.json" in r.output, r.output
+    r = R.invoke(main, ["scan", "--baseline", "absent.json", str(ex / "clean")])
+    assert r.exit_code == 2 and "absent.json" in r.output
+
+
+# ---------------------------------------------------------------------------
+# settings: [tool.grit.scan] / .grit.toml
+
+
+def _project(tmp_path) -> None:
+    (tmp_path / "models" / "vendor").mkdir(parents=True)
+    _bad_file(tmp_path / "models" / "a.safetensors", 10)
+    _bad_file(tmp_path / "models" / "vendor" / "b.safetensors", 10)
+
+
+def _codes_files(out: str) -> set[tuple[str, str]]:
+    return {(f["code"], os.path.normpath(f["file"])) for f in json.loads(out)["findings"]}
+
+
+def test_settings_from_pyproject_found_walking_up(tmp_path, monkeypatch):
+    _project(tmp_path)
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "x"\n\n[tool.grit.scan]\nformat = "json"\n'
+        'per-file-ignores = { "models/vendor/**" = ["S1"] }\n')
+    monkeypatch.chdir(tmp_path / "models")             # a folder below the project's
+    code, out = cli(".")
+    got = _codes_files(out)                            # format = json
+    assert ("S101", "a.safetensors") in got
+    assert not any("vendor" in f for _, f in got)      # ignored by the glob
+    assert json.loads(out)["summary"]["suppressed"] >= 1 and code == 1
+    # the flags override the file
+    code, out = cli("--format", "jsonl", ".")
+    assert json.loads(out.splitlines()[-1])["type"] == "summary"
+    code, out = cli("--isolated", "--format", "json", ".")
+    assert any("vendor" in f for _, f in _codes_files(out))
+
+
+def test_grit_toml_select_ignore_and_exit_policy(tmp_path, monkeypatch):
+    _project(tmp_path)
+    (tmp_path / "pyproject.toml").write_text('[tool.grit.scan]\nformat = "markdown"\n')
+    (tmp_path / ".grit.toml").write_text(      # .grit.toml wins over pyproject.toml
+        '[scan]\nformat = "json"\nignore = ["S101"]\nexit-policy = "simple"\n')
+    monkeypatch.chdir(tmp_path)
+    code, out = cli("models")
+    assert not any(c == "S101" for c, _ in _codes_files(out))
+    assert json.loads(out)["exit_policy"] == "simple"
+    code, out = cli("--select", "S1", "--ignore", "S7", "models")   # flags replace the lists
+    assert {c for c, _ in _codes_files(out)} == {"S101"} and code == 1   # simple: 1
+    code, out = cli("--fail-on", "warning", "models")   # replaces the file's exit-policy
+    assert json.loads(out)["exit_policy"] == "fail-on warning"
+
+
+def test_settings_errors_are_usage_errors(tmp_path, monkeypatch, ex):
+    monkeypatch.chdir(tmp_path)
+    r = R.invoke(main, ["scan", "--ignore", "S9", str(ex / "clean")])
+    assert r.exit_code == 2 and "--ignore: 'S9' is no finding code" in r.output
+    for text, words in (('[scan]\nselect = ["X9"]\n', "no finding code"),
+                        ('[scan]\nfrobnicate = 1\n', "unknown key 'frobnicate'"),
+                        ('[scan]\nexit-policy = "simple"\nfail-on = "warning"\n', "replaces"),
+                        ('[scan\n', "not TOML"),
+                        ('[scan]\nformat = "html"\n', "format must be one of")):
+        (tmp_path / ".grit.toml").write_text(text)
+        r = R.invoke(main, ["scan", str(ex / "clean")])
+        assert r.exit_code == 2 and words in r.output, (text, r.output)
+
+
+def test_per_file_ignore_globs():
+    from grit.scan.output.settings import _glob
+    assert _glob("models/**/*.gguf").fullmatch("models/a/b/c.gguf")
+    assert _glob("models/**/*.gguf").fullmatch("models/c.gguf")
+    assert not _glob("models/*.gguf").fullmatch("models/a/c.gguf")
+    assert _glob("shard-0000[1-3].safetensors").fullmatch("shard-00002.safetensors")
+    assert not _glob("shard-0000[1-3].safetensors").fullmatch("shard-00004.safetensors")

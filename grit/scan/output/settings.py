@@ -141,9 +141,9 @@ def _codes(where: str, key: str, v: Any) -> tuple[str, ...]:
     return tuple(c.upper() for c in v)
 
 
-def parse_codes(where: str, text: str) -> tuple[str, ...]:
+def parse_codes(option: str, text: str) -> tuple[str, ...]:
     """A comma-separated list of codes or prefixes (``--select S1,S301``)."""
-    return _codes(where, "codes", [c.strip() for c in text.split(",") if c.strip()])
+    return _codes("grit scan", option, [c.strip() for c in text.split(",") if c.strip()])
 
 
 def _choice(where: str, key: str, v: Any, choices) -> str:
