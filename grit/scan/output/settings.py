@@ -26,7 +26,7 @@ import dataclasses
 import fnmatch
 import os
 import re
-import tomllib
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +37,11 @@ from ..findings import REGISTRY, Finding
 from .formats import FORMATS
 from .policy import FAIL_ON
 from .report import ScanReport
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:                                    # the same parser, before 3.11
+    import tomli as tomllib
 
 __all__ = ["Settings", "find_settings", "load_settings", "parse_codes", "SETTINGS_FILES"]
 
