@@ -222,3 +222,41 @@ def test_the_action_with_a_baseline_and_fail_on(checkout, tmp_path):
     codes, _, outputs = _run_action(checkout, tmp_path, install="", python=sys.executable,
                                     paths="models/good.safetensors", **{"fail-on": "structural"})
     assert codes == [0, 0] and outputs["exit-code"] == "0"
+
+
+# ---------------------------------------------------------------------------
+# the CI recipe of docs/scan.md, run
+
+
+def _marked_block(text: str, mark: str) -> str:
+    """The fenced block after ``<!-- doc-test: MARK -->``."""
+    lines = text.splitlines()
+    i = lines.index(f"<!-- doc-test: {mark} -->")
+    assert lines[i + 1].startswith("```")
+    j = lines.index("```", i + 2)
+    return "\n".join(lines[i + 2:j]) + "\n"
+
+
+def test_the_documented_ci_recipe_runs(checkout, tmp_path):
+    """docs/scan.md "CI": its settings go into the checkout's pyproject.toml
+    and each of its commands runs there, with the exit status its comment
+    gives.  Only ``grit scan`` commands are run (nothing else of the
+    document)."""
+    with open(os.path.join(ROOT, "docs", "scan.md"), encoding="utf-8") as f:
+        doc = f.read()
+    (checkout / "pyproject.toml").write_text(_marked_block(doc, "ci-settings"))
+    env = _env(tmp_path)
+    ran = 0
+    for line in _marked_block(doc, "ci-shell").splitlines():
+        cmd, _, comment = line.partition("#")
+        m = re.match(r"\s*exit (\d+)", comment)
+        assert m, line
+        argv = shlex.split(cmd)
+        assert argv[:2] == ["grit", "scan"], line        # nothing but grit scan runs
+        r = subprocess.run(argv, cwd=checkout, env=env, capture_output=True, text=True,
+                           timeout=300)
+        assert r.returncode == int(m[1]), (line, r.stdout, r.stderr)
+        ran += 1
+    assert ran >= 4
+    assert (checkout / "grit-baseline.json").is_file()
+    assert (checkout / "grit-scan.md").read_text().startswith("### grit scan — exit 0")
