@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.resources
 import json
+import os
 import re
 import sys
 
@@ -83,8 +84,9 @@ def write_jsonl(report: ScanReport, policy: str, file=None, fail_on: str | None 
     ASCII."""
     out = file if file is not None else sys.stdout
     enc = json.JSONEncoder(default=str)
+    cwd = os.getcwd()
     for f in report.findings:
-        rec = Record.of(f).to_dict()
+        rec = Record.of(f, cwd).to_dict()
         out.write(no_lone_surrogates(enc.encode({"type": "finding", **rec})) + "\n")
     out.write(no_lone_surrogates(enc.encode({"type": "summary", **report._head(policy, fail_on),
                                              "files": [f.to_dict() for f in report.files],

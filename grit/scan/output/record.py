@@ -13,7 +13,6 @@ shows."""
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -40,12 +39,12 @@ class ByteRange:
 
     @classmethod
     def from_dict(cls, d: Any) -> "ByteRange | None":
-        if not (isinstance(d, Mapping) and type(d.get("offset")) is int
+        if not (isinstance(d, dict) and type(d.get("offset")) is int
                 and type(d.get("length")) is int):
             return None
         planes = d.get("planes")
         got = {str(k): ByteRange.from_dict(v) for k, v in planes.items()} \
-            if isinstance(planes, Mapping) else {}
+            if isinstance(planes, dict) else {}
         return cls(offset=d["offset"], length=d["length"],
                    planes={k: v for k, v in got.items() if v is not None})
 
@@ -89,18 +88,31 @@ def identity(f: Finding, cwd: str | None = None) -> dict[str, Any]:
     file (:func:`shown_path`) and what it names — the tensor, else the role,
     else the sorted names of the tensors it lists.  Never the message, whose
     numbers (sizes, counts, offsets) may change while the problem stays."""
-    tensor, role, names = _subject(f)
+    return _identity(f, _subject(f), cwd if cwd is not None else os.getcwd())
+
+
+def _identity(f: Finding, subj: tuple[str | None, str | None, tuple[str, ...]],
+              cwd: str) -> dict[str, Any]:
+    tensor, role, names = subj
     subject: str | list[str] | None = tensor if tensor is not None else role
     if subject is None and names:
         subject = sorted(names)
     return {"code": f.code, "file": shown_path(f.file, cwd), "subject": subject}
 
 
+def _part(s: str | None) -> str:
+    return "-" if s is None else f"{len(s)}:{s}"
+
+
 def fingerprint(ident: Mapping[str, Any]) -> str:
-    """The 16-hex-digit digest of an identity (SHA-256 of its canonical JSON)."""
-    text = json.dumps([ident["code"], ident["file"], ident["subject"]],
-                      ensure_ascii=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode("ascii")).hexdigest()[:16]
+    """The 16-hex-digit digest of an identity: the first 8 bytes of the
+    SHA-256 of its parts, each written ``LENGTH:TEXT`` (``-`` for none; a
+    list of names as ``[`` and its names), so no two identities share the
+    text hashed."""
+    subject = ident["subject"]
+    tail = "[" + "".join(map(_part, subject)) if isinstance(subject, list) else _part(subject)
+    text = _part(ident["code"]) + _part(ident["file"]) + tail
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -137,14 +149,19 @@ class Record:
 
     @classmethod
     def of(cls, f: Finding, cwd: str | None = None) -> "Record":
-        tensor, role, names = _subject(f)
+        """The record of ``f`` (``cwd``: the folder its identity's file is
+        relative to, default the working directory)."""
+        if cwd is None:
+            cwd = os.getcwd()
+        subj = _subject(f)
+        tensor, role, names = subj
         return cls(code=f.code, category=f.category, severity=f.severity, status=f.status,
                    file=f.file, tensor=tensor, role=role, tensors=names, label=f.tensor,
                    byte_range=ByteRange.from_dict(f.detail.get("byte_range")),
                    message=f.message, lines=tuple(f.lines), detail=f.detail,
                    omitted=f.omitted,
                    consequences=tuple(cls.of(c, cwd) for c in f.consequences),
-                   fingerprint=fingerprint(identity(f, cwd)))
+                   fingerprint=fingerprint(_identity(f, subj, cwd)))
 
     def to_dict(self) -> dict[str, Any]:
         """The finding as the JSON and JSON Lines reports write it."""

@@ -3,6 +3,7 @@ files, the findings, the coverage of each file, and the summary and exit
 codes every form of the report carries."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 from ..collect import ScannedFile
@@ -45,7 +46,8 @@ class ScanReport:
     def records(self) -> list[Record]:
         """The findings, typed (file paths in their identities relative to
         the working directory)."""
-        return [Record.of(f) for f in self.findings]
+        cwd = os.getcwd()
+        return [Record.of(f, cwd) for f in self.findings]
 
     def exit_code(self, policy: str = "graded", fail_on: str | None = None) -> int:
         """The §13 exit code under ``policy`` (graded / simple) or ``fail_on``."""

@@ -66,8 +66,9 @@ def _region(br) -> dict | None:
 def _results(report: ScanReport, artifacts: dict[str, int]) -> Iterator[dict]:
     index = {code: i for i, code in enumerate(sorted(REGISTRY))}
     uris: dict[str, dict] = {}
+    cwd = os.getcwd()
     for f in report.findings:
-        d = Record.of(f).to_dict()
+        d = Record.of(f, cwd).to_dict()
         text = f.message if not f.lines else f.message + "\n" + "\n".join(f.lines)
         res: dict[str, Any] = {"ruleId": f.code, "ruleIndex": index[f.code],
                                "level": SARIF_LEVEL[f.severity], "message": {"text": text}}
