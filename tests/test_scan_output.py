@@ -394,3 +394,27 @@ def test_per_file_ignore_globs():
     assert not _glob("models/*.gguf").fullmatch("models/a/c.gguf")
     assert _glob("shard-0000[1-3].safetensors").fullmatch("shard-00002.safetensors")
     assert not _glob("shard-0000[1-3].safetensors").fullmatch("shard-00004.safetensors")
+
+
+def test_a_record_of_names_that_are_not_utf8(tmp_path):
+    """A name carrying a byte that is not UTF-8 (surrogateescape) or a lone
+    surrogate from a header's JSON still has a record, a fingerprint and a
+    JSON form that is valid UTF-8."""
+    f = Finding("S101", "/m/\udcff.safetensors", "w\ud800", "m")
+    r = Record.of(f, str(tmp_path))
+    assert re.fullmatch(r"[0-9a-f]{16}", r.fingerprint)
+    assert r.fingerprint != Record.of(Finding("S101", "/m/\udcfe.safetensors", "w\ud800", "m"),
+                                      str(tmp_path)).fingerprint
+    rep = O.ScanReport([ScannedFile(f.file, "safetensors", f.file, True, 1, 1)], [f])
+    buf = io.StringIO()
+    O.write_json(rep, "graded", file=buf)
+    buf.getvalue().encode("utf-8")                       # no lone surrogate written
+
+
+def test_fingerprints_do_not_collide_on_how_parts_are_split():
+    from grit.scan.output.record import fingerprint
+    a = fingerprint({"code": "S101", "file": "a", "subject": "b:c"})
+    b = fingerprint({"code": "S101", "file": "a:b", "subject": "c"})
+    c = fingerprint({"code": "S101", "file": "a", "subject": ["b:c"]})
+    d = fingerprint({"code": "S101", "file": "a", "subject": None})
+    assert len({a, b, c, d}) == 4
