@@ -299,6 +299,12 @@ def test_baseline_counts_only_new_findings(tmp_path, monkeypatch):
     assert all(f["file"] == "ckpt/new.safetensors" for f in rep["findings"])
     assert rep["baseline"] == {"file": "grit-baseline.json", "known": doc["findings"].__len__(),
                                "new": len(rep["findings"])}
+    # SARIF marks what it lists as new (against the official schema)
+    code, out = cli("--baseline", "grit-baseline.json", "--format", "sarif", "ckpt")
+    log = json.loads(out)
+    schema = json.load(open(SARIF_SCHEMA))
+    assert not list(jsonschema.validators.validator_for(schema)(schema).iter_errors(log))
+    assert {r["baselineState"] for r in log["runs"][0]["results"]} == {"new"}
     # the text report says how many were known
     code, out = cli("--baseline", "grit-baseline.json", "ckpt")
     assert "new.safetensors" in out and "old.safetensors" not in out
@@ -418,3 +424,20 @@ def test_fingerprints_do_not_collide_on_how_parts_are_split():
     c = fingerprint({"code": "S101", "file": "a", "subject": ["b:c"]})
     d = fingerprint({"code": "S101", "file": "a", "subject": None})
     assert len({a, b, c, d}) == 4
+
+
+def test_config_names_the_settings_file(tmp_path, monkeypatch):
+    _project(tmp_path)
+    (tmp_path / ".grit.toml").write_text('[scan]\nformat = "markdown"\n')   # passed by
+    (tmp_path / "ci.toml").write_text('[scan]\nformat = "json"\nselect = ["S7"]\n')
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "pyproject.toml").write_text(
+        '[tool.grit.scan]\nformat = "jsonl"\nexit-policy = "simple"\n')
+    monkeypatch.chdir(tmp_path)
+    code, out = cli("--config", "ci.toml", "models")
+    doc = json.loads(out)
+    assert doc["findings"] == [] and doc["summary"]["suppressed"] >= 1 and code == 0
+    code, out = cli("--config", "sub/pyproject.toml", "models")
+    assert json.loads(out.splitlines()[-1])["exit_policy"] == "simple" and code == 1
+    code, out = cli("models")
+    assert out.startswith("### grit scan")                # the file found walking up

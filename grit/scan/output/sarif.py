@@ -122,6 +122,8 @@ def _results(report: ScanReport, artifacts: dict[str, int]) -> Iterator[dict]:
                              **{k: d[k] for k in ("role", "label", "omitted") if k in d},
                              "consequences": d["consequences"]}
         res["partialFingerprints"] = {"gritFinding/v1": d["fingerprint"]}
+        if report.baseline is not None:     # the findings a baseline held are not listed
+            res["baselineState"] = "new"
         yield res
 
 
