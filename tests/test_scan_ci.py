@@ -260,3 +260,52 @@ def test_the_documented_ci_recipe_runs(checkout, tmp_path):
     assert ran >= 4
     assert (checkout / "grit-baseline.json").is_file()
     assert (checkout / "grit-scan.md").read_text().startswith("### grit scan — exit 0")
+
+
+def _stub_wheel(folder) -> str:
+    """A wheel whose package is a stub ``grit`` (version 0.0.test), so the
+    Action's install step can be run without an index."""
+    import base64
+    import hashlib
+    import zipfile
+    name = "grit_tensor_stub-0.0.1"
+    files = {"grit/__init__.py": b"__version__ = '0.0.test'\n",
+             f"{name}.dist-info/METADATA": b"Metadata-Version: 2.1\nName: grit-tensor-stub\n"
+                                           b"Version: 0.0.1\n",
+             f"{name}.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\n"
+                                        b"Root-Is-Purelib: true\nTag: py3-none-any\n"}
+    record = "".join(
+        f"{p},sha256={base64.urlsafe_b64encode(hashlib.sha256(b).digest()).rstrip(b'=').decode()},"
+        f"{len(b)}\n" for p, b in files.items()) + f"{name}.dist-info/RECORD,,\n"
+    path = os.path.join(folder, f"{name}-py3-none-any.whl")
+    with zipfile.ZipFile(path, "w") as z:
+        for p, b in files.items():
+            z.writestr(p, b)
+        z.writestr(f"{name}.dist-info/RECORD", record)
+    return path
+
+
+def test_the_action_installs_what_its_input_names(tmp_path):
+    """The install step, run: pip installs the ``install`` input into the
+    ``python`` input's environment (a fresh virtualenv here, a local wheel
+    for the index), and the step prints the grit it then imports."""
+    venv = tmp_path / "venv"
+    try:                   # virtualenv (pre-commit's) seeds pip faster than venv's ensurepip
+        import virtualenv  # noqa: F401
+        make = [sys.executable, "-m", "virtualenv", "-q"]
+    except ImportError:
+        make = [sys.executable, "-m", "venv"]
+    subprocess.run([*make, str(venv)], check=True, capture_output=True, timeout=300)
+    py = str(venv / "bin" / "python")
+    step = _action()["runs"]["steps"][0]
+    inputs = {"install": _stub_wheel(str(tmp_path)), "python": py}
+    env = {k: v for k, v in _env(tmp_path).items() if k != "PYTHONPATH"}
+    env["PIP_NO_INDEX"] = "1"                          # nothing is fetched
+    for k, v in step["env"].items():
+        env[k] = _EXPR.sub(lambda m: inputs[m.group(1)], str(v))
+    script = tmp_path / "install.sh"
+    script.write_text(step["run"])
+    r = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.strip().splitlines()[-1] == "grit 0.0.test"
