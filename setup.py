@@ -32,7 +32,7 @@ _CORE = "grit/_native/core"
 _KERNEL_CORE = [f"{_CORE}/{n}.c" for n in ("threads", "decode", "encode")]
 # the library: the kernels, FNV-1a and grit.h's API
 LIBGRIT_SOURCES = _KERNEL_CORE + [
-    f"{_CORE}/{n}.c" for n in ("fnv", "formats", "fingerprint", "grade", "check", "codec")]
+    f"{_CORE}/{n}.c" for n in ("fnv", "formats", "fingerprint", "grade", "check", "codec", "generic", "layout")]
 LIBGRIT_DEPENDS = [f"{_CORE}/{n}.h" for n in ("core", "fnv", "lib")] + ["grit/include/grit.h"]
 
 

@@ -15,7 +15,9 @@ Rows:
     grit.check.diagnose (the Python implementation);
   * decode / encode of the four kernel families, one thread, --n elements,
     medians of --repeat, all into the same kind of numpy buffers: libgrit's
-    grit_decode / grit_encode (through ctypes, grit_check included), today's
+    grit_decode / grit_encode (through ctypes, grit_check included), the same
+    through the general codec (grit_decode_general / grit_encode_general,
+    the path every other grade takes), today's
     grit._kernels (a binding over the same core), and grit._kernels as built
     at --before (default: the commit before the core / binding split),
     compiled here into a temporary directory.
@@ -129,9 +131,10 @@ def _ext_codec(k, kind: str, x: np.ndarray, repeat: int) -> tuple[float, float]:
     return te, td
 
 
-def _lib_codec(g, x: np.ndarray, repeat: int) -> tuple[float, float]:
+def _lib_codec(g, x: np.ndarray, repeat: int, general: bool = False) -> tuple[float, float]:
     """(encode s, decode s) through libgrit (ctypes; the check included),
-    into numpy buffers like the extension rows'."""
+    into numpy buffers like the extension rows'; ``general``: through
+    grit_encode_general / grit_decode_general."""
     lib = clib.library()
     d = g.descriptor(group_axis=1)
     shape = (x.size // 256, 256)
@@ -147,11 +150,15 @@ def _lib_codec(g, x: np.ndarray, repeat: int) -> tuple[float, float]:
     det = clib.Detail()
 
     def enc():
-        if lib.grit_encode(ctypes.byref(v), xp, x.size, 1, ctypes.byref(det)) != 0:
+        st = (lib.grit_encode_general(ctypes.byref(v), xp, x.size, ctypes.byref(det)) if general
+              else lib.grit_encode(ctypes.byref(v), xp, x.size, 1, ctypes.byref(det)))
+        if st != 0:
             raise RuntimeError(det.message.decode())
 
     def dec():
-        if lib.grit_decode(ctypes.byref(v), op, x.size, 1, ctypes.byref(det)) != 0:
+        st = (lib.grit_decode_general(ctypes.byref(v), op, x.size, ctypes.byref(det)) if general
+              else lib.grit_decode(ctypes.byref(v), op, x.size, 1, ctypes.byref(det)))
+        if st != 0:
             raise RuntimeError(det.message.decode())
 
     return _median_s(enc, repeat), _median_s(dec, repeat)
@@ -218,9 +225,11 @@ def main(argv=None) -> int:
             bef_e, bef_d = _ext_codec(before, kind, x, a.repeat)
             now_e, now_d = _ext_codec(now_k, kind, x, a.repeat)
             lib_e, lib_d = _lib_codec(g, x, a.repeat)
+            gen_e, gen_d = _lib_codec(g, x, max(1, a.repeat // 3), general=True)
             for label, (e, dd) in (("before: grit._kernels at " + a.before, (bef_e, bef_d)),
                                    ("grit._kernels (binding over the core)", (now_e, now_d)),
-                                   ("libgrit grit_encode / grit_decode", (lib_e, lib_d))):
+                                   ("libgrit grit_encode / grit_decode", (lib_e, lib_d)),
+                                   ("libgrit general codec", (gen_e, gen_d))):
                 key = f"{kind} {label}"
                 rows[f"{key} encode s"], rows[f"{key} decode s"] = e, dd
                 print(f"{kind + ' ' + label:44s} {e * 1e3:10.2f} {dd * 1e3:10.2f} "

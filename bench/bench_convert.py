@@ -7,14 +7,18 @@ of about ``--shard-mb``; then, each in a fresh process, median of
 
 * ``copy``: ``shutil.copyfile`` of every shard (the peer: what moving the
   bytes costs at least);
-* ``convert``: ``grit convert --to compressed-tensors`` (read, emit, write,
-  read back for the proof, the proof's decode comparison);
-* ``convert, no proof``: the same writes without the read-back and decode
-  comparison (``grit.conventions.emit`` + ``grit.save`` per shard), to show
-  where the time goes.
+* ``convert -j N``: ``grit convert --to compressed-tensors`` with N jobs
+  (check, write at the planned offsets, read back, prove: plane digests
+  and the comparison of the planes);
+* ``emit+save``: the same writes without the check and the proof
+  (``grit.conventions.emit`` + ``grit.save`` per shard), to show what the
+  proof costs.
 
-Printed: wall time, GB/s over the checkpoint's bytes, the ratio to the copy,
-and each process's peak RSS against the largest tensor.
+Printed: wall time, GB/s over the checkpoint's bytes, the ratio to the
+copy's throughput, each process's peak RSS (``VmHWM``) and peak
+anonymous RSS (``RssAnon`` of /proc/self/status, sampled every 5 ms: the
+memory that is not pages of mapped files), both against the largest
+tensor; and the load average before and after (the machine may be shared).
 
     python bench/bench_convert.py --size-gb 2 --shard-mb 512
 """
@@ -32,16 +36,35 @@ import tempfile
 import numpy as np
 
 _CHILD = r"""
-import json, os, resource, shutil, sys, time
+import json, os, shutil, sys, threading, time
 mode, src, dst = sys.argv[1:4]
+peak_anon = [0]
+stop = threading.Event()
+def status(key):
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+def anon():
+    return status("RssAnon")
+def sample():
+    while not stop.is_set():
+        peak_anon[0] = max(peak_anon[0], anon())
+        time.sleep(0.005)
+th = threading.Thread(target=sample, daemon=True)
+th.start()
 t = time.perf_counter()
 if mode == "copy":
     os.makedirs(dst)
     for n in sorted(os.listdir(src)):
         shutil.copyfile(os.path.join(src, n), os.path.join(dst, n))
-elif mode == "convert":
+elif mode.startswith("convert"):
     from grit.convert import convert
-    convert(src, dst, "compressed-tensors")
+    convert(src, dst, "compressed-tensors", jobs=int(mode.split("-j")[1]))
 else:
     import grit
     from grit import conventions
@@ -51,7 +74,11 @@ else:
             em = conventions.emit("compressed-tensors", dict(grit.load(os.path.join(src, n))))
             grit.save(os.path.join(dst, n), em.tensors)
 wall = time.perf_counter() - t
-print(json.dumps({"wall": wall, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+stop.set()
+th.join()
+# VmHWM, not ru_maxrss: the latter keeps the peak of the process before exec (the
+# parent's, which made the checkpoint)
+print(json.dumps({"wall": wall, "rss": status("VmHWM"), "anon": max(peak_anon[0], anon())}))
 """
 
 
@@ -62,7 +89,7 @@ def make(folder: str, size_gb: float, shard_mb: int, rows: int, cols: int) -> tu
     rng = np.random.default_rng(0)
     desc = grit.GRADE_MXFP4.descriptor(group_axis=1)
     per = rows * cols // 2 + rows * cols // 32
-    n_tensors = max(1, int(size_gb * 2**30 // per))
+    n_tensors = max(1, int(size_gb * 1e9 // per))
     per_shard = max(1, int(shard_mb * 2**20 // per))
     os.makedirs(folder)
     total, i, s = 0, 0, 0
@@ -76,6 +103,7 @@ def make(folder: str, size_gb: float, shard_mb: int, rows: int, cols: int) -> tu
             i += 1
         s += 1
         grit.save(os.path.join(folder, f"model-{s:05d}.safetensors"), tensors)
+        del tensors
     with open(os.path.join(folder, "config.json"), "w") as f:
         json.dump({"architectures": ["LlamaForCausalLM"]}, f)
     for n in os.listdir(folder):
@@ -87,34 +115,44 @@ def run(mode: str, src: str, dst: str) -> dict:
     shutil.rmtree(dst, ignore_errors=True)
     out = subprocess.run([sys.executable, "-c", _CHILD, mode, src, dst], capture_output=True,
                          text=True, check=True)
+    shutil.rmtree(dst, ignore_errors=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--size-gb", type=float, default=1.0)
+    ap.add_argument("--size-gb", type=float, default=2.0)
     ap.add_argument("--shard-mb", type=int, default=512)
-    ap.add_argument("--rows", type=int, default=4096)
-    ap.add_argument("--cols", type=int, default=4096)
+    ap.add_argument("--rows", type=int, default=16384)
+    ap.add_argument("--cols", type=int, default=16384)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--jobs", type=int, nargs="+", default=[1, 2])
     args = ap.parse_args()
+    load0 = os.getloadavg()
     with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR")) as tmp:
         src = os.path.join(tmp, "src")
         total, largest = make(src, args.size_gb, args.shard_mb, args.rows, args.cols)
-        print(f"checkpoint: {total / 2**30:.2f} GiB in "
+        print(f"checkpoint: {total / 1e9:.2f} GB in "
               f"{len([n for n in os.listdir(src) if n.endswith('.safetensors')])} shards, "
-              f"largest tensor {largest / 2**20:.1f} MiB; median of {args.repeat}")
+              f"largest tensor {largest / 2**20:.1f} MiB; median of {args.repeat}; "
+              f"{os.cpu_count()} CPUs")
         rows = {}
-        for mode in ("copy", "convert", "emit+save"):
-            runs = [run(mode, src, os.path.join(tmp, "dst")) for _ in range(args.repeat)]
-            rows[mode] = (statistics.median(r["wall"] for r in runs),
-                          max(r["rss_mb"] for r in runs))
-        base = rows["copy"][0]
-        print(f"{'':12} {'wall s':>8} {'GB/s':>7} {'÷ copy':>7} {'peak RSS MiB':>13} "
-              f"{'RSS ÷ largest':>14}")
-        for mode, (wall, rss) in rows.items():
-            print(f"{mode:12} {wall:8.2f} {total / wall / 1e9:7.2f} {wall / base:7.2f} "
-                  f"{rss:13.0f} {rss * 2**20 / largest:14.1f}")
+        modes = ["copy", *(f"convert-j{j}" for j in args.jobs), "emit+save"]
+        for _ in range(args.repeat):                  # interleaved: load drifts alike
+            for mode in modes:
+                rows.setdefault(mode, []).append(run(mode, src, os.path.join(tmp, "dst")))
+        load1 = os.getloadavg()
+        base = statistics.median(r["wall"] for r in rows["copy"])
+        print(f"{'':12} {'wall s':>7} {'GB/s':>6} {'÷ copy':>7} {'RSS MiB':>8} "
+              f"{'÷ largest':>9} {'anon MiB':>9} {'÷ largest':>9}")
+        for mode, runs in rows.items():
+            wall = statistics.median(r["wall"] for r in runs)
+            rss = statistics.median(r["rss"] for r in runs)
+            anon = statistics.median(r["anon"] for r in runs)
+            print(f"{mode:12} {wall:7.2f} {total / wall / 1e9:6.2f} {base / wall:7.2f} "
+                  f"{rss / 2**20:8.0f} {rss / largest:9.2f} {anon / 2**20:9.0f} "
+                  f"{anon / largest:9.2f}")
+        print(f"load average (1 min) before {load0[0]:.2f}, after {load1[0]:.2f}")
 
 
 if __name__ == "__main__":

@@ -30,6 +30,11 @@ from .io import load, save, save_gguf
 from .clib import get_cmake_dir, get_include, get_library, get_pkgconfig_dir
 # the tools: grit.explain.diff / render, and grit.scan (the package, callable as its scan)
 from . import explain, scan
+# grit info (the module, callable as its info) and the ecosystem's grade names
+from . import info
+from .ecosystem import grade_named
+# grit.convert's converters of other containers register themselves (GGUF)
+from . import convert_gguf as _convert_gguf  # noqa: F401
 
 __version__ = "0.1.0"
 
@@ -49,3 +54,4 @@ __all__ += ["save", "save_gguf", "GritPinError"]
 # libgrit, the C library (docs/c-library.md)
 __all__ += ["get_include", "get_library", "get_pkgconfig_dir", "get_cmake_dir"]
 __all__ += ["explain", "scan"]
+__all__ += ["info", "grade_named"]

@@ -14,12 +14,15 @@ import click
 
 from . import __version__
 from . import convert as convert_mod
+from . import convert_gguf  # noqa: F401 - registers GGUF with grit convert / verify
 from ._files import check_output, loads_json, read_regular
 from .boundary import diagnose
+from .ecosystem import grade_named, names_of
 from .errors import GritError, Status
+from . import info as info_mod
 from ._text import ESCAPE_ERRORS, escape_errors, printable
 from .explain import ExplainInputError, diff, render, resolve, to_dict
-from .grade import grade_from, register_grade
+from .grade import register_grade
 from .io.http import NetPolicy, is_url, parse_url
 from .io.hub import HubPath, is_hub
 from .io.source import LIMITS, limit
@@ -146,23 +149,28 @@ def main() -> None:
 @click.argument("text")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def grade_cmd(text: str, as_json: bool) -> None:
-    """Canonicalise a grade string (or a name like GRADE_MXFP4) and print its id.
+    """Canonicalise a grade string (or a name like GRADE_MXFP4, or a name the
+    ecosystem gives the format: Q4_K, MXFP4, MXFP8, NVFP4, ggml:NVFP4,
+    nvfp4-pack-quantized, FP8(k0=4096), INT8(k0=128,s0=binary16) …;
+    docs/info.md lists them) and print its id and the names it is known by.
 
     \b
-    Example:  grit grade 'GRIT1(esr=ocpmx, s0=ue8m0, k0=32, e=fp4)'
+    Examples: grit grade 'GRIT1(esr=ocpmx, s0=ue8m0, k0=32, e=fp4)'
+              grit grade q4_k
     """
     try:
-        g = grade_from(text)
+        g = grade_named(text)
     except GritError as e:
         _die(e, as_json)
     out = {"canonical": g.canonical, "grade_id": f"0x{g.id:016X}",
-           "decode_projection": g.decode_projection, "name": g.name}
+           "decode_projection": g.decode_projection, "name": g.name,
+           "known_as": names_of(g) or None}
     if as_json:
         click.echo(json.dumps(out, indent=2))
     else:
         for k, v in out.items():
             if v is not None:
-                click.echo(f"{k:18} {v}")
+                click.echo(f"{k:18} {', '.join(v) if isinstance(v, list) else v}")
 
 
 @main.command("check")
@@ -714,52 +722,114 @@ def _load_cases(target, shape, planes):
 @main.command("convert")
 @click.argument("src", metavar="SRC")
 @click.argument("dst", metavar="DST")
-@click.option("--to", "to", type=click.Choice(sorted(convert_mod.TARGETS)), required=True,
+@click.option("--to", "to", type=click.Choice(sorted(
+                  set(convert_mod.TARGETS) |
+                  {t for c in convert_mod.CONTAINERS.values() for t in c.targets})),
+              required=True,
               help="The convention to write: compressed-tensors, modelopt (NVFP4), gpt-oss "
-                   "(MXFP4) or grit (GRIT safetensors).")
+                   "(MXFP4), grit (GRIT safetensors) or gguf (the GGUF llama.cpp loads).")
 @click.option("--force", is_flag=True, help="Replace DST if it exists (once the new one is "
                                             "complete).")
+@click.option("--allow-requant", is_flag=True,
+              help="Re-quantise a weight the target cannot hold into the target's nearest "
+                   "format (docs/convert.md) instead of refusing; each one is reported with "
+                   "its error (max abs, RMS, ulps).")
+@click.option("--jobs", "-j", type=click.IntRange(1, convert_mod.MAX_JOBS), default=1,
+              show_default=True, help="Tensors handled at once (the output is the same).")
 @click.option("--json", "as_json", is_flag=True, help="Print the proof's summary as JSON.")
-def convert_cmd(src: str, dst: str, to: str, force: bool, as_json: bool) -> None:
+def convert_cmd(src: str, dst: str, to: str, force: bool, allow_requant: bool, jobs: int,
+                as_json: bool) -> None:
     """Move the safetensors checkpoint SRC (a file or a folder of shards) into
     the convention --to, as the folder DST, without re-quantising: element
     codes and scale bytes are moved, never re-derived.  A weight the target
     cannot hold refuses the whole conversion, with the reason, before
-    anything is written.  DST holds the model files, config.json (the
-    target's quantisation entry in place of the source's), the files that
-    were beside SRC, and grit-proof.json: per weight the source's and the
-    target's gid, grade and plane digests and the decode verdict (bit-exact,
-    or scalar-rounded with the elements that differ and by how many ulps).
-    `grit verify SRC DST` re-derives every verdict.
+    anything is written (--allow-requant: it is re-quantised into the
+    target's nearest format and reported).  DST holds the model files,
+    config.json (the target's quantisation entry in place of the source's),
+    the files that were beside SRC, and grit-proof.json: per weight the
+    source's and the target's gid, grade and plane digests and the decode
+    verdict (bit-exact; scalar-rounded with the elements that differ and by
+    how many ulps; re-quantised with the max abs, RMS and ulps error).
+    `grit verify SRC DST` re-derives every verdict.  --to gguf writes
+    DST/model.gguf for llama.cpp (llama, mistral, qwen2, qwen3, gemma3), and
+    a .gguf SRC converts to the safetensors conventions.
 
     \b
     Examples:
       grit convert ./llama-nvfp4-ct ./llama-nvfp4-modelopt --to modelopt
       grit convert ./model.safetensors ./model-grit --to grit
+      grit convert ./llama-nvfp4-ct ./llama-gguf --to gguf
+      grit convert hf://org/model-mxfp4 ./model-nvfp4 --to modelopt --allow-requant -j 4
     Exit status: 0 written (every verdict bit-exact), 3 written with
-    scalar-rounded weights, 2 refused or unreadable."""
+    scalar-rounded or re-quantised weights, 2 refused or unreadable."""
     try:
-        def progress(f: str) -> None:
-            if sys.stderr.isatty():
-                click.echo(f"writing {os.path.basename(f)}", err=True)
-        rep = convert_mod.convert(src, dst, to, overwrite=force, progress=progress)
+        with _convert_progress() as progress:
+            rep = convert_mod.convert(src, dst, to, overwrite=force, progress=progress,
+                                      allow_requant=allow_requant, jobs=jobs)
     except (GritError, OSError) as e:
         _die(e, as_json)
-    rounded = rep.counts.get("scalar-rounded", 0)
+    changed = rep.counts.get("scalar-rounded", 0) + rep.counts.get("re-quantised", 0)
     if as_json:
         click.echo(json.dumps({"dst": rep.dst, "to": to, "verdicts": rep.counts,
-                               "proof": os.path.join(rep.dst, convert_mod.PROOF_FILE)}))
+                               "proof": os.path.join(rep.dst, convert_mod.PROOF_FILE),
+                               "requantised": {w["name"]: w["verdict"]
+                                               for w in rep.proof["weights"]
+                                               if w["verdict"]["verdict"] == "re-quantised"}}))
     else:
         n = sum(rep.counts.values())
         click.echo(f"{n} weight(s) written as {to} to {rep.dst}: "
                    + ", ".join(f"{v} {k}" for k, v in sorted(rep.counts.items())))
         for w in rep.proof["weights"]:
-            if w["verdict"]["verdict"] != "bit-exact":
-                click.echo(f"  {w['name']}: {w['verdict']['differ']} of "
-                           f"{w['verdict']['elements']} elements differ, at most "
-                           f"{w['verdict']['max_ulps']} ulp(s); " + "; ".join(w["notes"]))
+            v = w["verdict"]
+            if v["verdict"] == "re-quantised":
+                click.echo(f"  {printable(w['name'])}: re-quantised into "
+                           f"{w['requant']['into']}: max abs {v['max_abs']:.6g}, RMS "
+                           f"{v['rms']:.6g}, max {v['max_ulps']} ulp(s); {v['differ']} of "
+                           f"{v['elements']} elements differ"
+                           + (f", {v['nonfinite']} of them not finite"
+                              if v["nonfinite"] else ""))
+            elif v["verdict"] != "bit-exact":
+                click.echo(f"  {printable(w['name'])}: {v['differ']} of {v['elements']} "
+                           f"elements differ, at most {v['max_ulps']} ulp(s); "
+                           + "; ".join(w["notes"]))
         click.echo(f"proof: {os.path.join(rep.dst, convert_mod.PROOF_FILE)}")
-    sys.exit(3 if rounded else 0)
+    sys.exit(3 if changed else 0)
+
+
+@contextlib.contextmanager
+def _convert_progress():
+    """grit convert's progress bar on stderr, only on a terminal: the model
+    file being written or proved and the bytes done; otherwise None."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    # rich is heavy to import and only a terminal's progress bar needs it
+    from rich.console import Console  # noqa: PLC0415
+    from rich.progress import (BarColumn, Progress, TextColumn,  # noqa: PLC0415
+                               TimeRemainingColumn)
+    bar = Progress(TextColumn("converting"), BarColumn(),
+                   TextColumn("{task.percentage:>3.0f}%"), TimeRemainingColumn(),
+                   TextColumn("{task.description}", markup=False),
+                   console=Console(stderr=True), transient=True)
+    task = None
+
+    def update(path: str, done: int | None = None, total: int | None = None) -> None:
+        # (a converter that counts no bytes calls it with the file alone)
+        nonlocal task
+        if task is None:
+            bar.start()
+            task = bar.add_task("", total=max(1, total or 1))
+        name = printable(path.split("?")[0].rstrip("/").rsplit("/", 1)[-1])
+        if done is None or total is None:
+            bar.update(task, description=name)
+        else:
+            bar.update(task, completed=done, total=max(1, total), description=name)
+
+    try:
+        yield update
+    finally:
+        if task is not None:
+            bar.stop()
 
 
 @main.command("verify")
@@ -786,6 +856,51 @@ def verify_cmd(src: str, dst: str, proof: str | None, as_json: bool) -> None:
         click.echo(f"{rep.checked} weight(s) checked: "
                    + ("the proof holds" if rep.ok else f"{len(rep.problems)} disagreement(s)"))
     sys.exit(0 if rep.ok else 1)
+
+
+# ---------------------------------------------------------------------------
+# grit info
+
+
+@main.command("info")
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@click.option("--json", "as_json", is_flag=True,
+              help="Machine-readable output (docs/info.md, \"JSON\": schema grit-info/1).")
+@click.option("--no-cache", "no_cache", is_flag=True,
+              help="Read remote headers afresh (do not use or fill the header cache).")
+def info_cmd(paths, as_json: bool, no_cache: bool) -> None:
+    """List every tensor of safetensors / GGUF checkpoints, as gguf-dump does,
+    with its GRIT grade, and the totals a machine is sized by.
+
+    PATH is what grit scan takes: a .safetensors or .gguf file, a folder (its
+    shards, with their index), a *.safetensors.index.json, an http(s) URL or
+    hf://ORG/REPO[@REVISION][/PATH].  Headers alone are read (and the few
+    small tensors a convention is recognised by).
+
+    \b
+    Per tensor: parameters, shape, the name the ecosystem knows its format by
+    (Q4_K, nvfp4-pack-quantized, BF16 …), the convention (ggml, grit,
+    compressed-tensors …), bytes at rest, the GRIT grade (registered name or
+    canonical string) and the name; a recognised quantised weight is one row
+    holding its scale tensors.  Totals: parameters, bytes at rest, bytes per
+    parameter, bytes decoded to bf16 and to f32.
+
+    \b
+    Example:  grit info model.gguf
+              grit info --json ./llama-nvfp4/ > info.json
+    Exit status: 0 listed, 4 an input cannot be read (the message names it),
+    2 a usage error.
+    """
+    _check_scan_args(paths, None)
+    try:
+        got = info_mod.info(list(paths), cache=not no_cache)
+    except GritError as e:
+        _die(e, as_json, code=info_mod.EXIT_UNREADABLE)
+    if as_json:
+        click.echo(json.dumps(got.to_dict(), indent=2))
+    else:
+        click.echo(info_mod.render(got, printable))
+    sys.exit(info_mod.EXIT_OK)
 
 
 #: the largest case file grit check reads

@@ -9,9 +9,10 @@ two must give the same status, §7.3 step, detail field and plane.  Where
 the grade is known and the shape fits the view, Python's gid and C's
 grit_gid must be equal too.  Every grade the Python registry knows when a
 case names it is registered in the C registry first, as a consumer of the
-file would.  Layout expressions are not registered: libgrit resolves no
-class-0x8 word, so both sides see hashed words as unresolvable (the
-documented C behaviour, docs/c-library.md).
+file would.  So is every layout expression Python knows (the fuzz seed
+layouts, Interleave and others, and the Interleave ones the package
+registers at import): class-0x8 words of the generator's pool then resolve
+on both sides, and the pool's other hashed words on neither.
 
 A plane size past 2^63 - 1 bytes cannot travel in grit_view_t (plane_bytes
 is int64); such cases are counted apart, not compared.
@@ -25,6 +26,7 @@ import argparse
 import collections
 import contextlib
 import ctypes
+import dataclasses
 import json
 import os
 import random
@@ -51,16 +53,15 @@ _F_INTERLEAVED, _F_SPARSE = 0x10, 0x04
 
 @contextlib.contextmanager
 def grades_only():
-    """The fuzz seed grades registered, no layout expression but the
-    Interleave ones the package registers at import (step 2 accepts a data
-    word of either kind, resolved or not, just as libgrit accepts every
-    hashed word), and both Python registries as they were afterwards."""
+    """The fuzz seed grades and layouts registered, the layout expressions
+    the package registers at import kept, and both Python registries as they
+    were afterwards."""
     saved, layouts = dict(G._REGISTRY), dict(X._REGISTRY)
     try:
-        X._REGISTRY.clear()
-        X._REGISTRY.update({w: e for w, e in layouts.items() if isinstance(e, X.Interleave)})
         for g in F.SEED_GRADES:
             grit.register_grade(g)
+        for e in F.SEED_LAYOUTS:
+            grit.register_layout(e)
         yield
     finally:
         G._REGISTRY.clear()
@@ -73,6 +74,16 @@ class CSide:
     def __init__(self) -> None:
         self.lib = clib.library()
         self.known: set[int] = set()
+
+    def sync_layouts(self) -> int:
+        """Register in C every layout expression Python resolves; their count."""
+        for w, e in X._REGISTRY.items():
+            s = str(e).encode()
+            got, det = ctypes.c_uint64(), clib.Detail()
+            if self.lib.grit_register_layout(s, len(s), ctypes.byref(got), ctypes.byref(det)) \
+                    or got.value != w:
+                raise AssertionError(f"C refused Python's layout {e}: {det.message.decode()}")
+        return len(X._REGISTRY)
 
     def sync_grade(self, grade_id: int) -> None:
         """Register in C the grade Python knows under grade_id, once."""
@@ -107,6 +118,11 @@ def compare_case(case: F.Case, c: CSide, tally: collections.Counter) -> list[dic
     """The mismatches of one case (empty when C and Python agree)."""
     d = Descriptor.from_bytes(case.desc)
     c.sync_grade(d.grade_id)
+    if d.flags & _F_INTERLEAVED and d.placement_data >> 60 == 0x8:
+        e = X.resolve_layout(d.placement_data)
+        tally["INTERLEAVED over a hashed data word: "
+              + ("unresolved" if e is None else "Interleave" if isinstance(e, X.Interleave)
+                 else "another expression")] += 1
     has_bytes = all(isinstance(p, bytes) for p in case.planes)
     sizes = [len(p) if isinstance(p, bytes) else p for p in case.planes]
     shape = [_c_extent(x) for x in case.shape]
@@ -153,6 +169,41 @@ def compare_case(case: F.Case, c: CSide, tally: collections.Counter) -> list[dic
     return out
 
 
+def with_fresh_layout(case: F.Case, chooser, c: CSide, tally: collections.Counter,
+                      mismatches: list[dict]) -> F.Case:
+    """A layout text from the fuzz generator, offered to both registries:
+    C must accept exactly Python's canonical texts (with Python's word).
+    When it parses, its canonical text is registered on both sides and
+    becomes the case's data placement, F_INTERLEAVED set or not."""
+    text = F.gen_layout_text(chooser)
+    raw = text.encode("utf-8", "surrogatepass")
+    try:
+        e = X.parse_layout(text)
+    except grit.GritLayoutError:
+        e = None
+    got, det = ctypes.c_uint64(), clib.Detail()
+    st = c.lib.grit_register_layout(raw, len(raw), ctypes.byref(got), ctypes.byref(det))
+    canonical = e is not None and str(e) == text
+    tally["layout texts offered"] += 1
+    tally["layout texts canonical"] += canonical
+    if (st == 0) != canonical or (canonical and got.value != e.word):
+        mismatches.append({"layout": text[:300], "python_canonical": canonical,
+                           "c_status": st, "c_message": det.message.decode()})
+        tally["mismatching cases"] += 1
+    if e is None:
+        return case
+    s = str(e).encode()
+    grit.register_layout(e)
+    if c.lib.grit_register_layout(s, len(s), ctypes.byref(got), None) != 0 or got.value != e.word:
+        mismatches.append({"layout": str(e)[:300], "c": "refused the canonical text"})
+        tally["mismatching cases"] += 1
+    d = Descriptor.from_bytes(case.desc).replace(placement_data=e.word)
+    if chooser.coin(0.7):
+        d = d.replace(flags=d.flags | _F_INTERLEAVED)
+    tally["cases on a fresh layout word"] += 1
+    return dataclasses.replace(case, desc=d.to_bytes())
+
+
 def run(cases: int, seed: int, show: int = 5, progress: bool = False):
     """(tally, mismatches) of `cases` generated cases."""
     tally: collections.Counter = collections.Counter()
@@ -162,8 +213,11 @@ def run(cases: int, seed: int, show: int = 5, progress: bool = False):
     c = CSide()
     t0 = time.time()
     with grades_only():
+        tally["layouts registered"] = c.sync_layouts()
         for i in range(cases):
             case = F.gen_case(chooser)
+            if chooser.coin(0.02):
+                case = with_fresh_layout(case, chooser, c, tally, mismatches)
             bad = compare_case(case, c, tally)
             tally["cases"] += 1
             if bad:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A libFuzzer campaign on libgrit's grit_check (scripts/fuzz_check.c), built
+# A libFuzzer campaign on libgrit's grit_check and codec (scripts/fuzz_check.c), built
 # with AddressSanitizer and UndefinedBehaviorSanitizer (any report aborts).
 #
 #   scripts/fuzz_c.sh [SECONDS] [EXTRA libFuzzer ARGS...]
@@ -26,7 +26,7 @@ SRC=grit/_native/core
 "$CC" -std=c99 -g -O1 -ffp-contract=off -fsanitize=fuzzer,address,undefined \
     -fno-sanitize-recover=undefined -Igrit/include scripts/fuzz_check.c \
     $SRC/threads.c $SRC/decode.c $SRC/encode.c $SRC/fnv.c $SRC/formats.c \
-    $SRC/fingerprint.c $SRC/grade.c $SRC/check.c $SRC/codec.c -lm -lpthread \
+    $SRC/fingerprint.c $SRC/grade.c $SRC/check.c $SRC/codec.c $SRC/generic.c $SRC/layout.c -lm -lpthread \
     -o "$OUT/fuzz_check" || { echo "fuzz_c: $CC cannot build a libFuzzer target" >&2; exit 77; }
 # seeds: each vector's descriptor as a level-1 and a level-2 case; the grades
 python3 - "$OUT" <<'PY'
@@ -37,12 +37,16 @@ sys.path.insert(0, "tests")
 sys.path.insert(0, ".")
 try:
     import grit
-    from fuzz_strategies import SEED_GRADES
+    from fuzz_strategies import SEED_GRADES, SEED_LAYOUTS
     seeds = [grit.Grade.parse(g).canonical for g in SEED_GRADES]
+    layouts = [str(grit.parse_layout(e)) for e in SEED_LAYOUTS]
 except ImportError:                     # hypothesis missing: the vectors' grades only
-    seeds = []
+    seeds, layouts = [], []
 grades = [g["canonical"] for g in doc["grades"].values()] + seeds
 (out / "grades.txt").write_text("\n".join(dict.fromkeys(grades)) + "\n")
+(out / "layouts.txt").write_text("\n".join(layouts) + "\n")
+for i, e in enumerate(layouts):
+    (out / "corpus" / f"layout{i}").write_bytes(b"l" + e.encode())
 for k, r in enumerate(doc["vectors"] + doc["negative"]):
     shape = r["shape"][:8]
     if any(not -(1 << 63) <= s < (1 << 63) for s in shape):
@@ -57,6 +61,7 @@ for i, g in enumerate(grades):
     (out / "corpus" / f"grade{i}").write_bytes(b"g" + g.encode())
 PY
 export GRIT_FUZZ_GRADES="$OUT/grades.txt"
+export GRIT_FUZZ_LAYOUTS="$OUT/layouts.txt"
 # the grade registry lives as long as the process (docs/c-library.md): not a leak
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0}"
 exec "$OUT/fuzz_check" -max_total_time="$SECS" -print_final_stats=1 -max_len=4096 \

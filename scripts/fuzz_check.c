@@ -1,10 +1,13 @@
 /*
  * libFuzzer target on libgrit's boundary (§14): grit_check at levels 0-2,
  * grit_gid, grit_plane_sizes, grit_register_grade and grit_base32_parse,
+ * and, for a view that passes level 2, decode and encode through the
+ * general codec and through grit_decode / grit_encode (equal results),
  * built with -fsanitize=fuzzer,address,undefined (scripts/fuzz_c.sh).
  *
  * Input: byte 0 picks the entry (0x67 'g': the rest is a grade string to
- * register; 0x62 'b': the rest is a base32 string; else a check case):
+ * register; 0x6C 'l': a layout expression to register; 0x62 'b': the rest
+ * is a base32 string; else a check case):
  *   [0]        level (low 2 bits: 0, 1, 2, 3 -> level 0..3)
  *   [1, 65)    the 64 descriptor bytes
  *   [65]       rank, as int8 (any value, -128..127)
@@ -17,7 +20,8 @@
  *
  * GRIT_FUZZ_GRADES names a file of canonical grade strings, one a line,
  * registered at start so that frames beyond the six built-in grades are
- * reachable.
+ * reachable; GRIT_FUZZ_LAYOUTS one of layout expressions, so that hashed
+ * words resolve.
  */
 #include "grit.h"
 
@@ -28,23 +32,38 @@
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* how often the codec was reached, printed at exit */
+static unsigned long n_decoded = 0, n_encoded = 0, n_refused = 0;
+
+static void
+report(void)
+{
+    fprintf(stderr, "fuzz_check codec: %lu views decoded, %lu encoded, %lu encodes refused\n",
+            n_decoded, n_encoded, n_refused);
+}
+
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
-    const char *path = getenv("GRIT_FUZZ_GRADES");
-    FILE *f = path ? fopen(path, "r") : NULL;
-    char line[4096];
-    while (f != NULL && fgets(line, sizeof line, f) != NULL) {
-        size_t n = strcspn(line, "\r\n");
-        grit_detail_t det;
-        if (grit_register_grade(line, n, NULL, &det) != GRIT_OK) {
-            fprintf(stderr, "not registered: %.*s: %s\n", (int)n, line, det.message);
+    atexit(report);
+    for (int layouts = 0; layouts < 2; layouts++) {
+        const char *path = getenv(layouts ? "GRIT_FUZZ_LAYOUTS" : "GRIT_FUZZ_GRADES");
+        FILE *f = path ? fopen(path, "r") : NULL;
+        char line[4096];
+        while (f != NULL && fgets(line, sizeof line, f) != NULL) {
+            size_t n = strcspn(line, "\r\n");
+            grit_detail_t det;
+            grit_status_t st = layouts ? grit_register_layout(line, n, NULL, &det)
+                                       : grit_register_grade(line, n, NULL, &det);
+            if (st != GRIT_OK) {
+                fprintf(stderr, "not registered: %.*s: %s\n", (int)n, line, det.message);
+            }
         }
-    }
-    if (f != NULL) {
-        fclose(f);
+        if (f != NULL) {
+            fclose(f);
+        }
     }
     return 0;
 }
@@ -68,6 +87,59 @@ must(int cond, const char *what)
     }
 }
 
+/* A view that passed level 2 (its planes are exact-size heap copies):
+ * decode through the general codec and through grit_decode (the same
+ * bits), then encode the decoded values back through both (the same
+ * planes, or the same refusal). */
+static void
+codec(grit_view_t *v)
+{
+    uint64_t numel = 1;
+    for (int32_t i = 0; i < v->rank; i++) {
+        numel *= (uint64_t)v->shape[i];
+    }
+    if (numel > (1u << 12)) {
+        return;
+    }
+    size_t n = (size_t)numel, nb = (n ? n : 1) * sizeof(float);
+    float *a = (float *)malloc(nb), *b = (float *)malloc(nb);
+    grit_detail_t det;
+    grit_status_t s1 = grit_decode_general(v, a, n, &det);
+    must(s1 == GRIT_OK || s1 == GRIT_PLACEMENT_UNKNOWN, "decode: Ok or a placement refused");
+    grit_status_t s2 = grit_decode(v, b, n, 1, &det);
+    must(s1 == s2 && (s1 != GRIT_OK || memcmp(a, b, n * sizeof(float)) == 0),
+         "grit_decode gives the general codec's bits");
+    if (s1 == GRIT_OK) {
+        n_decoded++;
+        uint8_t *pa[4], *pb[4];
+        grit_view_t va = *v, vb = *v;
+        for (int i = 0; i < 4; i++) {
+            size_t k = (size_t)(v->plane_bytes[i] > 0 ? v->plane_bytes[i] : 1);
+            pa[i] = (uint8_t *)malloc(k);
+            pb[i] = (uint8_t *)malloc(k);
+            va.plane[i] = v->plane_bytes[i] > 0 ? pa[i] : NULL;
+            vb.plane[i] = v->plane_bytes[i] > 0 ? pb[i] : NULL;
+        }
+        grit_status_t e1 = grit_encode_general(&va, a, n, &det);
+        must(e1 == GRIT_OK || e1 == GRIT_GRADE_UNKNOWN, "encode: Ok or the grade refused");
+        grit_status_t e2 = grit_encode(&vb, a, n, 1, &det);
+        must(e1 == e2, "grit_encode refuses what the general codec refuses");
+        n_encoded += e1 == GRIT_OK;
+        n_refused += e1 != GRIT_OK;
+        for (int i = 0; i < 4 && e1 == GRIT_OK; i++) {
+            must(v->plane_bytes[i] <= 0
+                 || memcmp(pa[i], pb[i], (size_t)v->plane_bytes[i]) == 0,
+                 "grit_encode writes the general codec's planes");
+        }
+        for (int i = 0; i < 4; i++) {
+            free(pa[i]);
+            free(pb[i]);
+        }
+    }
+    free(a);
+    free(b);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -80,6 +152,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             const char *c = grit_grade_canonical(id);
             must(c != NULL && strlen(c) == size - 1 && memcmp(c, data + 1, size - 1) == 0,
                  "a registered grade is found under its id");
+        }
+        return 0;
+    }
+    if (size >= 1 && data[0] == 'l') {
+        uint64_t w;
+        grit_status_t st = grit_register_layout((const char *)data + 1, size - 1, &w, &det);
+        must(st == GRIT_OK || st == GRIT_PLACEMENT_UNKNOWN, "register_layout: two statuses");
+        if (st == GRIT_OK) {
+            const char *t = grit_layout_expression(w);
+            must(t != NULL && strlen(t) == size - 1 && memcmp(t, data + 1, size - 1) == 0,
+                 "a registered layout is found under its word");
         }
         return 0;
     }
@@ -153,6 +236,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         grit_digest(&v, dig);
         must(grit_check_digest(&v, 2, dig, &det) != GRIT_DIGEST_MISMATCH
              || det.field[0] == 'a', "the planes' own digest matches");
+    }
+    if (level >= 2 && st == GRIT_OK) {
+        codec(&v);
     }
     for (int i = 0; i < 4; i++) {
         free(copies[i]);

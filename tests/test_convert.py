@@ -107,18 +107,25 @@ def test_verify_finds_a_changed_output_and_a_changed_proof(ct, tmp_path):
     assert any("SHA-256" in x for x in verify(str(src), str(dst)).problems)
 
 
-def test_sharded_source_keeps_its_shards_and_writes_an_index(tmp_path):
-    rng = np.random.default_rng(1)
-    src = tmp_path / "src"
-    src.mkdir()
+def two_shards(folder, shape, seed):
+    """Two shards of one MXFP4 weight (``shape``) and one norm each, in
+    ``folder``; returns {file name: the weight's name}."""
+    rng = np.random.default_rng(seed)
+    folder.mkdir()
     wmap = {}
     for i in range(2):
         name = f"model-0000{i + 1}-of-00002.safetensors"
-        a = grit.encode(rng.standard_normal((8, 64)).astype(np.float32), grit.GRADE_MXFP4)
-        grit.save(str(src / name), {f"model.layers.{i}.mlp.down_proj.weight": a,
-                                     f"model.layers.{i}.input_layernorm.weight":
-                                         np.ones(64, np.float32)})
-        wmap.update({f"model.layers.{i}.mlp.down_proj.weight": name})
+        a = grit.encode(rng.standard_normal(shape).astype(np.float32), grit.GRADE_MXFP4)
+        grit.save(str(folder / name), {f"model.layers.{i}.mlp.down_proj.weight": a,
+                                        f"model.layers.{i}.input_layernorm.weight":
+                                            np.ones(shape[0], np.float32)})
+        wmap[name] = f"model.layers.{i}.mlp.down_proj.weight"
+    return wmap
+
+
+def test_sharded_source_keeps_its_shards_and_writes_an_index(tmp_path):
+    src = tmp_path / "src"
+    wmap = {w: n for n, w in two_shards(src, (8, 64), 1).items()}
     (src / "model.safetensors.index.json").write_text(json.dumps({"weight_map": wmap}))
     dst = tmp_path / "ct"
     rep = convert(str(src), str(dst), "compressed-tensors")

@@ -1,7 +1,8 @@
 """grit convert from remote checkpoints: an https:// file and an hf://
-repository (real servers on loopback), read by ranged requests — each
-tensor's bytes once, never the whole file first — and proved against the
-local copy of the same bytes."""
+repository (real servers on loopback), read by ranged requests — the
+check before writing from the headers and small tensors, then each byte of
+a model file once, in bounded ranges — with the files beside it copied, and
+proved against the local copy of the same bytes."""
 from __future__ import annotations
 
 import json
@@ -11,7 +12,9 @@ import pytest
 
 import grit
 from grit.convert import convert, verify
+from grit.io.recognise import SMALL_MAX
 from http_server import Server
+from test_convert import two_shards
 from test_scan_hub import REPO, hub, isolated  # noqa: F401  (the Hub on loopback)
 
 
@@ -26,20 +29,25 @@ def _checkpoint(tmp_path):
     return d
 
 
-def test_an_https_file_converts_as_the_same_local_file(tmp_path):
+def test_an_https_file_converts_as_the_same_local_file(tmp_path, monkeypatch):
     d = _checkpoint(tmp_path)
     data = (d / "model.safetensors").read_bytes()
+    monkeypatch.setattr(grit.convert, "SPOOL_CHUNK", 256)
     s = Server()
     try:
         s.files["/m/model.safetensors"] = data
         s.files["/m/config.json"] = (d / "config.json").read_bytes()
+        s.files["/m/tokenizer.json"] = b'{"model": {}}'
         url = s.url("/m/model.safetensors")
         rep = convert(url, str(tmp_path / "ct"), "compressed-tensors")
         assert rep.counts == {"bit-exact": 1}
-        # no response was the whole file: the header, then each tensor's bytes
+        # no response was the whole file: the header and small tensors, then ranges of
+        # at most SPOOL_CHUNK
         assert 0 < s.largest < len(data)
     finally:
         s.close()
+    assert (tmp_path / "ct" / "tokenizer.json").read_bytes() == b'{"model": {}}'
+    assert not (tmp_path / "ct" / "generation_config.json").exists()
     cfg = json.loads((tmp_path / "ct" / "config.json").read_text())
     assert cfg["architectures"] == ["LlamaForCausalLM"]          # the remote config.json
     assert cfg["quantization_config"]["format"] == "mxfp4-pack-quantized"
@@ -60,3 +68,42 @@ def test_an_hf_repository_converts_as_its_local_files(hub, tmp_path):  # noqa: F
     assert verify(str(d), str(tmp_path / "mo")).ok
     with pytest.raises(grit.GritUsageError, match="no .safetensors"):
         convert(f"hf://{REPO}/nowhere", str(tmp_path / "x"), "grit")
+
+
+def test_a_sharded_hf_repository_is_read_once_and_its_files_beside_are_copied(
+        hub, tmp_path):  # noqa: F811
+    """Each model file's bytes are sent once (the check before writing reads
+    headers and small tensors only), and the tokenizer and generation
+    config beside the shards are in the output as they were."""
+    d = tmp_path / "local"
+    names = two_shards(d, (64, 2 ** 16), 6)            # 2 MiB of codes: not a small tensor
+    files = {n: (d / n).read_bytes() for n in names}
+    beside = {"config.json": json.dumps({"architectures": ["LlamaForCausalLM"]}).encode(),
+              "tokenizer.json": b'{"version": "1.0"}', "tokenizer_config.json": b"{}",
+              "special_tokens_map.json": b'{"bos_token": "<s>"}',
+              "generation_config.json": b'{"do_sample": true}',
+              "chat_template.jinja": b"{{ messages }}"}
+    hub.commit(REPO, {**files, **beside})
+    hub.reset()
+    rep = convert(f"hf://{REPO}", str(tmp_path / "ct"), "compressed-tensors")
+    assert rep.counts == {"bit-exact": 2}
+    for name, data in files.items():
+        sent = [(a, b + 1) for p, a, b in hub.ranges if p.endswith(name)]
+        n = int.from_bytes(data[:8], "little")
+        header = json.loads(data[8:8 + n])
+        covered = np.zeros(len(data), np.int64)
+        for a, b in sent:
+            covered[a:b] += 1
+        assert covered.min() == 1                       # every byte sent
+        large = [(8 + n + e["data_offsets"][0], 8 + n + e["data_offsets"][1])
+                 for k, e in header.items() if k != "__metadata__"
+                 and e["data_offsets"][1] - e["data_offsets"][0] > SMALL_MAX]
+        assert large
+        for a, b in large:                              # a large tensor's bytes: once
+            assert covered[a:b].max() == 1, (name, a, b)
+    for n, data in beside.items():
+        if n != "config.json":
+            assert (tmp_path / "ct" / n).read_bytes() == data, n
+    local = convert(str(d), str(tmp_path / "ct-local"), "compressed-tensors")
+    assert local.proof["weights"] == rep.proof["weights"]
+    assert verify(str(d), str(tmp_path / "ct")).ok

@@ -27,7 +27,9 @@ import grit
 from grit import clib
 from grit import grade as G
 from grit.descriptor import Descriptor
-from grit.formats import REGISTERED as FORMATS, fmt_classify, fmt_decode, fmt_encode_rne
+from grit.formats import (
+    REGISTERED as FORMATS, Format, fmt_classify, fmt_decode, fmt_encode, fmt_encode_rne,
+)
 from grit.grade import REGISTERED_GRADES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -189,20 +191,28 @@ def test_fmt_decode_every_code_of_every_small_format():
                 assert _bits(got) == _bits(want), (hex(w), code, got, want)
 
 
+def _ladder_probes(w: int) -> tuple[list[float], list[float]]:
+    """For a word of width <= 8: its finite magnitudes, and every rung, its
+    midpoints and their binary32 neighbours; ([], []) for wider words."""
+    if (w & 31) + 1 > 8:
+        return [], []
+    mags = sorted({abs(fmt_decode(w, c)) for c in range(1 << ((w & 31) + 1))
+                   if math.isfinite(fmt_decode(w, c))})
+    vals: list[float] = []
+    for a, b in zip(mags, mags[1:]):
+        m = np.float32((a + b) / 2)
+        vals += [a, float(m), float(np.nextafter(m, np.float32(0))),
+                 float(np.nextafter(m, np.float32(np.inf)))]
+    return mags, vals
+
+
 def test_fmt_encode_rne_against_python():
     lib, rng = _lib(), random.Random(4)
     words = list(FORMATS.values())
     words += rng.sample(_legal_small_words(), 60)
     specials = [0.0, -0.0, math.inf, -math.inf, 1e-45, -1e-45, 3.4e38, 0.25, 0.75, 2.5, -5.0]
     for w in words:
-        vals = list(specials)
-        if (w & 31) + 1 <= 8:            # every rung, its midpoints and their neighbours
-            mags = sorted({abs(fmt_decode(w, c)) for c in range(1 << ((w & 31) + 1))
-                           if math.isfinite(fmt_decode(w, c))})
-            for a, b in zip(mags, mags[1:]):
-                m = np.float32((a + b) / 2)
-                vals += [a, float(m), float(np.nextafter(m, np.float32(0))),
-                         float(np.nextafter(m, np.float32(np.inf)))]
+        vals = list(specials) + _ladder_probes(w)[1]
         vals += [float(np.float32(rng.uniform(-1, 1) * 2.0 ** rng.randint(-30, 30)))
                  for _ in range(200)]
         for x in vals:
@@ -214,6 +224,53 @@ def test_fmt_encode_rne_against_python():
             assert nan == fmt_encode_rne(w, math.nan)
         except grit.GritError:
             assert nan == -1
+
+
+def _legal_words_any_width(rng, n):
+    """n random legal words of widths 9..32 (floats and integers)."""
+    out = []
+    while len(out) < n:
+        w = rng.randrange(1, 1 << 16)
+        if fmt_classify(w) is None and (w & 31) + 1 > 8:
+            out.append(w)
+    return out
+
+
+def test_fmt_encode_every_mode_against_python():
+    """grit_fmt_encode under every rounding x saturation against
+    grit.formats.fmt_encode (the scalar oracle): registered words, 12 legal
+    small words, 10 legal wide ones; every rung, midpoint and neighbour of
+    the small ladders, and values past the largest finite."""
+    lib, rng = _lib(), random.Random(5)
+    words = list(FORMATS.values()) + rng.sample(_legal_small_words(), 12)
+    words += _legal_words_any_width(rng, 10)
+    rnds, sats = ("rne", "rna", "rtz", "rtp", "rtn"), ("satfinite", "satmax", "ovfinf")
+    compared = 0
+    for w in words:
+        top = Format(w).max_finite
+        vals = [0.0, math.inf, 1e-45, 3.4e38, 1.0, 2.5] + _ladder_probes(w)[1]
+        vals += [top * 1.01, top * 1.0625, top * 1.125, top * 1.5, top * 2, top * 3]
+        vals += [float(np.float32(rng.uniform(-1, 1) * 2.0 ** rng.randint(-140, 127)))
+                 for _ in range(30)]
+        for ri, r in enumerate(rnds):
+            for si, sat in enumerate(sats):
+                for x in vals:
+                    for sx in (x, -x):
+                        with np.errstate(over="ignore"):
+                            sx = float(np.float32(sx))
+                        want = fmt_encode(w, sx, r, sat)
+                        got = lib.grit_fmt_encode(w, sx, ri, si)
+                        assert got == want, (hex(w), sx, r, sat, got, want)
+                        compared += 1
+                try:
+                    want_nan = fmt_encode(w, math.nan, r, sat)
+                except grit.GritError:
+                    want_nan = -1
+                assert lib.grit_fmt_encode(w, math.nan, ri, si) == want_nan
+    assert lib.grit_fmt_encode(0, 1.0, 0, 0) == -1
+    assert lib.grit_fmt_encode(FORMATS["e2m1"], 1.0, 5, 0) == -1
+    assert lib.grit_fmt_encode(FORMATS["e2m1"], 1.0, 0, 3) == -1
+    print(f"{compared} encodes compared over {len(words)} words")
 
 
 # ---------------------------------------------------------------------------
@@ -312,6 +369,63 @@ def test_registry_is_thread_safe():
 # ---------------------------------------------------------------------------
 # §7 grit_check
 
+def test_layout_registry_takes_python_canonical_texts_only():
+    """grit_register_layout accepts exactly the texts Python's parser gives
+    back as canonical (str(parse_layout(t)) == t), with Python's word:
+    the fuzz generator's texts (seeds, random trees, deep nesting, huge
+    numbers, mutations) and the canonical forms of those that parse."""
+    import fuzz_strategies as F
+    lib, chooser = _lib(), F.RandomChooser(random.Random(8))
+    texts = [F.gen_layout_text(chooser) for _ in range(3000)]
+    accepted = 0
+    for text in texts + [str(grit.parse_layout(t)) for t in F.SEED_LAYOUTS]:
+        try:
+            e = grit.parse_layout(text)
+            extra = [str(e)]
+        except grit.GritLayoutError:
+            e, extra = None, []
+        canonical = e is not None and str(e) == text
+        for t, want in [(text, canonical)] + [(x, True) for x in extra]:
+            raw = t.encode("utf-8", "surrogatepass")
+            got, det = ctypes.c_uint64(), clib.Detail()
+            st = lib.grit_register_layout(raw, len(raw), ctypes.byref(got), ctypes.byref(det))
+            assert (st == 0) == want, (t[:200], det.message)
+            if want:
+                accepted += 1
+                assert got.value == grit.parse_layout(t).word
+                assert lib.grit_layout_expression(got.value) == raw
+            else:
+                assert st == 3 and det.message
+    assert accepted > 1000
+    assert lib.grit_layout_expression(0x8123456789ABCDEF) is None
+
+
+def test_check_resolves_hashed_data_words():
+    """Step 2's F_INTERLEAVED rule (docs/spec-decisions.md "interleaved-
+    flag") with class-0x8 words: an unresolved word and an Interleave pass,
+    another registered expression is GradeUnknown, as in grit.check."""
+    from grit.placement.expr import layout_scope
+    lib = _lib()
+    d0 = grit.GRADE_MXFP4.descriptor()
+    unresolved = d0.replace(placement_data=0x8123456789ABCDEF, flags=d0.flags | 0x10)
+    sizes = list(grit.plane_sizes(unresolved, (64,)).sizes)
+    assert sizes == [34, 0, 0, 0]
+    assert clib.check(unresolved.to_bytes(), [64], sizes, 1).status == 0
+    for text, want in (("Interleave(Perm([1,0]),3)", 0), ("Compose(ColMajor,Perm([2,0,1]))", 2),
+                       ("Swizzle(3,1,7)", 2)):
+        d = d0.replace(placement_data=grit.parse_layout(text).word, flags=d0.flags | 0x10)
+        with layout_scope():
+            grit.register_layout(text)
+            py = grit.diagnose(d.to_bytes(), (64,), sizes, 1)
+        raw = text.encode()
+        assert lib.grit_register_layout(raw, len(raw), None, None) == 0
+        det = clib.check(d.to_bytes(), [64], sizes, 1)
+        assert det.status == int(py.status) == want, (text, det.message, py.message)
+        assert (det.step, det.field) == ((2, b"flags") if want else (0, b""))
+        if want:
+            assert text.encode() in det.message
+
+
 def test_level1_never_reads_a_plane():
     """§14: plane pointers that fault if read, any descriptor, level 1."""
     import fuzz_strategies as F
@@ -396,24 +510,84 @@ def test_codec_equals_python(name):
             assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
 
 
+def test_general_codec_equals_python_on_fuzzed_cases():
+    """scripts/compare_c_codec.py on a small count: every grade of the
+    conformance vectors (each element / scale / zero-point combination they
+    use) and variants of its projections, and a tenth of grades of random
+    fields; encode planes, and the decode of encoded and of random planes,
+    through the general codec and through grit_decode / grit_encode, against
+    the numpy codec."""
+    import compare_c_codec as C
+    n = int(os.environ.get("GRIT_LIBGRIT_CODEC_CASES", 560))
+    tally, mismatches = C.run(n, seed=12, fresh=0.1)
+    combos = [k for k in tally if k.startswith("combo ") and k != "combo fresh"]
+    print({k: tally[k] for k in sorted(tally)})
+    assert len(combos) == 18 and all(tally[k] >= n // 40 for k in combos)
+    assert tally["combo fresh"] > n // 20          # grades of random fields besides
+    assert tally["variants"] > n // 3 and tally["decode compared (random)"] == n
+    assert tally["encode refused by both (general)"] > 0
+    assert mismatches == []
+
+
+def _plain_view(d: bytes, shape, planes):
+    return clib.view(d, shape, [len(p) for p in planes], planes)
+
+
+def test_a_grade_registered_at_run_time_decodes_and_encodes():
+    """A grade outside Appendix A, registered by its canonical string:
+    grit_decode / grit_encode serve it, equal to Python's codec."""
+    lib, rng = _lib(), np.random.default_rng(3)
+    g = grit.Grade.parse("grit1(e=e3m2,k0=16,s0=e8m0,po=msb,es=ovfinf,esr=exp2ceilmaxabs,"
+                         "dt=binary16)")
+    _register(lib, g.canonical)
+    x = (rng.standard_normal((3, 64)) * 100).astype(np.float32)
+    a = grit.encode(x, g)
+    d, planes = _c_encode(lib, g, x, 1)
+    assert planes == [bytes(p) for p in a.planes]
+    got = _c_decode(lib, d, x.shape, planes)
+    assert np.array_equal(got.view(np.uint32), grit.decode(a).reshape(-1).view(np.uint32))
+
+
 def test_codec_refuses_what_it_cannot_do():
     lib = _lib()
-    g = grit.Grade.parse("grit1(e=e2m1,k0=32,s0=e8m0,po=msb,esr=exp2floormaxabs)")
-    s = g.canonical.encode()
-    lib.grit_register_grade(s, len(s), None, None)
-    d = g.descriptor().to_bytes()
-    v, _ = clib.view(d, [32], [16, 1, 0, 0], [bytes(16), bytes(1), None, None])
     out = (ctypes.c_float * 32)()
     det = clib.Detail()
-    assert lib.grit_decode(ctypes.byref(v), out, 32, 1, ctypes.byref(det)) == 2
-    assert b"no C codec" in det.message
     col = grit.GRADE_MXFP4.descriptor(placement_data=0x1000000000000002).to_bytes()
     v, _ = clib.view(col, [32], [16, 1, 0, 0], [bytes(16), bytes(1), None, None])
     assert lib.grit_decode(ctypes.byref(v), out, 32, 1, ctypes.byref(det)) == 3
+    assert lib.grit_decode_general(ctypes.byref(v), out, 32, ctypes.byref(det)) == 3
     v, _ = clib.view(grit.GRADE_MXFP4.descriptor().to_bytes(), [32], [16, 1, 0, 0],
                      [bytes(16), bytes(1), None, None])
     assert lib.grit_decode(ctypes.byref(v), out, 31, 1, ctypes.byref(det)) == 1
     assert det.field == b"out"
+    # a grade with no encode rule (exp2 with a zero point): decodes, refuses encode
+    g = grit.Grade.parse("grit1(e=u4,k0=32,s0=e8m0,zp=u4,esr=exp2floormaxabs)")
+    _register(lib, g.canonical)
+    with pytest.raises(grit.GritEncodeError):
+        grit.encode(np.ones(32, np.float32), g)
+    d = g.descriptor().to_bytes()
+    planes = [bytes(range(16)), bytes([127]), b"", bytes([3])]
+    v, _keep = _plain_view(d, [32], planes)
+    assert lib.grit_decode(ctypes.byref(v), out, 32, 1, ctypes.byref(det)) == 0
+    want = grit.decode(grit.GritArray(g.descriptor(), (32,), tuple(planes)))
+    assert np.array_equal(np.frombuffer(out, np.float32), want)
+    x = np.ones(32, np.float32)
+    assert lib.grit_encode(ctypes.byref(v), x.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+                           32, 1, ctypes.byref(det)) == 2
+    assert b"no encode rule" in det.message
+    # NaN where no scale format has a NaN code (§9.1 rule 2): Python's
+    # GritEncodeError is GRIT_GRADE_UNKNOWN, field "x"
+    g = grit.Grade.parse("grit1(e=u4,k0=32,s0=u8,zp=u4,esr=affineminmax)")
+    _register(lib, g.canonical)
+    x[3] = np.nan
+    with pytest.raises(grit.GritEncodeError):
+        grit.encode(x, g)
+    bufs = [ctypes.create_string_buffer(n) for n in (16, 1, 1)]
+    v, _ = clib.view(g.descriptor().to_bytes(), [32], [16, 1, 0, 1])
+    v.plane[0], v.plane[1], v.plane[3] = (ctypes.addressof(b) for b in bufs)
+    assert lib.grit_encode(ctypes.byref(v), x.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+                           32, 1, ctypes.byref(det)) == 2
+    assert det.field == b"x" and b"NaN" in det.message
 
 
 # ---------------------------------------------------------------------------
@@ -441,11 +615,21 @@ def test_conformance_runner_passes_every_vector(tmp_path):
     out = r.stdout.decode()
     assert r.returncode == 0, out[-3000:]
     assert " 0 differences" in out
-    # and it does notice a difference: one decoded bit flipped
+    assert "of all 139 vectors" in out
+    # and it does notice a difference: one decoded bit flipped, in a vector
+    # of Appendix A and in one of a grade registered at run time
     bad = lines.replace(b" 40c00000 ", b" 40c00001 ", 1)
     assert bad != lines
     r = subprocess.run([str(exe)], input=bad, capture_output=True)
     assert r.returncode == 1 and b"decoded bits" in r.stdout
+    recs = lines.split(b"\n")
+    i = next(i for i, rec in enumerate(recs) if rec.startswith(b"vec x/gptq4/"))
+    t = recs[i].split(b" ")
+    t[-1] = b"%08x" % (int(t[-1], 16) ^ 1)
+    recs[i] = b" ".join(t)
+    r = subprocess.run([str(exe)], input=b"\n".join(recs), capture_output=True)
+    assert r.returncode == 1 and b"FAIL x/gptq4/" in r.stdout
+    assert b"decoded bits (general codec)" in r.stdout
 
 
 def test_example_builds_with_pkg_config_and_runs(tmp_path):
@@ -510,3 +694,6 @@ def test_libfuzzer_campaign_short(tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     done = [ln for ln in r.stderr.splitlines() if ln.startswith("stat::number_of_executed_units")]
     assert done and int(done[0].split()[-1]) >= runs
+    codec = [ln for ln in r.stderr.splitlines() if ln.startswith("fuzz_check codec:")]
+    assert codec and int(codec[0].split()[2]) > 0, "no view reached the codec"
+    print(done[0], codec[0])

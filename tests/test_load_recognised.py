@@ -91,8 +91,10 @@ def test_a_recognised_weight_whose_bytes_disagree_raises_or_stands_as_a_record(t
     t = grit.load(path, strict=False)
     assert isinstance(t[f"{W}.weight"], CheckFailed)
     assert t[f"{W}.weight"].status == grit.Status.SIZE_MISMATCH
-    # scan says the same: a structural SizeMismatch for the same name
-    [f] = [f for f in scan([path]).findings if f.status == "SizeMismatch"]
+    # scan says the same: a SizeMismatch for the same name, nested under the config's
+    # group size it follows from (one root cause, one finding)
+    [f] = [c for x in scan([path]).findings for c in (x, *x.consequences)
+           if c.status == "SizeMismatch"]
     assert f.tensor == f"{W}.weight"
 
 

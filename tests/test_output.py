@@ -345,7 +345,7 @@ def test_each_finding_has_its_own_severity_code_and_names():
         ["  1 structural  S101 SizeMismatch", f, "    tensor: c.weight", "    m4"],
         ["  2 disagreement  S301 RoleDrift", f, "    role: mlp.up_proj", "    m2",
          "      GRADE_NVF4: 1 × a"],
-        ["  3 warning  S602 Inferred", f, "    tensor: b.weight", "    m3"],
+        ["  5 note  S602 Inferred", f, "    tensor: b.weight", "    m3"],
     ]
 
 

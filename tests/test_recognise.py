@@ -116,12 +116,12 @@ def test_nvfp4_inferred_and_decodes_like_compressed_tensors(tmp_path):
 
     rep = scan([path])
     [inf] = by_cat(rep, "inferred")
-    assert inf.status == "Inferred" and inf.severity == 3
+    assert inf.status == "Inferred" and inf.severity == 5          # a note
     assert inf.detail["convention"] == "compressed-tensors/nvfp4-pack-quantized"
     assert inf.detail["grade"] == r.grade
     assert any("f32(1/g)" in ln for ln in inf.lines)
     assert any("decode is bit-exact" in ln for ln in inf.lines)
-    assert not by_cat(rep, "structural") and rep.exit_code_graded == 3
+    assert not by_cat(rep, "structural") and rep.exit_code_graded == 0
     assert rep.files[0].grit_tensors == 1
 
 
@@ -148,11 +148,14 @@ def test_nvfp4_wrong_group_size_is_size_mismatch(tmp_path):
     # config says 16, the file's scales are per 32 elements
     _, _, t = nvfp4_tensors(1.0, scale_cols=IN // 32)
     rep = scan([write(tmp_path, t, NVFP4_CFG)])
-    [s] = by_cat(rep, "structural")
+    # one root cause: the config's group size (S311), the S101 of the descriptor
+    # inferred from it nested under it (the bytes are right; the config is not)
+    [root] = [f for f in rep.findings if f.code == "S311"]
+    [s] = [c for c in root.consequences if c.code == "S101"]
     assert (s.status, s.severity, s.tensor) == ("SizeMismatch", 1, f"{W}.weight")
     assert s.detail["field"] == "scale0"
     assert (s.detail["expected"], s.detail["actual"]) == (OUT * IN // 16, OUT * IN // 32)
-    assert rep.exit_code_graded == 1
+    assert not by_cat(rep, "structural") and rep.exit_code_graded == 2
 
 
 # ---------------------------------------------------------------------------
@@ -242,7 +245,7 @@ def test_gptq_inexpressible_dense_nibble_qzeros(tmp_path):
                                           "group_size": 128, "desc_act": False}})
     rep = scan([path])
     [x] = by_cat(rep, "inexpressible")
-    assert (x.tensor, x.severity, x.status) == (f"{p}.weight", 3, "Inexpressible")
+    assert (x.tensor, x.severity, x.status) == (f"{p}.weight", 5, "Inexpressible")
     assert x.detail["convention"] == "gptq" and x.detail["section"] == "§0.3d"
     assert x.detail["arithmetic"][0] == (
         "aux: predicted 6272 bytes (n_groups0 × 1 byte, PAD8), present 3136 "
@@ -250,7 +253,7 @@ def test_gptq_inexpressible_dense_nibble_qzeros(tmp_path):
     assert x.detail["arithmetic"][2].startswith(
         f"data: {IN_G * OUT_G // 2} bytes predicted, {IN_G * OUT_G // 2} present")
     assert x.lines[0].startswith("Reason (§0.3d): GPTQ packs qzeros as dense 4-bit codes")
-    assert rep.exit_code_graded == 3
+    assert rep.exit_code_graded == 0            # recognised, nothing wrong: a note
 
 
 def test_gptq_act_order_g_idx(tmp_path):
@@ -302,7 +305,8 @@ def test_fnuz_header_inexpressible(tmp_path):
     assert x.tensor == "model.layers.0.mlp.gate_proj.weight"
     assert x.detail["section"] == "§0.3a" and "F8_E4M3FNUZ" in x.detail["reason"]
     assert "bias_ovr = 0" in x.detail["reason"]
-    assert not by_cat(rep, "structural") and rep.exit_code_graded == 3
+    # recognised and named, nothing wrong in the file: a note, no exit code
+    assert not by_cat(rep, "structural") and rep.exit_code_graded == 0
 
 
 def test_nf4_codebook_inexpressible(tmp_path):
@@ -332,8 +336,9 @@ def test_odd_shapes_never_crash(tmp_path):
                             "m.layers.0.k.weight_packed": np.zeros(6, np.uint8),
                             "m.layers.0.k.weight_scale": np.zeros(2, np.uint8)})
     rep = scan([path])
-    assert rep.exit_code_graded == 3
+    assert rep.exit_code_graded == 3            # claimed and not read: S705, a warning
     assert {x.detail["convention"] for x in by_cat(rep, "inexpressible")} == {"unrecognised"}
+    assert {x.code for x in rep.findings} == {"S705"}
     assert os.path.exists(path)
 
 
@@ -384,7 +389,7 @@ def test_fp8_channel_inferred_and_decodes(tmp_path):
     assert not by_cat(rep, "structural") and not by_cat(rep, "inexpressible")
     assert rep.files[0].grit_tensors == 1
     deep = scan([path], deep=True)
-    assert not by_cat(deep, "deep") and deep.exit_code_graded == 3
+    assert not by_cat(deep, "deep") and deep.exit_code_graded == 0
 
 
 def test_fp8_group_bf16_scale_inferred_and_decodes(tmp_path):
@@ -404,7 +409,8 @@ def test_fp8_group_size_contradicted_by_scales_is_size_mismatch(tmp_path):
     scale = np.ones((OUT, IN // 16), np.float32)
     rep = scan([write(tmp_path, {f"{W}.weight": q, f"{W}.weight_scale": scale},
                       fp8_cfg("group", group_size=32))])
-    [s] = by_cat(rep, "structural")
+    [root] = [f for f in rep.findings if f.code == "S311"]       # the config's group size
+    [s] = [c for c in root.consequences if c.code == "S101"]
     assert (s.status, s.detail["field"]) == ("SizeMismatch", "scale0")
     assert (s.detail["expected"], s.detail["actual"]) == (OUT * IN // 32 * 4, OUT * IN // 16 * 4)
 

@@ -93,7 +93,7 @@ def test_enums_serialise_as_the_strings_and_ints_of_the_report():
                                              "inexpressible", "unreadable"]
     assert set(CATEGORIES) == {c.value for c in Category}          # str-valued
     assert {int(s): n for s, n in SEVERITY.items()} == {
-        1: "structural", 2: "disagreement", 3: "warning", 4: "unparsed"}
+        1: "structural", 2: "disagreement", 3: "warning", 4: "unparsed", 5: "note"}
     assert f"{Category.CROSS_FILE}" == str(Category.CROSS_FILE) == "cross-file"
     f = Finding("S126", "a.safetensors", "w", "overlap")
     assert f.category == "structural" and f.severity == 1 and f.status == "Overlap"

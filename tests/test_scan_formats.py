@@ -96,7 +96,7 @@ def files(tmp_path_factory):
                   "model.layers.1.self_attn.q_proj.weight": grit.encode(values(6),
                                                                         grit.GRADE_NVF4)})
     out["half"] = p
-    # gguf-py: Q8_0 (inferred), IQ4_NL (inexpressible), F32 (plain) -> warnings only
+    # gguf-py: Q8_0 (inferred), IQ4_NL (inexpressible), F32 (plain) -> notes only
     p = str(d / "ggml" / "model.gguf")
     os.makedirs(os.path.dirname(p))
     w = gguf.GGUFWriter(p, "llama")
@@ -210,7 +210,7 @@ def test_sarif_rules_come_from_the_registry(files):
     rules = json.loads(out)["runs"][0]["tool"]["driver"]["rules"]
     reg = REGISTRY
     assert [r["id"] for r in rules] == sorted(reg)
-    level = {1: "error", 2: "warning", 3: "note"}
+    level = {1: "error", 2: "warning", 3: "note", 5: "none"}
     for r in rules:
         spec = reg[r["id"]]
         assert r["shortDescription"]["text"] == spec.title
@@ -313,7 +313,7 @@ def test_sarif_artifact_uris(files, tmp_path):
     ("clean", None, (0, 0, 0)),
     ("short", 1, (1, 1, 1)),
     ("half", 2, (0, 2, 2)),
-    ("ggml", 3, (0, 0, 3)),
+    ("ggml", 5, (0, 0, 0)),          # notes only (inferred, inexpressible): no exit code
     ("junk", 4, (4, 4, 4)),          # nothing could be parsed
 ])
 def test_fail_on_exit_codes(files, key, worst, codes):
@@ -326,7 +326,7 @@ def test_fail_on_exit_codes(files, key, worst, codes):
             assert code == want, (level, fmt)
         doc = json.loads(cli("--json", "--fail-on", level, files[key])[1])
         assert doc["exit_code"] == want and doc["exit_policy"] == f"fail-on {level}"
-        assert doc["exit_code_graded"] == (worst or 0)
+        assert doc["exit_code_graded"] == (worst if worst and worst < 5 else 0)
 
 
 def test_fail_on_and_exit_policy_simple_conflict(files):

@@ -180,9 +180,12 @@ def test_short_shards_are_counted_over_the_checkpoint(tmp_path):
         last = max((k for k in hdr if k != "__metadata__"),
                    key=lambda k: hdr[k]["data_offsets"][1])
         assert per[_shard_name(i)][1] == [last]
-    # each shard's own per-tensor findings stay
-    assert {os.path.basename(x["file"]) for x in only(doc, "S127")} == {_shard_name(1),
-                                                                       _shard_name(3)}
+    # each shard's own per-tensor findings are the S156's consequences: one root
+    # cause, one finding (the summary counts it once)
+    assert not only(doc, "S127") and doc["summary"]["findings"] == 1
+    cons = f["consequences"]
+    assert {x["code"] for x in cons} == {"S127"}
+    assert {os.path.basename(x["file"]) for x in cons} == {_shard_name(1), _shard_name(3)}
     assert rc == 1
 
 

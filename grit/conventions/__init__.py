@@ -183,7 +183,11 @@ def recognise(header_tensors: Header, metadata: Mapping | None = None,
         prefixes.setdefault(pre, set()).add(leaf)
 
     for pre in sorted(prefixes):
-        leaves = prefixes[pre]
+        # a module's bias is a plain tensor beside its weight, never one of the
+        # weight's planes: it stays out of what a convention claims
+        leaves = prefixes[pre] - {"bias"}
+        if not leaves:
+            continue
         t = {leaf: pre + "." + leaf for leaf in leaves}
         conv = next((c for c in convs if c.claims_module is not None
                      and c.recognise_module is not None and c.claims_module(leaves, t, h)),

@@ -355,7 +355,8 @@ def groups_check(ctx, where: str, pre: str, what: str, in_f: int | None,
         ctx.add("S318", where, f"{pre}.weight",
                 f"{what}: group_size {gs} for {elem}; the kernels serve "
                 f"{', '.join(map(str, SERVED_GROUPS[elem]))}", (f"declared by {src}",),
-                {"group_size": gs, "element": elem, "served": list(SERVED_GROUPS[elem])})
+                {"group_size": gs, "element": elem, "served": list(SERVED_GROUPS[elem]),
+                 "declared_by": src})
     if in_f is None or scale is None or len(scale[1]) < 1:
         return
     cols = scale[1][axis] if len(scale[1]) >= 2 else (1 if math.prod(scale[1]) <= 1 else None)
@@ -372,13 +373,15 @@ def groups_check(ctx, where: str, pre: str, what: str, in_f: int | None,
     else:
         return
     if want is None or cols != want:
+        k0 = in_f // cols if cols and not in_f % cols else None
         ctx.add("S311", where, f"{pre}.weight",
                 f"{what}: {how}, but the scale tensor is {scale[0]} {list(scale[1])}",
                 (f"declared by {src}",
-                 f"the scales say k0 = {in_f // cols if cols else '?'}" if cols and not in_f % cols
+                 f"the scales say k0 = {k0}" if k0 is not None
                  else "the scale columns do not divide in_features"),
                 {"declared_group_size": gs, "strategy": strategy, "in_features": in_f,
-                 "scale_shape": list(scale[1]), "scale_file": os.path.basename(scale[2])})
+                 "scale_shape": list(scale[1]), "scale_file": os.path.basename(scale[2]),
+                 "declared_by": src, "scales_k0": k0})
 
 
 def weight_names(ck: Checkpoint, modules: Sequence[str]) -> list[str]:

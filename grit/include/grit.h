@@ -5,8 +5,8 @@
  * verbatim; the functions below them are libgrit's API (docs/c-library.md):
  * fingerprints (§6), the printable gid (§6.4), the format word (§2.4, §2.5),
  * the grade registry the check resolves grade_id against (§6.2, §7.3 step 2),
- * grit_check at levels 0-2 (§7.3, §14), and decode/encode of the registered
- * grades into caller buffers (§8-§10).
+ * grit_check at levels 0-2 (§7.3, §14), and decode/encode of every registered
+ * grade into caller buffers (§8-§10).
  *
  * C99 or C++ (11 or later).  Every function is reentrant: the only state is
  * the grade registry (grit_register_grade; thread-safe), and nothing aborts:
@@ -255,6 +255,17 @@ GRIT_API float grit_fmt_decode(grit_fmt_t word, uint32_t code);
  * binary16 / binary32 (the IEEE conversions) and integers of any width;
  * -1 when word is illegal, or x is NaN and the format has no NaN */
 GRIT_API int64_t grit_fmt_encode_rne(grit_fmt_t word, float x);
+/* §2.5 fmt_encode under any rounding and saturation (the grade tokens er /
+ * dr and es / ds; docs/spec-decisions.md for the modes beyond rne and
+ * satfinite), for every legal word of any width; -1 when word, rounding or
+ * saturation is illegal, or x is NaN and the format has no NaN */
+typedef enum grit_rounding {
+  GRIT_RND_RNE = 0, GRIT_RND_RNA = 1, GRIT_RND_RTZ = 2, GRIT_RND_RTP = 3, GRIT_RND_RTN = 4
+} grit_rounding_t;
+typedef enum grit_saturation {
+  GRIT_SAT_SATFINITE = 0, GRIT_SAT_SATMAX = 1, GRIT_SAT_OVFINF = 2
+} grit_saturation_t;
+GRIT_API int64_t grit_fmt_encode(grit_fmt_t word, float x, int rounding, int saturation);
 
 /* ------------------------------------------------------------------------
  * The grade registry (§6.2, §7.3 step 2)
@@ -283,6 +294,28 @@ GRIT_API const char* grit_grade_canonical(uint64_t grade_id);
 GRIT_API int grit_grade_frame(uint64_t grade_id, grit_desc_t* out);
 
 /* ------------------------------------------------------------------------
+ * The layout registry (§5.3): class-0x8 words resolved as grit_check needs
+ *
+ * grit_register_layout adds a canonical layout expression (the text
+ * str(grit.parse_layout(t)) gives: no whitespace, constructor names as in
+ * §5.3, Perm written out, Compose nested to the right, Opaque's blob in
+ * lowercase hex) and returns its word in out_word (may be NULL): class 0x8,
+ * or 0xF when it contains Opaque, over the low 60 bits of its FNV-1a-64.
+ * Anything else is GRIT_PLACEMENT_UNKNOWN with the reason; so is a word
+ * already registered for another text (§5.3: equal words never mean equal
+ * layouts).  Thread-safe, idempotent; an expression stays for the life of
+ * the process.  grit_check uses it in step 2: an F_INTERLEAVED descriptor
+ * whose hashed data word resolves to an expression that is not an
+ * Interleave(P, n) is GRIT_GRADE_UNKNOWN (docs/spec-decisions.md
+ * "interleaved-flag"); an unresolved hashed word is accepted. */
+GRIT_NODISCARD GRIT_API grit_status_t grit_register_layout(const char* canonical, size_t len,
+                                                           uint64_t* out_word,
+                                                           grit_detail_t* out_detail);
+/* The canonical text registered under a class-0x8/0xF word, NUL-terminated
+ * and valid for the life of the process; NULL when none is. */
+GRIT_API const char* grit_layout_expression(uint64_t word);
+
+/* ------------------------------------------------------------------------
  * §7 -- grit_check
  *
  * level 0: nothing is read; GRIT_OK.  level 1: steps 1-4 (frame, grade,
@@ -309,25 +342,42 @@ GRIT_NODISCARD GRIT_API grit_status_t grit_plane_sizes(const grit_desc_t* d, int
                                                        grit_detail_t* out_detail);
 
 /* ------------------------------------------------------------------------
- * §8-§10 -- decode / encode of the registered grades
+ * §8-§10 -- decode / encode of every registered grade
  *
- * For the six grades of Appendix A in the canonical placements (ROW_MAJOR
- * data and scales; LINEAR_META or ROW_MAJOR aux): elements are in lin
- * order (§3.7: C order of the array with the group axis moved last; for
- * the last axis, plain C order).  Both run grit_check level 1 first and
- * return its failure.  A registered grade on another placement is
- * GRIT_PLACEMENT_UNKNOWN; any other grade GRIT_GRADE_UNKNOWN ("no C codec").
- * n_out / n_in must equal numel (else GRIT_SIZE_MISMATCH, field "out" or
- * "x").  nthreads <= 1 runs on the calling thread; the bits never depend
- * on it. */
+ * Any grade the registry holds (the six of Appendix A and every canonical
+ * string registered at run time), in the canonical placements (UNSPECIFIED
+ * or ROW_MAJOR data and scales; UNSPECIFIED, LINEAR_META or ROW_MAJOR aux):
+ * elements are in lin order (§3.7: C order of the array with the group
+ * axis moved last; for the last axis, plain C order).  Both run grit_check
+ * level 1 first and return its failure.  Another placement is
+ * GRIT_PLACEMENT_UNKNOWN ("relayout first").  n_out / n_in must equal numel
+ * (else GRIT_SIZE_MISMATCH, field "out" or "x").  The six grades of
+ * Appendix A in ROW_MAJOR run the SIMD kernels (nthreads <= 1: the calling
+ * thread); every other grade runs the general codec on the calling thread.
+ * The bits never depend on the path or on nthreads.
+ *
+ * grit_encode writes the planes v->plane[i] (caller buffers of
+ * v->plane_bytes[i], which must be the §7.3 sizes); x is not modified.  A
+ * grade without an encode rule (docs/spec-decisions.md "§9 Encode"), or an
+ * input the grade cannot hold (NaN or ±inf where no scale format has a NaN
+ * code; a NaN reaching a format without one), is GRIT_GRADE_UNKNOWN with
+ * the reason; the planes' contents are then unspecified.  An allocation
+ * failure of the general codec's scratch (a few bytes per group) is
+ * GRIT_SIZE_MISMATCH, field "memory". */
 GRIT_NODISCARD GRIT_API grit_status_t grit_decode(const grit_view_t* v, float* out,
                                                   size_t n_out, int nthreads,
                                                   grit_detail_t* out_detail);
-/* Writes the planes v->plane[i] (caller buffers of v->plane_bytes[i],
- * which must be the §7.3 sizes); x is not modified. */
 GRIT_NODISCARD GRIT_API grit_status_t grit_encode(const grit_view_t* v, const float* x,
                                                   size_t n_in, int nthreads,
                                                   grit_detail_t* out_detail);
+/* The same through the general codec alone, whatever the grade (the
+ * kernels' reference: their bits are these) */
+GRIT_NODISCARD GRIT_API grit_status_t grit_decode_general(const grit_view_t* v, float* out,
+                                                          size_t n_out,
+                                                          grit_detail_t* out_detail);
+GRIT_NODISCARD GRIT_API grit_status_t grit_encode_general(const grit_view_t* v, const float* x,
+                                                          size_t n_in,
+                                                          grit_detail_t* out_detail);
 /* C order <-> lin order for a float array of the given shape and group
  * axis (out and in must not overlap); 0 on success, -1 on a bad axis or
  * rank */

@@ -64,7 +64,8 @@ from .safetensors import CheckFailed, renamed_error
 __all__ = ["load", "read", "read_source", "Unread", "Inexpressible",
            "GGUFTensors", "GGUFContents", "GGUFValue", "GGUFMetadata", "metadata_of",
            "GGML_GRADES", "INEXPRESSIBLE", "ggml_placement", "KV_DESC", "KV_SHAPE", "KV_GRADE",
-           "KV_LAYOUT", "KV_SCHEMA", "KV_DIGEST", "GGUF_MAGIC", "Companion", "COMPANION_SUFFIX",
+           "KV_LAYOUT", "KV_SCHEMA", "KV_DIGEST", "KV_CONVERT", "GGUF_MAGIC", "Companion",
+           "COMPANION_SUFFIX",
            "companion_names", "companion_rounding", "nvfp4_scaled_grade", "converted",
            "nvfp4_scale_disagreements", "leading", "block_span"]
 
@@ -598,6 +599,12 @@ KV_SHAPE = "grit.shape."
 KV_GRADE = "grit.grade."
 KV_LAYOUT = "grit.layout."
 KV_DIGEST = "grit.digest."
+#: the records ``grit convert --to gguf`` keeps of its source, which the way
+#: back (a GGUF source) reads: ``grit.convert.dtype.<tensor>`` the source's
+#: dtype of a plain tensor written wider, ``grit.convert.divisor.<tensor>`` the
+#: bits (8 hex digits) of the per-tensor divisor an NVFP4 companion is the
+#: reciprocal of (docs/convert.md, "GGUF")
+KV_CONVERT = "grit.convert."
 GGUF_SCHEMA = "grit-gguf/1"
 #: the longest recorded shape read (a descriptor's rank is far smaller)
 _MAX_SHAPE = 64

@@ -23,16 +23,18 @@ from ..facts import is_canonical
 from ..ggml import PLAIN, TYPES, Blocks
 from ..placement.expr import resolve_layout
 from ..placement.words import CLASS_HASHED, CLASS_OPAQUE, placement_class
-from .gguf import (KV_DESC, KV_GRADE, KV_LAYOUT, KV_SCHEMA,
+from .gguf import (KV_CONVERT, KV_DESC, KV_GRADE, KV_LAYOUT, KV_SCHEMA,
                    KV_SHAPE, GGUF_SCHEMA, GGUFMetadata, GGUFValue, Inexpressible, _u8,
                    companion_names, nvfp4_scaled_grade)
 from .dtypes import ST_DTYPES
 from .gguf_file import ValueType, ggml_types
 
-__all__ = ["save_gguf", "native_type"]
+__all__ = ["save_gguf", "native_type", "gguf_py"]
 
 
-def _gguf():
+def gguf_py():
+    """The gguf package (gguf-py), imported on first use, or a
+    GritUsageError saying how to install it."""
     try:
         import gguf  # noqa: PLC0415 - gguf-py is heavy to import; only writing GGUF needs it
     except ImportError:  # pragma: no cover - exercised only without the package
@@ -230,7 +232,7 @@ def _writer_class(gguf):
 
 
 def save_gguf(path, tensors, metadata=None, *, arch: str | None = None,
-              relayout: bool = False) -> None:
+              relayout: bool = False, notes: Mapping[str, str] | None = None) -> None:
     """Write ``{name: GritArray | ndarray | Inexpressible}`` as a GGUF file
     with gguf-py's GGUFWriter (docs/file-format.md, "GGUF").
 
@@ -259,9 +261,11 @@ def save_gguf(path, tensors, metadata=None, *, arch: str | None = None,
       types and, for values read from a file, their exact bytes.  Keys under
       ``grit.`` are refused; ``general.architecture`` in it sets ``arch``
       (default "grit"), ``general.alignment`` the data alignment.
+    * ``notes`` (``{key: str}``, every key under ``grit.convert.``): the
+      records grit convert keeps of its source, written as STRING entries.
 
     The file appears atomically."""
-    gguf = _gguf()
+    gguf = gguf_py()
     path = os.fspath(path)
     if metadata is None:
         metadata = getattr(tensors, "metadata", None)
@@ -283,6 +287,10 @@ def save_gguf(path, tensors, metadata=None, *, arch: str | None = None,
         if al_kv.type != ValueType.UINT32 or not isinstance(al, int) or al <= 0 or al & (al - 1):
             raise GritUsageError("metadata general.alignment must be a UINT32 power of two")
         alignment = al
+    for k, v in (notes or {}).items():
+        if not (isinstance(k, str) and k.startswith(KV_CONVERT) and len(k) > len(KV_CONVERT)
+                and isinstance(v, str)):
+            raise GritUsageError(f"notes: {k!r}: keys are {KV_CONVERT}<name>, values str")
     sizes = {n: (b, t) for n, b, t in ggml_types().values()}
     src_types = getattr(tensors, "ggml_types", None) or {}
     plan: list[tuple[str, Any, Any]] = []    # (name, ndarray to write, raw ggml type | None)
@@ -361,6 +369,8 @@ def save_gguf(path, tensors, metadata=None, *, arch: str | None = None,
             w.add_key_value(k, val, gguf.GGUFValueType(int(kv.type)),
                             None if kv.sub_type is None else gguf.GGUFValueType(int(kv.sub_type)))
         w.add_string(KV_SCHEMA, GGUF_SCHEMA)
+        for k, v in (notes or {}).items():
+            w.add_string(k, v)
         layouts: dict[int, str] = {}
         for name, v in tensors.items():
             if isinstance(v, GritArray):

@@ -23,7 +23,7 @@ from .dtypes import ST_DTYPES
 from .http import RemoteError
 from .hub import is_remote, read_small
 
-__all__ = ["recognise", "Recognised", "ST_DTYPE_BYTES", "read_config", "recognise_file",
+__all__ = ["recognise", "Recognised", "Deferred", "ST_DTYPE_BYTES", "read_config", "recognise_file",
            "SMALL_MAX", "MAX_CONFIG", "with_recognised", "read_sidecars",
            "read_remote_config"]
 
@@ -116,8 +116,29 @@ def recognise_file(f: "_st.SafetensorsFile", config: Mapping | None) -> list[Rec
                                                  f"{type(e).__name__}: {text}"[:300])]
 
 
+class Deferred:
+    """A converted weight (its planes built by the convention's converter
+    from the file's tensors) not built yet: what :func:`with_recognised`
+    puts in its place with ``defer_converted=True``, for a reader that
+    handles one weight at a time.  :meth:`build` makes the checked
+    GritArray (a GritError naming the weight where the bytes fail the
+    check); nothing is kept."""
+
+    __slots__ = ("record", "view")
+
+    def __init__(self, record: Recognised, view) -> None:
+        self.record, self.view = record, view
+
+    def build(self):
+        try:
+            return self.record.array(self.view)
+        except GritError as err:
+            raise _st.renamed_error(self.record.name, err) from None
+
+
 def with_recognised(path, tensors: "_st.SafetensorsTensors", *,
-                    strict: bool = True) -> "_st.SafetensorsTensors":
+                    strict: bool = True, defer_converted: bool = False
+                    ) -> "_st.SafetensorsTensors":
     """``tensors`` (what :func:`grit.io.safetensors.load` read from the file
     at ``path``) with each weight :func:`recognise` infers as one checked
     GritArray under its logical name, in place of the file tensors that hold
@@ -130,7 +151,10 @@ def with_recognised(path, tensors: "_st.SafetensorsTensors", *,
     A file with GRIT metadata is returned as it is (its descriptors are its
     own).  An inferred weight whose bytes fail the check raises that
     GritError naming the weight, or with ``strict=False`` stands as a
-    :class:`~grit.io.safetensors.CheckFailed` record."""
+    :class:`~grit.io.safetensors.CheckFailed` record.  ``defer_converted``:
+    a weight whose planes a converter builds stands as a :class:`Deferred`
+    (built on demand) instead, so that reading a file holds no converted
+    planes."""
     tensors.config = None
     tensors.recognised = {}
     if tensors.convention is not None:
@@ -153,7 +177,9 @@ def with_recognised(path, tensors: "_st.SafetensorsTensors", *,
         taken.update(parts)
     for name, value in tensors.items():
         r = first.get(name)
-        if r is not None:
+        if r is not None and defer_converted and r.kind == "converted":
+            out[r.name] = Deferred(r, f.view)
+        elif r is not None:
             try:
                 out[r.name] = r.array(f.view)
             except GritError as err:

@@ -46,7 +46,8 @@ from .dtypes import LOADABLE, ST_DTYPES, st_dtype_of
 from .problems import Problem, ProblemKind as K, Tally, raise_first
 from .source import LIMITS, ByteSource, LimitError, ShortReadError, Span, limit, open_source
 
-__all__ = ["save", "load", "read", "read_source", "SafetensorsFile", "StEntry",
+__all__ = ["save", "layout", "entries_of", "Layout", "load", "read", "read_source",
+           "SafetensorsFile", "StEntry",
            "GritDoc", "GritEntry", "SafetensorsTensors", "CheckFailed", "GritFileError",
            "SCHEMA", "VERSION", "GRIT_KEY", "ROLES", "plane_tensor_name", "is_safetensors"]
 
@@ -925,17 +926,27 @@ def _user_metadata(metadata) -> dict[str, str]:
     return out
 
 
-def save(path, tensors: Mapping[str, Any], metadata: Mapping[str, str] | None = None) -> None:
-    """Write ``{name: GritArray | ndarray}`` as a safetensors file (see the
-    module docstring and docs/file-format.md).  ``metadata`` is kept as
-    ``__metadata__`` entries (str → str; the key ``__grit__`` is refused).
-    Plane bytes are written from their buffers as they are (no decode, no
-    copy of memory-mapped planes); the file appears atomically."""
-    path = os.fspath(path)
+@dataclass(frozen=True)
+class Layout:
+    """Where :func:`save` puts every entry of a file: ``head`` (the 8-byte
+    header length and the padded header), ``entries`` (entry name ->
+    (dtype, shape, offset in the file, bytes)) in file order, and ``size``
+    (the file's bytes).  A writer that fills the entries in any order (by
+    ``pwrite`` at their offsets) writes the file :func:`save` writes."""
+
+    head: bytes
+    entries: dict[str, tuple[str, tuple[int, ...], int, int]]
+    size: int
+
+
+def entries_of(tensors: Mapping[str, Any]) -> dict[str, tuple[str, list[int], Any]]:
+    """The file entries of ``{name: GritArray | ndarray}``: entry name ->
+    (safetensors dtype, shape, buffer) — a GRIT array's non-empty planes as
+    U8 entries named by :func:`plane_tensor_name`, a plain array as itself
+    (little-endian, contiguous).  Bad names and types are GritUsageErrors."""
     if not isinstance(tensors, Mapping):
         raise GritUsageError(f"tensors must be a mapping name -> GritArray | ndarray, got "
                              f"{type(tensors).__name__}")
-    meta = _user_metadata(metadata)
     entries: dict[str, tuple[str, list[int], Any]] = {}   # name -> (dtype, shape, buffer)
     arrays: dict[str, GritArray] = {}
     plain: dict[str, np.ndarray] = {}
@@ -966,6 +977,18 @@ def save(path, tensors: Mapping[str, Any], metadata: Mapping[str, str] | None = 
             x = x.astype(x.dtype.newbyteorder("<"))
         x = np.ascontiguousarray(x)
         entries[name] = (st, list(x.shape), x)
+    return entries
+
+
+def layout(tensors: Mapping[str, Any], metadata: Mapping[str, str] | None = None
+           ) -> tuple[Layout, dict[str, tuple[str, list[int], Any]]]:
+    """(the :class:`Layout` :func:`save` writes ``tensors`` in, their
+    :func:`entries_of`).  Only the arrays' descriptors, shapes and plane
+    sizes and the plain arrays' dtypes and shapes decide it, never their
+    bytes."""
+    meta = _user_metadata(metadata)
+    entries = entries_of(tensors)
+    arrays = {n: v for n, v in tensors.items() if isinstance(v, GritArray)}
     if arrays:
         meta[GRIT_KEY] = json.dumps(_grit_doc(arrays), separators=(",", ":"),
                                     ensure_ascii=True)
@@ -975,21 +998,38 @@ def save(path, tensors: Mapping[str, Any], metadata: Mapping[str, str] | None = 
     if meta:
         header[META_KEY] = meta
     off = 0
+    spans: list[tuple[str, int]] = []
     for n in order:
         st, shape, buf = entries[n]
         nb = buf.nbytes if isinstance(buf, np.ndarray) else len(memoryview(buf))
         header[n] = {"dtype": st, "shape": shape, "data_offsets": [off, off + nb]}
+        spans.append((n, nb))
         off += nb
     hb = json.dumps(header, separators=(",", ":"), ensure_ascii=True).encode("ascii")
     hb += b" " * (-len(hb) % 8)
     if len(hb) > MAX_HEADER:
         raise GritUsageError(f"header would be {len(hb)} bytes, over the {MAX_HEADER}-byte "
                              "limit readers enforce")
+    start = 8 + len(hb)
+    out: dict[str, tuple[str, tuple[int, ...], int, int]] = {}
+    for n, nb in spans:
+        h = header[n]
+        out[n] = (h["dtype"], tuple(h["shape"]), start + h["data_offsets"][0], nb)
+    return Layout(struct.pack("<Q", len(hb)) + hb, out, start + off), entries
+
+
+def save(path, tensors: Mapping[str, Any], metadata: Mapping[str, str] | None = None) -> None:
+    """Write ``{name: GritArray | ndarray}`` as a safetensors file (see the
+    module docstring and docs/file-format.md).  ``metadata`` is kept as
+    ``__metadata__`` entries (str → str; the key ``__grit__`` is refused).
+    Plane bytes are written from their buffers as they are (no decode, no
+    copy of memory-mapped planes); the file appears atomically."""
+    path = os.fspath(path)
+    lay, entries = layout(tensors, metadata)
 
     def write(f):
-        f.write(struct.pack("<Q", len(hb)))
-        f.write(hb)
-        for n in order:
+        f.write(lay.head)
+        for n in lay.entries:
             buf = entries[n][2]
             if isinstance(buf, np.ndarray):
                 if buf.size:

@@ -28,6 +28,7 @@ from ..io.gguf import (companion_names, KV_DIGEST, GGUFContents, Inexpressible, 
 from ..io.problems import Problem, ProblemKind as PK
 from ..io.recognise import Recognised, recognise_file
 from ..io.safetensors import CheckFailed, SafetensorsFile, grit_array
+from . import causes as _causes
 from . import config as _cfg
 from .collect import Input
 from .findings import CHECK_CODES, MAX_PER_CODE, Finding
@@ -94,16 +95,20 @@ class Context:
         self.findings.append(f)
 
     def detail(self, code: str, path: str, name: str | None, det: Detail,
-               extra: Sequence[str] = (), omitted: int = 0) -> None:
-        """A finding from a failed check's §7.5 detail."""
+               extra: Sequence[str] = (), omitted: int = 0,
+               facts: Mapping[str, Any] | None = None) -> None:
+        """A finding from a failed check's §7.5 detail (and ``facts`` of scan's)."""
         self.add(code, path, name, det.message, tuple(det.lines) + tuple(extra),
-                 {k: v for k, v in det.to_dict().items() if k not in ("message", "lines")},
+                 {**{k: v for k, v in det.to_dict().items() if k not in ("message", "lines")},
+                  **(facts or {})},
                  kind=det.status if code == "S501" else None, omitted=omitted)
 
     def checked(self, path: str, name: str, det: Detail, extra: Sequence[str] = (),
-                omitted: int = 0) -> None:
-        """A level-1 failure (S101–S103 by its status)."""
-        self.detail(CHECK_CODES[det.status], path, name, det, extra, omitted)
+                omitted: int = 0, inferred_from: str | None = None) -> None:
+        """A level-1 failure (S101–S103 by its status); ``inferred_from``: the
+        convention a descriptor scan inferred was inferred from."""
+        self.detail(CHECK_CODES[det.status], path, name, det, extra, omitted,
+                    None if inferred_from is None else {"inferred_from": inferred_from})
 
     def merge(self, other: "Context") -> None:
         """Take in ``other``'s accumulators (one file's, checked on its own
@@ -292,7 +297,8 @@ def _recognised(ctx: Context, inp: Input, recognised: list[Recognised], trunc) -
             if det.status != Status.OK:
                 ctx.checked(path, r.name, det,
                             (f"descriptor inferred from {r.convention}: grade {r.grade}",)
-                            + (trunc if det.status == Status.SIZE_MISMATCH else ()))
+                            + (trunc if det.status == Status.SIZE_MISMATCH else ()),
+                            inferred_from=r.convention)
             else:
                 t.ok = True
                 if ctx.deep:      # built when --deep comes to it, one tensor at a time
@@ -321,7 +327,8 @@ def _recognised(ctx: Context, inp: Input, recognised: list[Recognised], trunc) -
                                                      key=lambda kv: (kv[0][0], kv[0][1] or "",
                                                                      kv[0][2] or "")):
         names = [r.name for r in rs]
-        ctx.add("S701", path, _names(names),
+        # what a convention claimed and could not read is no recognised weight (S705)
+        ctx.add("S705" if conv == "unrecognised" else "S701", path, _names(names),
                 f"{len(names)} {conv} tensor(s) are not GRIT v1 arrays and were not checked",
                 (f"Reason ({section}): {reason}",) + tuple(lines),
                 {"convention": conv, "section": section, "reason": reason,
@@ -600,13 +607,15 @@ def drift(ctx: Context) -> None:
         for t in by_ckpt[ckpt]:
             roles.setdefault(role_of(t.name), {}).setdefault(t.desc.grade_id, []).append(t)
         single: dict[int, list[str]] = {}
+        schemes: set[Any] = set()
         for role in sorted(roles):
             grades = roles[role]
             if len(grades) == 1:
                 single.setdefault(next(iter(grades)), []).append(role)
+                schemes.add(_scheme(next(iter(grades.values()))))
                 continue
             _role_drift(ctx, ckpt, role, grades)
-        if len(single) > 1:
+        if len(single) > 1 and len(schemes) > 1:
             lines = tuple(f"{_grade_label(ctx, g)}: " + ", ".join(rs[:6]) + (", …" if len(rs) > 6
                                                                         else "")
                           for g, rs in sorted(single.items(), key=lambda kv: -len(kv[1])))
@@ -617,6 +626,21 @@ def drift(ctx: Context) -> None:
                     {"scope": "artifact", "checkpoint": ckpt,
                      "grades": {f"0x{g:016X}": {"grade": _grade_label(ctx, g), "roles": rs}
                                 for g, rs in single.items()}})
+
+
+_K0 = re.compile(r"\bk0=\d+")
+
+
+def _scheme(ts: Sequence[Tensor]) -> Any:
+    """What one role's tensors (of one grade) were quantised with: the
+    grade, except that a per-channel scheme (one group per row, k0 = the row
+    length) is one scheme whatever the row length — a per-channel config
+    over layers of different in_features gives grades that differ in k0
+    alone, which is no mix of precisions (S303)."""
+    t = ts[0]
+    if t.grade is not None and all(x.shape and x.desc.k0 == x.shape[-1] for x in ts):
+        return _K0.sub("k0=row", t.grade.canonical)
+    return t.desc.grade_id
 
 
 def _role_drift(ctx: Context, ckpt: str, role: str, grades: dict[int, list[Tensor]]) -> None:
@@ -664,11 +688,36 @@ def escape_hatch(ctx: Context) -> None:
                 {"producer": prod, "tensors": names})
 
 
+class _Found:
+    """What a check adds, kept whole (no per-file cap) until its root causes
+    are grouped."""
+
+    def __init__(self) -> None:
+        self.findings: list[Finding] = []
+
+    def add(self, *a, **kw) -> None:
+        self.findings.append(Finding(*a, **kw))
+
+
 def checkpoint_contracts(ctx: Context) -> None:
     """Per checkpoint: the quantisation config against the tensors
-    (S310–S319) and the parts runtimes fuse (S320, S321); grit.scan.config."""
-    _cfg.config_vs_tensors(ctx, ctx.checkpoints)
-    _cfg.fused_grades(ctx, lambda ts: _by_design(ts) is not None)
+    (S310–S319, one finding per root cause: grit.scan.causes) and the parts
+    runtimes fuse (S320, S321); grit.scan.config."""
+    found = _Found()
+    _cfg.config_vs_tensors(found, ctx.checkpoints)
+    ckpt: dict[str, tuple[str | None, frozenset[str]]] = {}
+    for name, ck in ctx.checkpoints.items():
+        fs = frozenset(ck.files)
+        ckpt[name] = (name, fs)
+        for p in fs:
+            ckpt.setdefault(p, (name, fs))
+    config, taken = _causes.group(found.findings, ctx.findings,
+                                  lambda where: ckpt.get(where or "", (where, frozenset())))
+    if taken:
+        ctx.findings[:] = [f for f in ctx.findings if id(f) not in taken]
+    for f in config:
+        ctx.keep(f)
+    _cfg.fused_grades(ctx)
     _cfg.fused_scales(ctx, ctx.checkpoints, ctx.companion_scales)
 
 

@@ -24,7 +24,7 @@ from ..io.source import ByteSource, LimitError
 from .findings import Finding
 
 __all__ = ["MODEL_SUFFIXES", "MANIFEST_SUFFIXES", "INDEX_SUFFIX", "ScannedFile", "Input",
-           "expand", "sniff", "checkpoint_of", "index_of", "read_index", "ShardIndex",
+           "expand", "sniff", "checkpoint_of", "is_shard", "index_of", "read_index", "ShardIndex",
            "open_input", "open_source", "why", "exists"]
 
 MODEL_SUFFIXES = (".safetensors", ".gguf")
@@ -97,6 +97,13 @@ def checkpoint_of(path: str) -> str:
     folder, base = os.path.split(path)
     m = _SHARD.match(base)
     return os.path.join(folder, m["stem"] + m["ext"]) if m else path
+
+
+def is_shard(path: str) -> bool:
+    """Whether ``path`` names a member of a sharded checkpoint
+    (``<stem>-NNNNN-of-NNNNN.<ext>``): only those have an index beside them."""
+    return checkpoint_of(path) != (path.split("#", 1)[0].split("?", 1)[0]
+                                   if is_url(path) else path)
 
 
 def index_of(path: str) -> str:
@@ -573,7 +580,7 @@ def _remote_config(inp: Input) -> Input:
     scanned)."""
     if inp.safetensors is None or not inp.file.parsed:
         return inp
-    if _hub.in_session():
+    if _hub.in_session() and is_shard(inp.file.path):
         # asked now, on the thread reading this file, rather than one file after
         # another by the checkpoint-wide checks (grit.scan.shards), which find
         # the answer kept

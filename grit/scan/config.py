@@ -60,14 +60,17 @@ def config_vs_tensors(ctx, ckpts: Mapping[str, Checkpoint]) -> None:
 # ---------------------------------------------------------------------------
 # fused parts
 
-#: name pattern -> the fused set it belongs to: (prefix, family); one entry per
-#: naming convention (HF modules; GGUF blk.N tensors)
+#: name pattern -> the fused set it belongs to: (prefix, family), for the module
+#: names of the runtimes that fuse them (vLLM, SGLang, TensorRT-LLM load HF modules
+#: into one qkv_proj / gate_up_proj).  llama.cpp's GGUF tensors (blk.N.attn_q/k/v,
+#: ffn_gate/up) are not here: llama.cpp multiplies each by its own ggml_mul_mat
+#: (build_attn, llm_build_ffn, each with its own optional .scale), so parts of
+#: different types or scales are nothing a kernel has to reconcile
+#: (docs/spec-decisions.md, "Fused parts in GGUF")
 _FUSE = (
     (re.compile(r"^(.*\.)(q_proj|k_proj|v_proj)$"), "qkv"),
     (re.compile(r"^(.*\.)(gate_proj|up_proj)$"), "gate_up"),
     (re.compile(r"^(.*\.experts\.\d+\.)(w1|w3)$"), "gate_up"),
-    (re.compile(r"^(blk\.\d+\.)attn_(q|k|v)$"), "qkv"),
-    (re.compile(r"^(blk\.\d+\.)ffn_(gate|up)$"), "gate_up"),
 )
 _EXPERTS = re.compile(r"^(.*\.experts)\.\d+\.")
 
@@ -85,10 +88,9 @@ def _module(name: str) -> str:
     return name[:-len(".weight")] if name.endswith(".weight") else name
 
 
-def fused_grades(ctx, explained: Callable[[Sequence[Any]], Any]) -> None:
+def fused_grades(ctx) -> None:
     """S320: fused parts (q/k/v, gate/up, one layer's experts) of one
-    checkpoint that do not share a grade.  ``explained(tensors)`` is true
-    when a declared llama.cpp recipe explains a GGUF mix (S302)."""
+    checkpoint that do not share a grade."""
     sets: dict[tuple[str, str, str], list[Any]] = {}
     for t in ctx.tensors:
         mod = _module(t.name)
@@ -102,7 +104,7 @@ def fused_grades(ctx, explained: Callable[[Sequence[Any]], Any]) -> None:
         grades: dict[int, list[Any]] = {}
         for t in ts:
             grades.setdefault(t.desc.grade_id, []).append(t)
-        if len(grades) < 2 or (all(t.ggml_type for t in ts) and explained(ts)):
+        if len(grades) < 2:
             continue
         files = sorted({t.file for t in ts})
         lines = tuple(f"{_label(ctx, g)}: " + ", ".join(t.name for t in gts[:6])

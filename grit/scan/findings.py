@@ -24,7 +24,7 @@ from ..errors import Status, pin
 __all__ = ["Category", "Severity", "ScanKind", "CATEGORIES", "SECTIONS", "SEVERITY",
            "FindingSpec", "REGISTRY", "CHECK_CODES", "Finding", "MAX_PER_CODE", "status_name",
            "explain",
-           "STRUCTURAL", "DISAGREEMENT", "WARNING", "UNPARSED"]
+           "STRUCTURAL", "DISAGREEMENT", "WARNING", "UNPARSED", "NOTE"]
 
 
 class _StrEnum(str, enum.Enum):
@@ -51,19 +51,27 @@ class Category(_StrEnum):
 
 class Severity(enum.IntEnum):
     """The graded exit code a finding raises the report to (§13); 1 is the
-    most severe."""
+    most severe.  NOTE is information that never sets the exit code (what
+    scan inferred or could not express of a checkpoint a convention fully
+    recognises: docs/scan.md, "Notes")."""
 
     STRUCTURAL = 1
     DISAGREEMENT = 2
     WARNING = 3
     UNPARSED = 4
+    NOTE = 5
 
     @property
     def label(self) -> str:
         return self.name.lower()
 
+    @property
+    def sets_exit(self) -> bool:
+        """Whether a finding of this severity counts toward the exit code."""
+        return self is not Severity.NOTE
 
-STRUCTURAL, DISAGREEMENT, WARNING, UNPARSED = Severity
+
+STRUCTURAL, DISAGREEMENT, WARNING, UNPARSED, NOTE = Severity
 
 #: severity -> its name in the report
 SEVERITY: dict[Severity, str] = {s: s.label for s in Severity}
@@ -366,8 +374,10 @@ REGISTRY: dict[str, FindingSpec] = _specs(
     ("S156", C.STRUCTURAL, V.STRUCTURAL, K.TRUNCATED,
      "shards of one checkpoint are short",
      "One or more shards of a checkpoint end before their headers' last data offset: how "
-     "many of the shards, the bytes missing in all and per shard, and the tensors cut "
-     "(each shard's cut tensors are S127 findings too).",
+     "many of the shards, the bytes missing in all and per shard, and the tensors cut. "
+     "One root cause, one finding: each shard's own findings of the tensors cut (S127; "
+     "S101 for a GRIT tensor whose plane was cut) are nested under it as its "
+     "consequences.",
      "A loader reads zeros or fails part-way; the symptom looks like a runtime bug, not a "
      "download that stopped short.",
      "Re-fetch the shards named."),
@@ -502,9 +512,10 @@ REGISTRY: dict[str, FindingSpec] = _specs(
     ("S320", C.DRIFT, V.DISAGREEMENT, K.FUSED_MISMATCH,
      "tensors a runtime fuses carry different grades",
      "Tensors that runtimes fuse into one matmul — the q/k/v projections of one attention "
-     "block, gate/up of one MLP, the experts of one MoE layer — do not share a grade "
-     "(GGUF tensors whose mix a declared llama.cpp recipe explains, S302, are left out: "
-     "llama.cpp does not fuse them).",
+     "block, gate/up of one MLP, the experts of one MoE layer, by their HF module names "
+     "(vLLM, SGLang, TensorRT-LLM load them as one qkv_proj / gate_up_proj) — do not share "
+     "a grade. llama.cpp's GGUF tensors (`blk.N.attn_q/k/v`, `ffn_gate/up`) are not "
+     "compared: llama.cpp multiplies each by its own matmul, so their types may differ.",
      "A fused kernel takes one grade for all parts: the others are decoded with the wrong "
      "element type or group size.",
      "Re-quantise the parts with one scheme."),
@@ -512,8 +523,8 @@ REGISTRY: dict[str, FindingSpec] = _specs(
      "tensors a runtime fuses have different per-tensor scales",
      "The per-tensor / global scales of parts a runtime fuses differ — NVFP4 "
      "`weight_scale_2` (ModelOpt) or `weight_global_scale` (compressed-tensors), an FP8 "
-     "per-tensor `weight_scale`, a GGUF NVFP4 companion `.scale` — the spread (max/min) "
-     "and the names are given.",
+     "per-tensor `weight_scale` — the spread (max/min) and the names are given. (llama.cpp "
+     "applies a GGUF NVFP4 companion `.scale` to its own tensor's matmul: not compared.)",
      "The fused kernel has one scale for all parts: runtimes warn and use one (usually the "
      "max), so the other parts decode scaled by the wrong value — by up to the spread.",
      "Re-quantise the fused parts with one shared global scale (llm-compressor and "
@@ -583,20 +594,26 @@ REGISTRY: dict[str, FindingSpec] = _specs(
      "Requantize the tensor from its source, or clear bit 7 of the scales if the producer "
      "meant unsigned scales."),
     # -- inferred / inexpressible
-    ("S601", C.INFERRED, V.WARNING, K.INFERRED,
+    ("S601", C.INFERRED, V.NOTE, K.INFERRED,
      "descriptor inferred from a safetensors convention",
      "A safetensors file without GRIT metadata holds weights of a recognised convention "
-     "(compressed-tensors, torchao, …); their descriptor was inferred from the layout, "
-     "one finding per convention and grade per file (docs/scan.md, \"Recognising "
-     "checkpoints without GRIT metadata\").",
-     "The contract is scan's reading of the file, not a claim the file makes.",
-     "Re-export with `grit.save` to make the contract explicit."),
-    ("S602", C.INFERRED, V.WARNING, K.INFERRED,
+     "(compressed-tensors, ModelOpt, GPTQ, torchao, …); their descriptor was inferred from "
+     "the layout and the config, one finding per convention and grade per file "
+     "(docs/scan.md, \"Recognising checkpoints without GRIT metadata\"). A note: the "
+     "inferred descriptor is checked like a recorded one (a failure is its own finding, "
+     "S101…), so this finding never sets the exit code.",
+     "The contract is scan's reading of the file, not a claim the file makes; the file is "
+     "what its convention's loaders (vLLM, transformers, compressed-tensors) read.",
+     "None needed: keep the checkpoint in its convention. Only where the consumers read "
+     "GRIT, `grit convert SRC DST --to grit` writes a copy with the contract recorded; "
+     "loaders without grit cannot read that copy."),
+    ("S602", C.INFERRED, V.NOTE, K.INFERRED,
      "descriptor inferred from the ggml block type",
      "A GGUF tensor without a GRIT annotation: its descriptor was inferred from its ggml "
-     "block type, one finding per type per file.",
-     "As S601.",
-     "Re-export with `grit.save_gguf` to make the contract explicit."),
+     "block type, one finding per type per file. A note, as S601: the ggml type fixes "
+     "the layout, and the inferred descriptor is checked like a recorded one.",
+     "As S601; the file is what llama.cpp reads.",
+     "None needed: keep the file as llama.cpp wrote it."),
     ("S603", C.INFERRED, V.WARNING, K.COMPANION,
      "NVFP4 tensor without a usable companion scale",
      "llama.cpp's convert_hf_to_gguf keeps an NVFP4 tensor's per-tensor scale in an F32 "
@@ -628,17 +645,19 @@ REGISTRY: dict[str, FindingSpec] = _specs(
      "llama.cpp does not find the companion and runs the tensor without its per-tensor "
      "scale: every value off by that factor, with no error.",
      "Rename the companion to `<base>.scale` (what llama.cpp's converter writes)."),
-    ("S701", C.INEXPRESSIBLE, V.WARNING, K.INEXPRESSIBLE,
+    ("S701", C.INEXPRESSIBLE, V.NOTE, K.INEXPRESSIBLE,
      "safetensors weights GRIT v1 cannot express",
      "Recognised weights whose layout v1 cannot express (codebooks, act-order, dense "
      "zero points, 2-D blocks, FNUZ floats, …), with the §0.3 item and the arithmetic; "
-     "never silently skipped.",
+     "never silently skipped. A note: a convention recognised the weights, nothing in the "
+     "checkpoint is wrong, so it never sets the exit code (the report's coverage counts "
+     "their bytes as not checkable).",
      "These tensors were not checked.",
      "None in v1; the reason names what a future version would need."),
-    ("S702", C.INEXPRESSIBLE, V.WARNING, K.INEXPRESSIBLE,
+    ("S702", C.INEXPRESSIBLE, V.NOTE, K.INEXPRESSIBLE,
      "GGUF tensors GRIT v1 cannot express",
      "GGUF tensors of a ggml type v1 cannot express (IQ*, Q3_K, TQ1_0, …), with the "
-     "reason; never silently skipped.",
+     "reason; never silently skipped. A note, as S701.",
      "These tensors were not checked.",
      "None in v1."),
     ("S703", C.INEXPRESSIBLE, V.WARNING, K.UNRECOGNISED,
@@ -659,6 +678,17 @@ REGISTRY: dict[str, FindingSpec] = _specs(
      "values.",
      "Nothing to fix in the checkpoint if it is what its runtime expects; a convention for "
      "it can be added (docs/layers.md, \"How to add a convention\")."),
+    ("S705", C.INEXPRESSIBLE, V.WARNING, K.UNRECOGNISED,
+     "tensors a convention claims and cannot read",
+     "Tensors a convention claims by their names (`qweight`/`qzeros`/`scales`, "
+     "`weight_packed`, a torchao subclass) whose shapes or values do not fit that "
+     "convention, or on which the recogniser failed; the reason names the mismatch. Unlike "
+     "S701 (a weight recognised whole that v1 cannot express), nothing here was "
+     "recognised, so the scan is not clean.",
+     "Their bytes are not checked, and the convention's own loader is likely to refuse "
+     "them or read them wrong.",
+     "Compare the tensors with the convention's layout (the reason names the mismatch), "
+     "or re-export them with the convention's library."),
     # -- unreadable
     ("S801", C.UNREADABLE, V.STRUCTURAL, K.UNREADABLE,
      "no such file or directory",
@@ -758,6 +788,9 @@ class Finding:
     #: this many more findings of the same code in the same file were not listed
     #: (the per-file cap, :data:`MAX_PER_CODE`)
     omitted: int = 0
+    #: the findings this one's root cause brings with it, nested under it (one
+    #: root cause is one finding: counted once, its consequences listed here;
+    #: docs/scan.md, "One root cause, one finding")
     consequences: list["Finding"] = field(default_factory=list)
     severity: Severity = field(init=False)
 
@@ -794,6 +827,7 @@ def explain(code: str, width: int = 88) -> str:
     s = REGISTRY[code.upper()]
     status = status_name(s.status) if s.status is not None else "the check's §7.1 status"
     paras = [f"What it means: {s.what}", f"Why it matters: {s.why}", f"Fix: {s.fix}"]
-    return (f"{s.code} {status} — {s.category.value}, severity {int(s.severity)} "
-            f"({s.severity.label})\n{s.title}\n\n"
+    sev = (f"severity {int(s.severity)} ({s.severity.label})" if s.severity.sets_exit
+           else "a note (never sets the exit code)")
+    return (f"{s.code} {status} — {s.category.value}, {sev}\n{s.title}\n\n"
             + "\n\n".join(textwrap.fill(p, width) for p in paras))

@@ -28,8 +28,9 @@ from dataclasses import dataclass, field
 from typing import AbstractSet
 
 from .analyses import Context
+from .findings import Finding
 from ..io.hub import is_remote
-from .collect import Input, ShardIndex, checkpoint_of, exists, index_of, read_index
+from .collect import Input, ShardIndex, checkpoint_of, exists, index_of, is_shard, read_index
 
 __all__ = ["Shard", "Checkpoints"]
 
@@ -109,7 +110,10 @@ class Checkpoints:
             indexes.setdefault(_key(p[:-len(".index.json")]), p)
         for k, members in groups.items():
             beside = index_of(members[0].path)
-            if k in indexes:
+            # only a sharded checkpoint has an index: a lone model.safetensors is
+            # what loaders read, never an index beside it (which is not looked for,
+            # so a server refusing that name is no finding)
+            if k in indexes or not any(is_shard(m.path) for m in members):
                 continue
             if exists(beside) if is_remote(beside) else os.path.isfile(beside):
                 indexes[k] = beside
@@ -222,11 +226,15 @@ class Checkpoints:
             lines = tuple(f"{n}: {m} bytes missing; cut: {_names(ts)}" for n, m, ts in per)
             # named by its first short shard (a file that exists; the
             # checkpoint's own name, model.safetensors, may name none)
-            ctx.add("S156", min(s.path for s in short), None,
-                    f"{len(short)} of {len(shards)} shards are short: {total} bytes missing in "
-                    f"all, {sum(len(ts) for _, _, ts in per)} tensors cut"[:300], lines,
-                    {"shards": [{"shard": n, "missing": m, "tensors": ts} for n, m, ts in per],
-                     "missing": total, "checkpoint": where})
+            root = Finding("S156", min(s.path for s in short), None,
+                           f"{len(short)} of {len(shards)} shards are short: {total} bytes "
+                           f"missing in all, {sum(len(ts) for _, _, ts in per)} tensors cut"[:300],
+                           lines,
+                           {"shards": [{"shard": n, "missing": m, "tensors": ts}
+                                       for n, m, ts in per], "missing": total,
+                            "checkpoint": where})
+            _cut_tensors(ctx, root, short)
+            ctx.keep(root)
         self._series(ctx, where, shards, reported)
 
     def _series(self, ctx: Context, where: str, shards: list[Shard],
@@ -254,3 +262,24 @@ class Checkpoints:
             ctx.add("S157", where, None,
                     f"{len(absent)} of the {n} shards of the series are not in the folder: "
                     f"{_names(absent)}", detail={"absent": absent, "count": n})
+
+
+#: the per-shard findings of a tensor the end of its shard cut off
+_CUT = frozenset({"S127", "S101"})
+
+
+def _cut_tensors(ctx: Context, root: Finding, short: list[Shard]) -> None:
+    """One root cause, one finding: the short shards' own findings of the
+    tensors their ends cut (S127; S101 for a GRIT tensor whose plane was cut)
+    become the S156's consequences (grit.scan.causes)."""
+    cut: dict[str, set[str]] = {}
+    for sh in short:
+        names = {t for t, (_, e) in (sh.spans or {}).items() if e > sh.avail}
+        cut[sh.path] = names | {sh.owner[t] for t in names if t in sh.owner}
+    kept = []
+    for f in ctx.findings:
+        if f.code in _CUT and f.tensor in cut.get(f.file or "", ()):
+            root.consequences.append(f)
+        else:
+            kept.append(f)
+    ctx.findings[:] = kept

@@ -194,17 +194,20 @@ step2_grade(const grit_desc_t *d, grit_detail_t *det)
     }
     if (d->flags & GRIT_F_INTERLEAVED) {
         /* docs/spec-decisions.md "interleaved-flag": BLOCK_AOS, a hashed word
-         * (an Interleave expression, or one this process cannot resolve --
-         * libgrit resolves none), or an opaque word */
+         * whose registered expression is an Interleave or that this process
+         * cannot resolve (grit_register_layout), or an opaque word */
         uint64_t w = d->placement_data;
         unsigned cls = (unsigned)(w >> 60);
-        if (!(w == GRIT_P_BLOCK_AOS || cls == 0xF || cls == 0x8)) {
+        int hashed_other = cls == 0x8 && grit_layout_interleaves(w) == 0;
+        if (!(w == GRIT_P_BLOCK_AOS || cls == 0xF || cls == 0x8) || hashed_other) {
             snprintf(a, sizeof a, "0x%02x", (unsigned)d->flags);
             return grit_fail(det, GRIT_GRADE_UNKNOWN, 2, -1, "flags",
                              "INTERLEAVED with BLOCK_AOS, Interleave or opaque data", a,
                              "GradeUnknown: the INTERLEAVED flag says the data plane carries "
-                             "every plane, but placement_data 0x%016llx does not interleave.",
-                             (unsigned long long)w);
+                             "every plane, but placement_data 0x%016llx %s%s%s.",
+                             (unsigned long long)w, hashed_other ? "is " : "does not interleave",
+                             hashed_other ? grit_layout_expression(w) : "",
+                             hashed_other ? ", which does not interleave" : "");
         }
     }
     return GRIT_OK;

@@ -20,18 +20,18 @@ codec_for(const grit_view_t *v, size_t n, const char *what, const grit_grade_ent
                          "in this build.");
     }
     const grit_grade_entry *g = grit_lookup_grade(v->d.grade_id);
-    if (g->codec < 0) {
-        return grit_fail(det, GRIT_GRADE_UNKNOWN, 0, -1, "grade_id", "a registered grade",
-                         g->canonical, "GradeUnknown: no C codec for grade %s (libgrit decodes "
-                         "and encodes the six grades of Appendix A).", g->canonical);
-    }
     const grit_desc_t *d = &v->d;
+    /* grit.facts.CANONICAL: UNSPECIFIED or ROW_MAJOR data and scales;
+     * UNSPECIFIED, ROW_MAJOR or LINEAR_META aux; no meta word without one */
     int aux = (d->flags & (GRIT_F_SPARSE | GRIT_F_HAS_ZP)) != 0;
-    int meta_ok = aux ? (d->placement_meta == GRIT_P_ROW_MAJOR
-                         || d->placement_meta == GRIT_P_LINEAR_META)
-                      : d->placement_meta == GRIT_PLACEMENT_UNSPECIFIED;
-    if (d->placement_data != GRIT_P_ROW_MAJOR || d->placement_scale != GRIT_P_ROW_MAJOR
-        || !meta_ok || (d->flags & GRIT_F_INTERLEAVED)) {
+    uint64_t pm = d->placement_meta;
+    int meta_ok = pm == GRIT_PLACEMENT_UNSPECIFIED
+                  || (aux && (pm == GRIT_P_ROW_MAJOR || pm == GRIT_P_LINEAR_META));
+    int data_ok = d->placement_data == GRIT_P_ROW_MAJOR
+                  || d->placement_data == GRIT_PLACEMENT_UNSPECIFIED;
+    int scale_ok = d->placement_scale == GRIT_P_ROW_MAJOR
+                   || d->placement_scale == GRIT_PLACEMENT_UNSPECIFIED;
+    if (!data_ok || !scale_ok || !meta_ok || (d->flags & GRIT_F_INTERLEAVED)) {
         return grit_fail(det, GRIT_PLACEMENT_UNKNOWN, 0, -1, "placement_data", "canonical", NULL,
                          "PlacementUnknown: the codec reads and writes the canonical placement "
                          "only (ROW_MAJOR data and scales, LINEAR_META or ROW_MAJOR aux); "
@@ -67,13 +67,27 @@ plane_or_empty(const grit_view_t *v, int i)
     return v->plane_bytes[i] > 0 ? (const uint8_t *)v->plane[i] : empty;
 }
 
-grit_status_t
-grit_decode(const grit_view_t *v, float *out, size_t n_out, int nthreads, grit_detail_t *det)
+/* the kernels serve a built-in grade in the placement they were written
+ * for (ROW_MAJOR data and scales) with a binary32 dt; everything else is
+ * the general codec (generic.c), which gives the same bits */
+static int
+use_kernels(const grit_view_t *v, const grit_grade_entry *g, int general)
+{
+    return !general && g->codec >= 0 && v->d.placement_data == GRIT_P_ROW_MAJOR
+           && v->d.placement_scale == GRIT_P_ROW_MAJOR;
+}
+
+static grit_status_t
+decode_with(const grit_view_t *v, float *out, size_t n_out, int nthreads, int general,
+            grit_detail_t *det)
 {
     const grit_grade_entry *g;
     grit_status_t st = codec_for(v, n_out, "out", &g, det);
     if (st != GRIT_OK) {
         return st;
+    }
+    if (!use_kernels(v, g, general)) {
+        return grit_generic_decode(v, g, out, n_out, det);
     }
     if (n_out) {
         grit_k_decode(g->codec, plane_or_empty(v, 0), plane_or_empty(v, 1), plane_or_empty(v, 2),
@@ -82,13 +96,19 @@ grit_decode(const grit_view_t *v, float *out, size_t n_out, int nthreads, grit_d
     return grit_ok(det);
 }
 
-grit_status_t
-grit_encode(const grit_view_t *v, const float *x, size_t n_in, int nthreads, grit_detail_t *det)
+static grit_status_t
+encode_with(const grit_view_t *v, const float *x, size_t n_in, int nthreads, int general,
+            grit_detail_t *det)
 {
     const grit_grade_entry *g;
     grit_status_t st = codec_for(v, n_in, "x", &g, det);
     if (st != GRIT_OK) {
         return st;
+    }
+    if (!use_kernels(v, g, general) || n_in == 0) {
+        /* numel 0: the kernels write nothing, but a per-tensor scale1
+         * (k1 = 0) still has its plane */
+        return grit_generic_encode(v, g, x, n_in, det);
     }
     if (n_in) {
         grit_k_encode(g->codec, g->codec_flag, x, n_in, (unsigned char *)v->plane[0],
@@ -96,6 +116,30 @@ grit_encode(const grit_view_t *v, const float *x, size_t n_in, int nthreads, gri
                       (unsigned char *)v->plane[3], nthreads);
     }
     return grit_ok(det);
+}
+
+grit_status_t
+grit_decode(const grit_view_t *v, float *out, size_t n_out, int nthreads, grit_detail_t *det)
+{
+    return decode_with(v, out, n_out, nthreads, 0, det);
+}
+
+grit_status_t
+grit_encode(const grit_view_t *v, const float *x, size_t n_in, int nthreads, grit_detail_t *det)
+{
+    return encode_with(v, x, n_in, nthreads, 0, det);
+}
+
+grit_status_t
+grit_decode_general(const grit_view_t *v, float *out, size_t n_out, grit_detail_t *det)
+{
+    return decode_with(v, out, n_out, 1, 1, det);
+}
+
+grit_status_t
+grit_encode_general(const grit_view_t *v, const float *x, size_t n_in, grit_detail_t *det)
+{
+    return encode_with(v, x, n_in, 1, 1, det);
 }
 
 /* ------------------------------------------------------------------------

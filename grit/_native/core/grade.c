@@ -138,18 +138,20 @@ parse_fmt(span s, grit_fmt_t *out)
     return 1;
 }
 
+/* 1 + the token's index in its domain, or 0 */
 static int
 parse_enum(int key, span s)
 {
-    for (const char *const *t = KEYS[key].tokens; *t; t++) {
+    int i = 0;
+    for (const char *const *t = KEYS[key].tokens; *t; t++, i++) {
         if (span_is(s, *t)) {
-            return 1;
+            return i + 1;
         }
     }
     if (key == K_AO && s.n > 8 && memcmp(s.p, "pairwise", 8) == 0) {
         uint64_t k;
         span d = {s.p + 8, s.n - 8};
-        return parse_uint(d, UINT64_MAX, &k) && k >= 2;
+        return parse_uint(d, UINT64_MAX, &k) && k >= 2 ? i + 1 : 0;
     }
     return 0;
 }
@@ -195,10 +197,13 @@ parse_sp(span s, grit_desc_t *f)
 
 /* 1 and the frame when s is a canonical grade string (§4.4), else 0 and why */
 static int
-parse_canonical(const char *str, size_t len, grit_desc_t *f, const char **why)
+parse_canonical(const char *str, size_t len, grit_desc_t *f, grit_codec_params *cp,
+                const char **why)
 {
     static const char head[] = "grit1(";
     memset(f, 0, sizeof *f);
+    memset(cp, 0, sizeof *cp);
+    cp->dt = GRIT_FMT_BINARY32;
     if (len < sizeof head || memcmp(str, head, sizeof head - 1) != 0 || str[len - 1] != ')') {
         *why = "not grit1(key=value,...)";
         return 0;
@@ -288,6 +293,7 @@ parse_canonical(const char *str, size_t len, grit_desc_t *f, const char **why)
             ok = parse_enum(k, v[k]);
             break;
         }
+        uint8_t tok = (uint8_t)(ok > 0 ? ok - 1 : 0);
         if (!ok) {
             *why = "a value is not a canonical token of its key's domain";
             return 0;
@@ -299,6 +305,13 @@ parse_canonical(const char *str, size_t len, grit_desc_t *f, const char **why)
         case K_ZP: f->zp_fmt = w; break;
         case K_K0: f->k0 = (uint16_t)n; break;
         case K_K1: f->k1 = (uint16_t)n; break;
+        case K_ER: cp->er = tok; break;
+        case K_ES: cp->es = tok; break;
+        case K_ESR: cp->esr = tok; break;
+        case K_ESN: cp->esn_ftz = tok == 1; break;
+        case K_DR: cp->dr = tok; break;
+        case K_DS: cp->ds = tok; break;
+        case K_DT: cp->dt = w; break;
         default: break;
         }
     }
@@ -423,7 +436,8 @@ index_with_room(void)
 
 /* append (caller holds the writer lock); 0 when full or out of memory */
 static int
-append(const char *s, size_t len, const grit_desc_t *f, int codec, int flag, int copy)
+append(const char *s, size_t len, const grit_desc_t *f, const grit_codec_params *cp, int codec,
+       int flag, int copy)
 {
     size_t n = count;
     if (n == MAX_GRADES) {
@@ -453,6 +467,7 @@ append(const char *s, size_t len, const grit_desc_t *f, int codec, int flag, int
     e->canonical = copy ? c : s;
     e->len = len;
     e->frame = *f;
+    e->params = *cp;
     e->codec = codec;
     e->codec_flag = flag;
     count = n + 1;
@@ -465,10 +480,11 @@ add_builtins(void)
 {
     for (int i = 0; i < 6; i++) {
         grit_desc_t f;
+        grit_codec_params cp;
         const char *why;
         const char *s = BUILTIN[i].canonical;
-        if (parse_canonical(s, strlen(s), &f, &why)) {
-            append(s, strlen(s), &f, BUILTIN[i].codec, BUILTIN[i].flag, 0);
+        if (parse_canonical(s, strlen(s), &f, &cp, &why)) {
+            append(s, strlen(s), &f, &cp, BUILTIN[i].codec, BUILTIN[i].flag, 0);
         }
     }
 }
@@ -511,8 +527,9 @@ grit_status_t
 grit_register_grade(const char *s, size_t len, uint64_t *out_id, grit_detail_t *det)
 {
     grit_desc_t f;
+    grit_codec_params cp;
     const char *why = "";
-    if (s == NULL || !parse_canonical(s, len, &f, &why)) {
+    if (s == NULL || !parse_canonical(s, len, &f, &cp, &why)) {
         return grit_fail(det, GRIT_GRADE_UNKNOWN, 0, -1, "grade", "a canonical grade string",
                          NULL, "GradeUnknown: not a canonical grade string (§4.4): %s.",
                          s == NULL ? "NULL" : why);
@@ -528,7 +545,7 @@ grit_register_grade(const char *s, size_t len, uint64_t *out_id, grit_detail_t *
     int ok = 1;
     const grit_grade_entry *have = grit_lookup_grade(id);
     if (have == NULL) {
-        ok = append(s, len, &f, -1, 0, 1);
+        ok = append(s, len, &f, &cp, -1, 0, 1);
     } else if (have->len != len || memcmp(have->canonical, s, len) != 0) {
         ok = -1;                                    /* an FNV-1a-64 collision */
     }

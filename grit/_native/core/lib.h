@@ -11,6 +11,16 @@
 
 #include <stdio.h>
 
+/* The codec fields of a grade beyond its frame (§4.2), as token indices:
+ * er, dr in rne rna rtz rtp rtn; es, ds in satfinite satmax ovfinf; esr in
+ * exp2floormaxabs exp2ceilmaxabs exp2rnemaxabs ratiomaxabs affineminmax;
+ * esn 1 for ftz.  dt is a format word. */
+enum { GRIT_ESR_FLOOR = 0, GRIT_ESR_CEIL, GRIT_ESR_RNE, GRIT_ESR_RATIO, GRIT_ESR_AFFINE };
+typedef struct {
+    uint8_t er, es, esr, esn_ftz, dr, ds;
+    grit_fmt_t dt;
+} grit_codec_params;
+
 /* the frame fields a registered grade fixes (§7.3 step 2), and its string */
 typedef struct {
     uint64_t id;
@@ -19,7 +29,19 @@ typedef struct {
     grit_desc_t frame;        /* the fields grit_grade_frame lists; rest 0 */
     int codec;                /* core.h's grit_kind of a built-in grade, else -1 */
     int codec_flag;           /* its encode variant (grit_k_encode) */
+    grit_codec_params params; /* what the general codec (generic.c) reads */
 } grit_grade_entry;
+
+/* generic.c: §8-§10 for any registered grade, canonical placement, after
+ * codec.c has checked the view; planes and buffers of the §7.3 sizes */
+GRIT_HIDDEN grit_status_t grit_generic_decode(const grit_view_t *v, const grit_grade_entry *g,
+                                              float *out, size_t n, grit_detail_t *det);
+GRIT_HIDDEN grit_status_t grit_generic_encode(const grit_view_t *v, const grit_grade_entry *g,
+                                              const float *x, size_t n, grit_detail_t *det);
+
+/* layout.c: whether the registered expression of a class-0x8/0xF word is
+ * an Interleave (1) or not (0); -1 when the word is not registered */
+GRIT_HIDDEN int grit_layout_interleaves(uint64_t word);
 
 /* the registered grade of id, or NULL (thread-safe; entries never move) */
 GRIT_HIDDEN const grit_grade_entry *grit_lookup_grade(uint64_t id);

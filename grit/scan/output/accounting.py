@@ -87,7 +87,7 @@ def inferred_from(convention: str, config: Mapping | None) -> str:
 def account(inp: Input, findings: Iterable[Finding]) -> tuple[Coverage, Ranges]:
     """The coverage of one scanned file and the byte spans of its tensors,
     from what its container reader recorded (``findings`` are the file's:
-    the recognised tensors' planes are read from their S601/S701 details).
+    the recognised tensors' planes are read from their S601/S701/S705 details).
     Never raises: an unreadable file counts its size as not checkable."""
     cov, ranges = Coverage(), Ranges()
     fs = [f for f in findings if f.file == inp.file.path]
@@ -130,7 +130,7 @@ def _account_safetensors(inp: Input, fs: list[Finding], cov: Coverage, ranges: R
                             own.append((role, *spans[p[1]]))
                 if own:
                     ranges[name] = own
-        elif x.code == "S701" and isinstance(d.get("files"), list):
+        elif x.code in ("S701", "S705") and isinstance(d.get("files"), list):
             inexpressible.update(t for t in d["files"] if isinstance(t, str))
     for name, g in f.doc.tensors.items():
         names = [g.payload] if g.payload is not None else list(g.planes)

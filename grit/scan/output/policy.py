@@ -37,16 +37,18 @@ def exit_code(report: _Scanned, policy: str = "graded", fail_on: str | None = No
 
     ``fail_on`` (structural / disagreement / warning) replaces the policy:
     0 when no finding is at or above that severity, otherwise the graded code
-    (1, 2 or 3: the most severe finding); 4 when nothing could be parsed."""
+    (1, 2 or 3: the most severe finding); 4 when nothing could be parsed.
+    A note (severity 5) never counts, under any policy."""
     nothing = report.parsed == 0
+    counted = [f.severity for f in report.findings if f.severity.sets_exit]
     if fail_on is not None:
         if nothing:
             return int(Severity.UNPARSED)
-        worst = min((f.severity for f in report.findings), default=None)
+        worst = min(counted, default=None)
         return int(worst) if worst is not None and worst <= FAIL_ON[fail_on] else 0
     if policy == "simple":
-        return 2 if nothing else (1 if report.findings else 0)
+        return 2 if nothing else (1 if counted else 0)
     if nothing:
         return int(Severity.UNPARSED)
     # the most severe finding wins: 1 (structural) over 2 (disagreement) over 3
-    return int(min((f.severity for f in report.findings), default=0))
+    return int(min(counted, default=0))

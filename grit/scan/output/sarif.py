@@ -20,7 +20,7 @@ SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SARIF_VERSION = "2.1.0"
 #: SARIF result level of each severity
 SARIF_LEVEL = {Severity.STRUCTURAL: "error", Severity.DISAGREEMENT: "warning",
-               Severity.WARNING: "note", Severity.UNPARSED: "error"}
+               Severity.WARNING: "note", Severity.UNPARSED: "error", Severity.NOTE: "none"}
 
 
 def _camel(title: str) -> str:

@@ -20,7 +20,7 @@ __all__ = ["render", "coverage_line", "fill", "wrap"]
 
 #: SGR colours of the severity labels (on a terminal only)
 _SEVERITY_STYLE = {Severity.STRUCTURAL: "1;31", Severity.DISAGREEMENT: "1;33",
-                   Severity.WARNING: "36", Severity.UNPARSED: "1;31"}
+                   Severity.WARNING: "36", Severity.UNPARSED: "1;31", Severity.NOTE: "2"}
 
 
 def _use_color(out) -> bool:
@@ -235,7 +235,9 @@ def render(report: ScanReport, policy: str, file=None, fail_on: str | None = Non
         head = f"{title} — {_count(len(fs), 'finding')}"
         if more:
             head += f" (and {more:,} more not listed)"
-        write("\n".join(text_rows(f"{head}, exit {int(sev)}", "", "1")) + "\n\n")
+        # a category of notes only sets no exit code (grit.scan.findings.Severity.NOTE)
+        tail = f"exit {int(sev)}" if sev.sets_exit else "notes (no exit code)"
+        write("\n".join(text_rows(f"{head}, {tail}", "", "1")) + "\n\n")
         for f in fs:
             write("\n".join(finding_rows(f, "")) + "\n\n")
     s = report.summary()

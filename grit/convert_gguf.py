@@ -1,0 +1,1182 @@
+"""``grit convert`` with GGUF on either side: a safetensors checkpoint written
+as the GGUF llama.cpp loads (``--to gguf``), and a GGUF file moved into a
+safetensors convention (a ``.gguf`` SRC).
+
+To GGUF, per weight: its llama.cpp name (gguf-py's tensor-name map of the
+architecture), the ggml block type its GRIT array *is* (NVFP4, MXFP4, Q8_0 …:
+``grit.io.gguf_writer.native_type``, the element codes and block-scale bytes
+moved into ggml's blocks, never re-derived; an NVFP4 array's level-1 scale as
+the F32 companion ``<base>.scale`` llama.cpp multiplies by), and the rows of
+the query and key projections put in the order llama.cpp's rotary embedding
+reads them (convert_hf_to_gguf's ``LlamaModel.permute``: rows are moved whole,
+each with its block scales).  A plain tensor keeps its dtype (BF16, F16,
+F32); a 1-D one and a norm are widened to F32 (exact), as llama.cpp needs
+them; Gemma 3's RMS norms are stored as 1 + w (llama.cpp's convention, one
+binary32 addition).  The architecture's KV entries come from config.json
+through gguf-py's GGUFWriter helpers, the tokenizer from tokenizer.model
+(SentencePiece) or tokenizer.json (byte-level BPE) as llama.cpp's converter
+reads them, through gguf-py's vocab classes.  What llama.cpp cannot load — an
+architecture, a rope scaling, a tokenizer grit does not translate, a weight no
+ggml type holds — refuses the conversion, naming what is missing, before
+anything is written.
+
+From GGUF: every tensor is read as grit.load reads a GGUF file (ggml block
+types as GRIT arrays, an NVFP4 tensor with its companion scale as one
+two-level array), named back into the architecture's Hugging Face names with
+the query/key rows put back, and written through the target convention's
+emitter, as ``grit.convert.convert`` does for safetensors.
+
+Both directions write ``grit-proof.json`` (schema ``grit-convert-proof/1``)
+and record its SHA-256 in the output's ``config.json``; ``grit verify``
+re-derives every verdict (``verify``).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from . import conventions
+from . import convert as _convert
+from ._files import loads_json, read_regular
+from .array import GritArray, canonical, concat
+from .errors import GritError, GritUsageError
+from .io import load as _load
+from .io import save as _save
+from .io.dtypes import ST_DTYPES
+from .io.gguf import KV_CONVERT, GGUFValue
+from .io.gguf_file import ValueType, read_gguf
+from .io.gguf_writer import gguf_py as _gguf
+from .io.gguf_writer import native_type, save_gguf
+from .placement.planes import geometry
+
+__all__ = ["FAMILIES", "Family", "to_gguf", "from_gguf", "verify", "GGUF_FILE",
+           "is_gguf_source", "qk_rows"]
+
+#: the model file in a ``--to gguf`` output folder
+GGUF_FILE = "model.gguf"
+#: the ``--to`` name of GGUF
+TARGET = "gguf"
+
+
+# ---------------------------------------------------------------------------
+# the architectures llama.cpp loads that grit writes
+
+
+@dataclass(frozen=True)
+class Family:
+    """One Hugging Face architecture as llama.cpp's converter writes it:
+    gguf-py's ``MODEL_ARCH`` name, whether the query/key rows are permuted
+    (LlamaModel.permute), whether the RMS norms are stored as 1 + w, and the
+    config defaults llama.cpp's converter assumes."""
+
+    hf: str
+    arch: str
+    permute_qk: bool = False
+    norm_plus_one: bool = False
+    defaults: tuple[tuple[str, Any], ...] = ()
+
+
+#: Hugging Face ``architectures[0]`` -> how llama.cpp writes it
+#: (convert_hf_to_gguf: LlamaModel for Llama and Mistral, Qwen2Model,
+#: Qwen3Model, Gemma3Model)
+FAMILIES: dict[str, Family] = {f.hf: f for f in (
+    Family("LlamaForCausalLM", "LLAMA", permute_qk=True),
+    Family("MistralForCausalLM", "LLAMA", permute_qk=True),
+    Family("Qwen2ForCausalLM", "QWEN2"),
+    Family("Qwen3ForCausalLM", "QWEN3"),
+    Family("Gemma3ForCausalLM", "GEMMA3", norm_plus_one=True,
+           defaults=(("max_position_embeddings", 131072), ("num_attention_heads", 8),
+                     ("rms_norm_eps", 1e-6), ("head_dim", 256), ("num_key_value_heads", 4),
+                     ("rope_theta", 1_000_000.0))),
+)}
+
+#: the Hugging Face module names llama.cpp's tensor map knows, preferred when a
+#: GGUF name is mapped back (the map holds many spellings of one tensor)
+_HF_NAME = re.compile(r"^(model\.(layers\.\d+\.(self_attn\.(?!([qk]|query|key)_layernorm)|mlp|"
+                      r"input_layernorm|post_attention_layernorm|pre_feedforward_layernorm|"
+                      r"post_feedforward_layernorm)|embed_tokens|norm)|lm_head)")
+
+
+def _family(cfg: dict) -> Family:
+    archs = cfg.get("architectures") or []
+    name = archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else None
+    if name is None:
+        raise GritUsageError("--to gguf: config.json names no architecture (architectures[0]); "
+                             "llama.cpp needs one of " + ", ".join(sorted(FAMILIES)))
+    fam = FAMILIES.get(name)
+    if fam is None:
+        raise GritUsageError(f"--to gguf: architecture {name!r} is not one grit writes for "
+                             "llama.cpp (its tensor names, KV entries and tensor transforms); "
+                             "supported: " + ", ".join(sorted(FAMILIES)))
+    return fam
+
+
+#: the most transformer blocks a model may name (gguf-py's tensor-name map
+#: holds every block's names)
+MAX_BLOCKS = 1 << 14
+#: the config.json entries read as counts, and as reals
+_INT_KEYS = ("num_hidden_layers", "max_position_embeddings", "hidden_size", "intermediate_size",
+             "num_attention_heads", "num_key_value_heads", "head_dim", "vocab_size",
+             "sliding_window")
+_REAL_KEYS = ("rope_theta", "rope_local_base_freq", "rms_norm_eps", "final_logit_softcapping")
+
+
+def _hparams(cfg: dict, fam: Family) -> dict:
+    """The model's hyper-parameters: config.json (its ``text_config`` too)
+    over the family's defaults, each count a positive int below 2^31 and each
+    real a finite number, or a GritUsageError naming the entry."""
+    h = dict(fam.defaults)
+    text = cfg.get("text_config")
+    h.update(text if isinstance(text, dict) else {})
+    h.update({k: v for k, v in cfg.items() if k != "text_config"})
+    for k in _INT_KEYS:
+        v = h.get(k)
+        top = MAX_BLOCKS if k == "num_hidden_layers" else 2**31 - 1
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or
+                              not 0 < v <= top):
+            raise GritUsageError(f"--to gguf: config.json's {k} is {v!r}, not a count "
+                                 f"in 1..{top}")
+    for k in _REAL_KEYS:
+        v = h.get(k)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or
+                              not math.isfinite(v)):
+            raise GritUsageError(f"--to gguf: config.json's {k} is {v!r}, not a number")
+    return h
+
+
+def _need(h: dict, key: str, fam: Family) -> Any:
+    v = h.get(key)
+    if v is None:
+        raise GritUsageError(f"--to gguf: config.json has no {key!r}, which llama.cpp's "
+                             f"{fam.arch.lower()} architecture needs")
+    return v
+
+
+def qk_rows(rows: int, n_head: int) -> np.ndarray:
+    """The source row each output row of a query/key projection takes in
+    llama.cpp's order (convert_hf_to_gguf ``LlamaModel.permute``: within each
+    head, the two halves of the rotary dimensions interleaved)."""
+    if n_head <= 0 or rows % (2 * n_head):
+        raise GritUsageError(f"a query/key projection of {rows} rows does not split into "
+                             f"{n_head} heads of two rotary halves")
+    return np.arange(rows).reshape(n_head, 2, rows // n_head // 2).swapaxes(1, 2).reshape(-1)
+
+
+def _qk_heads(hf_name: str, fam: Family, h: dict) -> int | None:
+    """The head count a tensor's rows are permuted over (None: not permuted)."""
+    if not fam.permute_qk:
+        return None
+    n_head = int(_need(h, "num_attention_heads", fam))
+    if re.search(r"q_proj\.(weight|bias)$", hf_name):
+        return n_head
+    if re.search(r"k_proj\.(weight|bias)$", hf_name):
+        return int(h.get("num_key_value_heads") or n_head)
+    return None
+
+
+# ---------------------------------------------------------------------------
+# KV entries (ported from convert_hf_to_gguf's TextModel / LlamaModel /
+# Gemma3Model set_gguf_parameters) and the tokenizer
+
+
+def _rope(h: dict) -> tuple[dict, dict | None]:
+    """(the full-attention rope parameters, the sliding-window ones or None)."""
+    rp = h.get("rope_parameters") or h.get("rope_scaling") or {}
+    rp = dict(rp) if isinstance(rp, dict) else {}
+    full = dict(rp.get("full_attention") or rp)
+    swa = rp.get("sliding_attention")
+    if "rope_theta" not in full and h.get("rope_theta") is not None:
+        full["rope_theta"] = h["rope_theta"]
+    if swa is None and h.get("rope_local_base_freq") is not None:
+        swa = {"rope_theta": h["rope_local_base_freq"]}
+    if "rope_type" not in full and full.get("type") is not None:
+        full["rope_type"] = full["type"]
+    return full, swa
+
+
+def _llama3_factors(h: dict, rp: dict) -> np.ndarray:
+    """LlamaModel.generate_extra_tensors: the rope_freqs tensor of a Llama 3
+    rope scaling."""
+    base = rp.get("rope_theta", 10000.0)
+    dim = h.get("head_dim") or h["hidden_size"] // h["num_attention_heads"]
+    freqs = 1.0 / (base ** (np.arange(0, dim, 2, dtype=np.float32) / dim))
+    factor = rp.get("factor", 8.0)
+    lo, hi = rp.get("low_freq_factor", 1.0), rp.get("high_freq_factor", 4.0)
+    old = rp.get("original_max_position_embeddings", 8192)
+    lo_w, hi_w = old / lo, old / hi
+    out = []
+    for f in freqs:
+        wl = 2 * math.pi / float(f)
+        if wl < hi_w:
+            out.append(1.0)
+        elif wl > lo_w:
+            out.append(factor)
+        else:
+            s = (old / wl - lo) / (hi - lo)
+            out.append(1 / ((1 - s) / factor + s))
+    return np.array(out, np.float32)
+
+
+def _kv(w, fam: Family, h: dict, ftype: int, name: str) -> np.ndarray | None:
+    """Add the architecture's KV entries to gguf-py writer ``w``; returns the
+    rope_freqs tensor where the rope scaling has one."""
+    gguf = _gguf()
+    w.add_type(gguf.GGUFType.MODEL)
+    w.add_name(name)
+    w.add_quantization_version(gguf.GGML_QUANT_VERSION)
+    w.add_block_count(int(_need(h, "num_hidden_layers", fam)))
+    if h.get("max_position_embeddings") is not None:
+        w.add_context_length(int(h["max_position_embeddings"]))
+    w.add_embedding_length(int(_need(h, "hidden_size", fam)))
+    if h.get("intermediate_size") is not None:
+        w.add_feed_forward_length(int(h["intermediate_size"]))
+    w.add_head_count(int(_need(h, "num_attention_heads", fam)))
+    if h.get("num_key_value_heads") is not None:
+        w.add_head_count_kv(int(h["num_key_value_heads"]))
+    full, swa = _rope(h)
+    freqs = None
+    rtype = full.get("rope_type")
+    if rtype not in (None, "default"):
+        if rtype == "linear" and full.get("factor") is not None:
+            w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
+            w.add_rope_scaling_factor(full["factor"])
+        elif str(rtype).lower() == "llama3" and fam.arch == "LLAMA":
+            freqs = _llama3_factors(h, full)
+        else:
+            raise GritUsageError(f"--to gguf: rope scaling {rtype!r} is not one grit writes "
+                                 "for llama.cpp (default, linear, and llama3 for Llama)")
+    if full.get("rope_theta") is not None:
+        w.add_rope_freq_base(float(full["rope_theta"]))
+    if swa is not None and swa.get("rope_theta") is not None:
+        w.add_rope_freq_base_swa(float(swa["rope_theta"]))
+    if h.get("rms_norm_eps") is not None:
+        w.add_layer_norm_rms_eps(float(h["rms_norm_eps"]))
+    if h.get("head_dim") is not None:
+        w.add_key_length(int(h["head_dim"]))
+        w.add_value_length(int(h["head_dim"]))
+    w.add_file_type(ftype)
+    if fam.arch == "LLAMA":
+        w.add_vocab_size(int(_need(h, "vocab_size", fam)))
+        w.add_rope_dimension_count(int(h.get("head_dim") or
+                                       h["hidden_size"] // h["num_attention_heads"]))
+    if fam.arch == "GEMMA3":
+        if h.get("attn_logit_softcapping") is not None:
+            raise GritUsageError("--to gguf: gemma3 with attn_logit_softcapping is not "
+                                 "what llama.cpp's gemma3 architecture computes")
+        if h.get("final_logit_softcapping"):
+            w.add_final_logit_softcapping(float(h["final_logit_softcapping"]))
+        if h.get("sliding_window_pattern") != 1 and h.get("sliding_window") is not None:
+            w.add_sliding_window(int(h["sliding_window"]))
+    return freqs
+
+
+#: tokenizer.json pre-tokenizer regexes -> llama.cpp's pre-tokenizer name
+#: (llama-vocab.cpp implements each; convert_hf_to_gguf finds them by hashing
+#: a tokenised text, which a vocabulary other than the model's own cannot match)
+PRE_TOKENIZERS = {
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+"
+    r"[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+": "llama-bpe",
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+"
+    r"[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+": "qwen2",
+}
+
+
+def _pre_tokenizer(tj: dict) -> str:
+    """llama.cpp's name for tokenizer.json's pre-tokenizer, or a refusal."""
+    pre = tj.get("pre_tokenizer") or {}
+    steps = pre.get("pretokenizers", [pre]) if pre.get("type") == "Sequence" else [pre]
+    kinds = [s.get("type") for s in steps if isinstance(s, dict)]
+    if kinds == ["ByteLevel"] and steps[0].get("use_regex", True):
+        return "gpt-2"
+    for s in steps:
+        if isinstance(s, dict) and s.get("type") == "Split":
+            pat = (s.get("pattern") or {}).get("Regex")
+            if pat in PRE_TOKENIZERS and "ByteLevel" in kinds:
+                return PRE_TOKENIZERS[pat]
+    raise GritUsageError("--to gguf: tokenizer.json's pre-tokenizer is not one grit names for "
+                         f"llama.cpp ({', '.join(sorted(set(PRE_TOKENIZERS.values())))}, "
+                         "gpt-2)")
+
+
+def _looks_special(text: str) -> bool:
+    """convert_hf_to_gguf's ``does_token_look_special``: added tokens that
+    ought to be control tokens though not marked special."""
+    return text in ("<pad>", "<mask>", "<2mass>", "[@BOS@]") or \
+        (text.startswith("<|") and text.endswith("|>")) or \
+        (text.startswith("<\uff5c") and text.endswith("\uff5c>")) or \
+        (text.startswith("<unused") and text.endswith(">"))
+
+
+def _sentencepiece(folder: str, h: dict):
+    """(tokens, scores, token types) of the SentencePiece ``tokenizer.model``
+    (convert_hf_to_gguf's ``_create_vocab_sentencepiece``), padded to the
+    config's vocabulary size."""
+    gguf = _gguf()
+    try:
+        from sentencepiece import SentencePieceProcessor  # noqa: PLC0415 - optional
+    except ImportError:
+        raise GritUsageError("--to gguf: tokenizer.model is a SentencePiece model; reading it "
+                             "needs the sentencepiece package (pip install sentencepiece)"
+                             ) from None
+    sp = SentencePieceProcessor()
+    sp.LoadFromFile(os.path.join(folder, "tokenizer.model"))
+    n = int(h.get("vocab_size") or sp.vocab_size())
+    t = gguf.TokenType
+    tokens = [f"[PAD{i}]".encode() for i in range(n)]
+    scores = [-10000.0] * n
+    types = [int(t.UNUSED)] * n
+    for i in range(min(sp.vocab_size(), n)):
+        tokens[i] = sp.IdToPiece(i).encode("utf-8")
+        scores[i] = sp.GetScore(i)
+        types[i] = int(t.UNKNOWN if sp.IsUnknown(i) else t.CONTROL if sp.IsControl(i) else
+                       t.UNUSED if sp.IsUnused(i) else t.BYTE if sp.IsByte(i) else t.NORMAL)
+    for fn, key in (("added_tokens.json", None), ("tokenizer_config.json",
+                                                   "added_tokens_decoder")):
+        doc: Any = _convert._json(os.path.join(folder, fn))
+        doc = doc.get(key) if key and isinstance(doc, dict) else doc
+        for k, v in (doc or {}).items() if isinstance(doc, dict) else ():
+            if key is None:                       # added_tokens.json: text -> id
+                text, i, special = k, v, False
+                kind = t.USER_DEFINED
+            else:                                 # added_tokens_decoder: id -> record
+                if not isinstance(v, dict) or not str(k).isdigit():
+                    continue
+                text, i, special = v.get("content"), int(k), bool(v.get("special"))
+                kind = t.CONTROL if special or _looks_special(str(text)) else t.USER_DEFINED
+                if kind == t.USER_DEFINED and isinstance(text, str):
+                    text = text.replace("\u2581", " ")
+            if not isinstance(i, int) or not isinstance(text, str) or not 0 <= i < n:
+                continue                          # llama.cpp ignores these too
+            tokens[i], scores[i], types[i] = text.encode("utf-8"), -1000.0, int(kind)
+    return tokens, scores, types
+
+
+def _vocab(w, folder: str, h: dict, fam: Family) -> None:
+    """The tokenizer KV entries, read with gguf-py's vocab classes: a
+    SentencePiece ``tokenizer.model`` where there is one (convert_hf_to_gguf's
+    ``_set_vocab_sentencepiece``), else a byte-level BPE tokenizer.json
+    (``_set_vocab_gpt2``); without either, refused."""
+    gguf = _gguf()
+    from pathlib import Path  # noqa: PLC0415 - gguf-py's vocab classes take a Path
+    if os.path.isfile(os.path.join(folder, "tokenizer.model")):
+        tokens, scores, types = _sentencepiece(folder, h)
+        cfg = _tokenizer_config(folder)
+        if fam.arch == "LLAMA" and isinstance(cfg.get("add_prefix_space"), bool):
+            w.add_add_space_prefix(cfg["add_prefix_space"])
+        w.add_tokenizer_model("llama")
+        w.add_tokenizer_pre("default")
+        w.add_token_list(tokens)
+        w.add_token_scores(scores)
+        w.add_token_types(types)
+        gguf.SpecialVocab(Path(folder), n_vocab=len(tokens)).add_to_gguf(w)
+        if fam.arch == "GEMMA3":
+            w.add_add_space_prefix(False)
+        return
+    tj = _tokenizer_json(folder)
+    if tj is None:
+        raise GritUsageError("--to gguf: no tokenizer.json or tokenizer.model beside the "
+                             "checkpoint: llama.cpp needs the tokenizer in the GGUF")
+    cfg = _tokenizer_config(folder)
+    if fam.arch == "LLAMA" and isinstance(cfg.get("add_prefix_space"), bool):
+        w.add_add_space_prefix(cfg["add_prefix_space"])
+    if (tj.get("model") or {}).get("type") != "BPE":
+        raise GritUsageError("--to gguf: tokenizer.json is not a BPE tokenizer, the kind grit "
+                             "translates for llama.cpp")
+    pre = _pre_tokenizer(tj)
+    bpe = gguf.vocab.BpeVocab(Path(folder))
+    n = int(h.get("vocab_size") or bpe.vocab_size)
+    texts: list[str] = [f"[PAD{i}]" for i in range(n)]
+    kinds = [int(gguf.TokenType.UNUSED)] * n
+    for text, i in bpe.vocab.items():
+        if i < n:
+            texts[i], kinds[i] = text, int(gguf.TokenType.NORMAL)
+    for tok in tj.get("added_tokens") or ():
+        i, text = tok.get("id"), tok.get("content")
+        if not isinstance(i, int) or not isinstance(text, str) or not 0 <= i < n:
+            raise GritUsageError(f"--to gguf: added token {text!r} has id {i!r}, not one of "
+                                 f"the vocabulary's {n}")
+        texts[i] = text
+        kinds[i] = int(gguf.TokenType.CONTROL if tok.get("special") or _looks_special(text)
+                       else gguf.TokenType.USER_DEFINED)
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre(pre)
+    w.add_token_list(texts)
+    w.add_token_types(kinds)
+    gguf.SpecialVocab(Path(folder), load_merges=True).add_to_gguf(w)
+
+
+def _tokenizer_config(folder: str) -> dict:
+    return _convert._json(os.path.join(folder, "tokenizer_config.json")) or {}
+
+
+def _tokenizer_json(folder: str) -> dict | None:
+    return _convert._json(os.path.join(folder, "tokenizer.json"))
+
+
+def _embedding_rows(fam: Family, folder: str, h: dict) -> int | None:
+    """Gemma 3: the token-embedding rows llama.cpp keeps (Gemma3Model's
+    modify_tensors: the SentencePiece vocabulary padded to the config's
+    size, or tokenizer.json's vocabulary and added tokens; the rows beyond
+    are out of vocabulary); None elsewhere."""
+    if fam.arch != "GEMMA3":
+        return None
+    if os.path.isfile(os.path.join(folder, "tokenizer.model")):
+        return h.get("vocab_size")
+    tj = _tokenizer_json(folder) or {}
+    vocab = (tj.get("model") or {}).get("vocab")
+    added = tj.get("added_tokens")
+    if not isinstance(vocab, dict) or not isinstance(added, list):
+        return None
+    return len(vocab) + len(added)
+
+
+def _kv_values(w) -> dict[str, GGUFValue]:
+    """gguf-py writer ``w``'s KV entries as grit's typed values."""
+    gguf = _gguf()
+    out: dict[str, GGUFValue] = {}
+    for k, v in w.kv_data[0].items():
+        if k == "general.architecture":
+            continue
+        sub = None
+        if v.type == gguf.GGUFValueType.ARRAY:
+            if not v.value:
+                continue
+            sub = int(v.sub_type if v.sub_type is not None
+                      else gguf.GGUFValueType.get_type(v.value[0]))
+        out[k] = GGUFValue(ValueType(int(v.type)), None if sub is None else ValueType(sub),
+                           v.value)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# SRC -> GGUF
+
+
+def _permuted(a, rows: np.ndarray):
+    """``a`` (a GritArray or ndarray) with its rows in the order ``rows``;
+    a GritArray's rows are moved whole, codes and scales together: each
+    plane's row bytes where every plane's rows are whole bytes
+    (:func:`_rows_moved`), else grit's slicing and concatenation laws, one
+    row at a time (tests/test_convert_gguf.py proves the two agree)."""
+    if isinstance(a, np.ndarray):
+        return a[rows]
+    c = canonical(a)
+    fast = _rows_moved(c, rows)
+    if fast is not None:
+        return fast
+    return concat([c[int(r):int(r) + 1] for r in rows], axis=0)
+
+
+def _rows_moved(c: GritArray, rows: np.ndarray) -> GritArray | None:
+    """Canonical 2-D array ``c`` (groups along its rows) with its rows in the
+    order ``rows``, by moving each plane's rows of bytes; None where a
+    plane's units are not on the row grid or a row is not whole bytes."""
+    if c.ndim != 2 or c.group_axis != 1:
+        return None
+    g = geometry(c.descriptor, c.shape)
+    R = c.shape[0]
+    out: list[bytes] = []
+    for u, plane in zip((g.data, g.scale0, g.scale1, g.aux), c.planes):
+        buf = np.frombuffer(plane, np.uint8)
+        if u.count == 0 and buf.size == 0:
+            out.append(b"")
+        elif u is g.scale1 and u.R == 1 and u.C == 1 and R != 1:
+            out.append(bytes(plane))             # one level-1 scale for every row
+        elif u.R == R and u.C is not None and (u.C * u.bits) % 8 == 0 and \
+                buf.size == R * (u.C * u.bits // 8):
+            out.append(buf.reshape(R, -1)[rows].tobytes())
+        else:
+            return None
+    return GritArray(c.descriptor, c.shape, out)
+
+
+#: the plain dtypes written as they are (llama.cpp's unquantised types)
+_PLAIN = ("float32", "float16", "bfloat16")
+
+
+def _plain_how(x: np.ndarray, gname: str, fam: Family) -> str:
+    """How plain tensor ``x`` is written: 1-D tensors and norms as F32
+    (``f32``: widened exactly), Gemma 3's norms as f32(w + 1) (``f32+1``),
+    any other tensor in its own dtype (``copy``)."""
+    if str(x.dtype) not in _PLAIN:
+        raise GritUsageError(f"{gname}: a {x.dtype} tensor; llama.cpp's unquantised tensors "
+                             "are F32, F16 or BF16, and grit does not round one into them")
+    norm = gname.endswith("_norm.weight")
+    if x.ndim <= 1 or norm:
+        return "f32+1" if fam.norm_plus_one and norm else "f32"
+    return "copy"
+
+
+def _plain_out(x: np.ndarray, how: str, rows) -> np.ndarray:
+    """Plain tensor ``x`` as written (:func:`_plain_how`), rows in the order
+    ``rows`` (None: as they are)."""
+    y = x if rows is None else x[rows]
+    if how in ("f32", "f32+1"):
+        y = np.asarray(y, np.float32)
+        if how == "f32+1":
+            y = (y + np.float32(1)).astype(np.float32)
+    return y
+
+
+def _ggml_check(name: str, a: GritArray) -> tuple[str | None, str | None]:
+    """(the ggml block type GRIT array ``a`` is written as, or None; why it
+    cannot be, or None)."""
+    got = native_type(a, relayout=True)
+    if got is None:
+        return None, (f"{name}: grade {a.grade.canonical} with groups on axis "
+                      f"{a.group_axis} is no ggml block type (ggml holds NVFP4, MXFP4, Q8_0, "
+                      "Q4_K … with groups along the rows)")
+    if got[0] == "NVFP4":
+        sc = np.frombuffer(bytes(got[1]), np.uint8).reshape(-1, 36)[:, :4]
+        bad = int(np.count_nonzero((sc & 0x80) | (sc == 0x7F)))
+        if bad:
+            return None, (f"{name}: {bad} E4M3 block scale(s) are negative or NaN (0x7F), "
+                          "which ggml's UE4M3 reads otherwise")
+    if got[0] == "MXFP4":
+        sc = np.frombuffer(bytes(got[1]), np.uint8).reshape(-1, 17)[:, 0]
+        bad = int(np.count_nonzero(sc == 0xFF))
+        if bad:
+            return None, (f"{name}: {bad} E8M0 block scale(s) are 0xFF, NaN in GRIT (§8.2) "
+                          "and 2^128 in ggml")
+    return got[0], None
+
+
+def _plan_gguf(tensors: dict[str, Any], fam: Family, h: dict, nblocks: int,
+               emb_rows: int | None = None):
+    """(gguf name -> (tensor, hf name, transform, the source rows written in
+    order or None: all, as they are)), the refusals and the ggml type of
+    each quantised tensor by gguf name;
+    ``emb_rows``: the token-embedding rows kept (:func:`_embedding_rows`)."""
+    gguf = _gguf()
+    tmap = gguf.get_tensor_name_map(gguf.MODEL_ARCH[fam.arch], nblocks)
+    plan: dict[str, tuple[Any, str, str, np.ndarray | None]] = {}
+    refused: list[str] = []
+    kinds: dict[str, str] = {}
+    for name, v in tensors.items():
+        if name.endswith(".rotary_emb.inv_freq") or \
+                name.endswith((".k_scale", ".v_scale", ".input_scale", ".input_global_scale")):
+            continue                # llama.cpp's converter drops these as well
+        gname = tmap.get_name(name, try_suffixes=(".weight", ".bias"))
+        if gname is None:
+            refused.append(f"{name}: llama.cpp's {fam.arch.lower()} architecture has no "
+                           "tensor of this name (gguf-py's tensor-name map)")
+            continue
+        heads = _qk_heads(name, fam, h)
+        rows = None if heads is None else qk_rows(v.shape[0], heads)
+        if name == "model.embed_tokens.weight" and emb_rows is not None and \
+                emb_rows < v.shape[0]:
+            rows = np.arange(emb_rows)
+        if not isinstance(v, (GritArray, np.ndarray)):
+            refused.append(f"{name}: {getattr(v, 'reason', None) or type(v).__name__} "
+                           "(not a tensor grit can write)")
+            continue
+        if isinstance(v, GritArray):
+            kind, why = _ggml_check(name, v)
+            if why is not None:
+                refused.append(why)
+                continue
+            kinds[gname] = str(kind)
+            plan[gname] = (v, name, "ggml", rows)
+        else:
+            x = np.asarray(v)
+            try:
+                how = _plain_how(x, gname, fam)
+            except GritUsageError as e:
+                refused.append(str(e))
+                continue
+            plan[gname] = (x, name, how, rows)
+    return plan, refused, kinds
+
+
+def _ftype(plan, types: dict[str, str]) -> int:
+    """general.file_type: the ggml type of the quantised weights, else the
+    dtype of the plain 2-D ones (convert_hf_to_gguf's ftype)."""
+    gguf = _gguf()
+    kinds = set(types.values())
+    if "NVFP4" in kinds:
+        return int(gguf.LlamaFileType.MOSTLY_NVFP4)
+    if "MXFP4" in kinds:
+        return int(gguf.LlamaFileType.MOSTLY_MXFP4_MOE)
+    if "Q8_0" in kinds:
+        return int(gguf.LlamaFileType.MOSTLY_Q8_0)
+    dts = {v.dtype for v, _, how, _ in plan.values() if how == "copy"}
+    if any(d.itemsize == 2 and d.kind == "V" or str(d) == "bfloat16" for d in dts):
+        return int(gguf.LlamaFileType.MOSTLY_BF16)
+    if np.dtype(np.float16) in dts:
+        return int(gguf.LlamaFileType.MOSTLY_F16)
+    return int(gguf.LlamaFileType.ALL_F32)
+
+
+def _source(files: list[str]) -> tuple[dict[str, Any], dict]:
+    """The checkpoint's tensors (GRIT arrays and plain) and the per-tensor
+    scalars of :func:`_scalars`."""
+    tensors: dict[str, Any] = {}
+    scalars: dict[str, dict[str, np.ndarray]] = {}
+    for f in files:
+        got = _load(f)
+        tensors.update(got)
+        for k, v in _scalars(f, got).items():
+            scalars.setdefault(k, {}).update(v)
+    return tensors, scalars
+
+
+def to_gguf(src: str, dst: str, *, overwrite: bool = False,
+            progress: Callable[[str], None] | None = None) -> _convert.ConvertReport:
+    """Write the safetensors checkpoint ``src`` (a local file or folder, with
+    config.json and tokenizer.json beside it) as the folder ``dst`` holding
+    ``model.gguf``, ``config.json`` and ``grit-proof.json``."""
+    folder, files = _convert._model_files(src)
+    if _convert.is_remote(folder):
+        raise GritUsageError("--to gguf reads a local checkpoint (its config.json and "
+                             "tokenizer.json are needed beside it)")
+    dst = _dst_free(dst, overwrite, [folder, *files])
+    cfg = _convert._json(os.path.join(folder, "config.json"))
+    if cfg is None:
+        raise GritUsageError(f"{folder}: no config.json: --to gguf needs the architecture")
+    fam = _family(cfg)
+    h = _hparams(cfg, fam)
+    tensors, scalars = _source(files)
+    nblocks = int(_need(h, "num_hidden_layers", fam))
+    plan, refused, types = _plan_gguf(tensors, fam, h, nblocks, _embedding_rows(fam, folder, h))
+    if refused:
+        raise GritUsageError("--to gguf refused; nothing was written:\n  " + "\n  ".join(refused))
+    notes = _source_notes(plan, scalars)
+    inputs = _input_scales(plan, types, scalars)
+    gguf = _gguf()
+    w = gguf.GGUFWriter(path=None, arch=gguf.MODEL_ARCH_NAMES[gguf.MODEL_ARCH[fam.arch]])
+    freqs = _kv(w, fam, h, _ftype(plan, types), str(cfg.get("_name_or_path") or
+                                             os.path.basename(folder.rstrip("/"))))
+    _vocab(w, folder, h, fam)
+    meta = _kv_values(w)
+    meta["general.architecture"] = GGUFValue(ValueType.STRING, None, w.arch)
+    out: dict[str, Any] = {}
+    if freqs is not None:
+        out["rope_freqs.weight"] = freqs
+    for gname, (v, _, how, rows) in plan.items():
+        if how == "ggml":
+            out[gname] = v if rows is None else _permuted(v, rows)
+        else:
+            out[gname] = _plain_out(v, how, rows)
+        if gname.removesuffix(".weight") + ".input_scale" in inputs:
+            k = gname.removesuffix(".weight") + ".input_scale"
+            out[k] = inputs[k][0]
+    def fill(work: str) -> dict:
+        if progress is not None:
+            progress(GGUF_FILE)
+        save_gguf(os.path.join(work, GGUF_FILE), out, meta, relayout=True, notes=notes)
+        proof = _gguf_proof(tensors, plan, inputs, os.path.join(work, GGUF_FILE), fam)
+        for k in ("quantization_config", "compression_config"):
+            cfg.pop(k, None)
+        _write_proof(work, proof, cfg)
+        return proof
+    dst, proof = _staged(dst, fill)
+    return _convert.ConvertReport(dst, proof, _counts(proof))
+
+
+def _dst_free(dst: str, overwrite: bool, inputs: list[str]) -> str:
+    """``dst`` as an absolute path, refused when it exists (without
+    ``overwrite``) or would replace an input."""
+    dst = os.path.abspath(dst)
+    if os.path.exists(dst) and not overwrite:
+        raise GritUsageError(f"{dst} exists (overwrite it with --force)")
+    if any(os.path.abspath(p) == dst or os.path.dirname(os.path.abspath(p)) == dst
+           for p in inputs):
+        raise GritUsageError("the output would replace the input: choose another folder")
+    return dst
+
+
+def _staged(dst: str, fill: Callable[[str], dict]) -> tuple[str, dict]:
+    """``fill(work)`` writes the output into a temporary folder beside
+    ``dst``, which then replaces ``dst``; nothing is left on failure."""
+    parent = os.path.dirname(dst) or "."
+    os.makedirs(parent, exist_ok=True)
+    work = tempfile.mkdtemp(prefix=".grit-convert-", dir=parent)
+    try:
+        got = fill(work)
+        if os.path.exists(dst):
+            shutil.rmtree(dst)
+        os.replace(work, dst)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    return dst, got
+
+
+#: the name of a compressed-tensors NVFP4 weight's per-tensor divisor
+_DIVISOR_LEAF = ".weight_global_scale"
+
+
+#: the leaves of a module's per-tensor scalars a convention's recogniser takes
+#: with its weight, which the GGUF needs as they are stored
+_SCALAR_LEAVES = (_DIVISOR_LEAF, ".input_global_scale", ".input_scale")
+
+
+def _scalars(path: str, got) -> dict[str, dict[str, np.ndarray]]:
+    """weight name -> {leaf: the F32 values the source file stores}: the
+    per-tensor scalars of :data:`_SCALAR_LEAVES` the convention's recogniser
+    took with the weight (compressed-tensors' ``weight_global_scale``, whose
+    reciprocal is the array's level-1 scale, and the activation scales), and
+    the plain ``input_scale`` beside a weight, read from the file as they
+    are."""
+    out: dict[str, dict[str, np.ndarray]] = {}
+    recs = getattr(got, "recognised", None) or {}
+    want = [(r.name, tn) for r in recs.values() if r.kind == "inferred"
+            for tn in r.tensors if tn.endswith(_SCALAR_LEAVES)]
+    want += [(n.removesuffix(".input_scale") + ".weight", n) for n, v in got.items()
+             if n.endswith(".input_scale") and isinstance(v, np.ndarray)]
+    if not want:
+        return out
+    from safetensors import safe_open  # noqa: PLC0415 - only these scalars need raw values
+    with safe_open(path, "np") as f:
+        for name, tn in want:
+            x = f.get_tensor(tn)
+            if x.dtype == np.float32 and 0 < x.size <= 1 << 16:
+                leaf = next(lf for lf in _SCALAR_LEAVES if tn.endswith(lf))
+                out.setdefault(name, {})[leaf] = x.reshape(-1)
+    return out
+
+
+def _input_scales(plan: dict, types: dict[str, str], scalars: dict
+                  ) -> dict[str, tuple[np.ndarray, str, str]]:
+    """gguf name -> (values, source leaf, transform) of each NVFP4 weight's
+    activation scale as llama.cpp's converter writes it: ``<base>.input_scale``,
+    ModelOpt's ``input_scale`` as it is, compressed-tensors'
+    ``input_global_scale`` g as f32(1/g); left out when it is one value
+    within 1e-6 of 1 (``_write_scale_tensor``)."""
+    out: dict[str, tuple[np.ndarray, str, str]] = {}
+    for gname, (_, name, how, _) in plan.items():
+        got = scalars.get(name) or {}
+        if how != "ggml" or types.get(gname) != "NVFP4":
+            continue
+        if ".input_scale" in got:
+            v, leaf, t = got[".input_scale"], ".input_scale", "f32"
+        elif ".input_global_scale" in got:
+            with np.errstate(all="ignore"):
+                v = (np.float32(1) / got[".input_global_scale"]).astype(np.float32)
+            leaf, t = ".input_global_scale", "1/x"
+        else:
+            continue
+        if v.size <= 1 and abs(float(v.sum()) - 1.0) < 1e-6:
+            continue
+        out[gname.removesuffix(".weight") + ".input_scale"] = (
+            v, name.removesuffix(".weight") + leaf, t)
+    return out
+
+
+def _source_notes(plan: dict, scalars: dict[str, dict[str, np.ndarray]]) -> dict[str, str]:
+    """The ``grit.convert.`` records of the source the way back needs: the
+    dtype of each plain tensor written as F32, the divisor bits of each
+    compressed-tensors NVFP4 weight."""
+    notes: dict[str, str] = {}
+    for gname, (v, name, how, _) in plan.items():
+        if how in ("f32", "f32+1") and v.dtype != np.float32:
+            notes[f"{KV_CONVERT}dtype.{gname}"] = _st_dtype(v.dtype)
+        div = (scalars.get(name) or {}).get(_DIVISOR_LEAF)
+        if how == "ggml" and div is not None and div.size == 1:
+            notes[f"{KV_CONVERT}divisor.{gname}"] = f"{int(div.view('<u4')[0]):08x}"
+    return notes
+
+
+def _st_dtype(dt: np.dtype) -> str:
+    for name, spec in ST_DTYPES.items():
+        if spec.np_dtype() == dt:
+            return name
+    raise GritUsageError(f"a plain tensor of dtype {dt} has no safetensors name")
+
+
+def _counts(proof: dict) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for w in proof["weights"]:
+        counts[w["verdict"]["verdict"]] = counts.get(w["verdict"]["verdict"], 0) + 1
+    return counts
+
+
+def _write_proof(work: str, proof: dict, cfg: dict) -> None:
+    text = json.dumps(proof, indent=1, sort_keys=True).encode("utf-8")
+    with open(os.path.join(work, _convert.PROOF_FILE), "wb") as f:
+        f.write(text)
+    cfg[_convert.PROOF_KEY] = {"file": _convert.PROOF_FILE,
+                               "sha256": hashlib.sha256(text).hexdigest()}
+    with open(os.path.join(work, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=2)
+
+
+def _plain_entry(x: np.ndarray, y: np.ndarray, how: str, rows) -> str | None:
+    """Why the written plain tensor ``y`` is not ``x`` moved by ``how`` (None:
+    it is)."""
+    want = _plain_out(x, how, rows)
+    if y.shape != want.shape:
+        return f"shape {list(y.shape)}, expected {list(want.shape)}"
+    if y.dtype != want.dtype and not (how == "copy" and y.dtype == np.float32
+                                      and str(want.dtype) == "bfloat16"):
+        return f"dtype {y.dtype}, expected {want.dtype}"
+    a = np.ascontiguousarray(np.asarray(want, y.dtype)).tobytes()
+    if a != np.ascontiguousarray(y).tobytes():
+        return "its values are not the source's"
+    return None
+
+
+def _rows_note(rows) -> str | None:
+    """The proof's word for a row order: None (as they are), the leading
+    rows kept, or llama.cpp's q/k order."""
+    if rows is None:
+        return None
+    if np.array_equal(rows, np.arange(len(rows))):
+        return f"the first {len(rows)} rows"
+    return "llama.cpp's q/k order (LlamaModel.permute)"
+
+
+def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family) -> dict:
+    """The proof of a ``--to gguf`` conversion, derived by reading the written
+    file back with grit's GGUF reader."""
+    back = _load(path)
+    weights, plain = [], []
+    for gname, (v, name, how, rows) in sorted(plan.items(), key=lambda kv: kv[1][1]):
+        b = back.get(gname)
+        if how == "ggml":
+            if not isinstance(b, GritArray):
+                raise GritError(f"{gname}: the written GGUF does not read back as a GRIT array")
+            ref = v if rows is None else _permuted(v, rows)
+            weights.append({"name": name, "gguf_name": gname,
+                            "ggml_type": back.ggml_types.get(gname),
+                            "rows": _rows_note(rows),
+                            "source": _convert._side(v), "target": _convert._side(b),
+                            "verdict": _convert.quick_verdict(ref, b),
+                            "exact_by_construction": True, "notes": []})
+        else:
+            why = _plain_entry(v, np.asarray(b), how, rows)
+            if why is not None:
+                raise GritError(f"{gname}: the written GGUF does not read back as the "
+                                f"source's {name}: {why}")
+            plain.append({"name": name, "gguf_name": gname, "transform": how,
+                          "rows": _rows_note(rows)})
+    for gname, (v, leaf, how) in sorted(inputs.items()):
+        why = _plain_entry(v, np.asarray(back.get(gname)), "f32", None)
+        if why is not None:
+            raise GritError(f"{gname}: the written GGUF does not read back as {leaf}: {why}")
+        plain.append({"name": leaf, "gguf_name": gname, "transform": how, "rows": None})
+    return {"schema": _convert.PROOF_SCHEMA, "to": TARGET, "arch": fam.arch.lower(),
+            "weights": weights, "plain": plain}
+
+
+# ---------------------------------------------------------------------------
+# GGUF -> a safetensors convention
+
+
+def is_gguf_source(src: str) -> bool:
+    """Whether ``src`` is a local GGUF file."""
+    return os.path.isfile(src) and src.lower().endswith(".gguf")
+
+
+def _family_of_arch(arch: str) -> Family:
+    for f in FAMILIES.values():
+        if f.arch.lower() == arch:
+            return f
+    raise GritUsageError(f"GGUF architecture {arch!r} is not one grit names back into "
+                         "Hugging Face tensors (" +
+                         ", ".join(sorted({f.arch.lower() for f in FAMILIES.values()})) + ")")
+
+
+def _kv_int(meta, key: str, top: int = 2**31 - 1) -> int:
+    v = meta.get(key)
+    if v is None or isinstance(v.value, bool) or not isinstance(v.value, int) or \
+            not 0 < v.value <= top:
+        raise GritUsageError(f"the GGUF has no {key} in 1..{top}")
+    return int(v.value)
+
+
+def _hf_names(fam: Family, nblocks: int) -> dict[str, str]:
+    """GGUF tensor base name -> the Hugging Face module name (the preferred
+    spelling of gguf-py's tensor-name map)."""
+    gguf = _gguf()
+    tmap = gguf.get_tensor_name_map(gguf.MODEL_ARCH[fam.arch], nblocks)
+    back: dict[str, str] = {}
+    for hf, (_, gname) in tmap.mapping.items():
+        if _HF_NAME.match(hf) and gname not in back:
+            back[gname] = hf
+    return back
+
+
+def _from_gguf_tensors(src: str) -> tuple[dict[str, Any], dict, Family, dict[str, Any]]:
+    """The GGUF file ``src`` as Hugging Face named tensors (rows and norms put
+    back), a config.json built from its KV entries, its family, and the
+    recorded divisors by weight name."""
+    got = _load(src)
+    meta = got.metadata
+    archv = meta.get("general.architecture")
+    if archv is None or not isinstance(archv.value, str):
+        raise GritUsageError(f"{src}: no general.architecture")
+    arch = archv.value
+    fam = _family_of_arch(arch)
+    nb = _kv_int(meta, f"{arch}.block_count", MAX_BLOCKS)
+    heads = _kv_int(meta, f"{arch}.attention.head_count")
+    kvh = (_kv_int(meta, f"{arch}.attention.head_count_kv")
+           if f"{arch}.attention.head_count_kv" in meta else heads)
+    h = {"num_attention_heads": heads, "num_key_value_heads": kvh}
+    names = _hf_names(fam, nb)
+    fields = read_gguf(src)
+    notes = {k[len(KV_CONVERT):]: fields.value(k) for k in fields.fields
+             if k.startswith(KV_CONVERT)}
+    out: dict[str, Any] = {}
+    companions = {c.scale for c in got.companions.values() if c.attached}
+    for gname, v in got.items():
+        if gname in companions or gname == "rope_freqs.weight":
+            continue
+        base, dot, suffix = gname.rpartition(".")
+        hf = names.get(base)
+        if hf is None:
+            raise GritUsageError(f"{src}: tensor {gname!r} has no Hugging Face name in the "
+                                 f"{arch} architecture")
+        name = f"{hf}.{suffix}"
+        heads_n = _qk_heads(name, fam, h)
+        if heads_n is not None:
+            inv = np.argsort(qk_rows(v.shape[0], heads_n))
+            v = _permuted(v if isinstance(v, GritArray) else np.asarray(v), inv)
+        if not isinstance(v, GritArray):
+            v = np.asarray(v)
+            if fam.norm_plus_one and gname.endswith("_norm.weight"):
+                v = (v.astype(np.float32) - np.float32(1)).astype(np.float32)
+            dt = notes.get(f"dtype.{gname}") or \
+                ("BF16" if got.ggml_types.get(gname) == "BF16" else None)
+            v = _narrowed(v, dt)
+        out[name] = v
+    cfg = _config_from_kv(meta, arch, fam)
+    divs = {names.get(g.rpartition(".")[0], "") + "." + g.rpartition(".")[2]: d
+            for g, d in ((k[len("divisor."):], d) for k, d in notes.items()
+                         if k.startswith("divisor."))}
+    return out, cfg, fam, divs
+
+
+def _narrowed(v: np.ndarray, dt: str | None) -> np.ndarray:
+    """Float32 ``v`` as the safetensors dtype ``dt`` it was widened from,
+    when that gives the same values (else as it is)."""
+    spec = ST_DTYPES.get(dt) if isinstance(dt, str) else None
+    npd = spec.np_dtype() if spec is not None else None
+    if npd is None or v.dtype != np.float32 or npd == v.dtype:
+        return v
+    n = v.astype(npd)
+    return n if np.array_equal(n.astype(np.float32).view(np.uint32), v.view(np.uint32)) else v
+
+
+def _with_divisors(em_tensors: dict, tensors: dict, divs: dict[str, str]) -> None:
+    """Put back the divisor each compressed-tensors NVFP4 weight's source
+    stored, where the emitter wrote its own (f32(1/s1)) and the recorded one
+    gives the same level-1 scale: f32(1/g) = s1."""
+    for name, bits in divs.items():
+        tn = name.removesuffix(".weight") + _DIVISOR_LEAF
+        a = tensors.get(name)
+        if tn not in em_tensors or not isinstance(a, GritArray) or not \
+                re.fullmatch(r"[0-9a-f]{8}", str(bits)):
+            continue
+        g = np.array([int(bits, 16)], "<u4").view(np.float32)
+        s1 = np.frombuffer(bytes(a.canonical().planes[2]), "<f4")
+        with np.errstate(all="ignore"):
+            inv = (np.float32(1) / g).astype(np.float32)
+        if s1.size == 1 and inv.view(np.uint32)[0] == s1.view(np.uint32)[0]:
+            old = np.asarray(em_tensors[tn])
+            em_tensors[tn] = g.reshape(old.shape).astype(old.dtype)
+
+
+def _config_from_kv(meta, arch: str, fam: Family) -> dict:
+    def val(key):
+        v = meta.get(key)
+        return None if v is None else v.value
+    cfg: dict[str, Any] = {"architectures": [fam.hf],
+                           "model_type": fam.hf.removesuffix("ForCausalLM").lower()}
+    for hf, key in (("num_hidden_layers", "block_count"),
+                    ("max_position_embeddings", "context_length"),
+                    ("hidden_size", "embedding_length"),
+                    ("intermediate_size", "feed_forward_length"),
+                    ("num_attention_heads", "attention.head_count"),
+                    ("num_key_value_heads", "attention.head_count_kv"),
+                    ("rope_theta", "rope.freq_base"),
+                    ("rms_norm_eps", "attention.layer_norm_rms_epsilon"),
+                    ("head_dim", "attention.key_length"),
+                    ("vocab_size", "vocab_size"),
+                    ("sliding_window", "attention.sliding_window")):
+        v = val(f"{arch}.{key}")
+        if v is not None:
+            cfg[hf] = v
+    toks = meta.get("tokenizer.ggml.tokens")
+    if "vocab_size" not in cfg and toks is not None:
+        cfg["vocab_size"] = len(toks.value)
+    return cfg
+
+
+def from_gguf(src: str, dst: str, to: str, *, overwrite: bool = False,
+              progress: Callable[[str], None] | None = None) -> _convert.ConvertReport:
+    """Write the GGUF file ``src`` as the safetensors checkpoint folder ``dst``
+    in convention ``to`` (``model.safetensors``, ``config.json`` built from
+    the GGUF's KV entries, ``grit-proof.json``)."""
+    if to not in _convert.TARGETS:
+        raise GritUsageError(f"--to must be one of {', '.join(_convert.TARGETS)}, got {to!r}")
+    dst = _dst_free(dst, overwrite, [src])
+    tensors, cfg, fam, divs = _from_gguf_tensors(src)
+    conv = _convert.TARGETS[to]
+    em = conventions.emit(conv, tensors)
+    _with_divisors(em.tensors, tensors, divs)
+
+    def fill(work: str) -> dict:
+        if progress is not None:
+            progress("model.safetensors")
+        out = os.path.join(work, "model.safetensors")
+        _save(out, em.tensors)
+        back = _load(out)
+        weights = []
+        for name, e in em.weights.items():
+            a, b = tensors[name], back.get(name)
+            if not isinstance(b, GritArray):
+                raise GritError(f"{name}: the written file does not read back as a GRIT array")
+            weights.append({"name": name, "file": "model.safetensors",
+                            "source": _convert._side(a), "target": _convert._side(b),
+                            "verdict": _convert.quick_verdict(a, b),
+                            "exact_by_construction": e.exact, "notes": list(e.notes)})
+        plain = {n: tuple(np.shape(v)) for n, v in tensors.items()
+                 if not isinstance(v, GritArray)}
+        emit_config = conventions.by_name(conv).emit_config
+        if emit_config is None:
+            raise GritUsageError(f"convention {conv!r} does not write tensors")
+        for fn, doc in emit_config(dict(em.weights), plain).items():
+            if fn == "config.json":
+                cfg.update(doc)
+            else:
+                with open(os.path.join(work, fn), "w") as f:
+                    json.dump(doc, f, indent=2)
+        proof = {"schema": _convert.PROOF_SCHEMA, "to": conv, "from": "gguf",
+                 "arch": fam.arch.lower(), "weights": weights, "plain": sorted(plain)}
+        _write_proof(work, proof, cfg)
+        return proof
+    dst, proof = _staged(dst, fill)
+    return _convert.ConvertReport(dst, proof, _counts(proof))
+
+
+# ---------------------------------------------------------------------------
+# verify
+
+
+def verify(src: str, dst: str, proof: str | None = None) -> _convert.VerifyReport:
+    """Re-derive every verdict of a conversion to or from GGUF from the two
+    checkpoints and compare with the proof."""
+    folder = dst if os.path.isdir(dst) else os.path.dirname(dst)
+    ppath = proof or os.path.join(folder, _convert.PROOF_FILE)
+    if not os.path.isfile(ppath):
+        raise GritUsageError(f"{ppath}: no proof to verify against")
+    text = read_regular(ppath, _convert.MAX_PROOF)
+    problems: list[str] = []
+    if proof is None:
+        rec = (_convert._json(os.path.join(folder, "config.json")) or {}).get(_convert.PROOF_KEY)
+        if not isinstance(rec, dict) or rec.get("sha256") != hashlib.sha256(text).hexdigest():
+            problems.append(f"{_convert.PROOF_FILE}: its SHA-256 is not the one config.json "
+                            "records (the proof was changed)")
+    try:
+        doc = loads_json(text, ppath)
+    except ValueError as e:
+        raise GritUsageError(str(e)) from None
+    if not isinstance(doc, dict) or doc.get("schema") != _convert.PROOF_SCHEMA or \
+            not isinstance(doc.get("weights"), list):
+        raise GritUsageError(f"{ppath}: not a {_convert.PROOF_SCHEMA} proof")
+    if doc.get("to") == TARGET:
+        return _verify_to_gguf(src, folder, doc, problems)
+    tensors, _, _, _ = _from_gguf_tensors(src)
+    b = _load(os.path.join(folder, "model.safetensors"))
+    claimed = {w.get("name"): w for w in doc["weights"] if isinstance(w, dict)}
+    srcw = {n for n, v in tensors.items() if isinstance(v, GritArray)}
+    _compare_sets(srcw, claimed, problems)
+    for name in sorted(srcw & set(claimed)):
+        _check_weight(name, claimed[name], tensors[name], tensors[name], b.get(name), problems)
+    return _convert.VerifyReport(problems, len(srcw & set(claimed)))
+
+
+def _compare_sets(srcw: set, claimed: dict, problems: list[str]) -> None:
+    if srcw != set(claimed):
+        problems.append(f"the proof names {len(claimed)} weights, the source has {len(srcw)}: "
+                        f"missing {sorted(srcw - set(claimed))[:5]}, extra "
+                        f"{sorted(set(claimed) - srcw)[:5]}")
+
+
+def _check_weight(name: str, w: dict, x, ref, y, problems: list[str]) -> None:
+    if not isinstance(y, GritArray):
+        problems.append(f"{name}: the output holds no GRIT array under this name")
+        return
+    for side, arr in (("source", x), ("target", y)):
+        got = _convert._side(arr)
+        for k in ("gid", "grade", "digest", "shape"):
+            if (w.get(side) or {}).get(k) != got[k]:
+                problems.append(f"{name}: {side} {k} is {got[k]}, the proof says "
+                                f"{(w.get(side) or {}).get(k)}")
+    v = _convert.verdict(ref, y)
+    if v != w.get("verdict"):
+        problems.append(f"{name}: the decodes give {v}, the proof says {w.get('verdict')}")
+
+
+def _verify_to_gguf(src: str, folder: str, doc: dict, problems: list[str]
+                    ) -> _convert.VerifyReport:
+    sfolder, files = _convert._model_files(src)
+    cfg = _convert._json(os.path.join(sfolder, "config.json")) or {}
+    fam = _family(cfg)
+    h = _hparams(cfg, fam)
+    tensors, scalars = _source(files)
+    plan, refused, types = _plan_gguf(tensors, fam, h, int(_need(h, "num_hidden_layers", fam)),
+                                      _embedding_rows(fam, sfolder, h))
+    problems.extend(f"the source is no longer convertible: {r}" for r in refused)
+    back = _load(os.path.join(folder, GGUF_FILE))
+    claimed = {w.get("name"): w for w in doc["weights"] if isinstance(w, dict)}
+    srcw = {n for n, v in tensors.items() if isinstance(v, GritArray)}
+    _compare_sets(srcw, claimed, problems)
+    checked = 0
+    for gname, (v, name, how, rows) in plan.items():
+        b = back.get(gname)
+        if how == "ggml":
+            if name not in claimed:
+                continue
+            checked += 1
+            ref = v if rows is None else _permuted(v, rows)
+            _check_weight(name, claimed[name], v, ref, b, problems)
+        else:
+            if not isinstance(b, np.ndarray):
+                problems.append(f"{gname}: the GGUF holds no plain tensor under this name")
+                continue
+            why = _plain_entry(v, b, how, rows)
+            if why is not None:
+                problems.append(f"{gname} ({name}): {why}")
+    for gname, (v, leaf, _) in _input_scales(plan, types, scalars).items():
+        b = back.get(gname)
+        why = (_plain_entry(v, b, "f32", None) if isinstance(b, np.ndarray)
+               else "the GGUF holds no plain tensor under this name")
+        if why is not None:
+            problems.append(f"{gname} ({leaf}): {why}")
+    return _convert.VerifyReport(problems, checked)
+
+
+# ---------------------------------------------------------------------------
+# grit convert / grit verify hand GGUF to this module
+
+
+def convert(src: str, dst: str, to: str, *, overwrite: bool = False,
+            progress: Callable[[str], None] | None = None) -> _convert.ConvertReport:
+    """``grit convert`` with GGUF on one side: a ``.gguf`` SRC into a
+    safetensors convention (:func:`from_gguf`), anything else ``--to gguf``
+    (:func:`to_gguf`)."""
+    if is_gguf_source(src):
+        if to == TARGET:
+            raise GritUsageError("SRC is GGUF already: --to names a safetensors convention "
+                                 f"({', '.join(_convert.TARGETS)})")
+        return from_gguf(src, dst, to, overwrite=overwrite, progress=progress)
+    return to_gguf(src, dst, overwrite=overwrite, progress=progress)
+
+
+def _wrote(dst: str) -> bool:
+    return os.path.isfile(os.path.join(dst, GGUF_FILE))
+
+
+_convert.CONTAINERS["gguf"] = _convert.Container(
+    "gguf", (TARGET,), is_gguf_source, _wrote, convert, verify)
