@@ -224,8 +224,12 @@ def test_markdown_report(ex, tmp_path):
     assert rows[0] == "| severity | code | file | tensor | finding |"
     _, doc = cli("--format", "json", ex)
     findings = json.loads(doc)["findings"]
-    assert len(rows) - 1 == len(findings)            # one row per finding, in report order
-    for row, f in zip(rows[1:], findings):
+    def count(fs):
+        return sum(1 + count(f["consequences"]) for f in fs)
+    assert len(rows) - 1 == count(findings)          # a row per finding and consequence
+    top = [r for r in rows[1:] if not r.startswith("| ↳")]
+    assert len(top) == len(findings)                 # in report order
+    for row, f in zip(top, findings):
         assert row.startswith(f"| {f['severity']} ") and f"| {f['code']} {f['status']} |" in row
         # every cell of the row is one cell: no | of a name or message escapes it
         assert len(re.findall(r"(?<!\\)\|", row)) == 6
