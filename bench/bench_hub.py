@@ -149,7 +149,7 @@ def _expected(kind: str) -> set[str]:
 
     from grit.scan.findings import Finding  # noqa: PLC0415
     code = DEFECT_CODE[kind]
-    return {code, str(Finding(code, "f", None, "").to_dict()["status"])}
+    return {code, Finding(code, "f", None, "").status}
 
 
 def _codes_by_repo(records: list[dict]) -> dict[str, set[str]]:

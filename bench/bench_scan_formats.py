@@ -14,6 +14,7 @@ process, by
   jsonl              write_jsonl
   sarif              write_sarif (rules, results, artifacts built as a dict, then
                      streamed)
+  markdown           write_markdown, every finding a row (no 200-row cap)
 
 wall time of the writing alone and the process's peak RSS (ru_maxrss), medians
 over --repeat runs; "ratio" is the time over json's in the same run.
@@ -39,7 +40,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 REAL = os.path.expanduser("~/.cache/grit-real-checkpoint/gemma-3-270m-q4_k_m.gguf")
-MODES = ("text (piped)", "text (terminal)", "json", "jsonl", "sarif")
+MODES = ("text (piped)", "text (terminal)", "json", "jsonl", "sarif", "markdown")
 
 
 class _Tty(io.TextIOWrapper):
@@ -62,6 +63,8 @@ def _child(mode: str, n: int) -> None:
         R.write_json(rep, "graded", file=out)
     elif mode == "jsonl":
         R.write_jsonl(rep, "graded", file=out)
+    elif mode == "markdown":
+        R.write_markdown(rep, "graded", file=out, max_rows=n)
     else:
         R.write_sarif(rep, "graded", file=out, version="bench")
     dt = time.perf_counter() - t0

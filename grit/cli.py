@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import dataclasses
 import io
 import json
 import os
@@ -300,10 +301,11 @@ def explain_cmd(refs, as_json: bool, show_all: bool) -> None:
                    "probe warnings.")
 @click.option("--format", "fmt", type=click.Choice(scan_report.FORMATS), default=None,
               help="Report format: text (default), json, jsonl (one finding per line, then a "
-                   "summary line) or sarif (SARIF 2.1.0).")
+                   "summary line), sarif (SARIF 2.1.0) or markdown (a pull-request comment "
+                   "or job summary).")
 @click.option("--json", "as_json", is_flag=True, help="Alias of --format json.")
-@click.option("--exit-policy", type=click.Choice(["graded", "simple"]), default="graded",
-              show_default=True, help="How findings map to the exit status.")
+@click.option("--exit-policy", type=click.Choice(["graded", "simple"]), default=None,
+              help="How findings map to the exit status (default: graded).")
 @click.option("--no-cache", "no_cache", is_flag=True,
               help="Read remote headers afresh (do not use or fill the header cache, "
                    "$GRIT_CACHE_DIR or ~/.cache/grit).")
@@ -337,10 +339,29 @@ def explain_cmd(refs, as_json: bool, show_all: bool) -> None:
 @click.option("--resume", metavar="OUT.jsonl", default=None, type=click.Path(dir_okay=False),
               help="Like --output, but skip the entries OUT already holds complete and append "
                    "the rest; OUT's complete records are never rewritten.")
-def scan_cmd(paths, deep: bool, fmt: str | None, as_json: bool, exit_policy: str,
+# -- CI adoption: a project's settings, code selection, baselines
+@click.option("--select", metavar="CODES", default=None,
+              help="Only findings of these codes count (comma-separated codes or prefixes: "
+                   "S1,S301).")
+@click.option("--ignore", metavar="CODES", default=None,
+              help="Findings of these codes (or prefixes) never count.")
+@click.option("--baseline", metavar="FILE", default=None, type=click.Path(dir_okay=False),
+              help="Findings FILE holds are known: not listed, not counted for the exit "
+                   "status; the rest are shown as new.")
+@click.option("--write-baseline", metavar="FILE", default=None,
+              type=click.Path(dir_okay=False),
+              help="Write the findings that count to FILE as the baseline (they are then known).")
+@click.option("--config", "config_file", metavar="FILE", default=None,
+              type=click.Path(dir_okay=False),
+              help="Read the settings from FILE, not the .grit.toml or pyproject.toml "
+                   "[tool.grit.scan] found by walking up from the working directory.")
+@click.option("--isolated", is_flag=True, help="Read no settings file.")
+def scan_cmd(paths, deep: bool, fmt: str | None, as_json: bool, exit_policy: str | None,
              fail_on: str | None, no_cache: bool, jobs: int, engine: str | None,
              scheduler: str | None, workers: int | None, threads: int | None,
-             output: str | None, resume: str | None) -> None:
+             output: str | None, resume: str | None,
+             select: str | None, ignore: str | None, baseline: str | None,
+             write_baseline: str | None, config_file: str | None, isolated: bool) -> None:
     """Check every tensor of safetensors / GGUF checkpoints against its bytes (§13).
 
     PATH is a .safetensors or .gguf file, a directory tree (walked in sorted
@@ -399,6 +420,13 @@ def scan_cmd(paths, deep: bool, fmt: str | None, as_json: bool, exit_policy: str
     (131072) per file (S808).
 
     \b
+    Settings (docs/scan.md "CI"): [tool.grit.scan] in pyproject.toml or [scan]
+    in .grit.toml, found walking up from the working directory: select,
+    ignore, per-file-ignores, exit-policy, fail-on, format, baseline.  The
+    flags override them.  --baseline FILE: only findings not in FILE count
+    and are listed (as new); --write-baseline FILE records the current ones.
+
+    \b
     Example:  grit scan examples/
               grit scan --format sarif --fail-on disagreement ckpt/ > scan.sarif
               grit scan --jobs 8 https://host/ckpt/model.safetensors
@@ -408,8 +436,11 @@ def scan_cmd(paths, deep: bool, fmt: str | None, as_json: bool, exit_policy: str
     if as_json and fmt not in (None, "json"):
         raise click.UsageError(f"--json is --format json; it cannot be given with "
                                f"--format {fmt}")
-    if fail_on is not None and exit_policy != "graded":
+    if fail_on is not None and exit_policy is not None:
         raise click.UsageError("--fail-on replaces --exit-policy; give one of them")
+    settings = _scan_settings(config_file, isolated, select, ignore, exit_policy, fail_on,
+                              baseline)
+    exit_policy, fail_on = settings.exit_policy or "graded", settings.fail_on
     if scheduler is not None and engine == "local":
         raise click.UsageError("--scheduler runs on Dask; it cannot be given with "
                                "--engine local")
@@ -424,17 +455,22 @@ def scan_cmd(paths, deep: bool, fmt: str | None, as_json: bool, exit_policy: str
             raise click.UsageError("many-checkpoint runs write their own JSON Lines records; "
                                    "--format/--json cannot be given with --engine, "
                                    "--scheduler or --resume")
+        if any(v is not None for v in (select, ignore, baseline, write_baseline)):
+            raise click.UsageError("--select, --ignore, --baseline and --write-baseline "
+                                   "apply to one report; not with --engine, --scheduler or "
+                                   "--resume")
         _scan_many(paths, deep, not no_cache, jobs, engine == "dask" or scheduler is not None,
                    scheduler, output or resume, resume is not None, exit_policy, fail_on,
                    (workers, threads))
         return
     # one report, of every PATH together (the cross-file checks included): on
     # stdout, or in --output OUT in --format, else the format OUT's suffix names
-    fmt = "json" if as_json else (fmt or _format_of(output) or "text")
+    fmt = "json" if as_json else (fmt or _format_of(output) or settings.format or "text")
     with _scan_progress(enabled=fmt == "text" and output is None, deep=deep) as (
             progress, hashed):
         report = scan(paths, deep=deep, progress=progress, cache=not no_cache, jobs=jobs,
                       advance=hashed)
+    report = _settle(report, settings, write_baseline)
     try:
         with _report_to(output):
             _write_report(report, fmt, exit_policy, fail_on)
@@ -446,7 +482,48 @@ def scan_cmd(paths, deep: bool, fmt: str | None, as_json: bool, exit_policy: str
 
 
 #: the report format an --output file's suffix names
-_SUFFIX_FORMATS = {".json": "json", ".jsonl": "jsonl", ".sarif": "sarif", ".txt": "text"}
+_SUFFIX_FORMATS = {".json": "json", ".jsonl": "jsonl", ".sarif": "sarif", ".txt": "text",
+                   ".md": "markdown"}
+
+
+# -- grit scan in CI: the project's settings, code selection and baselines
+
+
+def _scan_settings(config_file: str | None, isolated: bool, select: str | None,
+                   ignore: str | None, exit_policy: str | None, fail_on: str | None,
+                   baseline: str | None) -> scan_report.Settings:
+    """The settings of this run: the project's file (``config_file``, else
+    the one found walking up from the working directory, none under
+    ``isolated``), then each flag given in place of its key."""
+    try:
+        found = config_file if config_file is not None else (
+            None if isolated else scan_report.find_settings())
+        s = scan_report.load_settings(found) if found is not None else scan_report.Settings()
+        given: dict = {"baseline": baseline}
+        if exit_policy is not None or fail_on is not None:   # the flags replace both keys
+            s = dataclasses.replace(s, exit_policy=exit_policy, fail_on=fail_on)
+        for key, v in (("select", select), ("ignore", ignore)):
+            if v is not None:
+                given[key] = scan_report.settings.parse_codes(f"--{key}", v)
+        return s.with_cli(**given)
+    except GritError as e:
+        raise click.UsageError(str(e)) from None
+
+
+def _settle(report, settings: scan_report.Settings, write_baseline: str | None):
+    """``report`` under the settings' rules, then its baseline: the one
+    written now (``write_baseline``: the findings that count), else the
+    settings' (``--baseline`` or the file's ``baseline``)."""
+    report = settings.apply(report)
+    try:
+        if write_baseline is not None:
+            scan_report.write_baseline(report, write_baseline)
+            return scan_report.apply_baseline(report, write_baseline)
+        if settings.baseline is not None:
+            return scan_report.apply_baseline(report, settings.baseline)
+    except GritError as e:
+        raise click.UsageError(str(e)) from None
+    return report
 
 
 def _format_of(path: str | None) -> str | None:
@@ -467,14 +544,7 @@ def _report_to(path: str | None):
 
 
 def _write_report(report, fmt: str, exit_policy: str, fail_on) -> None:
-    if fmt == "json":
-        scan_report.write_json(report, exit_policy, fail_on=fail_on)
-    elif fmt == "jsonl":
-        scan_report.write_jsonl(report, exit_policy, fail_on=fail_on)
-    elif fmt == "sarif":
-        scan_report.write_sarif(report, exit_policy, fail_on=fail_on, version=__version__)
-    else:
-        scan_report.render(report, exit_policy, fail_on=fail_on)
+    scan_report.write(report, fmt, exit_policy, fail_on=fail_on, version=__version__)
     sys.stdout.flush()
 
 

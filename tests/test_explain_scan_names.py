@@ -187,8 +187,9 @@ def tree(tmp_path_factory):
 
 
 def reported(report: dict) -> set[tuple[str, str]]:
-    """Every (file, tensor name) a scan report names: a finding's ``tensor``,
-    or, for a finding over several tensors, its ``detail.tensors`` list."""
+    """Every (file, tensor name) a scan report names: a finding's ``tensor``
+    (or ``role``, for grade drift), or, for a finding over several tensors,
+    its ``detail.tensors`` list."""
     out = set()
     for f in report["findings"]:
         if not f["file"]:
@@ -196,8 +197,8 @@ def reported(report: dict) -> set[tuple[str, str]]:
         names = f["detail"].get("tensors")
         if isinstance(names, list):
             out.update((f["file"], n) for n in names)
-        elif f["tensor"]:
-            out.add((f["file"], f["tensor"]))
+        elif f["tensor"] or f.get("role"):
+            out.add((f["file"], f["tensor"] or f["role"]))
     return out
 
 

@@ -135,7 +135,7 @@ def test_expert_tensors_sized_one_gib_are_named_each_with_the_bytes(tmp_path):
         assert f"needs {NEEDS} bytes from data offset {i * GIB}" in q.message
         assert f"begins {GIB} bytes after it: {NEEDS - GIB} bytes are shared" in q.message
     rc, doc = _cli(p)
-    s141 = [x for x in doc["findings"] if x["detail"]["finding_code"] == "S141"]
+    s141 = [x for x in doc["findings"] if x["code"] == "S141"]
     # 20 listed per code and file, the rest counted
     assert len(s141) == 20 and sum(x.get("omitted", 0) for x in s141) == 107
     assert all(x["severity"] == 1 and x["detail"]["needs"] == NEEDS for x in s141)
@@ -177,14 +177,14 @@ def test_inexpressible_types_are_accounted_byte_by_byte(tmp_path, tname):
     assert q.tensor == "a.weight" and dict(q.extra)["needs"] == nb
     assert dict(q.extra)["room"] == nb - 32 + (-(nb - 32) % 32)
     rc, doc = _cli(p)
-    assert ("S141", "a.weight") in [(x["detail"]["finding_code"], x["tensor"])
+    assert ("S141", "a.weight") in [(x["code"], x["tensor"])
                                     for x in doc["findings"]] and rc == 1
     # the last tensor cut short: past the end, with the bytes missing
     p, _ = _small(tmp_path, list(reversed(types)), cut=40)
     (q,) = read_gguf(p).problems
     assert q.kind is K.PAST_END and q.tensor == "a.weight" and dict(q.extra)["missing"] > 0
     rc, doc = _cli(p)
-    assert [(x["detail"]["finding_code"], x["tensor"]) for x in doc["findings"]
+    assert [(x["code"], x["tensor"]) for x in doc["findings"]
             if x["severity"] == 1] == [("S807", "a.weight")] and rc == 1
 
 

@@ -271,7 +271,7 @@ def test_the_2_62_array_is_a_scan_finding(tmp_path):
     rc, doc = scan_json(p)
     (f,) = doc["findings"]
     # the file's own finding (severity 4 because no input parsed at all)
-    assert f["detail"]["finding_code"] == "S805" and rc == 4
+    assert f["code"] == "S805" and rc == 4
     assert "count = 4611686018427387904" in f["message"]
 
 
@@ -323,7 +323,7 @@ def _by_kind(f):
 
 
 def _findings(doc):
-    return sorted((x["detail"]["finding_code"], x["tensor"]) for x in doc["findings"])
+    return sorted((x["code"], x["tensor"]) for x in doc["findings"])
 
 
 def _container(doc):

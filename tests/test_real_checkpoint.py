@@ -222,7 +222,7 @@ def test_load_save_round_trip_keeps_the_file(loaded, checkpoint, tmp_path):
     a = CliRunner().invoke(main, ["scan", "--json", checkpoint])
     b = CliRunner().invoke(main, ["scan", "--json", copy])
     def verdicts(r):
-        return sorted((f["detail"]["finding_code"], f["status"], f.get("tensor") or "")
+        return sorted((f["code"], f["status"], f.get("tensor") or "")
                       for f in json.loads(r.output)["findings"])
     fa, fb = verdicts(a), verdicts(b)
     assert (a.exit_code, fa) == (b.exit_code, fb)

@@ -12,6 +12,8 @@ from click.testing import CliRunner
 
 import grit
 from grit.cli import main
+from grit.scan.findings import REGISTRY
+from grit.scan.output.record import Record
 from grit.scan import CATEGORIES, role_of, scan
 
 R = CliRunner()
@@ -69,7 +71,7 @@ def test_truncated_shard_measured_on_disk(ex):
     code, doc = js(ex / "sharded")
     # the checkpoint's count of its short shards, the shard's own finding nested in it
     # (one root cause, one finding)
-    [c] = [x for x in by(doc, "structural") if x["detail"]["finding_code"] == "S156"]
+    [c] = [x for x in by(doc, "structural") if x["code"] == "S156"]
     [f] = c["consequences"]
     assert c["message"].startswith("1 of 2 shards are short: 1500 bytes missing in all")
     assert f["status"] == "SizeMismatch" and f["file"].endswith("model-00002-of-00002.safetensors")
@@ -97,7 +99,7 @@ def test_cross_file_disagreement_carries_the_explain_diff(ex):
 def test_role_drift_and_artifact_drift(ex):
     code, doc = js(ex / "half-converted.safetensors")
     [f] = by(doc, "drift", "RoleDrift")
-    assert f["tensor"] == "self_attn.q_proj" and f["severity"] == 2
+    assert f["tensor"] is None and f["role"] == "self_attn.q_proj" and f["severity"] == 2
     grades = {v["grade"]: v["tensors"] for v in f["detail"]["grades"].values()}
     assert sorted(grades) == ["GRADE_MXFP4", "GRADE_NVF4"]
     assert len(grades["GRADE_NVF4"]) == 2
@@ -169,11 +171,15 @@ def test_nothing_parsed_is_4_or_2(tmp_path):
 def test_json_schema(ex):
     _, doc = js("--deep", ex)
     assert set(doc) == {"version", "exit_policy", "exit_code", "exit_code_graded",
-                        "exit_code_simple", "files", "findings", "summary", "coverage"}
-    assert doc["version"] == 1
+                        "exit_code_simple", "baseline", "files", "findings", "summary",
+                        "coverage"}
+    assert doc["version"] == 2 and doc["baseline"] is None
     for f in doc["findings"]:
-        assert set(f) - {"consequences"} == {"category", "severity", "file", "tensor",
-                                             "status", "message", "detail"}
+        assert {"code", "category", "severity", "file", "tensor", "status", "message",
+                "detail", "consequences", "fingerprint"} <= set(f) <= {
+            "code", "category", "severity", "file", "tensor", "status", "message", "detail",
+            "consequences", "fingerprint", "role", "label", "omitted"}
+        assert f["code"] in REGISTRY and "finding_code" not in f["detail"]
         assert f["category"] in CATEGORIES and f["severity"] in (1, 2, 3, 4, 5)
         assert isinstance(f["detail"], dict)
     for f in doc["files"]:
@@ -447,7 +453,7 @@ def test_role_drift_mixed_by_design_under_q4_k_m(tmp_path):
     _mixed_gguf(p, int(gguf.LlamaFileType.MOSTLY_Q4_K_M))
     code, doc = js(p)
     [f] = by(doc, "drift", "RoleDrift")
-    assert f["severity"] == 3 and f["tensor"] == "ffn_down"
+    assert f["severity"] == 3 and f["tensor"] is None and f["role"] == "ffn_down"
     assert "mixed by design: llama.cpp Q4_K_M mixes Q4_K with Q6_K" in f["message"]
     assert f["detail"]["recipe"] == {"file_type": 15, "name": "Q4_K_M",
                                      "ggml_types": ["Q4_K", "Q6_K"]}
@@ -605,10 +611,11 @@ def test_repeated_findings_are_capped_per_file_and_code(tmp_path):
     fs = [f for f in scan([p]).findings if f.code == "S112"]
     assert len(fs) == 20 and [f.omitted for f in fs] == [0] * 19 + [80]
     assert "'g0'" in fs[0].message and "'g13'" in fs[-1].message     # the first ones shown
-    assert "omitted" not in fs[0].to_dict() and fs[-1].to_dict()["omitted"] == 80
+    assert "omitted" not in Record.of(fs[0]).to_dict()
+    assert Record.of(fs[-1]).to_dict()["omitted"] == 80
     code, doc = js(p)
     assert code == 1 and sum(1 + f.get("omitted", 0) for f in doc["findings"]
-                             if f["detail"]["finding_code"] == "S112") == 100
+                             if f["code"] == "S112") == 100
     with pytest.raises(grit.GritError, match="'g0'"):     # load raises the first one
         grit.load(p)
 

@@ -149,7 +149,7 @@ def test_the_records_are_the_reports(world, reference):
             assert r["coverage"] == doc["coverage"]["files"].get(r["path"])
         assert entry["exit_codes"]["graded"] == doc["exit_code"]
         assert entry["summary"] == doc["summary"]
-    kinds = {f["detail"]["finding_code"] for r in reference.records for f in r["findings"]}
+    kinds = {f["code"] for r in reference.records for f in r["findings"]}
     assert {"S101", "S151", "S201", "S301", "S310", "S805"} <= kinds
 
 

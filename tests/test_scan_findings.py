@@ -15,6 +15,7 @@ from grit.cli import main
 from grit.errors import Status
 from grit.scan import CATEGORIES, SEVERITY, scan
 from grit.scan import docs as scan_docs
+from grit.scan.output.record import Record
 from grit.scan.findings import (CHECK_CODES, REGISTRY, Category, Finding, ScanKind, Severity,
                                 explain, status_name)
 
@@ -97,9 +98,9 @@ def test_enums_serialise_as_the_strings_and_ints_of_the_report():
     f = Finding("S126", "a.safetensors", "w", "overlap")
     assert f.category == "structural" and f.severity == 1 and f.status == "Overlap"
     assert f.kind is ScanKind.OVERLAP
-    text = json.dumps(f.to_dict())
+    text = json.dumps(Record.of(f).to_dict())
     assert '"category": "structural"' in text and '"severity": 1' in text
-    assert '"status": "Overlap"' in text and '"finding_code": "S126"' in text
+    assert '"status": "Overlap"' in text and '"code": "S126"' in text
     with pytest.raises(ValueError):
         Finding("S101", None, None, "m", kind=Status.GRADE_UNKNOWN)   # S101 is SizeMismatch
     with pytest.raises(ValueError):
@@ -114,7 +115,7 @@ def test_json_findings_carry_their_code(ex, tmp_path):
         doc = scan(paths, deep=deep).to_dict()
         assert doc["findings"]
         for f in doc["findings"]:
-            spec = REGISTRY[f["detail"]["finding_code"]]
+            spec = REGISTRY[f["code"]]
             assert f["category"] == spec.category.value
             if spec.status is not None:
                 assert f["status"] == status_name(spec.status)

@@ -172,14 +172,14 @@ def test_every_format_says_the_same(files, key):
     log = json.loads(out_s)
     [run] = log["runs"]
     assert [r["ruleId"] for r in run["results"]] == [
-        f["detail"]["finding_code"] for f in doc["findings"]]
+        f["code"] for f in doc["findings"]]
     assert run["properties"]["coverage"] == doc["coverage"]
     assert run["invocations"][0]["exitCode"] == code_s == code_j
     code_t, out_t = cli(path)                                    # text (the default)
     assert code_t == code_j
     assert "coverage: " in out_t
     for f in doc["findings"]:
-        assert f["detail"]["finding_code"] in out_t
+        assert f["code"] in out_t
 
 
 @pytest.fixture(scope="module")
@@ -427,7 +427,7 @@ def test_inferred_sections_say_from_what(files):
     assert "ggml block types" in title
     assert "compressed-tensors config (nvfp4-pack-quantized)" in title
     doc = json.loads(cli("--json", files["ggml"], files["ct"])[1])
-    src = {f["detail"]["finding_code"]: f["detail"].get("inferred_from")
+    src = {f["code"]: f["detail"].get("inferred_from")
            for f in doc["findings"] if f["category"] == "inferred"}
     assert src == {"S602": "ggml block types",
                    "S601": "compressed-tensors config (nvfp4-pack-quantized)"}

@@ -12,6 +12,7 @@ import pytest
 from safetensors.numpy import save
 
 from grit.scan import scan
+from grit.scan.output.record import Record
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _support import write_gguf  # noqa: E402
@@ -119,8 +120,8 @@ def test_one_wrong_group_size_is_one_finding(tmp_path, shards):
         set(root.detail["tensors"])
     # counted once; the JSON nests the consequences under the root
     assert rep.summary()["by_category"].get("drift") == 1
-    d = root.to_dict()
-    assert len(d["consequences"]) == 15 and d["detail"]["finding_code"] == "S311"
+    d = Record.of(root).to_dict()
+    assert len(d["consequences"]) == 15 and d["code"] == "S311"
     assert rep.exit_code_graded == 2           # the config disagrees; the bytes are fine
 
 

@@ -73,11 +73,11 @@ def scan(*paths):
 
 
 def codes(doc):
-    return sorted((f["detail"]["finding_code"], f["tensor"]) for f in doc["findings"])
+    return sorted((f["code"], f["tensor"]) for f in doc["findings"])
 
 
 def only(doc, code):
-    return [f for f in doc["findings"] if f["detail"]["finding_code"] == code]
+    return [f for f in doc["findings"] if f["code"] == code]
 
 
 def test_a_clean_checkpoint_scans_clean_however_it_is_named(tmp_path):
@@ -145,7 +145,7 @@ def test_total_size_differs_from_the_tensor_bytes(tmp_path):
     write_index(d, wm, total + 4096)
     rc, doc = scan(d)
     (f,) = doc["findings"]
-    assert f["detail"]["finding_code"] == "S155" and f["severity"] == 3
+    assert f["code"] == "S155" and f["severity"] == 3
     assert f["detail"]["expected"] == total and f["detail"]["actual"] == total + 4096
     assert rc == 3
 
@@ -161,6 +161,15 @@ def test_short_shards_are_counted_over_the_checkpoint(tmp_path):
     rc, doc = scan(d)
     (f,) = only(doc, "S156")
     assert f["severity"] == 1 and f["tensor"] is None
+    # it names a file that exists: the first short shard (not "model.safetensors",
+    # the checkpoint's name, which no file has here)
+    assert f["file"] == str(d / _shard_name(1)) and os.path.isfile(f["file"])
+    assert f["detail"]["checkpoint"] == str(d / "model.safetensors.index.json")
+    # without the index the checkpoint is named by a file no one wrote
+    os.remove(d / "model.safetensors.index.json")
+    (g,) = only(scan(d)[1], "S156")
+    assert g["file"] == f["file"] and g["detail"]["checkpoint"] == str(d / "model.safetensors")
+    assert not os.path.exists(g["detail"]["checkpoint"])
     assert f["message"].startswith("2 of 3 shards are short: 700 bytes missing in all")
     per = {x["shard"]: (x["missing"], x["tensors"]) for x in f["detail"]["shards"]}
     assert per[_shard_name(1)][0] == 100 and per[_shard_name(3)][0] == 600
@@ -175,7 +184,7 @@ def test_short_shards_are_counted_over_the_checkpoint(tmp_path):
     # cause, one finding (the summary counts it once)
     assert not only(doc, "S127") and doc["summary"]["findings"] == 1
     cons = f["consequences"]
-    assert {x["detail"]["finding_code"] for x in cons} == {"S127"}
+    assert {x["code"] for x in cons} == {"S127"}
     assert {os.path.basename(x["file"]) for x in cons} == {_shard_name(1), _shard_name(3)}
     assert rc == 1
 

@@ -52,10 +52,14 @@ from .collect import MODEL_SUFFIXES, Input, ScannedFile, expand, open_input, why
 from .findings import (CATEGORIES, REGISTRY, SEVERITY, Category, Finding, ScanKind,
                        Severity)
 from .output import SCHEMA_VERSION, Coverage, Ranges, ScanReport, account, attach_ranges, exit_code
+from .output.record import ByteRange, Record
 
-__all__ = ["scan", "ScanReport", "Finding", "CATEGORIES", "SEVERITY", "role_of",
-           "MODEL_SUFFIXES", "exit_code", "SCHEMA_VERSION", "Category", "Severity",
-           "ScanKind", "REGISTRY"]
+#: what :func:`scan` returns (its findings typed by ``Report.records()``)
+Report = ScanReport
+
+__all__ = ["scan", "Report", "ScanReport", "Record", "ByteRange", "Finding", "CATEGORIES",
+           "SEVERITY", "role_of", "MODEL_SUFFIXES", "exit_code", "SCHEMA_VERSION", "Category",
+           "Severity", "ScanKind", "REGISTRY"]
 
 #: what a hostile file can make a reader or an analysis raise, reported as the
 #: file's unreadable finding rather than a traceback
@@ -67,8 +71,12 @@ def scan(paths: Iterable[str], *, deep: bool = False,
          progress: Callable[[int, int, str], None] | None = None,
          cache: bool = True, jobs: int = 1,
          advance: Callable[[int], None] | None = None) -> ScanReport:
-    """Scan ``paths`` (files, directories, manifests, http(s) URLs); never
-    raises for bad input — every problem is a finding.  ``cache=False``
+    """Scan ``paths`` (files, directories, manifests, http(s) URLs, hf://
+    names) and return the :class:`Report`; never raises for bad input —
+    every problem is a finding.  ``report.records()`` gives each finding
+    typed (:class:`Record`: code, severity, file, tensor, byte range,
+    message, …); ``report.exit_code()`` the §13 exit code; docs/scan.md,
+    "Python API".  ``cache=False``
     bypasses the header cache of remote files (grit.io.http.default_cache).
     ``progress(i, n, path)`` is told each file as it is taken in;
     ``advance(nbytes)``, under ``deep``, the plane bytes hashed as they are

@@ -38,6 +38,7 @@ from ..io.http import is_url
 from . import scan
 from .collect import INDEX_SUFFIX, MODEL_SUFFIXES, read_manifest, sniff
 from .output import FAIL_ON, SCHEMA_VERSION, ScanReport, exit_code, no_lone_surrogates
+from .output.record import Record
 
 __all__ = ["scan_many", "entries_of", "entry_records", "failed_record", "read_out",
            "ManyRun", "run_exit_code", "POLICIES", "DASK_EXTRA", "DASK_THREADS",
@@ -97,7 +98,7 @@ def entry_records(entry: str, deep: bool = False, cache: bool = True,
     by_file: dict[str, list[dict]] = {p: [] for p in paths}
     loose: list[dict] = []
     for f in rep.findings:
-        (by_file[f.file] if f.file in known else loose).append(f.to_dict())
+        (by_file[f.file] if f.file in known else loose).append(Record.of(f).to_dict())
     recs: list[dict[str, Any]] = []
     for sf in rep.files:        # (a path listed twice has its findings once, on the first)
         cov = rep.coverage.get(sf.path)

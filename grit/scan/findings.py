@@ -4,7 +4,7 @@ statuses) and one registry of finding codes.
 Every finding carries a code (``S101`` …).  A code fixes the finding's
 category, its severity (the graded exit code it raises a report to) and its
 status, and has one explanation — what it means, why it matters, how to fix
-it.  ``grit explain CODE``, the ``finding_code`` of each finding in the JSON
+it.  ``grit explain CODE``, the ``code`` of each finding in the JSON
 report and the findings section of docs/scan.md (:mod:`grit.scan.docs`) all
 come from :data:`REGISTRY`.
 
@@ -816,20 +816,6 @@ class Finding:
     def status(self) -> str:
         """The status as the report names it (``SizeMismatch``, ``RoleDrift``)."""
         return status_name(self.kind)  # type: ignore[arg-type]
-
-    def to_dict(self) -> dict:
-        d = dict(self.detail)
-        if self.lines:
-            d.setdefault("lines", list(self.lines))
-        d["finding_code"] = self.code
-        out = {"category": self.category.value, "severity": int(self.severity),
-               "file": self.file, "tensor": self.tensor, "status": self.status,
-               "message": self.message, "detail": d}
-        if self.omitted > 0:
-            out["omitted"] = self.omitted
-        if self.consequences:
-            out["consequences"] = [c.to_dict() for c in self.consequences]
-        return out
 
 
 # ---------------------------------------------------------------------------

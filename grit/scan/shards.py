@@ -224,12 +224,15 @@ class Checkpoints:
                     sorted(t for t, (_, e) in (s.spans or {}).items() if e > s.avail))
                    for s in short]
             lines = tuple(f"{n}: {m} bytes missing; cut: {_names(ts)}" for n, m, ts in per)
-            root = Finding("S156", where, None,
+            # named by its first short shard (a file that exists; the
+            # checkpoint's own name, model.safetensors, may name none)
+            root = Finding("S156", min(s.path for s in short), None,
                            f"{len(short)} of {len(shards)} shards are short: {total} bytes "
                            f"missing in all, {sum(len(ts) for _, _, ts in per)} tensors cut"[:300],
                            lines,
                            {"shards": [{"shard": n, "missing": m, "tensors": ts}
-                                       for n, m, ts in per], "missing": total})
+                                       for n, m, ts in per], "missing": total,
+                            "checkpoint": where})
             _cut_tensors(ctx, root, short)
             ctx.keep(root)
         self._series(ctx, where, shards, reported)

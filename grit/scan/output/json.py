@@ -2,14 +2,28 @@
 :func:`write_json`, :func:`write_jsonl`."""
 from __future__ import annotations
 
+import importlib.resources
 import json
+import os
 import re
 import sys
 
 from ..._text import escape_char
+from .record import Record
 from .report import ScanReport
 
-__all__ = ["write_json", "write_jsonl", "no_lone_surrogates"]
+__all__ = ["write_json", "write_jsonl", "no_lone_surrogates", "schema"]
+
+
+def schema(lines: bool = False) -> dict:
+    """The JSON Schema (draft 2020-12) of the JSON report, shipped as
+    ``grit/scan/output/schema.json``; with ``lines``, the schema of one line
+    of the JSON Lines report."""
+    doc = json.loads(importlib.resources.files(__package__).joinpath("schema.json")
+                     .read_text(encoding="utf-8"))
+    if lines:
+        doc["$ref"] = "#/$defs/jsonl_line"
+    return doc
 
 
 #: in ASCII JSON text: an escaped backslash, a surrogate pair, or a surrogate
@@ -70,8 +84,10 @@ def write_jsonl(report: ScanReport, policy: str, file=None, fail_on: str | None 
     ASCII."""
     out = file if file is not None else sys.stdout
     enc = json.JSONEncoder(default=str)
+    cwd = os.getcwd()
     for f in report.findings:
-        out.write(no_lone_surrogates(enc.encode({"type": "finding", **f.to_dict()})) + "\n")
+        rec = Record.of(f, cwd).to_dict()
+        out.write(no_lone_surrogates(enc.encode({"type": "finding", **rec})) + "\n")
     out.write(no_lone_surrogates(enc.encode({"type": "summary", **report._head(policy, fail_on),
                                              "files": [f.to_dict() for f in report.files],
                                              "summary": report.summary(),

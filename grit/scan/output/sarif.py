@@ -11,6 +11,7 @@ from typing import Any, Iterator
 from ..findings import REGISTRY, SECTIONS, Severity, status_name
 from .json import no_lone_surrogates
 from .policy import exit_code
+from .record import Record
 from .report import ScanReport
 
 __all__ = ["to_sarif", "write_sarif", "sarif_rules", "SARIF_SCHEMA", "SARIF_VERSION"]
@@ -65,8 +66,9 @@ def _region(br) -> dict | None:
 def _results(report: ScanReport, artifacts: dict[str, int]) -> Iterator[dict]:
     index = {code: i for i, code in enumerate(sorted(REGISTRY))}
     uris: dict[str, dict] = {}
+    cwd = os.getcwd()
     for f in report.findings:
-        d = f.to_dict()
+        d = Record.of(f, cwd).to_dict()
         text = f.message if not f.lines else f.message + "\n" + "\n".join(f.lines)
         res: dict[str, Any] = {"ruleId": f.code, "ruleIndex": index[f.code],
                                "level": SARIF_LEVEL[f.severity], "message": {"text": text}}
@@ -117,7 +119,11 @@ def _results(report: ScanReport, artifacts: dict[str, int]) -> Iterator[dict]:
         res["properties"] = {"category": d["category"], "severity": d["severity"],
                              "status": d["status"], "tensor": d["tensor"],
                              "detail": d["detail"],
-                             **({"omitted": d["omitted"]} if "omitted" in d else {})}
+                             **{k: d[k] for k in ("role", "label", "omitted") if k in d},
+                             "consequences": d["consequences"]}
+        res["partialFingerprints"] = {"gritFinding/v1": d["fingerprint"]}
+        if report.baseline is not None:     # the findings a baseline held are not listed
+            res["baselineState"] = "new"
         yield res
 
 

@@ -12,12 +12,11 @@ from ...io.hub import is_remote
 from ..findings import CATEGORIES, SEVERITY, Category, Finding, Severity
 from .accounting import GGML, NOT_CHECKABLE, Coverage
 from .policy import VERDICT, exit_code
+from .record import ROLE_CODES
 from .report import ScanReport
 
 __all__ = ["render", "coverage_line", "fill", "wrap"]
 
-#: the findings whose tensor field names a role (grade drift), not tensors
-_ROLE_CODES = frozenset({"S301", "S302"})
 
 #: SGR colours of the severity labels (on a terminal only)
 _SEVERITY_STYLE = {Severity.STRUCTURAL: "1;31", Severity.DISAGREEMENT: "1;33",
@@ -190,6 +189,34 @@ def render(report: ScanReport, policy: str, file=None, fail_on: str | None = Non
             got = shown[p] = P(p if r.startswith("..") else r)
         return got
 
+    def finding_rows(f: Finding, pad: str) -> list[str]:
+        """One finding's rows, each begun with ``pad``; the findings its root
+        cause explains (``consequences``) follow, two columns further in."""
+        rows = [f"{pad}  {sev_label[f.severity]}  {f.code} {P(f.status)}",
+                f"{pad}    {label('file')}{where(f.file)}"]
+        if f.tensor:
+            what = "role" if f.code in ROLE_CODES else "tensor"
+            head = f"{pad}    {label(what)}"
+            if tty:
+                rows.extend(sgr(ln, "1") if i else head + sgr(ln[len(head):], "1")
+                            for i, ln in enumerate(fill(_name_tokens(P(f.tensor)), width,
+                                                        " " * len(head), head)))
+            else:
+                rows.append(head + P(f.tensor))
+        rows.extend(text_rows(P(f.message), pad + "    "))
+        for ln in f.lines:
+            rows.extend(text_rows(P(ln), pad + "      ", "2"))
+        n = getattr(f, "omitted", 0)
+        if n:
+            rows.extend(text_rows(f"… and {n:,} more {f.code} in this file (not listed)",
+                                  pad + "    "))
+        if f.consequences:
+            rows.extend(text_rows(f"{_count(len(f.consequences), 'finding')} this one "
+                                  "explains:", pad + "    "))
+            for c in f.consequences:
+                rows.extend(finding_rows(c, pad + "    "))
+        return rows
+
     write = out.write
     sev_label = {v: sgr(f"{int(v)} {SEVERITY[v]}", _SEVERITY_STYLE.get(v, "")) for v in Severity}
     by_cat: dict[Category, list[Finding]] = {}
@@ -212,25 +239,7 @@ def render(report: ScanReport, policy: str, file=None, fail_on: str | None = Non
         tail = f"exit {int(sev)}" if sev.sets_exit else "notes (no exit code)"
         write("\n".join(text_rows(f"{head}, {tail}", "", "1")) + "\n\n")
         for f in fs:
-            rows = [f"  {sev_label[f.severity]}  {f.code} {P(f.status)}",
-                    f"    {label('file')}{where(f.file)}"]
-            if f.tensor:
-                what = "role" if f.code in _ROLE_CODES else "tensor"
-                head = f"    {label(what)}"
-                if tty:
-                    rows.extend(sgr(ln, "1") if i else head + sgr(ln[len(head):], "1")
-                                for i, ln in enumerate(fill(_name_tokens(P(f.tensor)), width,
-                                                            " " * len(head), head)))
-                else:
-                    rows.append(head + P(f.tensor))
-            rows.extend(text_rows(P(f.message), "    "))
-            for ln in f.lines:
-                rows.extend(text_rows(P(ln), "      ", "2"))
-            n = getattr(f, "omitted", 0)
-            if n:
-                rows.extend(text_rows(f"… and {n:,} more {f.code} in this file (not listed)",
-                                      "    "))
-            write("\n".join(rows) + "\n\n")
+            write("\n".join(finding_rows(f, "")) + "\n\n")
     s = report.summary()
     code = exit_code(report, policy, fail_on)
     if report.coverage:
@@ -245,6 +254,13 @@ def render(report: ScanReport, policy: str, file=None, fail_on: str | None = Non
     tail = (f"exit {code} ({VERDICT.get(report.exit_code_graded)}{policy_note}; graded "
             f"{report.exit_code_graded}, simple {report.exit_code_simple})")
     write("\n".join(text_rows("; ".join(parts) + " — " + tail, "")) + "\n")
+    if report.baseline is not None:
+        write("\n".join(text_rows(f"baseline {P(report.baseline)}: "
+                                  f"{_count(len(report.known), 'known finding')} not listed "
+                                  "and not counted; every finding above is new", "")) + "\n")
+    if report.suppressed:
+        write("\n".join(text_rows(f"{_count(report.suppressed, 'finding')} ignored by the "
+                                  "settings (select / ignore / per-file-ignores)", "")) + "\n")
     if report.findings:
         write("\n".join(text_rows("grit explain CODE explains a finding code (the code is "
                                   "beside each severity).", "", "2")) + "\n")
