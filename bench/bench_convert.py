@@ -7,6 +7,8 @@ of about ``--shard-mb``; then, each in a fresh process, median of
 
 * ``copy``: ``shutil.copyfile`` of every shard (the peer: what moving the
   bytes costs at least);
+* ``copy+fsync``: the same, each copy then flushed to disk (``fsync``), as
+  ``grit convert`` and ``grit.save`` leave their output;
 * ``convert -j N``: ``grit convert --to compressed-tensors`` with N jobs
   (check, write at the planned offsets, read back, prove: plane digests
   and the comparison of the planes);
@@ -58,10 +60,16 @@ def sample():
 th = threading.Thread(target=sample, daemon=True)
 th.start()
 t = time.perf_counter()
-if mode == "copy":
+if mode.startswith("copy"):
     os.makedirs(dst)
     for n in sorted(os.listdir(src)):
         shutil.copyfile(os.path.join(src, n), os.path.join(dst, n))
+        if mode == "copy+fsync":            # on disk, as grit convert leaves its output
+            fd = os.open(os.path.join(dst, n), os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
 elif mode.startswith("convert"):
     from grit.convert import convert
     convert(src, dst, "compressed-tensors", jobs=int(mode.split("-j")[1]))
@@ -137,7 +145,7 @@ def main() -> None:
               f"largest tensor {largest / 2**20:.1f} MiB; median of {args.repeat}; "
               f"{os.cpu_count()} CPUs")
         rows = {}
-        modes = ["copy", *(f"convert-j{j}" for j in args.jobs), "emit+save"]
+        modes = ["copy", "copy+fsync", *(f"convert-j{j}" for j in args.jobs), "emit+save"]
         for _ in range(args.repeat):                  # interleaved: load drifts alike
             for mode in modes:
                 rows.setdefault(mode, []).append(run(mode, src, os.path.join(tmp, "dst")))

@@ -209,7 +209,7 @@ def run_jobs(srv: Served, manifest: str, n: int, work: str, jobs: int) -> dict:
     stats = srv.ask("stats")
     doc = json.load(open(out))
     codes: dict[str, set[str]] = collections.defaultdict(set)
-    for f in doc.get("findings", []):
+    for f in _with_consequences(doc.get("findings", [])):
         m = re.match(r"^hf://org/([^/@]+)", f.get("file") or "")
         if m:
             codes[m[1]].add(_key(f))
@@ -360,7 +360,8 @@ def _print(res: dict) -> None:
     for name in ("dask", "jobs"):
         r = res.get(name)
         if r is not None:
-            print(f"{name}: exit {r['exit']}; codes on clean repositories "
+            print(f"{name}: exit {r['exit']}; codes on clean repositories (S601, S602, "
+                  "S701, S702 are notes, which set no exit status) "
                   f"{r['defects']['clean_repo_codes']} {r.get('stderr', '')}")
     if "resume" in res:
         print(f"resume: {res['resume']}")
