@@ -947,19 +947,17 @@ def _arrays(path: str) -> dict[str, Any]:
     return out
 
 
-def verify(src: str, dst: str, proof: str | None = None) -> VerifyReport:
-    """Re-derive every verdict of a conversion from the two checkpoints and
-    compare with the proof (``proof``: its path; default the one in ``dst``,
-    whose SHA-256 must match the one ``dst``'s config.json records)."""
-    for c in CONTAINERS.values():
-        if c.reads(src) or c.wrote(dst):
-            return c.verify(src, dst, proof)
-    problems: list[str] = []
+def read_proof(dst: str, proof: str | None = None) -> tuple[str, Mapping, list[str]]:
+    """(the output folder, the proof ``dst`` holds or ``proof`` names, the
+    problems found so far): with no ``proof`` given, its SHA-256 must be the
+    one ``dst``'s config.json records.  A missing or malformed proof is a
+    :class:`GritUsageError`."""
     folder = dst if os.path.isdir(dst) else os.path.dirname(dst)
     ppath = proof or os.path.join(folder, PROOF_FILE)
     if not os.path.isfile(ppath):
         raise GritUsageError(f"{ppath}: no proof to verify against")
     text = read_regular(ppath, MAX_PROOF)
+    problems: list[str] = []
     if proof is None:
         rec = (_json(os.path.join(folder, "config.json")) or {}).get(PROOF_KEY)
         if not isinstance(rec, Mapping) or rec.get("sha256") != hashlib.sha256(text).hexdigest():
@@ -972,6 +970,17 @@ def verify(src: str, dst: str, proof: str | None = None) -> VerifyReport:
     if not isinstance(doc, Mapping) or doc.get("schema") != PROOF_SCHEMA or \
             not isinstance(doc.get("weights"), list):
         raise GritUsageError(f"{ppath}: not a {PROOF_SCHEMA} proof")
+    return folder, doc, problems
+
+
+def verify(src: str, dst: str, proof: str | None = None) -> VerifyReport:
+    """Re-derive every verdict of a conversion from the two checkpoints and
+    compare with the proof (``proof``: its path; default the one in ``dst``,
+    whose SHA-256 must match the one ``dst``'s config.json records)."""
+    for c in CONTAINERS.values():
+        if c.reads(src) or c.wrote(dst):
+            return c.verify(src, dst, proof)
+    folder, doc, problems = read_proof(dst, proof)
     a, b = _arrays(src), _arrays(dst)
     claimed = {w.get("name"): w for w in doc["weights"] if isinstance(w, Mapping)}
     srcw = {n for n, v in a.items() if isinstance(v, (GritArray, Deferred))}

@@ -46,7 +46,6 @@ import numpy as np
 
 from . import conventions
 from . import convert as _convert
-from ._files import loads_json, read_regular
 from .array import GritArray, canonical, concat
 from .errors import GritError, GritUsageError
 from .io import load as _load
@@ -1066,24 +1065,7 @@ def from_gguf(src: str, dst: str, to: str, *, overwrite: bool = False,
 def verify(src: str, dst: str, proof: str | None = None) -> _convert.VerifyReport:
     """Re-derive every verdict of a conversion to or from GGUF from the two
     checkpoints and compare with the proof."""
-    folder = dst if os.path.isdir(dst) else os.path.dirname(dst)
-    ppath = proof or os.path.join(folder, _convert.PROOF_FILE)
-    if not os.path.isfile(ppath):
-        raise GritUsageError(f"{ppath}: no proof to verify against")
-    text = read_regular(ppath, _convert.MAX_PROOF)
-    problems: list[str] = []
-    if proof is None:
-        rec = (_convert._json(os.path.join(folder, "config.json")) or {}).get(_convert.PROOF_KEY)
-        if not isinstance(rec, dict) or rec.get("sha256") != hashlib.sha256(text).hexdigest():
-            problems.append(f"{_convert.PROOF_FILE}: its SHA-256 is not the one config.json "
-                            "records (the proof was changed)")
-    try:
-        doc = loads_json(text, ppath)
-    except ValueError as e:
-        raise GritUsageError(str(e)) from None
-    if not isinstance(doc, dict) or doc.get("schema") != _convert.PROOF_SCHEMA or \
-            not isinstance(doc.get("weights"), list):
-        raise GritUsageError(f"{ppath}: not a {_convert.PROOF_SCHEMA} proof")
+    folder, doc, problems = _convert.read_proof(dst, proof)
     if doc.get("to") == TARGET:
         return _verify_to_gguf(src, folder, doc, problems)
     tensors, _, _, _ = _from_gguf_tensors(src)
