@@ -460,7 +460,7 @@ def open_input(path: str, cache: bool = True) -> Input:
     parsed has ``file.error`` set and an ``unreadable`` finding."""
     rec = ScannedFile(path, checkpoint=checkpoint_of(path))
     inp = Input(rec)
-    if is_remote(path):
+    if Location.of(path).remote:
         return _remote_config(_open_remote(inp, cache))
     sniffed = sniff(path)
     by_suffix = _by_suffix(path, query=False)
@@ -588,6 +588,6 @@ def _remote_config(inp: Input) -> Input:
     try:
         inp.config = read_remote_config(inp.file.path)
     except GritError as e:
-        cfg = inp.file.path.rsplit("/", 1)[0] + "/config.json"
+        cfg = Location.of(inp.file.path).sibling("config.json")
         inp.findings.append(Finding("S805", cfg, None, f"could not read config.json: {why(e)}"))
     return inp
