@@ -15,14 +15,12 @@ import json
 import os
 from typing import Mapping
 
-from .._files import open_regular
 from ..conventions import Recognised, recognise, sidecars
 from ..errors import GritError
 from . import safetensors as _st
 from .dtypes import ST_DTYPES
 from .http import RemoteError
-from .hub import is_remote
-from .remote import read_small
+from .location import Location
 
 __all__ = ["recognise", "Recognised", "Deferred", "ST_DTYPE_BYTES", "read_config", "recognise_file",
            "SMALL_MAX", "MAX_CONFIG", "with_recognised", "read_sidecars",
@@ -44,20 +42,13 @@ def _json_beside(path: str, name: str) -> dict | None:
     larger than MAX_CONFIG, not JSON or not an object).  Beside a remote
     model file (http(s), hf://) the sibling is read remotely: absent is a
     404 (a name the repository listing lacks), any other failure a
-    RemoteError."""
-    cfg = os.path.join(os.path.dirname(os.fspath(path)), name)
-    if is_remote(path):
-        raw = read_small(cfg, MAX_CONFIG)
-        if raw is None or len(raw) > MAX_CONFIG:
-            return None
-    else:
-        try:
-            if not os.path.isfile(cfg) or os.path.getsize(cfg) > MAX_CONFIG:
-                return None
-            with open_regular(cfg) as f:
-                raw = f.read()
-        except OSError:
-            return None
+    RemoteError; a local one that cannot be read is None."""
+    try:
+        raw = Location.of(path).read_small(name, MAX_CONFIG)
+    except OSError:                      # absent, or a local file unreadable
+        return None
+    if len(raw) > MAX_CONFIG:
+        return None
     try:
         doc = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):

@@ -3,7 +3,6 @@ stable list of model files, and open each one through its container reader
 (``grit.io.safetensors.read``, ``grit.io.gguf.read``) — once per file."""
 from __future__ import annotations
 
-import errno
 import os
 import re
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from ..io import remote as _remote
 from ..io.gguf import GGUFContents
 from ..io.http import default_cache, is_url, parse_url
 from ..io.hub import HubPath, is_hub, is_remote
+from ..io.location import Location
 from ..io.problems import ProblemKind
 from ..io.recognise import read_config, read_remote_config
 from ..io.safetensors import SafetensorsFile
@@ -139,23 +139,17 @@ def _file_name(v: str) -> bool:
 def exists(path: str) -> bool:
     """Whether a file is there: locally ``os.path.exists``; remotely
     (http(s), hf://) False only for a 404 or a name the repository listing
-    lacks (grit.io.remote.exists)."""
-    return _remote.exists(path) if is_remote(path) else os.path.exists(path)
+    lacks (:meth:`grit.io.location.Location.exists`)."""
+    return Location.of(path).exists(path)
 
 
 def _read_limited(path: str, limit: int) -> bytes:
     """At most ``limit + 1`` bytes of a file, local or remote; OSError when
     it cannot be read (FileNotFoundError when it is absent: a remote 404)."""
-    if not is_remote(path):
-        with open_regular(path) as f:
-            return f.read(limit + 1)
     try:
-        raw = _remote.read_small(path, limit)
+        return Location.of(path).read_small(path, limit)
     except GritError as e:
         raise OSError(why(e)) from None
-    if raw is None:
-        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
-    return raw
 
 
 def read_index(path: str) -> ShardIndex:
@@ -466,7 +460,7 @@ def open_input(path: str, cache: bool = True) -> Input:
     parsed has ``file.error`` set and an ``unreadable`` finding."""
     rec = ScannedFile(path, checkpoint=checkpoint_of(path))
     inp = Input(rec)
-    if is_remote(path):
+    if Location.of(path).remote:
         return _remote_config(_open_remote(inp, cache))
     sniffed = sniff(path)
     by_suffix = _by_suffix(path, query=False)
@@ -528,12 +522,7 @@ def _open_remote(inp: Input, cache: bool = True) -> Input:
     headers = default_cache() if cache else None
 
     def read() -> list:
-        if is_hub(rec.path):
-            where = HubPath.parse(rec.path)
-            src: ByteSource = _hub.repo(where).open(where.path, headers)
-        else:     # (inside a scan, its probe is the one a series check would make)
-            src = _remote.http_source(rec.path, headers)
-        return _from_source(inp, src)
+        return _from_source(inp, Location.of(rec.path).open(rec.path, headers))
     return _read(inp, read)
 
 
@@ -599,6 +588,6 @@ def _remote_config(inp: Input) -> Input:
     try:
         inp.config = read_remote_config(inp.file.path)
     except GritError as e:
-        cfg = inp.file.path.rsplit("/", 1)[0] + "/config.json"
+        cfg = Location.of(inp.file.path).sibling("config.json")
         inp.findings.append(Finding("S805", cfg, None, f"could not read config.json: {why(e)}"))
     return inp
