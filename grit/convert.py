@@ -436,6 +436,24 @@ def requant_error(src: GritArray, dst: GritArray) -> dict:
 # convert
 
 
+def staged(dst: str, fill: Callable[[str], dict]) -> tuple[str, dict]:
+    """``fill(work)`` writes the output into a temporary folder beside
+    ``dst``, which then replaces ``dst``; nothing is left on failure.
+    Returns ``dst`` and what ``fill`` returned."""
+    parent = os.path.dirname(dst) or "."
+    os.makedirs(parent, exist_ok=True)
+    work = tempfile.mkdtemp(prefix=".grit-convert-", dir=parent)
+    try:
+        got = fill(work)
+        if os.path.exists(dst):
+            shutil.rmtree(dst)
+        os.replace(work, dst)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    return dst, got
+
+
 def convert(src: str, dst: str, to: str, *, overwrite: bool = False,
             progress: Callable[..., None] | None = None, allow_requant: bool = False,
             jobs: int = 1) -> ConvertReport:
@@ -468,19 +486,14 @@ def convert(src: str, dst: str, to: str, *, overwrite: bool = False,
                                   any(os.path.dirname(f) == dst for f in files)):
         raise GritUsageError("the output would replace the input: choose another folder")
     conv = TARGETS[to]
-    parent = os.path.dirname(dst) or "."
-    os.makedirs(parent, exist_ok=True)
-    work = tempfile.mkdtemp(prefix=".grit-convert-", dir=parent)
-    try:
+
+    def fill(work: str) -> dict:
         proof, configs, weight_map = _write(files, work, conv, progress,
                                             allow_requant=allow_requant, jobs=jobs)
         _finish(folder, files, work, configs, weight_map, proof)
-        if os.path.exists(dst):
-            shutil.rmtree(dst)
-        os.replace(work, dst)
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
+        return proof
+
+    dst, proof = staged(dst, fill)
     counts: dict[str, int] = {}
     for w in proof["weights"]:
         counts[w["verdict"]["verdict"]] = counts.get(w["verdict"]["verdict"], 0) + 1

@@ -37,8 +37,6 @@ import json
 import math
 import os
 import re
-import shutil
-import tempfile
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -677,7 +675,7 @@ def to_gguf(src: str, dst: str, *, overwrite: bool = False,
             cfg.pop(k, None)
         _write_proof(work, proof, cfg)
         return proof
-    dst, proof = _staged(dst, fill)
+    dst, proof = _convert.staged(dst, fill)
     return _convert.ConvertReport(dst, proof, _counts(proof))
 
 
@@ -691,23 +689,6 @@ def _dst_free(dst: str, overwrite: bool, inputs: list[str]) -> str:
            for p in inputs):
         raise GritUsageError("the output would replace the input: choose another folder")
     return dst
-
-
-def _staged(dst: str, fill: Callable[[str], dict]) -> tuple[str, dict]:
-    """``fill(work)`` writes the output into a temporary folder beside
-    ``dst``, which then replaces ``dst``; nothing is left on failure."""
-    parent = os.path.dirname(dst) or "."
-    os.makedirs(parent, exist_ok=True)
-    work = tempfile.mkdtemp(prefix=".grit-convert-", dir=parent)
-    try:
-        got = fill(work)
-        if os.path.exists(dst):
-            shutil.rmtree(dst)
-        os.replace(work, dst)
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
-    return dst, got
 
 
 #: the name of a compressed-tensors NVFP4 weight's per-tensor divisor
@@ -1054,7 +1035,7 @@ def from_gguf(src: str, dst: str, to: str, *, overwrite: bool = False,
                  "arch": fam.arch.lower(), "weights": weights, "plain": sorted(plain)}
         _write_proof(work, proof, cfg)
         return proof
-    dst, proof = _staged(dst, fill)
+    dst, proof = _convert.staged(dst, fill)
     return _convert.ConvertReport(dst, proof, _counts(proof))
 
 

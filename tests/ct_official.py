@@ -55,6 +55,38 @@ def _format(kind: str) -> str:
     return kind.removesuffix("-asym")
 
 
+def calibrate(model, each=None) -> None:
+    """Set the weight qparams of every module a compressed-tensors scheme
+    was applied to, by min/max per channel or group (and the global scale
+    of a ``tensor_group`` scheme), as a calibration would; ``each(mod)``:
+    called first on each such module (for qparams of its own)."""
+    with torch.no_grad():
+        for mod in model.modules():
+            qa = getattr(getattr(mod, "quantization_scheme", None), "weights", None)
+            if qa is None:
+                continue
+            if each is not None:
+                each(mod)
+            w = mod.weight.float()
+            out_f, in_f = w.shape
+            st = str(getattr(qa.strategy, "value", qa.strategy))
+            if st == "channel":
+                mn, mx = w.amin(dim=1, keepdim=True), w.amax(dim=1, keepdim=True)
+            else:
+                g = w.reshape(out_f, in_f // qa.group_size, qa.group_size)
+                mn, mx = g.amin(dim=2), g.amax(dim=2)
+            gscale = None
+            if st == "tensor_group":
+                gscale = generate_gparam(w.amin(), w.amax())
+                mod.weight_global_scale.data.copy_(gscale.reshape(mod.weight_global_scale.shape))
+            scale, zp = calculate_qparams(mn, mx, qa, global_scale=gscale)
+            mod.weight_scale.data = scale.to(mod.weight_scale.dtype).reshape(
+                mod.weight_scale.shape)
+            if hasattr(mod, "weight_zero_point"):
+                mod.weight_zero_point.data = zp.to(mod.weight_zero_point.dtype).reshape(
+                    mod.weight_zero_point.shape)
+
+
 def write_checkpoint(path: str, groups: dict[str, tuple[str, list[str]]], *, seed: int = 0
                      ) -> str:
     """A compressed-tensors checkpoint in folder ``path``; ``groups``: group
@@ -69,28 +101,7 @@ def write_checkpoint(path: str, groups: dict[str, tuple[str, list[str]]], *, see
     fmts = {_format(kind) for kind, _ in groups.values()}
     fmt = fmts.pop() if len(fmts) == 1 else "mixed-precision"
     apply_quantization_config(model, QuantizationConfig(config_groups=schemes, format=fmt))
-    with torch.no_grad():
-        for mod in model.modules():
-            qa = getattr(getattr(mod, "quantization_scheme", None), "weights", None)
-            if qa is None:
-                continue
-            w = mod.weight.float()
-            out_f, in_f = w.shape
-            st = str(getattr(qa.strategy, "value", qa.strategy))
-            g = w if st == "channel" else w.reshape(out_f, in_f // qa.group_size, qa.group_size)
-            dim = 1 if st == "channel" else 2
-            mn, mx = g.amin(dim=dim, keepdim=st == "channel"), g.amax(dim=dim,
-                                                                   keepdim=st == "channel")
-            gscale = None
-            if st == "tensor_group":
-                gscale = generate_gparam(w.amin(), w.amax())
-                mod.weight_global_scale.data.copy_(gscale.reshape(mod.weight_global_scale.shape))
-            scale, zp = calculate_qparams(mn, mx, qa, global_scale=gscale)
-            mod.weight_scale.data = scale.to(mod.weight_scale.dtype).reshape(
-                mod.weight_scale.shape)
-            if hasattr(mod, "weight_zero_point"):
-                mod.weight_zero_point.data = zp.to(mod.weight_zero_point.dtype).reshape(
-                    mod.weight_zero_point.shape)
+    calibrate(model)
     os.makedirs(path, exist_ok=True)
     with open(os.path.join(path, "config.json"), "w") as f:
         json.dump({"architectures": ["LlamaForCausalLM"], "model_type": "llama"}, f)

@@ -19,8 +19,10 @@ import transformers
 from compressed_tensors.compressors import ModelCompressor
 from compressed_tensors.quantization import (QuantizationArgs, QuantizationConfig,
                                              QuantizationScheme, apply_quantization_config)
-from compressed_tensors.quantization.utils import calculate_qparams, generate_gparam
+from compressed_tensors.quantization.utils import generate_gparam
 from safetensors.torch import save_file
+
+from ct_official import calibrate
 
 #: Llama 3's and Qwen 2's pre-tokenizer regexes, as their tokenizer.json hold them
 LLAMA3_RE = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?"
@@ -95,30 +97,13 @@ def quantise(model, args: dict, fmt: str, *, activations: dict | None = None) ->
                                 else QuantizationArgs(**activations))
     apply_quantization_config(model, QuantizationConfig(config_groups={"group_0": scheme},
                                                         format=fmt, ignore=["lm_head"]))
-    with torch.no_grad():
-        for mod in model.modules():
-            qa = getattr(getattr(mod, "quantization_scheme", None), "weights", None)
-            if qa is None:
-                continue
-            w = mod.weight.float()
-            out_f, in_f = w.shape
-            st = str(getattr(qa.strategy, "value", qa.strategy))
-            if st == "channel":
-                mn, mx = w.amin(dim=1, keepdim=True), w.amax(dim=1, keepdim=True)
-            else:
-                g = w.reshape(out_f, in_f // qa.group_size, qa.group_size)
-                mn, mx = g.amin(dim=2), g.amax(dim=2)
-            gscale = None
-            if st == "tensor_group":
-                gscale = generate_gparam(w.amin(), w.amax())
-                mod.weight_global_scale.data.copy_(gscale.reshape(mod.weight_global_scale.shape))
-            if hasattr(mod, "input_global_scale"):
-                amax = torch.tensor(3.0 + mod.weight.shape[0] / 100.0)
-                mod.input_global_scale.data.copy_(
-                    generate_gparam(-amax, amax).reshape(mod.input_global_scale.shape))
-            scale, zp = calculate_qparams(mn, mx, qa, global_scale=gscale)
-            mod.weight_scale.data = scale.to(mod.weight_scale.dtype).reshape(
-                mod.weight_scale.shape)
+    def input_scale(mod) -> None:
+        if hasattr(mod, "input_global_scale"):
+            amax = torch.tensor(3.0 + mod.weight.shape[0] / 100.0)
+            mod.input_global_scale.data.copy_(
+                generate_gparam(-amax, amax).reshape(mod.input_global_scale.shape))
+
+    calibrate(model, input_scale)
     comp = ModelCompressor.from_pretrained_model(model, quantization_format=fmt)
     comp.compress_model(model)
     model._ct_compressor = comp
