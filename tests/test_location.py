@@ -91,5 +91,5 @@ def test_local_and_hub_folders_list_the_same_names_and_https_cannot(kinds):
 
 
 def test_a_hub_name_that_does_not_parse_is_absent_not_an_error():
-    # as grit.io.remote.exists answers it: a name that cannot be asked for is not there
+    # as the Hub kind answers it: a name that cannot be asked for is not there
     assert not Location.of("hf://only-one-part").exists("hf://only-one-part")
