@@ -5,6 +5,7 @@ byte source's bytes —, each checked against the bytes put there; a folder
 lists where its kind can list, and an https URL says it cannot."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 
@@ -27,23 +28,31 @@ FILES = {
 MODEL = "model.safetensors"
 
 
+@contextlib.contextmanager
+def laid_out(hub, tmp_path, repo: str, files: dict[str, bytes]):  # noqa: F811
+    """The files ``files`` (by path relative to the root) three ways: under
+    ``tmp_path/ckpt``, over HTTP under ``/ckpt/`` and in the Hub repository
+    ``repo``; yields (the folder, the server, the commit)."""
+    d = tmp_path / "ckpt"
+    for n, b in files.items():
+        (d / n).parent.mkdir(parents=True, exist_ok=True)
+        (d / n).write_bytes(b)
+    s = Server()
+    for n, b in files.items():
+        s.files[f"/ckpt/{n}"] = b
+    try:
+        yield d, s, hub.commit(repo, files)
+    finally:
+        s.close()
+
+
 @pytest.fixture
 def kinds(hub, tmp_path):  # noqa: F811
     """name -> (the model file's path, the folder the names resolve in)."""
-    d = tmp_path / "ckpt"
-    d.mkdir()
-    for n, b in FILES.items():
-        (d / n).write_bytes(b)
-    s = Server()
-    for n, b in FILES.items():
-        s.files[f"/ckpt/{n}"] = b
-    sha = hub.commit(REPO, FILES)
-    try:
+    with laid_out(hub, tmp_path, REPO, FILES) as (d, s, sha):
         yield {"local": (os.path.join(d, MODEL), str(d)),
                "http": (s.url(f"/ckpt/{MODEL}"), s.url("/ckpt")),
                "hub": (f"hf://{REPO}@{sha}/{MODEL}", f"hf://{REPO}@{sha}")}
-    finally:
-        s.close()
 
 
 def test_the_three_kinds_agree(kinds):

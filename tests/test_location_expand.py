@@ -23,7 +23,7 @@ from grit.io import remote as _remote  # noqa: E402
 from grit.io.location import Location  # noqa: E402
 from grit.scan.collect import expand  # noqa: E402
 
-from http_server import Server  # noqa: E402
+from test_location import laid_out  # noqa: E402
 from test_scan_hub import hub, isolated  # noqa: E402,F401 - the Hub fixtures
 
 REPO = "org/layout"
@@ -53,20 +53,10 @@ WALKED_INDEXES = [INDEX, "broken/w.safetensors.index.json",
 def roots(hub, tmp_path):  # noqa: F811
     """kind -> (the checkpoint's root as an input names it, the prefix its
     files are named with in the expansion)."""
-    d = tmp_path / "ckpt"
-    for n, b in LAYOUT.items():
-        (d / n).parent.mkdir(parents=True, exist_ok=True)
-        (d / n).write_bytes(b)
-    s = Server()
-    for n, b in LAYOUT.items():
-        s.files[f"/ckpt/{n}"] = b
-    sha = hub.commit(REPO, LAYOUT)
-    try:
+    with laid_out(hub, tmp_path, REPO, LAYOUT) as (d, s, sha):
         yield {"local": (str(d), str(d) + os.sep),
                "http": (s.url("/ckpt"), s.url("/ckpt/")),
                "hub": (f"hf://{REPO}", f"hf://{REPO}@{sha}/")}
-    finally:
-        s.close()
 
 
 def _expand(paths: list[str]):
