@@ -102,3 +102,19 @@ def test_local_and_hub_folders_list_the_same_names_and_https_cannot(kinds):
 def test_a_hub_name_that_does_not_parse_is_absent_not_an_error():
     # as the Hub kind answers it: a name that cannot be asked for is not there
     assert not Location.of("hf://only-one-part").exists("hf://only-one-part")
+
+
+def test_grit_load_reads_the_same_tensors_through_every_kind(hub, tmp_path):  # noqa: F811
+    import numpy as np  # noqa: PLC0415
+    from safetensors.numpy import save  # noqa: PLC0415
+
+    import grit  # noqa: PLC0415
+    want = {"a": np.arange(12, dtype=np.float32).reshape(3, 4),
+            "b": np.array([1, -2, 3], dtype=np.int8)}
+    with laid_out(hub, tmp_path, "org/loaded", {MODEL: save(want)}) as (d, s, sha):
+        for path in (os.path.join(d, MODEL), s.url(f"/ckpt/{MODEL}"),
+                     f"hf://org/loaded@{sha}/{MODEL}", f"hf://org/loaded/{MODEL}"):
+            got = grit.load(path, recognise=False)
+            assert sorted(got) == sorted(want), path
+            for k, v in want.items():
+                assert got[k].dtype == v.dtype and np.array_equal(got[k], v), (path, k)
