@@ -62,6 +62,7 @@ from .io import load
 from .io import safetensors as _st
 from .io.containers import by_suffix
 from .io.hub import HubPath, is_hub, is_remote
+from .io.location import Location
 from .io.problems import raise_first
 from .io.recognise import (MAX_CONFIG, SMALL_MAX, Deferred, read_remote_config,
                            with_recognised)
@@ -213,7 +214,7 @@ def _beside(folder: str, files: list[str]) -> list[str]:
         depth = pre.count("/") + 1 if pre else 0
         names = [q.rsplit("/", 1)[-1] for q in r.under(pre) if q.count("/") == depth]
     elif is_remote(folder):
-        names = [n for n in BESIDE_REMOTE if _remote.exists(folder + "/" + n)]
+        names = [n for n in BESIDE_REMOTE if Location.of(folder + "/").exists(n)]
     else:
         names = [n for n in sorted(os.listdir(folder))
                  if os.path.isfile(os.path.join(folder, n))]

@@ -5,6 +5,7 @@ byte source's bytes —, each checked against the bytes put there; a folder
 lists where its kind can list, and an https URL says it cannot."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 
@@ -27,23 +28,31 @@ FILES = {
 MODEL = "model.safetensors"
 
 
+@contextlib.contextmanager
+def laid_out(hub, tmp_path, repo: str, files: dict[str, bytes]):  # noqa: F811
+    """The files ``files`` (by path relative to the root) three ways: under
+    ``tmp_path/ckpt``, over HTTP under ``/ckpt/`` and in the Hub repository
+    ``repo``; yields (the folder, the server, the commit)."""
+    d = tmp_path / "ckpt"
+    for n, b in files.items():
+        (d / n).parent.mkdir(parents=True, exist_ok=True)
+        (d / n).write_bytes(b)
+    s = Server()
+    for n, b in files.items():
+        s.files[f"/ckpt/{n}"] = b
+    try:
+        yield d, s, hub.commit(repo, files)
+    finally:
+        s.close()
+
+
 @pytest.fixture
 def kinds(hub, tmp_path):  # noqa: F811
     """name -> (the model file's path, the folder the names resolve in)."""
-    d = tmp_path / "ckpt"
-    d.mkdir()
-    for n, b in FILES.items():
-        (d / n).write_bytes(b)
-    s = Server()
-    for n, b in FILES.items():
-        s.files[f"/ckpt/{n}"] = b
-    sha = hub.commit(REPO, FILES)
-    try:
+    with laid_out(hub, tmp_path, REPO, FILES) as (d, s, sha):
         yield {"local": (os.path.join(d, MODEL), str(d)),
                "http": (s.url(f"/ckpt/{MODEL}"), s.url("/ckpt")),
                "hub": (f"hf://{REPO}@{sha}/{MODEL}", f"hf://{REPO}@{sha}")}
-    finally:
-        s.close()
 
 
 def test_the_three_kinds_agree(kinds):
@@ -91,5 +100,21 @@ def test_local_and_hub_folders_list_the_same_names_and_https_cannot(kinds):
 
 
 def test_a_hub_name_that_does_not_parse_is_absent_not_an_error():
-    # as grit.io.remote.exists answers it: a name that cannot be asked for is not there
+    # as the Hub kind answers it: a name that cannot be asked for is not there
     assert not Location.of("hf://only-one-part").exists("hf://only-one-part")
+
+
+def test_grit_load_reads_the_same_tensors_through_every_kind(hub, tmp_path):  # noqa: F811
+    import numpy as np  # noqa: PLC0415
+    from safetensors.numpy import save  # noqa: PLC0415
+
+    import grit  # noqa: PLC0415
+    want = {"a": np.arange(12, dtype=np.float32).reshape(3, 4),
+            "b": np.array([1, -2, 3], dtype=np.int8)}
+    with laid_out(hub, tmp_path, "org/loaded", {MODEL: save(want)}) as (d, s, sha):
+        for path in (os.path.join(d, MODEL), s.url(f"/ckpt/{MODEL}"),
+                     f"hf://org/loaded@{sha}/{MODEL}", f"hf://org/loaded/{MODEL}"):
+            got = grit.load(path, recognise=False)
+            assert sorted(got) == sorted(want), path
+            for k, v in want.items():
+                assert got[k].dtype == v.dtype and np.array_equal(got[k], v), (path, k)

@@ -23,9 +23,7 @@ from .._files import check_tensors, open_regular
 from ..errors import GritUsageError
 from . import gguf_writer as _gguf_writer
 from .containers import HEAD_BYTES, SAFETENSORS, by_suffix, named, sniffed
-from . import hub as _hub
-from . import remote as _remote
-from .hub import HubPath, is_hub, is_remote
+from .location import Location
 from .safetensors import GritFileError
 
 __all__ = ["load", "save", "save_gguf", "sniff", "GritFileError"]
@@ -66,7 +64,7 @@ def load(path, **options):
     requests, each tensor's bytes once, into memory (never downloaded whole
     first); the containers that can be read so are the ones with a
     ``load_source`` (safetensors)."""
-    if isinstance(path, str) and is_remote(path):
+    if isinstance(path, str) and Location.of(path).remote:
         return _load_remote(path, **options)
     try:
         head, size = _head(path)
@@ -81,11 +79,7 @@ def load(path, **options):
 
 
 def _load_remote(path: str, **options):
-    if is_hub(path):
-        where = HubPath.parse(path)
-        src: Any = _hub.repo(where).open(where.path)
-    else:
-        src = _remote.http_source(path)
+    src: Any = Location.of(path).open(path)
     head = src.read(0, min(HEAD_BYTES, src.size), "header length")
     c = sniffed(head, src.size) or by_suffix(path.split("?")[0])
     if c is None or c.load_source is None:

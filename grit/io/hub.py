@@ -28,7 +28,7 @@ the listing, what ``huggingface_hub``'s ``repo_info(…, files_metadata=True)``
 asks) goes through the same client and policy: total deadlines, a 408,
 429, 5xx or timeout retried with backoff within ``retry_time``, the
 answer read under the deadline for its length (at most
-:data:`MAX_ANSWER` bytes).  Inside a :func:`scope` (one scan) a revision is
+:data:`MAX_ANSWER` bytes).  Inside a :func:`grit.io.remote.session` (one scan) a revision is
 resolved once; a repository at a commit is listed once per process and
 token.  The small files beside a model file (config.json, the shard
 index) are read by :mod:`grit.io.remote`, once per scan, and kept in the
@@ -48,24 +48,23 @@ error naming the extra.
 """
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import os
 import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from collections import OrderedDict
-from dataclasses import dataclass, field
-from typing import Iterator
+from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
 from ..errors import GritUsageError
 from .._files import loads_json
-from .http import (CachedSource, HeaderCache, RemoteError, Requester,
+from . import remote as _remote
+from .http import (SMALL_READ, CachedSource, HeaderCache, RemoteError, Requester,
                    is_url, parse_url, policy, read_document, read_ranged)
 
 __all__ = ["HF_PREFIX", "HubPath", "HubFile", "HubRepo", "HubSource", "HubUnavailable",
-           "is_hub", "is_remote", "repo", "endpoint", "scope", "resolve_all", "url_of",
+           "is_hub", "is_remote", "repo", "endpoint", "resolve_all", "url_of",
            "api_url", "PREFIX", "MAX_ANSWER"]
 
 HF_PREFIX = "hf://"
@@ -248,6 +247,21 @@ class HubRepo:
                               f"commit {self.sha[:12]}", 404)
         return HubSource(self, f, cache)
 
+    def read_small(self, path: str, limit: int, cache: HeaderCache | None = None) -> bytes | None:
+        """The first ``limit + 1`` bytes of a small listed file (all of it
+        when it is no longer), None when the listing lacks it; read once (a
+        file at a commit never changes; it is kept in ``cache`` too)."""
+        if path not in self.files:
+            return None
+        key = (path, limit)
+        hit = self.small.get(key)
+        if hit is None:
+            with self.open(path, cache) as src:
+                hit = src.read(0, min(src.size, limit + 1), "small file")
+            if len(hit) <= SMALL_READ:
+                self.small[key] = hit
+        return hit
+
 
 def url_of(r: "HubRepo", path: str) -> str:
     """The resolve URL of a file at the repository's commit on the
@@ -260,34 +274,6 @@ def url_of(r: "HubRepo", path: str) -> str:
 
 _LOCK = threading.Lock()
 _OPEN: "OrderedDict[tuple, HubRepo]" = OrderedDict()
-
-
-@dataclass
-class _Scope:
-    """What one scan resolved: each revision's commit and each repository
-    opened, kept while the scan runs (see :func:`scope`)."""
-
-    revisions: dict[tuple, str] = field(default_factory=dict)
-    repos: dict[tuple, "HubRepo"] = field(default_factory=dict)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-
-_SCOPE: "contextvars.ContextVar[_Scope | None]" = contextvars.ContextVar(
-    "grit_hub_scope", default=None)
-
-
-@contextlib.contextmanager
-def scope() -> Iterator[None]:
-    """Inside the block (one scan: grit.io.remote.session enters it), a
-    revision is resolved to its commit once and every repository opened is
-    kept, however many (the process keeps the last 32)."""
-    token = _SCOPE.set(_Scope())
-    try:
-        yield
-    finally:
-        _SCOPE.reset(token)
-
-
 
 
 def api_url(ep: str, where: HubPath, revision: str | None) -> str:
@@ -321,7 +307,7 @@ def _ask_repo(ep: str, where: HubPath, rev: str | None, token: str | None) -> di
 
 
 def _scope_sha(key: tuple) -> str | None:
-    s = _SCOPE.get()
+    s = _remote.current()
     if s is None:
         return None
     with s.lock:
@@ -331,7 +317,7 @@ def _scope_sha(key: tuple) -> str | None:
 def repo(where: HubPath | str) -> HubRepo:
     """The repository ``where`` names, at the commit its revision resolves
     to now (a sha names itself; a repository at a sha is listed once per
-    process and token; inside a :func:`scope` a revision is resolved
+    process and token; inside a :func:`grit.io.remote.session` a revision is resolved
     once)."""
     hf = _hf()
     if isinstance(where, str):
@@ -363,7 +349,7 @@ def repo(where: HubPath | str) -> HubRepo:
         raise RemoteError(f"{where.at(rev, '')}: asked for commit {sha}, the Hub answered "
                           f"{got}")
     sha = got
-    s = _SCOPE.get()
+    s = _remote.current()
     if s is not None:
         with s.lock:
             s.revisions[key + (rev,)] = sha
@@ -404,9 +390,9 @@ def repo(where: HubPath | str) -> HubRepo:
 
 
 def _kept(key: tuple) -> "HubRepo | None":
-    """The repository opened at a commit: this scope's (every repository a
+    """The repository opened at a commit: this session's (every repository a
     scan opens is kept while it runs, however many), else the process's."""
-    s = _SCOPE.get()
+    s = _remote.current()
     if s is not None:
         with s.lock:
             hit = s.repos.get(key)
@@ -425,10 +411,10 @@ def _kept(key: tuple) -> "HubRepo | None":
 def resolve_all(names: list[str], jobs: int) -> None:
     """Open the repositories ``names`` (hf:// names) ``jobs`` at a time, so
     that a scan walking them one after the other finds each opened (kept
-    in this :func:`scope`).  A name that cannot be opened is left for the
+    in this :func:`grit.io.remote.session`).  A name that cannot be opened is left for the
     walk to report."""
     todo = list(dict.fromkeys(n for n in names if is_hub(n)))
-    if jobs <= 1 or len(todo) <= 1 or _SCOPE.get() is None:
+    if jobs <= 1 or len(todo) <= 1 or _remote.current() is None:
         return
 
     def one(name: str) -> None:
@@ -438,7 +424,7 @@ def resolve_all(names: list[str], jobs: int) -> None:
             pass
     with ThreadPoolExecutor(max_workers=min(jobs, len(todo)),
                             thread_name_prefix="grit-hub") as pool:
-        # (each task in a copy of this thread's context: the scope is there)
+        # (each task in a copy of this thread's context: the session is there)
         futures = [pool.submit(contextvars.copy_context().run, one, n) for n in todo]
         for f in futures:
             f.result()

@@ -12,12 +12,10 @@ from .._files import loads_json, open_regular, read_regular
 from ..errors import GritError
 from ..io import sniff as _sniff_file
 from ..io.containers import GGUF, HEAD_BYTES, SAFETENSORS, Container, by_suffix, named, sniffed
-from ..io import hub as _hub
 from ..io import remote as _remote
 from ..io.gguf import GGUFContents
-from ..io.http import default_cache, is_url, parse_url
-from ..io.hub import HubPath, is_hub, is_remote
-from ..io.location import Location
+from ..io.http import default_cache
+from ..io.location import Entry, Location, open_all
 from ..io.problems import ProblemKind
 from ..io.recognise import read_config, read_remote_config
 from ..io.safetensors import SafetensorsFile
@@ -93,8 +91,7 @@ def checkpoint_of(path: str) -> str:
     """Shards ``model-00001-of-00004.safetensors`` … form one checkpoint.
     A URL's checkpoint is named from its path alone: a query (a pre-signed
     URL's signature) and a fragment are not part of any sibling's name."""
-    if is_url(path):
-        path = path.split("#", 1)[0].split("?", 1)[0]
+    path = Location.of(path).bare
     folder, base = os.path.split(path)
     m = _SHARD.match(base)
     return os.path.join(folder, m["stem"] + m["ext"]) if m else path
@@ -103,8 +100,7 @@ def checkpoint_of(path: str) -> str:
 def is_shard(path: str) -> bool:
     """Whether ``path`` names a member of a sharded checkpoint
     (``<stem>-NNNNN-of-NNNNN.<ext>``): only those have an index beside them."""
-    return checkpoint_of(path) != (path.split("#", 1)[0].split("?", 1)[0]
-                                   if is_url(path) else path)
+    return checkpoint_of(path) != Location.of(path).bare
 
 
 def index_of(path: str) -> str:
@@ -203,7 +199,15 @@ def expand(paths: Sequence[str], findings: list[Finding],
     are appended to ``indexes``; a named index adds the shards it lists that
     exist (grit.scan.shards checks the rest).  With ``jobs`` > 1 the Hub
     repositories named (as PATHs, or in a manifest) are opened that many at
-    a time before the walk, which then finds them open."""
+    a time before the walk, which then finds them open.
+
+    Local paths, https URLs and ``hf://`` names take one way through here:
+    each question (what a path names, a folder's files, an index's
+    siblings, whether a shard is there) is its
+    :class:`~grit.io.location.Location`'s.  A remote file is a model file
+    or a shard index by its name (an https URL names one file, whose reader
+    says what it is); sniffing unnamed files, manifests and a model's
+    context files are questions of a folder whose reads cost no request."""
     if indexes is None:
         indexes = []
     out: list[str] = []
@@ -211,7 +215,7 @@ def expand(paths: Sequence[str], findings: list[Finding],
     seen: set[str] = set()
 
     def add(p: str) -> None:
-        key = os.path.realpath(p)
+        key = Location.of(p).key
         if key not in seen:
             seen.add(key)
             out.append(p)
@@ -220,123 +224,62 @@ def expand(paths: Sequence[str], findings: list[Finding],
         files.append(ScannedFile(p, error=message))
         findings.append(Finding(code, p, None, message))
 
-    def walk(root: str) -> None:
-        n0 = len(out)
+    def walk(p: str, folder: Entry) -> None:
+        n0, i0 = len(out), len(indexes)
 
         def onerror(e: OSError) -> None:
-            bad("S802", e.filename or root,
-                f"cannot list directory: {e.strerror or e}")
+            bad("S802", e.filename or p, f"cannot list directory: {e.strerror or e}")
 
-        i0 = len(indexes)
-        for folder, dirs, names in os.walk(root, onerror=onerror):
-            dirs.sort()
-            for n in sorted(names):
-                if n.lower().endswith(MODEL_SUFFIXES):
-                    add(os.path.join(folder, n))
-                elif n.lower().endswith(INDEX_SUFFIX):
-                    indexes.append(os.path.join(folder, n))
+        for q in folder.at.files(onerror):
+            name = q.lower()
+            if name.endswith(MODEL_SUFFIXES):
+                add(q)
+            elif name.endswith(INDEX_SUFFIX):
+                indexes.append(q)
         if len(out) == n0 and len(indexes) == i0:
-            bad("S803", root, "no .safetensors or .gguf files under this directory")
+            bad("S803", p, f"no .safetensors or .gguf files {folder.folder}")
 
-    def add_remote(p: str) -> None:
-        if p not in seen:
-            seen.add(p)
-            out.append(p)
-
-    def remote_index(p: str, folder: str, fallback: Sequence[str]) -> None:
-        """A named remote index: its shards that are there are scanned (on a
-        broken index, ``fallback``: the shards named after it)."""
-        indexes.append(p)
+    def index(at: Location) -> None:
+        """A named index: its shards that are there are scanned (on a
+        broken index — its own finding, grit.scan.shards — its checkpoint's
+        shards by name)."""
+        indexes.append(at.path)
         try:
-            listed = sorted(set(read_index(p).weight_map.values()))
+            listed = sorted(set(read_index(at.path).weight_map.values()))
         except (OSError, ValueError):
-            listed = list(fallback)
-        for q in listed:
-            q = folder + "/" + q
-            if exists(q):
-                add_remote(q)
+            listed = _shards_named(at)
+        for n in listed:
+            q = at.sibling(n)
+            if at.is_file(q):
+                add(q)
 
-    def hub(p: str, from_manifest: str | None) -> None:
+    def one(p: str, from_manifest: str | None) -> None:
+        loc = Location.of(p)
         try:
-            where = HubPath.parse(p)
+            loc.admit()
         except GritError as e:
             bad("S809", p, str(e))
             return
         try:
-            r = _hub.repo(where)
+            entry = loc.entry()
         except GritError as e:
-            bad("S805", p, f"cannot read the Hub repository: {why(e)}")
+            bad("S805", p, f"cannot read {loc.noun}: {why(e)}")
             return
-        path = where.path
-        if path == "" or r.is_folder(path):
-            names = sorted(r.under(path), key=_walk_order)
-            models = [n for n in names if n.lower().endswith(MODEL_SUFFIXES)]
-            idx = [n for n in names if n.lower().endswith(INDEX_SUFFIX)]
-            for n in models:
-                add_remote(r.name(n))
-            indexes.extend(r.name(n) for n in idx)
-            if not models and not idx:
-                bad("S803", p, "no .safetensors or .gguf files in this repository folder "
-                               f"(commit {r.sha[:12]})")
-        elif path not in r.files:
-            bad("S801", p, f"no such file or folder in the repository at commit {r.sha[:12]}"
-                + (f" (listed in {from_manifest})" if from_manifest else ""))
-        elif path.lower().endswith(MODEL_SUFFIXES):
-            add_remote(r.name(path))
-        elif path.lower().endswith(INDEX_SUFFIX):
-            name = r.name(path)
-            folder = name.rsplit("/", 1)[0]
-            stem = name[:-len(".index.json")]
-            here = path.rpartition("/")[0]
-            named = sorted(n.rpartition("/")[2] for n in r.files
-                           if n.rpartition("/")[0] == here and n.lower().endswith(MODEL_SUFFIXES)
-                           and checkpoint_of(r.name(n)) == stem)
-            remote_index(name, folder, named)
-        else:
+        at = entry.at
+        name = at.bare.lower()
+        if entry.what == "folder":
+            walk(p, entry)
+        elif entry.what == "absent":
+            bad("S801", p, entry.absent + (f" (listed in {from_manifest})" if from_manifest
+                                           else ""))
+        elif name.endswith(MODEL_SUFFIXES) or (at.free_reads and sniff(p) is not None):
+            add(at.path)
+        elif name.endswith(INDEX_SUFFIX):
+            index(at)
+        elif not at.listable:            # a URL names one file: its reader says what it is
+            add(at.path)
+        elif not at.free_reads:
             bad("S804", p, "not a model file, a repository folder or a shard index")
-
-    def one(p: str, from_manifest: str | None) -> None:
-        if is_hub(p):
-            hub(p, from_manifest)
-            return
-        if is_url(p):                    # a remote file: its reader says what it is
-            try:
-                parse_url(p)
-            except GritError as e:
-                bad("S809", p, str(e))
-                return
-            _remote.signed(p)               # a pre-signed URL's siblings are not asked for
-            if p.split("?")[0].lower().endswith(INDEX_SUFFIX):
-                remote_index(p, p.rsplit("/", 1)[0], ())
-            else:
-                add_remote(p)
-            return
-        if os.path.isdir(p):
-            walk(p)
-        elif not os.path.exists(p):
-            bad("S801", p, "no such file or directory" + (f" (listed in {from_manifest})"
-                                                         if from_manifest else ""))
-        elif p.lower().endswith(MODEL_SUFFIXES) or sniff(p) is not None:
-            add(p)
-        elif p.lower().endswith(INDEX_SUFFIX):
-            indexes.append(p)
-            folder = os.path.dirname(p)
-            try:
-                listed = sorted(set(read_index(p).weight_map.values()))
-            except (OSError, ValueError):
-                # the index's own finding (grit.scan.shards); its checkpoint's
-                # shards, by name, are still scanned
-                stem = os.path.realpath(p[:-len(".index.json")])
-                try:
-                    listed = sorted(n for n in os.listdir(folder or ".")
-                                    if n.lower().endswith(MODEL_SUFFIXES) and os.path.realpath(
-                                        checkpoint_of(os.path.join(folder, n))) == stem)
-                except OSError:
-                    listed = []
-            for q in listed:
-                q = os.path.join(folder, q)
-                if os.path.isfile(q):
-                    add(q)
         elif os.path.basename(p).lower() in CONTEXT_NAMES or \
                 p.lower().endswith(CONTEXT_SUFFIXES):
             context.append(p)
@@ -356,11 +299,11 @@ def expand(paths: Sequence[str], findings: list[Finding],
                 return
             if not listed:
                 bad("S804", p, "manifest lists no paths")
-            _hub.resolve_all(listed, jobs)
+            open_all(listed, jobs)
             for q in listed:
                 one(q, p)
 
-    _hub.resolve_all([os.fspath(p) for p in paths], jobs)
+    open_all([os.fspath(p) for p in paths], jobs)
     for p in paths:
         one(os.fspath(p), None)
     if context and not out and not findings:
@@ -368,6 +311,18 @@ def expand(paths: Sequence[str], findings: list[Finding],
                                  f"{', '.join(os.path.basename(c) for c in context[:4])} "
                                  "are a model's context (config, tokenizer, README), not inputs")
     return out
+
+
+def _shards_named(index: Location) -> list[str]:
+    """The names of the model files beside an index that belong to its
+    checkpoint by name (none where the folder cannot be listed)."""
+    stem = Location.of(index.path[:-len(".index.json")]).key
+    try:
+        names = index.listing()
+    except (OSError, GritError):
+        return []
+    return sorted(n for n in names if n.lower().endswith(MODEL_SUFFIXES)
+                  and Location.of(checkpoint_of(index.sibling(n))).key == stem)
 
 
 def _foreign(path: str) -> str | None:
@@ -408,14 +363,8 @@ def read_manifest(path: str) -> list[str]:
         items = [ln.strip() for ln in text.splitlines()]
         items = [ln for ln in items if ln and not ln.startswith("#")]
     base = os.path.dirname(path)
-    return [x if os.path.isabs(x) or is_remote(x) else os.path.join(base, x) for x in items]
-
-
-def _walk_order(path: str) -> list[tuple[int, str]]:
-    """A repository path's place in a top-down walk with sorted names: a
-    folder's files first, then its subfolders'."""
-    parts = path.split("/")
-    return [(1, d) for d in parts[:-1]] + [(0, parts[-1])]
+    return [x if os.path.isabs(x) or Location.of(x).remote else os.path.join(base, x)
+            for x in items]
 
 
 # ---------------------------------------------------------------------------

@@ -34,7 +34,7 @@ from typing import IO, Any, Callable, Iterable, Iterator, Sequence
 
 from .._files import loads_json, open_regular
 from ..errors import GritError, GritUsageError
-from ..io.http import is_url
+from ..io.location import Location
 from . import scan
 from .collect import INDEX_SUFFIX, MODEL_SUFFIXES, read_manifest, sniff
 from .output import FAIL_ON, SCHEMA_VERSION, ScanReport, exit_code, no_lone_surrogates
@@ -65,7 +65,8 @@ def entries_of(paths: Iterable[str]) -> list[str]:
     for p in paths:
         p = os.fspath(p)
         listed = [p]
-        if not is_url(p) and os.path.isfile(p) and not p.lower().endswith(
+        loc = Location.of(p)
+        if loc.free_reads and loc.is_file(p) and not p.lower().endswith(
                 MODEL_SUFFIXES + (INDEX_SUFFIX,)) and sniff(p) is None:
             try:
                 listed = read_manifest(p)

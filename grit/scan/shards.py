@@ -29,8 +29,8 @@ from typing import AbstractSet
 
 from .analyses import Context
 from .findings import Finding
-from ..io.hub import is_remote
-from .collect import Input, ShardIndex, checkpoint_of, exists, index_of, is_shard, read_index
+from ..io.location import Location
+from .collect import Input, ShardIndex, checkpoint_of, index_of, is_shard, read_index
 
 __all__ = ["Shard", "Checkpoints"]
 
@@ -71,7 +71,7 @@ class Shard:
 
 
 def _key(path: str) -> str:
-    return path if is_remote(path) else os.path.realpath(path)
+    return Location.of(path).key
 
 
 def _names(names: list[str]) -> str:
@@ -115,7 +115,7 @@ class Checkpoints:
             # so a server refusing that name is no finding)
             if k in indexes or not any(is_shard(m.path) for m in members):
                 continue
-            if exists(beside) if is_remote(beside) else os.path.isfile(beside):
+            if Location.of(beside).is_file(beside):
                 indexes[k] = beside
         done: set[str] = set()
         for k, ip in sorted(indexes.items()):
@@ -128,7 +128,7 @@ class Checkpoints:
                 self._shards(ctx, checkpoint_of(members[0].path), members)
 
     def _indexed(self, ctx: Context, ip: str, members: list[Shard]) -> None:
-        folder = os.path.dirname(ip)
+        folder = Location.of(ip)
         try:
             idx = read_index(ip)
         except OSError as e:
@@ -140,7 +140,7 @@ class Checkpoints:
         named: dict[str, Shard | None] = {}       # shard file name -> the scanned shard
         if idx is not None:
             for fname in sorted(set(idx.weight_map.values())):
-                named[fname] = self.shards.get(_key(os.path.join(folder, fname)))
+                named[fname] = self.shards.get(_key(folder.sibling(fname)))
         shards = list({_key(s.path): s for s in
                        [s for s in named.values() if s is not None] + members}.values())
         shards.sort(key=lambda s: s.path)
@@ -149,7 +149,7 @@ class Checkpoints:
             reported = self._against_index(ctx, idx, folder, named, shards)
         self._shards(ctx, ip, shards, reported)
 
-    def _against_index(self, ctx: Context, idx: ShardIndex, folder: str,
+    def _against_index(self, ctx: Context, idx: ShardIndex, folder: Location,
                        named: dict[str, Shard | None], shards: list[Shard]) -> set[str]:
         """The index against the shards; the shard files it names that are
         not there (reported here, not again as series members)."""
@@ -163,8 +163,7 @@ class Checkpoints:
             for t in set(s.spans or {}) | s.grit:
                 holders.setdefault(t, []).append(s.path)
         for fname, tensors in sorted(by_shard.items()):
-            path = os.path.join(folder, fname)
-            if not exists(path):
+            if not folder.exists(fname):
                 ctx.add("S151", ip, None,
                         f"the index maps {len(tensors)} tensors to {fname!r}, which is not "
                         f"there: {_names(tensors)}",
@@ -252,11 +251,11 @@ class Checkpoints:
             return
         s0, m0 = got[0]
         n, width = counts[0], len(m0["i"])
-        folder = os.path.dirname(s0.path)
+        folder = Location.of(s0.path)
         absent = []
         for i in range(1, n + 1):
             name = f"{m0['stem']}-{i:0{width}d}-of-{m0['n']}{m0['ext']}"
-            if name not in reported and not exists(os.path.join(folder, name)):
+            if name not in reported and not folder.exists(name):
                 absent.append(name)
         if absent:
             ctx.add("S157", where, None,
