@@ -88,6 +88,8 @@ class Family:
     permute_qk: bool = False
     norm_plus_one: bool = False
     defaults: tuple[tuple[str, Any], ...] = ()
+    #: transformers' ``model_type`` of ``hf`` (its config class)
+    model_type: str = ""
 
 
 #: Hugging Face ``architectures[0]`` -> how llama.cpp writes it
@@ -98,7 +100,7 @@ FAMILIES: dict[str, Family] = {f.hf: f for f in (
     Family("MistralForCausalLM", "LLAMA", permute_qk=True),
     Family("Qwen2ForCausalLM", "QWEN2"),
     Family("Qwen3ForCausalLM", "QWEN3"),
-    Family("Gemma3ForCausalLM", "GEMMA3", norm_plus_one=True,
+    Family("Gemma3ForCausalLM", "GEMMA3", norm_plus_one=True, model_type="gemma3_text",
            defaults=(("max_position_embeddings", 131072), ("num_attention_heads", 8),
                      ("rms_norm_eps", 1e-6), ("head_dim", 256), ("num_key_value_heads", 4),
                      ("rope_theta", 1_000_000.0))),
@@ -1174,7 +1176,8 @@ def _config_from_kv(meta, arch: str, fam: Family) -> dict:
         v = meta.get(key)
         return None if v is None else v.value
     cfg: dict[str, Any] = {"architectures": [fam.hf],
-                           "model_type": fam.hf.removesuffix("ForCausalLM").lower()}
+                           "model_type": fam.model_type or
+                           fam.hf.removesuffix("ForCausalLM").lower()}
     for hf, key in (("num_hidden_layers", "block_count"),
                     ("max_position_embeddings", "context_length"),
                     ("hidden_size", "embedding_length"),
@@ -1192,7 +1195,88 @@ def _config_from_kv(meta, arch: str, fam: Family) -> dict:
     toks = meta.get("tokenizer.ggml.tokens")
     if "vocab_size" not in cfg and toks is not None:
         cfg["vocab_size"] = len(toks.value)
+    for hf in ("bos", "eos", "pad"):
+        v = val(f"tokenizer.ggml.{hf}_token_id")
+        if isinstance(v, int) and not isinstance(v, bool):
+            cfg[f"{hf}_token_id"] = v
     return cfg
+
+
+#: config.json entries of transformers' GGUF reading that are not the model's
+_NOT_CONFIG = ("transformers_version", "_name_or_path", "dtype", "torch_dtype", "architectures",
+               "model_type")
+
+
+def _tokenizer_back(src: str, work: str, cfg: dict) -> dict:
+    """The tokenizer of the GGUF file ``src`` (its ``tokenizer.ggml.*``
+    entries) as the tokenizer files transformers loads, written into
+    ``work`` by transformers' own GGUF reader (``AutoTokenizer`` with
+    ``gguf_file``, then ``save_pretrained``), and the config transformers
+    reads from the GGUF under ``cfg``'s entries (where it names the same
+    ``model_type``).  What was written, for the proof: ``files``, or
+    ``none`` with the reason (transformers absent, or its reader refusing
+    the file)."""
+    if "tokenizer.ggml.model" not in read_gguf(src).fields:
+        return {"files": [], "none": "the GGUF holds no tokenizer (tokenizer.ggml.model)"}
+    try:
+        import transformers  # noqa: PLC0415 - optional: the tokenizer files only
+    except ImportError:
+        return {"files": [], "none": "transformers is not installed"}
+    view = tempfile.mkdtemp(prefix=".gguf-", dir=work)   # the GGUF alone: no file beside it
+    try:
+        os.symlink(os.path.abspath(src), os.path.join(view, GGUF_FILE))
+        try:
+            tok = transformers.AutoTokenizer.from_pretrained(view, gguf_file=GGUF_FILE)
+            tcfg = transformers.AutoConfig.from_pretrained(view, gguf_file=GGUF_FILE).to_dict()
+        except (ValueError, OSError, NotImplementedError) as e:
+            return {"files": [], "none": f"transformers' GGUF reader: {type(e).__name__}: "
+                                         f"{str(e)[:300]}"}
+    finally:
+        shutil.rmtree(view, ignore_errors=True)
+    before = set(os.listdir(work))
+    tok.save_pretrained(work)
+    written = sorted(set(os.listdir(work)) - before)
+    why = _reloads(transformers, tok, work)
+    if why is not None:
+        # the architecture's tokenizer class rebuilds another kind of vocabulary than
+        # the GGUF's (a byte-level BPE in a Gemma GGUF): the generic class over
+        # tokenizer.json then, or no tokenizer files at all
+        tc = os.path.join(work, "tokenizer_config.json")
+        doc = _convert._json(tc) or {}
+        doc["tokenizer_class"] = "PreTrainedTokenizerFast"
+        with open(tc, "w") as f:
+            json.dump(doc, f, indent=2)
+        why = _reloads(transformers, tok, work)
+    if why is not None:
+        for n in written:
+            os.unlink(os.path.join(work, n))
+        return {"files": [], "none": why}
+    if tcfg.get("model_type") == cfg.get("model_type"):
+        ours = dict(cfg)
+        cfg.clear()
+        cfg.update({k: v for k, v in tcfg.items() if k not in _NOT_CONFIG})
+        cfg.update(ours)
+    return {"files": written}
+
+
+#: texts the written tokenizer must encode as the GGUF's does
+_PROBES = ("Hello world, hello GGUF", "  two  spaces\n\n\tand a tab", "0123456789 3.14",
+           "caf\u00e9 \u6570\u5b57 \u2713 <s></s><|endoftext|>")
+
+
+def _reloads(transformers, tok, folder: str) -> str | None:
+    """Why the tokenizer files in ``folder`` do not load back as ``tok``
+    (transformers' reading of the GGUF) encoding :data:`_PROBES` alike;
+    None: they do."""
+    try:
+        back = transformers.AutoTokenizer.from_pretrained(folder)
+        for t in _PROBES:
+            if back(t, add_special_tokens=False)["input_ids"] != \
+                    tok(t, add_special_tokens=False)["input_ids"]:
+                return f"the written tokenizer encodes {t!r} otherwise than the GGUF's"
+    except Exception as e:  # noqa: BLE001 - transformers' failures have no common type
+        return f"the written tokenizer does not load: {type(e).__name__}: {str(e)[:200]}"
+    return None
 
 
 def from_gguf(src: str, dst: str, to: str, *, overwrite: bool = False,
@@ -1225,6 +1309,7 @@ def from_gguf(src: str, dst: str, to: str, *, overwrite: bool = False,
                             "exact_by_construction": e.exact, "notes": list(e.notes)})
         plain = {n: tuple(np.shape(v)) for n, v in tensors.items()
                  if not isinstance(v, GritArray)}
+        tokenizer = _tokenizer_back(src, work, cfg)
         emit_config = conventions.by_name(conv).emit_config
         if emit_config is None:
             raise GritUsageError(f"convention {conv!r} does not write tensors")
@@ -1235,7 +1320,8 @@ def from_gguf(src: str, dst: str, to: str, *, overwrite: bool = False,
                 with open(os.path.join(work, fn), "w") as f:
                     json.dump(doc, f, indent=2)
         proof = {"schema": _convert.PROOF_SCHEMA, "to": conv, "from": "gguf",
-                 "arch": fam.arch.lower(), "weights": weights, "plain": sorted(plain)}
+                 "arch": fam.arch.lower(), "weights": weights, "plain": sorted(plain),
+                 "tokenizer": tokenizer}
         _write_proof(work, proof, cfg)
         return proof
     dst, proof = _convert.staged(dst, fill)

@@ -367,6 +367,8 @@ def test_gguf_py_file_to_grit(tmp_path):
     with open(os.path.join(out, "config.json")) as f:
         cfg = json.load(f)
     assert cfg["architectures"] == ["LlamaForCausalLM"] and cfg["hidden_size"] == 64
+    assert rep.proof["tokenizer"] == {"files": [], "none": "the GGUF holds no tokenizer "
+                                                           "(tokenizer.ggml.model)"}
     assert C.verify(path, out).ok
 
 
@@ -709,3 +711,49 @@ def test_llama_cpp_written_gguf_to_compressed_tensors(converted, llama_cpp_refs,
         else:
             assert a[k] == b[k], k
     assert C.verify(llama_cpp_refs["llama"], out).ok
+
+
+#: strings the tiny tokenizers split into many tokens (words of the corpus,
+#: unseen ones, digits, spaces, newlines, the special tokens' text)
+_TEXTS = ["hello world, hello grit", "The quick brown FOX!  123456 <s> x</s>",
+          "llama.cpp loads GGUF files\n\n  ok\tdone", "émigré naïve 数字 0123456789"]
+
+
+def _same_tokenizer(src: str, out: str) -> None:
+    """The tokenizer transformers loads from ``out`` encodes every text of
+    _TEXTS to the ids the source's own tokenizer gives (and decodes them
+    back alike)."""
+    from transformers import AutoTokenizer
+    ref, got = AutoTokenizer.from_pretrained(src), AutoTokenizer.from_pretrained(out)
+    for t in _TEXTS:
+        ids = ref(t, add_special_tokens=False)["input_ids"]
+        assert got(t, add_special_tokens=False)["input_ids"] == ids, t
+        assert got.decode(ids) == ref.decode(ids), t
+
+
+@pytest.mark.parametrize("fam", FAMILIES)
+def test_gguf_source_gives_back_the_tokenizer_and_config(converted, fam, tmp_path):
+    """A GGUF SRC writes the tokenizer files transformers' GGUF reader makes
+    of its tokenizer.ggml.* entries, and a config.json transformers loads
+    as the source's architecture (Mistral's as Llama) and sizes."""
+    from transformers import AutoConfig
+    src, dst, _ = converted(fam)
+    out = str(tmp_path / "ct")
+    rep = C.convert(os.path.join(dst, CG.GGUF_FILE), out, "compressed-tensors")
+    assert "tokenizer.json" in rep.proof["tokenizer"]["files"]
+    _same_tokenizer(src, out)
+    a, b = AutoConfig.from_pretrained(src), AutoConfig.from_pretrained(out)
+    # (llama.cpp writes Mistral as its llama architecture: it comes back as Llama)
+    assert type(b).__name__ == ("LlamaConfig" if fam == "mistral" else type(a).__name__)
+    for k in ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+              "num_key_value_heads", "head_dim", "vocab_size", "max_position_embeddings",
+              "rms_norm_eps", "bos_token_id", "eos_token_id"):
+        assert getattr(b, k) == pytest.approx(getattr(a, k)), k
+
+
+def test_llama_cpp_written_gguf_gives_back_the_tokenizer(converted, llama_cpp_refs, tmp_path):
+    """The same from the GGUF llama.cpp's converter wrote."""
+    for fam in ("llama", "qwen2"):
+        out = str(tmp_path / fam)
+        C.convert(llama_cpp_refs[fam], out, "modelopt")
+        _same_tokenizer(converted(fam)[0], out)
