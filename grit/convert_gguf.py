@@ -57,7 +57,7 @@ from .io.dtypes import ST_DTYPES
 from .io.gguf import KV_CONVERT, GGUFValue
 from .io.gguf_file import ValueType, read_gguf
 from .io.gguf_writer import gguf_py as _gguf
-from .io.gguf_writer import native_type, save_gguf
+from .io.gguf_writer import native_kind, save_gguf
 from .io.hub import HubPath, is_hub, is_remote
 from .io.location import Location
 from .io.recognise import MAX_CONFIG, with_recognised
@@ -233,6 +233,35 @@ def _llama3_factors(h: dict, rp: dict) -> np.ndarray:
     return np.array(out, np.float32)
 
 
+def _yarn(w, rp: dict) -> None:
+    """The KV entries of a YaRN rope scaling, as convert_hf_to_gguf's
+    TextModel.set_gguf_parameters writes them: type, factor, the original
+    context length, and the extrapolation and attention factors and the
+    two betas where the config has them."""
+    gguf = _gguf()
+    orig = rp.get("original_max_position_embeddings")
+    if isinstance(orig, bool) or not isinstance(orig, int) or not 0 < orig < 2**31:
+        raise GritUsageError("--to gguf: a yarn rope scaling needs "
+                             f"original_max_position_embeddings, a count; got {orig!r}")
+    reals = {"factor": rp.get("factor"), "extrapolation_factor": rp.get("extrapolation_factor"),
+             "attention_factor": rp.get("attention_factor", rp.get("attn_factor")),
+             "beta_fast": rp.get("beta_fast"), "beta_slow": rp.get("beta_slow")}
+    for k, v in reals.items():
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or
+                              not math.isfinite(v)):
+            raise GritUsageError(f"--to gguf: the yarn rope scaling's {k} is {v!r}, "
+                                 "not a number")
+    w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+    w.add_rope_scaling_factor(reals["factor"])
+    w.add_rope_scaling_orig_ctx_len(orig)
+    for k, add in (("extrapolation_factor", w.add_rope_scaling_yarn_ext_factor),
+                   ("attention_factor", w.add_rope_scaling_yarn_attn_factor),
+                   ("beta_fast", w.add_rope_scaling_yarn_beta_fast),
+                   ("beta_slow", w.add_rope_scaling_yarn_beta_slow)):
+        if reals[k] is not None:
+            add(reals[k])
+
+
 def _kv(w, fam: Family, h: dict, ftype: int, name: str) -> np.ndarray | None:
     """Add the architecture's KV entries to gguf-py writer ``w``; returns the
     rope_freqs tensor where the rope scaling has one."""
@@ -256,11 +285,13 @@ def _kv(w, fam: Family, h: dict, ftype: int, name: str) -> np.ndarray | None:
         if rtype == "linear" and full.get("factor") is not None:
             w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
             w.add_rope_scaling_factor(full["factor"])
+        elif rtype == "yarn" and full.get("factor") is not None:
+            _yarn(w, full)
         elif str(rtype).lower() == "llama3" and fam.arch == "LLAMA":
             freqs = _llama3_factors(h, full)
         else:
             raise GritUsageError(f"--to gguf: rope scaling {rtype!r} is not one grit writes "
-                                 "for llama.cpp (default, linear, and llama3 for Llama)")
+                                 "for llama.cpp (default, linear, yarn, and llama3 for Llama)")
     if full.get("rope_theta") is not None:
         w.add_rope_freq_base(float(full["rope_theta"]))
     if swa is not None and swa.get("rope_theta") is not None:
@@ -536,25 +567,24 @@ def _plain_out(x: np.ndarray, how: str, rows) -> np.ndarray:
 
 def _ggml_check(name: str, a: GritArray) -> tuple[str | None, str | None]:
     """(the ggml block type GRIT array ``a`` is written as, or None; why it
-    cannot be, or None)."""
-    got = native_type(a, relayout=True)
-    if got is None:
+    cannot be, or None).  The block scales checked are the canonical scale
+    plane's bytes, the order the blocks hold them in."""
+    kind = native_kind(a)
+    if kind is None:
         return None, (f"{name}: grade {a.grade.canonical} with groups on axis "
                       f"{a.group_axis} is no ggml block type (ggml holds NVFP4, MXFP4, Q8_0, "
                       "Q4_K … with groups along the rows)")
-    if got[0] == "NVFP4":
-        sc = np.frombuffer(bytes(got[1]), np.uint8).reshape(-1, 36)[:, :4]
-        bad = int(np.count_nonzero((sc & 0x80) | (sc == 0x7F)))
-        if bad:
+    if kind in ("NVFP4", "MXFP4"):
+        sc = np.frombuffer(canonical(a).planes[1], np.uint8)
+        bad = int(np.count_nonzero((sc & 0x80) | (sc == 0x7F))) if kind == "NVFP4" else \
+            int(np.count_nonzero(sc == 0xFF))
+        if bad and kind == "NVFP4":
             return None, (f"{name}: {bad} E4M3 block scale(s) are negative or NaN (0x7F), "
                           "which ggml's UE4M3 reads otherwise")
-    if got[0] == "MXFP4":
-        sc = np.frombuffer(bytes(got[1]), np.uint8).reshape(-1, 17)[:, 0]
-        bad = int(np.count_nonzero(sc == 0xFF))
         if bad:
             return None, (f"{name}: {bad} E8M0 block scale(s) are 0xFF, NaN in GRIT (§8.2) "
                           "and 2^128 in ggml")
-    return got[0], None
+    return kind, None
 
 
 def _plan_gguf(tensors: dict[str, Any], fam: Family, h: dict, nblocks: int,

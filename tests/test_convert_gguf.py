@@ -757,3 +757,59 @@ def test_llama_cpp_written_gguf_gives_back_the_tokenizer(converted, llama_cpp_re
         out = str(tmp_path / fam)
         C.convert(llama_cpp_refs[fam], out, "modelopt")
         _same_tokenizer(converted(fam)[0], out)
+
+
+#: a YaRN rope scaling as Hugging Face configs write it
+_YARN = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64,
+         "beta_fast": 32.0, "beta_slow": 1.0, "attention_factor": 1.25,
+         "extrapolation_factor": 1.0}
+
+
+def test_yarn_rope_scaling(models, tmp_path):
+    """A YaRN rope scaling (Gemma 3's on its full-attention layers) is the
+    rope.scaling.* entries of the config's values; and where GRIT_LLAMA_CPP
+    names llama.cpp, every KV entry and tensor is what its converter writes."""
+    srcs = {}
+    for fam in ("llama", "qwen3", "gemma3"):
+        src = str(tmp_path / f"src-{fam}")
+        shutil.copytree(models(fam), src)
+        with open(os.path.join(src, "config.json")) as f:
+            cfg = json.load(f)
+        rp = cfg["rope_parameters"]
+        (rp["full_attention"] if "full_attention" in rp else rp).update(_YARN)
+        with open(os.path.join(src, "config.json"), "w") as f:
+            json.dump(cfg, f)
+        srcs[fam] = src
+        C.convert(src, str(tmp_path / fam), "gguf")
+        kv = {k: f.contents() for k, f in
+              gguf.GGUFReader(str(tmp_path / fam / CG.GGUF_FILE)).fields.items()}
+        a = EXPECT[fam][0]
+        assert kv[f"{a}.rope.scaling.type"] == "yarn"
+        assert kv[f"{a}.rope.scaling.original_context_length"] == 64
+        for key, hf in (("factor", "factor"), ("yarn_ext_factor", "extrapolation_factor"),
+                        ("yarn_attn_factor", "attention_factor"),
+                        ("yarn_beta_fast", "beta_fast"), ("yarn_beta_slow", "beta_slow")):
+            assert kv[f"{a}.rope.scaling.{key}"] == _YARN[hf], key
+    with open(os.path.join(srcs["llama"], "config.json")) as f:
+        cfg = json.load(f)
+    del cfg["rope_parameters"]["original_max_position_embeddings"]
+    with open(os.path.join(srcs["llama"], "config.json"), "w") as f:
+        json.dump(cfg, f)
+    with pytest.raises(GritUsageError, match="original_max_position_embeddings"):
+        C.convert(srcs["llama"], str(tmp_path / "no"), "gguf")
+    del srcs["llama"]
+    d = os.environ.get("GRIT_LLAMA_CPP", "")
+    if not d or not os.path.isfile(os.path.join(d, "convert_hf_to_gguf.py")):
+        return
+    args = [x for fam, src in srcs.items()
+            for x in (src, str(tmp_path / f"{fam}.ref.gguf"), EXPECT[fam][2])]
+    p = subprocess.run([sys.executable, os.path.join(HERE, "llama_cpp_convert.py"), d, *args],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    for fam in srcs:
+        ref, ours = str(tmp_path / f"{fam}.ref.gguf"), str(tmp_path / fam / CG.GGUF_FILE)
+        _same_tensors(ref, ours)
+        b = gguf.GGUFReader(ours).fields
+        for k, f in gguf.GGUFReader(ref).fields.items():
+            if k not in ("general.name", "general.size_label", "GGUF.kv_count"):
+                assert k in b and b[k].contents() == f.contents(), (fam, k)
