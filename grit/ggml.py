@@ -103,6 +103,29 @@ def _nibbles_inv(c: np.ndarray) -> np.ndarray:
     return (c[:, 0] & np.uint8(15)) | (c[:, 1] << np.uint8(4))
 
 
+_W16, _W8, _W4, _W32 = (np.uint64(m) for m in (0x0000FFFF0000FFFF, 0x00FF00FF00FF00FF,
+                                               0x0F0F0F0F0F0F0F0F, 0xFFFFFFFF))
+
+
+def _spread(x: np.ndarray) -> np.ndarray:
+    """64-bit words of 16 LSB-first 4-bit codes -> the same codes in ggml's
+    halves order over 16: byte k holds code k (low) and code k + 8 (high)."""
+    def half(v):
+        v = (v | (v << np.uint64(16))) & _W16
+        v = (v | (v << np.uint64(8))) & _W8
+        return (v | (v << np.uint64(4))) & _W4
+    return half(x & _W32) | (half(x >> np.uint64(32)) << np.uint64(4))
+
+
+def _gather(y: np.ndarray) -> np.ndarray:
+    """The inverse of :func:`_spread`."""
+    def half(v):
+        v = (v | (v >> np.uint64(4))) & _W8
+        v = (v | (v >> np.uint64(8))) & _W16
+        return (v | (v >> np.uint64(16))) & _W32
+    return half(y & _W4) | (half((y >> np.uint64(4)) & _W4) << np.uint64(32))
+
+
 def _nibbles_halves(qs: np.ndarray) -> np.ndarray:
     """(nb, n/2) bytes in ggml's halves order -> (nb, n) codes in order."""
     return np.concatenate([qs & np.uint8(15), qs >> np.uint8(4)], axis=1)
@@ -309,14 +332,25 @@ class NVFP4(BlockType):
     placement = (NVFP4_DATA.word, _P["ROW_MAJOR"], 0)
 
     def write(self, planes, nb):
-        # four E4M3 scales, then four runs of 8 bytes (16 codes in halves order)
-        qs = _halves_inv(_codes(planes, nb, 4, 64).reshape(nb * 4, 16)).reshape(nb, 32)
-        return _blocks([_plane(planes, 1, nb), qs], nb, self.block_bytes)
+        # four E4M3 scales, then four runs of 8 bytes (16 codes in halves order):
+        # each run is one 64-bit word of 16 LSB-first codes, its nibbles spread
+        data = _u8(planes[0])
+        sc = _plane(planes, 1, nb)
+        if data.size != nb * 32 or sc.shape != (nb, 4):
+            raise ValueError(f"NVFP4: {data.size} code bytes and {sc.size} scales for {nb} "
+                             "blocks")
+        x = data.view("<u8") if data.ctypes.data % 8 == 0 else data.copy().view("<u8")
+        out = np.empty((nb, 36), np.uint8)
+        out[:, :4] = sc
+        out[:, 4:] = np.asarray(_spread(x), "<u8").view(np.uint8).reshape(nb, 32)
+        return out
 
     def unblock(self, b):
         nb = b.shape[0]
-        codes = _nibbles_halves(b[:, 4:].reshape(nb * 4, 8))
-        return _nibbles_inv(codes), b[:, :4].reshape(-1).copy(), b"", b""
+        w = np.ascontiguousarray(b).reshape(-1).view("<u4").reshape(nb, 9)
+        y = w[:, 1::2].astype(np.uint64) | (w[:, 2::2].astype(np.uint64) << np.uint64(32))
+        codes = np.asarray(_gather(y), "<u8").view(np.uint8).reshape(-1)
+        return codes, np.ascontiguousarray(b[:, :4]).reshape(-1), b"", b""
 
 
 class Q4_K(BlockType):
