@@ -1057,6 +1057,7 @@ def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family)
     weights, plain = [], []
     for gname, (v, name, how, rows) in sorted(plan.items(), key=lambda kv: kv[1][1]):
         b = back.get(gname)
+        back.pop(gname)         # its planes, once built, go with it: one weight's at a time
         if how == "ggml":
             if not isinstance(b, GritArray):
                 raise GritError(f"{gname}: the written GGUF does not read back as a GRIT array")
@@ -1422,6 +1423,7 @@ def _verify_local(local: _Local, folder: str, doc: dict, problems: list[str]
     checked = 0
     for gname, (v, name, how, rows) in plan.items():
         b = back.get(gname)
+        back.pop(gname, None)   # one weight's built planes at a time
         if how == "ggml":
             if name not in claimed:
                 continue

@@ -349,27 +349,17 @@ def save_gguf(path, tensors, metadata=None, *, arch: str | None = None,
                     f"writer stores {KV_SHAPE}<name> as (at most {_INT32_MAX}); save it as "
                     "safetensors, whose shapes are 64-bit")
             kind = _invertible_kind(v) if relayout else None
-            if kind is not None:                # built as the file is written
-                b, s = sizes[kind]
-                native[name] = kind
-                plan.append((name, _LazyBlocks(v, kind, _byte_shape(v.shape, b, s)),
-                             gguf.GGMLQuantizationType[kind]))
-                k1 = _scaled_k1(v)
-                if k1 is not None:
-                    extra = _companion_out(tensors, name, v, k1)
-                    if extra is not None:
-                        plan.append(extra)
-                continue
-            nt = _native(v, relayout)
+            nt = None if kind is not None else _native(v, relayout)
             if nt is not None and not relayout and _scaled_k1(nt[2]) is not None and \
                     not any(c in tensors for c in companion_names(name)):
                 nt = None     # NVFP4 + scale1 adds a companion tensor: only with relayout=True
-            if nt is not None:
-                t, blocks, c = nt
+            if kind is not None or nt is not None:
+                t, c = (kind, v) if kind is not None else (nt[0], nt[2])
                 b, s = sizes[t]
                 native[name] = t
-                plan.append((name, blocks.reshape(_byte_shape(v.shape, b, s)),
-                             gguf.GGMLQuantizationType[t]))
+                shp = _byte_shape(v.shape, b, s)   # blocks built as the file is written, or now
+                plan.append((name, _LazyBlocks(v, t, shp) if kind is not None else
+                             nt[1].reshape(shp), gguf.GGMLQuantizationType[t]))
                 k1 = _scaled_k1(c)
                 if k1 is not None:
                     extra = _companion_out(tensors, name, c, k1)
