@@ -277,3 +277,21 @@ def test_a_remote_refusal_reads_no_tensor_bytes(model, tmp_path, monkeypatch):
         s.close()
     assert not os.path.exists(tmp_path / "out")
     assert not [n for n in os.listdir(tmp_path) if n.startswith(".grit")]
+
+
+def test_an_https_file_converts_as_the_local_file(model, tmp_path):
+    """One model file by URL, its config.json and tokenizer beside it: the
+    output is byte for byte the local conversion's; grit verify reads it
+    back remotely."""
+    shutil.copytree(model, tmp_path / "m")
+    s = Server()
+    try:
+        for n in os.listdir(tmp_path / "m"):
+            s.files[f"/m/{n}"] = (tmp_path / "m" / n).read_bytes()
+        url = s.url("/m/model.safetensors")
+        assert C.convert(url, str(tmp_path / "out"), "gguf").counts == {"bit-exact": 14}
+        assert C.verify(url, str(tmp_path / "out")).ok
+    finally:
+        s.close()
+    C.convert(str(tmp_path / "m"), str(tmp_path / "local"), "gguf")
+    _same_output(tmp_path / "out", tmp_path / "local")
