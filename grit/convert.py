@@ -594,6 +594,14 @@ def _read_for_plan(f: str):
     zero pages never touched, so nothing but those is read."""
     if not is_remote(f):
         return _load_local(f)
+    hdr = remote_image(f)
+    return with_recognised(f, _st.tensors_of(hdr), defer_converted=True), None
+
+
+def remote_image(f: str) -> _st.SafetensorsFile:
+    """The remote safetensors file ``f`` parsed from its header and its
+    small tensors (at most SMALL_MAX bytes each), over an image of its data
+    whose other bytes are zero pages never touched (:func:`_zeros`)."""
     src = _open_remote(f)
     hdr = _st.read_source(src, f)
     raise_first(hdr.problems)
@@ -603,8 +611,7 @@ def _read_for_plan(f: str):
         if 0 < k <= SMALL_MAX:
             b = off - hdr.start
             image[b:b + k] = src.read(off, k, f"tensor {n!r}")
-    hdr = replace(hdr, buffer=image)
-    return with_recognised(f, _st.tensors_of(hdr), defer_converted=True), None
+    return replace(hdr, buffer=image)
 
 
 def _zeros(n: int) -> memoryview:

@@ -37,22 +37,30 @@ import json
 import math
 import os
 import re
+import shutil
+import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
 from . import conventions
 from . import convert as _convert
 from .array import GritArray, canonical, concat
+from ._files import loads_json
 from .errors import GritError, GritUsageError
 from .io import load as _load
+from .io import safetensors as _st
 from .io import save as _save
 from .io.dtypes import ST_DTYPES
 from .io.gguf import KV_CONVERT, GGUFValue
 from .io.gguf_file import ValueType, read_gguf
 from .io.gguf_writer import gguf_py as _gguf
-from .io.gguf_writer import native_type, save_gguf
+from .io.gguf_writer import native_kind, save_gguf
+from .io.hub import HubPath, is_hub, is_remote
+from .io.location import Location
+from .io.recognise import MAX_CONFIG, with_recognised
 from .placement.planes import geometry
 
 __all__ = ["FAMILIES", "Family", "to_gguf", "from_gguf", "verify", "GGUF_FILE",
@@ -80,6 +88,8 @@ class Family:
     permute_qk: bool = False
     norm_plus_one: bool = False
     defaults: tuple[tuple[str, Any], ...] = ()
+    #: transformers' ``model_type`` of ``hf`` (its config class)
+    model_type: str = ""
 
 
 #: Hugging Face ``architectures[0]`` -> how llama.cpp writes it
@@ -90,7 +100,7 @@ FAMILIES: dict[str, Family] = {f.hf: f for f in (
     Family("MistralForCausalLM", "LLAMA", permute_qk=True),
     Family("Qwen2ForCausalLM", "QWEN2"),
     Family("Qwen3ForCausalLM", "QWEN3"),
-    Family("Gemma3ForCausalLM", "GEMMA3", norm_plus_one=True,
+    Family("Gemma3ForCausalLM", "GEMMA3", norm_plus_one=True, model_type="gemma3_text",
            defaults=(("max_position_embeddings", 131072), ("num_attention_heads", 8),
                      ("rms_norm_eps", 1e-6), ("head_dim", 256), ("num_key_value_heads", 4),
                      ("rope_theta", 1_000_000.0))),
@@ -223,6 +233,35 @@ def _llama3_factors(h: dict, rp: dict) -> np.ndarray:
     return np.array(out, np.float32)
 
 
+def _yarn(w, rp: dict) -> None:
+    """The KV entries of a YaRN rope scaling, as convert_hf_to_gguf's
+    TextModel.set_gguf_parameters writes them: type, factor, the original
+    context length, and the extrapolation and attention factors and the
+    two betas where the config has them."""
+    gguf = _gguf()
+    orig = rp.get("original_max_position_embeddings")
+    if isinstance(orig, bool) or not isinstance(orig, int) or not 0 < orig < 2**31:
+        raise GritUsageError("--to gguf: a yarn rope scaling needs "
+                             f"original_max_position_embeddings, a count; got {orig!r}")
+    reals = {"factor": rp.get("factor"), "extrapolation_factor": rp.get("extrapolation_factor"),
+             "attention_factor": rp.get("attention_factor", rp.get("attn_factor")),
+             "beta_fast": rp.get("beta_fast"), "beta_slow": rp.get("beta_slow")}
+    for k, v in reals.items():
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or
+                              not math.isfinite(v)):
+            raise GritUsageError(f"--to gguf: the yarn rope scaling's {k} is {v!r}, "
+                                 "not a number")
+    w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+    w.add_rope_scaling_factor(reals["factor"])
+    w.add_rope_scaling_orig_ctx_len(orig)
+    for k, add in (("extrapolation_factor", w.add_rope_scaling_yarn_ext_factor),
+                   ("attention_factor", w.add_rope_scaling_yarn_attn_factor),
+                   ("beta_fast", w.add_rope_scaling_yarn_beta_fast),
+                   ("beta_slow", w.add_rope_scaling_yarn_beta_slow)):
+        if reals[k] is not None:
+            add(reals[k])
+
+
 def _kv(w, fam: Family, h: dict, ftype: int, name: str) -> np.ndarray | None:
     """Add the architecture's KV entries to gguf-py writer ``w``; returns the
     rope_freqs tensor where the rope scaling has one."""
@@ -246,11 +285,13 @@ def _kv(w, fam: Family, h: dict, ftype: int, name: str) -> np.ndarray | None:
         if rtype == "linear" and full.get("factor") is not None:
             w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
             w.add_rope_scaling_factor(full["factor"])
+        elif rtype == "yarn" and full.get("factor") is not None:
+            _yarn(w, full)
         elif str(rtype).lower() == "llama3" and fam.arch == "LLAMA":
             freqs = _llama3_factors(h, full)
         else:
             raise GritUsageError(f"--to gguf: rope scaling {rtype!r} is not one grit writes "
-                                 "for llama.cpp (default, linear, and llama3 for Llama)")
+                                 "for llama.cpp (default, linear, yarn, and llama3 for Llama)")
     if full.get("rope_theta") is not None:
         w.add_rope_freq_base(float(full["rope_theta"]))
     if swa is not None and swa.get("rope_theta") is not None:
@@ -526,25 +567,24 @@ def _plain_out(x: np.ndarray, how: str, rows) -> np.ndarray:
 
 def _ggml_check(name: str, a: GritArray) -> tuple[str | None, str | None]:
     """(the ggml block type GRIT array ``a`` is written as, or None; why it
-    cannot be, or None)."""
-    got = native_type(a, relayout=True)
-    if got is None:
+    cannot be, or None).  The block scales checked are the canonical scale
+    plane's bytes, the order the blocks hold them in."""
+    kind = native_kind(a)
+    if kind is None:
         return None, (f"{name}: grade {a.grade.canonical} with groups on axis "
                       f"{a.group_axis} is no ggml block type (ggml holds NVFP4, MXFP4, Q8_0, "
                       "Q4_K … with groups along the rows)")
-    if got[0] == "NVFP4":
-        sc = np.frombuffer(bytes(got[1]), np.uint8).reshape(-1, 36)[:, :4]
-        bad = int(np.count_nonzero((sc & 0x80) | (sc == 0x7F)))
-        if bad:
+    if kind in ("NVFP4", "MXFP4"):
+        sc = np.frombuffer(canonical(a).planes[1], np.uint8)
+        bad = int(np.count_nonzero((sc & 0x80) | (sc == 0x7F))) if kind == "NVFP4" else \
+            int(np.count_nonzero(sc == 0xFF))
+        if bad and kind == "NVFP4":
             return None, (f"{name}: {bad} E4M3 block scale(s) are negative or NaN (0x7F), "
                           "which ggml's UE4M3 reads otherwise")
-    if got[0] == "MXFP4":
-        sc = np.frombuffer(bytes(got[1]), np.uint8).reshape(-1, 17)[:, 0]
-        bad = int(np.count_nonzero(sc == 0xFF))
         if bad:
             return None, (f"{name}: {bad} E8M0 block scale(s) are 0xFF, NaN in GRIT (§8.2) "
                           "and 2^128 in ggml")
-    return got[0], None
+    return kind, None
 
 
 def _plan_gguf(tensors: dict[str, Any], fam: Family, h: dict, nblocks: int,
@@ -613,46 +653,224 @@ def _ftype(plan, types: dict[str, str]) -> int:
     return int(gguf.LlamaFileType.ALL_F32)
 
 
-def _source(files: list[str]) -> tuple[dict[str, Any], dict]:
-    """The checkpoint's tensors (GRIT arrays and plain) and the per-tensor
-    scalars of :func:`_scalars`."""
-    tensors: dict[str, Any] = {}
-    scalars: dict[str, dict[str, np.ndarray]] = {}
-    for f in files:
-        got = _load(f)
-        tensors.update(got)
-        for k, v in _scalars(f, got).items():
-            scalars.setdefault(k, {}).update(v)
-    return tensors, scalars
+# ---------------------------------------------------------------------------
+# the source checkpoint: its files, local or remote, read as one
 
 
-def to_gguf(src: str, dst: str, *, overwrite: bool = False,
-            progress: Callable[[str], None] | None = None) -> _convert.ConvertReport:
-    """Write the safetensors checkpoint ``src`` (a local file or folder, with
-    config.json and tokenizer.json beside it) as the folder ``dst`` holding
-    ``model.gguf``, ``config.json`` and ``grit-proof.json``."""
-    folder, files = _convert._model_files(src)
-    if _convert.is_remote(folder):
-        raise GritUsageError("--to gguf reads a local checkpoint (its config.json and "
-                             "tokenizer.json are needed beside it)")
-    dst = _dst_free(dst, overwrite, [folder, *files])
-    cfg = _convert._json(os.path.join(folder, "config.json"))
+#: the files beside a checkpoint that --to gguf reads: config.json and the
+#: tokenizer files llama.cpp's converter and gguf-py's vocab classes read
+BESIDE = ("config.json", "tokenizer.json", "tokenizer.model", "tokenizer_config.json",
+          "added_tokens.json", "vocab.json", "merges.txt", "chat_template.jinja",
+          "chat_template.json")
+#: the largest file read from beside a remote checkpoint (a tokenizer)
+MAX_BESIDE_FILE = 1 << 28
+
+
+def _checkpoint_files(src: str) -> tuple[str, list[str]]:
+    """(folder, model files) of ``src``: a shard index
+    (``*.safetensors.index.json``, local or remote) names the files of its
+    ``weight_map``, beside it; anything else is what grit convert reads (a
+    file, a folder of shards, an https URL, an hf:// file or folder)."""
+    if not src.split("?")[0].lower().endswith(_convert._INDEX):
+        return _convert._model_files(src)
+    loc = Location.of(src)
+    try:
+        raw = loc.read_small(src, MAX_CONFIG)
+        doc = loads_json(raw, src) if len(raw) <= MAX_CONFIG else None
+    except (OSError, ValueError) as e:
+        raise GritUsageError(f"{src}: cannot read the shard index: {e}") from None
+    wm = doc.get("weight_map") if isinstance(doc, dict) else None
+    names = sorted({v for v in wm.values() if isinstance(v, str)}) \
+        if isinstance(wm, dict) else []
+    if not names or len(names) != len(set(wm.values())) or any(
+            "/" in n or "\\" in n or not n.lower().endswith(".safetensors") for n in names):
+        raise GritUsageError(f"{src}: not a shard index (a weight_map naming .safetensors "
+                             "files beside it)")
+    if not loc.remote:
+        folder = os.path.abspath(loc.folder or ".")
+        missing = [n for n in names if not os.path.isfile(os.path.join(folder, n))]
+        if missing:
+            raise GritUsageError(f"{src}: the shard index names {len(missing)} file(s) not "
+                                 f"beside it: {', '.join(missing[:3])}")
+        return folder, [os.path.join(folder, n) for n in names]
+    return loc.folder, [loc.sibling(n) for n in names]
+
+
+def _model_name(folder: str) -> str:
+    """general.name's fallback: the checkpoint folder's name (an hf://
+    repository's, without its revision)."""
+    if is_hub(folder):
+        where = HubPath.parse(folder)
+        return (where.path.strip("/") or where.repo_id).rsplit("/", 1)[-1]
+    return folder.split("?")[0].rstrip("/").rsplit("/", 1)[-1] if is_remote(folder) \
+        else os.path.basename(os.path.abspath(folder).rstrip("/"))
+
+
+class _Shards:
+    """The parsed safetensors files of one checkpoint as the one file the
+    recogniser reads: a module's tensors may lie in different shards
+    (shards are cut by size, not by module), so recognition sees every
+    entry, each name's span, view and small values its own file's."""
+
+    def __init__(self, files: list[_st.SafetensorsFile]) -> None:
+        self.path = files[0].path
+        self.metadata = files[0].metadata
+        self.owner: dict[str, _st.SafetensorsFile] = {}
+        for f in files:
+            for n in f.entries:
+                if n in self.owner:
+                    raise GritUsageError(f"tensor {n!r} is in two shards: {self.owner[n].path} "
+                                         f"and {f.path}")
+                self.owner[n] = f
+        self.entries = {n: e for f in files for n, e in f.entries.items()}
+
+    def on_disk(self, name: str) -> int:
+        return self.owner[name].on_disk(name)
+
+    def tensor_values(self, name: str, max_bytes: int):
+        f = self.owner.get(name)
+        return None if f is None else f.tensor_values(name, max_bytes)
+
+    def view(self, name: str):
+        f = self.owner.get(name)
+        return b"" if f is None else f.view(name)
+
+
+def _source(paths: list[str], hdrs: list[_st.SafetensorsFile]) -> tuple[dict[str, Any], dict]:
+    """The checkpoint's tensors (GRIT arrays and plain), as grit.load reads
+    one file but the shards recognised together (:class:`_Shards`;
+    config.json beside ``paths[0]``), and the per-tensor scalars of
+    :func:`_scalars`."""
+    parts = [_st.tensors_of(h) for h in hdrs]
+    shards = _Shards(hdrs)
+    kinds = {p.convention for p in parts}
+    if len(kinds) > 1:
+        raise GritUsageError("the shards mix GRIT files and files without GRIT metadata")
+    merged = _st.SafetensorsTensors()
+    merged.metadata, merged.convention = parts[0].metadata, parts[0].convention
+    for p in parts:
+        merged.update(p)
+    merged._source = shards  # type: ignore[assignment]  # read as one file
+    got = with_recognised(paths[0], merged)
+    return dict(got), _scalars(shards, got)
+
+
+def _local_header(path: str) -> _st.SafetensorsFile:
+    try:
+        return _st.read(path)
+    except OSError as e:
+        raise GritUsageError(f"cannot read {path!r}: {e}") from None
+
+
+def _fetch_beside(src: str, into: str) -> None:
+    """The files of :data:`BESIDE` that are beside the remote model file
+    ``src``, into the local folder ``into`` (each read once; at most
+    :data:`MAX_BESIDE_FILE` bytes)."""
+    loc = Location.of(src)
+    for n in BESIDE:
+        try:
+            raw = loc.read_small(n, MAX_BESIDE_FILE)
+        except FileNotFoundError:
+            continue
+        if len(raw) > MAX_BESIDE_FILE:
+            raise GritUsageError(f"{loc.sibling(n)}: over {MAX_BESIDE_FILE} bytes")
+        with open(os.path.join(into, n), "xb") as f:
+            f.write(raw)
+
+
+def _spool(src: str, path: str) -> None:
+    """The remote file ``src`` into the local file ``path``, each byte read
+    once, in ranged reads of at most ``grit.convert.SPOOL_CHUNK`` bytes."""
+    got = Location.of(src).open(src)
+    with open(path, "xb") as out:
+        for buf in got.stream(0, got.size, _convert.SPOOL_CHUNK):
+            out.write(buf)
+
+
+@dataclass(frozen=True)
+class _Local:
+    """A checkpoint as --to gguf reads it: a local folder holding config.json
+    and the tokenizer, the model files' local paths and parsed headers, and
+    the name general.name falls back to."""
+
+    folder: str
+    paths: list[str]
+    headers: list[_st.SafetensorsFile]
+    name: str
+
+
+@contextmanager
+def _local(src: str, work_parent: str,
+           check: Callable[[_Local], Any] | None = None) -> Iterator[_Local]:
+    """The checkpoint ``src`` as local files.  A remote one (https, hf://)
+    is spooled into a temporary folder in ``work_parent``, removed after:
+    the files of :data:`BESIDE` first, then ``check`` run over the model
+    files' headers and small tensors (the other bytes zero:
+    ``grit.convert.remote_image``), so a refusal reads nothing more; then,
+    with room for the spool and an output of its size, each model file
+    read once in bounded ranged reads."""
+    folder, files = _checkpoint_files(src)
+    name = _model_name(folder)
+    if not is_remote(folder):
+        yield _Local(folder, files, [_local_header(f) for f in files], name)
+        return
+    os.makedirs(work_parent, exist_ok=True)
+    spool = tempfile.mkdtemp(prefix=".grit-gguf-spool-", dir=work_parent)
+    try:
+        _fetch_beside(files[0], spool)
+        paths = [os.path.join(spool, _convert._basename(f)) for f in files]
+        images = [_convert.remote_image(f) for f in files]
+        if check is not None:
+            check(_Local(spool, paths, images, name))
+        need = 2 * sum(h.size for h in images)
+        free = shutil.disk_usage(spool).free
+        if free < need:
+            raise GritUsageError(f"{work_parent}: {free} bytes free; converting the remote "
+                                 f"checkpoint needs {need} (its spool and the GGUF)")
+        for f, p in zip(files, paths):
+            _spool(f, p)
+        yield _Local(spool, paths, [_local_header(p) for p in paths], name)
+    finally:
+        shutil.rmtree(spool, ignore_errors=True)
+
+
+@dataclass
+class _Prepared:
+    """What the check before writing found: the source's config, family,
+    hyper-parameters, tensors and scalars, the plan (gguf name -> tensor,
+    source name, transform, rows), the ggml type of each quantised tensor,
+    the KV entries and the tensors as written."""
+
+    cfg: dict
+    fam: Family
+    tensors: dict[str, Any]
+    plan: dict
+    inputs: dict
+    notes: dict[str, str]
+    meta: dict[str, GGUFValue]
+    out: dict[str, Any]
+
+
+def _prepared(src: _Local) -> _Prepared:
+    """The checkpoint checked against llama.cpp (every refusal at once) and
+    laid out as the GGUF: its KV entries and tensors."""
+    cfg = _convert._json(os.path.join(src.folder, "config.json"))
     if cfg is None:
-        raise GritUsageError(f"{folder}: no config.json: --to gguf needs the architecture")
+        raise GritUsageError(f"{src.name}: no config.json: --to gguf needs the architecture")
     fam = _family(cfg)
     h = _hparams(cfg, fam)
-    tensors, scalars = _source(files)
+    tensors, scalars = _source(src.paths, src.headers)
     nblocks = int(_need(h, "num_hidden_layers", fam))
-    plan, refused, types = _plan_gguf(tensors, fam, h, nblocks, _embedding_rows(fam, folder, h))
+    plan, refused, types = _plan_gguf(tensors, fam, h, nblocks,
+                                      _embedding_rows(fam, src.folder, h))
     if refused:
         raise GritUsageError("--to gguf refused; nothing was written:\n  " + "\n  ".join(refused))
     notes = _source_notes(plan, scalars)
     inputs = _input_scales(plan, types, scalars)
     gguf = _gguf()
     w = gguf.GGUFWriter(path=None, arch=gguf.MODEL_ARCH_NAMES[gguf.MODEL_ARCH[fam.arch]])
-    freqs = _kv(w, fam, h, _ftype(plan, types), str(cfg.get("_name_or_path") or
-                                             os.path.basename(folder.rstrip("/"))))
-    _vocab(w, folder, h, fam)
+    freqs = _kv(w, fam, h, _ftype(plan, types), str(cfg.get("_name_or_path") or src.name))
+    _vocab(w, src.folder, h, fam)
     meta = _kv_values(w)
     meta["general.architecture"] = GGUFValue(ValueType.STRING, None, w.arch)
     out: dict[str, Any] = {}
@@ -666,16 +884,36 @@ def to_gguf(src: str, dst: str, *, overwrite: bool = False,
         if gname.removesuffix(".weight") + ".input_scale" in inputs:
             k = gname.removesuffix(".weight") + ".input_scale"
             out[k] = inputs[k][0]
-    def fill(work: str) -> dict:
-        if progress is not None:
-            progress(GGUF_FILE)
-        save_gguf(os.path.join(work, GGUF_FILE), out, meta, relayout=True, notes=notes)
-        proof = _gguf_proof(tensors, plan, inputs, os.path.join(work, GGUF_FILE), fam)
-        for k in ("quantization_config", "compression_config"):
-            cfg.pop(k, None)
-        _write_proof(work, proof, cfg)
-        return proof
-    dst, proof = _convert.staged(dst, fill)
+    return _Prepared(cfg, fam, tensors, plan, inputs, notes, meta, out)
+
+
+def to_gguf(src: str, dst: str, *, overwrite: bool = False,
+            progress: Callable[[str], None] | None = None) -> _convert.ConvertReport:
+    """Write the safetensors checkpoint ``src`` (a file, a folder of shards,
+    a shard index, an https URL or an hf:// name, with config.json and the
+    tokenizer beside it) as the folder ``dst`` holding ``model.gguf``,
+    ``config.json`` and ``grit-proof.json``.  A remote checkpoint is checked
+    from its headers and small tensors, then each model file read once into
+    a spool beside ``dst`` (:func:`_local`)."""
+    dst = os.path.abspath(dst)
+    if os.path.exists(dst) and not overwrite:
+        raise GritUsageError(f"{dst} exists (overwrite it with --force)")
+    with _local(src, os.path.dirname(dst) or ".", _prepared) as local:
+        _dst_free(dst, overwrite, [local.folder, *local.paths])
+        p = _prepared(local)
+
+        def fill(work: str) -> dict:
+            if progress is not None:
+                progress(GGUF_FILE)
+            save_gguf(os.path.join(work, GGUF_FILE), p.out, p.meta, relayout=True,
+                      notes=p.notes)
+            proof = _gguf_proof(p.tensors, p.plan, p.inputs, os.path.join(work, GGUF_FILE),
+                                p.fam)
+            for k in ("quantization_config", "compression_config"):
+                p.cfg.pop(k, None)
+            _write_proof(work, proof, p.cfg)
+            return proof
+        dst, proof = _convert.staged(dst, fill)
     return _convert.ConvertReport(dst, proof, _counts(proof))
 
 
@@ -700,28 +938,25 @@ _DIVISOR_LEAF = ".weight_global_scale"
 _SCALAR_LEAVES = (_DIVISOR_LEAF, ".input_global_scale", ".input_scale")
 
 
-def _scalars(path: str, got) -> dict[str, dict[str, np.ndarray]]:
-    """weight name -> {leaf: the F32 values the source file stores}: the
+def _scalars(shards: "_Shards", got) -> dict[str, dict[str, np.ndarray]]:
+    """weight name -> {leaf: the F32 values the source stores}: the
     per-tensor scalars of :data:`_SCALAR_LEAVES` the convention's recogniser
     took with the weight (compressed-tensors' ``weight_global_scale``, whose
     reciprocal is the array's level-1 scale, and the activation scales), and
-    the plain ``input_scale`` beside a weight, read from the file as they
-    are."""
+    the plain ``input_scale`` beside a weight, read from the files as they
+    are (at most 2^16 values each)."""
     out: dict[str, dict[str, np.ndarray]] = {}
     recs = getattr(got, "recognised", None) or {}
     want = [(r.name, tn) for r in recs.values() if r.kind == "inferred"
             for tn in r.tensors if tn.endswith(_SCALAR_LEAVES)]
     want += [(n.removesuffix(".input_scale") + ".weight", n) for n, v in got.items()
              if n.endswith(".input_scale") and isinstance(v, np.ndarray)]
-    if not want:
-        return out
-    from safetensors import safe_open  # noqa: PLC0415 - only these scalars need raw values
-    with safe_open(path, "np") as f:
-        for name, tn in want:
-            x = f.get_tensor(tn)
-            if x.dtype == np.float32 and 0 < x.size <= 1 << 16:
-                leaf = next(lf for lf in _SCALAR_LEAVES if tn.endswith(lf))
-                out.setdefault(name, {})[leaf] = x.reshape(-1)
+    for name, tn in want:
+        e = shards.entries.get(tn)
+        x = shards.tensor_values(tn, 4 << 16) if e is not None and e.dtype == "F32" else None
+        if x is not None and 0 < x.size:
+            leaf = next(lf for lf in _SCALAR_LEAVES if tn.endswith(lf))
+            out.setdefault(name, {})[leaf] = np.asarray(x, "<f4").reshape(-1)
     return out
 
 
@@ -822,6 +1057,7 @@ def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family)
     weights, plain = [], []
     for gname, (v, name, how, rows) in sorted(plan.items(), key=lambda kv: kv[1][1]):
         b = back.get(gname)
+        back.pop(gname)         # its planes, once built, go with it: one weight's at a time
         if how == "ggml":
             if not isinstance(b, GritArray):
                 raise GritError(f"{gname}: the written GGUF does not read back as a GRIT array")
@@ -971,7 +1207,8 @@ def _config_from_kv(meta, arch: str, fam: Family) -> dict:
         v = meta.get(key)
         return None if v is None else v.value
     cfg: dict[str, Any] = {"architectures": [fam.hf],
-                           "model_type": fam.hf.removesuffix("ForCausalLM").lower()}
+                           "model_type": fam.model_type or
+                           fam.hf.removesuffix("ForCausalLM").lower()}
     for hf, key in (("num_hidden_layers", "block_count"),
                     ("max_position_embeddings", "context_length"),
                     ("hidden_size", "embedding_length"),
@@ -989,7 +1226,88 @@ def _config_from_kv(meta, arch: str, fam: Family) -> dict:
     toks = meta.get("tokenizer.ggml.tokens")
     if "vocab_size" not in cfg and toks is not None:
         cfg["vocab_size"] = len(toks.value)
+    for hf in ("bos", "eos", "pad"):
+        v = val(f"tokenizer.ggml.{hf}_token_id")
+        if isinstance(v, int) and not isinstance(v, bool):
+            cfg[f"{hf}_token_id"] = v
     return cfg
+
+
+#: config.json entries of transformers' GGUF reading that are not the model's
+_NOT_CONFIG = ("transformers_version", "_name_or_path", "dtype", "torch_dtype", "architectures",
+               "model_type")
+
+
+def _tokenizer_back(src: str, work: str, cfg: dict) -> dict:
+    """The tokenizer of the GGUF file ``src`` (its ``tokenizer.ggml.*``
+    entries) as the tokenizer files transformers loads, written into
+    ``work`` by transformers' own GGUF reader (``AutoTokenizer`` with
+    ``gguf_file``, then ``save_pretrained``), and the config transformers
+    reads from the GGUF under ``cfg``'s entries (where it names the same
+    ``model_type``).  What was written, for the proof: ``files``, or
+    ``none`` with the reason (transformers absent, or its reader refusing
+    the file)."""
+    if "tokenizer.ggml.model" not in read_gguf(src).fields:
+        return {"files": [], "none": "the GGUF holds no tokenizer (tokenizer.ggml.model)"}
+    try:
+        import transformers  # noqa: PLC0415 - optional: the tokenizer files only
+    except ImportError:
+        return {"files": [], "none": "transformers is not installed"}
+    view = tempfile.mkdtemp(prefix=".gguf-", dir=work)   # the GGUF alone: no file beside it
+    try:
+        os.symlink(os.path.abspath(src), os.path.join(view, GGUF_FILE))
+        try:
+            tok = transformers.AutoTokenizer.from_pretrained(view, gguf_file=GGUF_FILE)
+            tcfg = transformers.AutoConfig.from_pretrained(view, gguf_file=GGUF_FILE).to_dict()
+        except (ValueError, OSError, NotImplementedError) as e:
+            return {"files": [], "none": f"transformers' GGUF reader: {type(e).__name__}: "
+                                         f"{str(e)[:300]}"}
+    finally:
+        shutil.rmtree(view, ignore_errors=True)
+    before = set(os.listdir(work))
+    tok.save_pretrained(work)
+    written = sorted(set(os.listdir(work)) - before)
+    why = _reloads(transformers, tok, work)
+    if why is not None:
+        # the architecture's tokenizer class rebuilds another kind of vocabulary than
+        # the GGUF's (a byte-level BPE in a Gemma GGUF): the generic class over
+        # tokenizer.json then, or no tokenizer files at all
+        tc = os.path.join(work, "tokenizer_config.json")
+        doc = _convert._json(tc) or {}
+        doc["tokenizer_class"] = "PreTrainedTokenizerFast"
+        with open(tc, "w") as f:
+            json.dump(doc, f, indent=2)
+        why = _reloads(transformers, tok, work)
+    if why is not None:
+        for n in written:
+            os.unlink(os.path.join(work, n))
+        return {"files": [], "none": why}
+    if tcfg.get("model_type") == cfg.get("model_type"):
+        ours = dict(cfg)
+        cfg.clear()
+        cfg.update({k: v for k, v in tcfg.items() if k not in _NOT_CONFIG})
+        cfg.update(ours)
+    return {"files": written}
+
+
+#: texts the written tokenizer must encode as the GGUF's does
+_PROBES = ("Hello world, hello GGUF", "  two  spaces\n\n\tand a tab", "0123456789 3.14",
+           "caf\u00e9 \u6570\u5b57 \u2713 <s></s><|endoftext|>")
+
+
+def _reloads(transformers, tok, folder: str) -> str | None:
+    """Why the tokenizer files in ``folder`` do not load back as ``tok``
+    (transformers' reading of the GGUF) encoding :data:`_PROBES` alike;
+    None: they do."""
+    try:
+        back = transformers.AutoTokenizer.from_pretrained(folder)
+        for t in _PROBES:
+            if back(t, add_special_tokens=False)["input_ids"] != \
+                    tok(t, add_special_tokens=False)["input_ids"]:
+                return f"the written tokenizer encodes {t!r} otherwise than the GGUF's"
+    except Exception as e:  # noqa: BLE001 - transformers' failures have no common type
+        return f"the written tokenizer does not load: {type(e).__name__}: {str(e)[:200]}"
+    return None
 
 
 def from_gguf(src: str, dst: str, to: str, *, overwrite: bool = False,
@@ -1022,6 +1340,7 @@ def from_gguf(src: str, dst: str, to: str, *, overwrite: bool = False,
                             "exact_by_construction": e.exact, "notes": list(e.notes)})
         plain = {n: tuple(np.shape(v)) for n, v in tensors.items()
                  if not isinstance(v, GritArray)}
+        tokenizer = _tokenizer_back(src, work, cfg)
         emit_config = conventions.by_name(conv).emit_config
         if emit_config is None:
             raise GritUsageError(f"convention {conv!r} does not write tensors")
@@ -1032,7 +1351,8 @@ def from_gguf(src: str, dst: str, to: str, *, overwrite: bool = False,
                 with open(os.path.join(work, fn), "w") as f:
                     json.dump(doc, f, indent=2)
         proof = {"schema": _convert.PROOF_SCHEMA, "to": conv, "from": "gguf",
-                 "arch": fam.arch.lower(), "weights": weights, "plain": sorted(plain)}
+                 "arch": fam.arch.lower(), "weights": weights, "plain": sorted(plain),
+                 "tokenizer": tokenizer}
         _write_proof(work, proof, cfg)
         return proof
     dst, proof = _convert.staged(dst, fill)
@@ -1083,13 +1403,18 @@ def _check_weight(name: str, w: dict, x, ref, y, problems: list[str]) -> None:
 
 def _verify_to_gguf(src: str, folder: str, doc: dict, problems: list[str]
                     ) -> _convert.VerifyReport:
-    sfolder, files = _convert._model_files(src)
-    cfg = _convert._json(os.path.join(sfolder, "config.json")) or {}
+    with _local(src, os.path.dirname(os.path.abspath(folder))) as local:
+        return _verify_local(local, folder, doc, problems)
+
+
+def _verify_local(local: _Local, folder: str, doc: dict, problems: list[str]
+                  ) -> _convert.VerifyReport:
+    cfg = _convert._json(os.path.join(local.folder, "config.json")) or {}
     fam = _family(cfg)
     h = _hparams(cfg, fam)
-    tensors, scalars = _source(files)
+    tensors, scalars = _source(local.paths, local.headers)
     plan, refused, types = _plan_gguf(tensors, fam, h, int(_need(h, "num_hidden_layers", fam)),
-                                      _embedding_rows(fam, sfolder, h))
+                                      _embedding_rows(fam, local.folder, h))
     problems.extend(f"the source is no longer convertible: {r}" for r in refused)
     back = _load(os.path.join(folder, GGUF_FILE))
     claimed = {w.get("name"): w for w in doc["weights"] if isinstance(w, dict)}
@@ -1098,6 +1423,7 @@ def _verify_to_gguf(src: str, folder: str, doc: dict, problems: list[str]
     checked = 0
     for gname, (v, name, how, rows) in plan.items():
         b = back.get(gname)
+        back.pop(gname, None)   # one weight's built planes at a time
         if how == "ggml":
             if name not in claimed:
                 continue

@@ -43,7 +43,8 @@ from .placement.registered import pack_k4_12b, unpack_k4_12b
 from .placement.words import REGISTERED as _PLACEMENTS
 
 __all__ = ["halves", "BlockType", "TYPES", "ZERO_COPY", "CONVERTED", "INEXPRESSIBLE", "PLAIN",
-           "Blocks", "Q4_K_DATA", "MXFP4_DATA", "NVFP4_DATA", "kernel_for", "type_kernel"]
+           "Blocks", "Q4_K_DATA", "MXFP4_DATA", "NVFP4_DATA", "kernel_for", "type_kernel",
+           "unblocked"]
 
 _P = {n: w for n, (w, _) in _PLACEMENTS.items()}
 
@@ -81,8 +82,48 @@ def _plane(planes, i: int, nb: int) -> np.ndarray:
 
 
 def _codes(planes, nb: int, w: int, n: int) -> np.ndarray:
-    """The data plane's nb·n w-bit codes as (nb, n) bytes."""
+    """The data plane's nb·n w-bit codes as (nb, n) bytes (4-bit codes by
+    :func:`_nibbles`, unpack_stream's LSB-first order in two numpy steps)."""
+    if w == 4 and (nb * n) % 2 == 0 and _u8(planes[0]).size >= nb * n // 2:
+        return _nibbles(_u8(planes[0])[:nb * n // 2]).reshape(nb, n)
     return unpack_stream(planes[0], nb * n, w).astype(np.uint8).reshape(nb, n)
+
+
+def _nibbles(b: np.ndarray) -> np.ndarray:
+    """Bytes -> their 4-bit codes, LSB-first: code 2j the low nibble of byte j."""
+    c = np.empty((b.size, 2), np.uint8)
+    np.bitwise_and(b, np.uint8(15), out=c[:, 0])
+    np.right_shift(b, np.uint8(4), out=c[:, 1])
+    return c.reshape(-1)
+
+
+def _nibbles_inv(c: np.ndarray) -> np.ndarray:
+    """4-bit codes (an even count) -> bytes, LSB-first (:func:`_nibbles`)."""
+    c = c.reshape(-1, 2)
+    return (c[:, 0] & np.uint8(15)) | (c[:, 1] << np.uint8(4))
+
+
+_W16, _W8, _W4, _W32 = (np.uint64(m) for m in (0x0000FFFF0000FFFF, 0x00FF00FF00FF00FF,
+                                               0x0F0F0F0F0F0F0F0F, 0xFFFFFFFF))
+
+
+def _spread(x: np.ndarray) -> np.ndarray:
+    """64-bit words of 16 LSB-first 4-bit codes -> the same codes in ggml's
+    halves order over 16: byte k holds code k (low) and code k + 8 (high)."""
+    def half(v):
+        v = (v | (v << np.uint64(16))) & _W16
+        v = (v | (v << np.uint64(8))) & _W8
+        return (v | (v << np.uint64(4))) & _W4
+    return half(x & _W32) | (half(x >> np.uint64(32)) << np.uint64(4))
+
+
+def _gather(y: np.ndarray) -> np.ndarray:
+    """The inverse of :func:`_spread`."""
+    def half(v):
+        v = (v | (v >> np.uint64(4))) & _W8
+        v = (v | (v >> np.uint64(8))) & _W16
+        return (v | (v >> np.uint64(16))) & _W32
+    return half(y & _W4) | (half((y >> np.uint64(4)) & _W4) << np.uint64(32))
 
 
 def _nibbles_halves(qs: np.ndarray) -> np.ndarray:
@@ -224,6 +265,20 @@ class BlockType:
         (a zero-copy type: the blocks themselves, the data plane)."""
         return b.reshape(-1), b"", b"", b""
 
+    @property
+    def invertible(self) -> bool:
+        """Whether :meth:`write` has the direct inverse :meth:`unblock`:
+        every code of the canonical planes fits the blocks and no field is
+        an implicit constant, so blocks written need no reading back
+        (tests/test_ggml_unblock.py: ``unblock(write(p)) == p``)."""
+        return type(self).unblock is not BlockType.unblock
+
+    def unblock(self, b: np.ndarray) -> tuple | None:
+        """(nb, block_bytes) blocks -> the four *canonical* planes of their
+        elements, the inverse of :meth:`write`, where the type has a direct
+        one (None: relayout :meth:`read`'s planes instead)."""
+        return None
+
     def write(self, planes, nb: int) -> np.ndarray:
         """The four *canonical* planes of nb blocks' elements -> the
         (nb, block_bytes) blocks.  ValueError when the planes hold a code the
@@ -266,6 +321,9 @@ class MXFP4(BlockType):
         return _blocks([_plane(planes, 1, nb), _halves_inv(_codes(planes, nb, 4, 32))], nb,
                        self.block_bytes)
 
+    def unblock(self, b):
+        return _nibbles_inv(_nibbles_halves(b[:, 1:])), b[:, 0].copy(), b"", b""
+
 
 class NVFP4(BlockType):
     # four E4M3 block scales then 32 bytes of nibbles, halves order per 16
@@ -274,9 +332,25 @@ class NVFP4(BlockType):
     placement = (NVFP4_DATA.word, _P["ROW_MAJOR"], 0)
 
     def write(self, planes, nb):
-        # four E4M3 scales, then four runs of 8 bytes (16 codes in halves order)
-        qs = _halves_inv(_codes(planes, nb, 4, 64).reshape(nb * 4, 16)).reshape(nb, 32)
-        return _blocks([_plane(planes, 1, nb), qs], nb, self.block_bytes)
+        # four E4M3 scales, then four runs of 8 bytes (16 codes in halves order):
+        # each run is one 64-bit word of 16 LSB-first codes, its nibbles spread
+        data = _u8(planes[0])
+        sc = _plane(planes, 1, nb)
+        if data.size != nb * 32 or sc.shape != (nb, 4):
+            raise ValueError(f"NVFP4: {data.size} code bytes and {sc.size} scales for {nb} "
+                             "blocks")
+        x = data.view("<u8") if data.ctypes.data % 8 == 0 else data.copy().view("<u8")
+        out = np.empty((nb, 36), np.uint8)
+        out[:, :4] = sc
+        out[:, 4:] = np.asarray(_spread(x), "<u8").view(np.uint8).reshape(nb, 32)
+        return out
+
+    def unblock(self, b):
+        nb = b.shape[0]
+        w = np.ascontiguousarray(b).reshape(-1).view("<u4").reshape(nb, 9)
+        y = w[:, 1::2].astype(np.uint64) | (w[:, 2::2].astype(np.uint64) << np.uint64(32))
+        codes = np.asarray(_gather(y), "<u8").view(np.uint8).reshape(-1)
+        return codes, np.ascontiguousarray(b[:, :4]).reshape(-1), b"", b""
 
 
 class Q4_K(BlockType):
@@ -492,6 +566,25 @@ class Blocks:
 
     type_name: str
     data: Any = field(repr=False)
+
+
+def unblocked(a) -> tuple | None:
+    """The canonical planes of an array in a zero-copy type's placement
+    (its data plane the type's blocks: what grit.load reads in place from a
+    GGUF) by the type's direct inverse (:meth:`BlockType.unblock`: NVFP4,
+    MXFP4), the bytes ``grit.array.canonical`` gives by relayout
+    (tests/test_ggml_unblock.py); None where there is none."""
+    if not a.shape:
+        return None
+    d = a.descriptor.replace(grade_id=0)
+    t = next((t for t in ZERO_COPY.values()
+              if d == t.descriptor(len(a.shape) - 1).replace(grade_id=0)), None)
+    if t is None or a.plane_bytes[1:] != (0, 0, 0):
+        return None
+    b = _u8(a.planes[0])
+    if b.size % t.block_bytes or b.size // t.block_bytes * t.block_elems != a.size:
+        return None
+    return t.unblock(b.reshape(-1, t.block_bytes))
 
 
 # zero-copy descriptor bytes (group axis 0, grade id 0) -> record

@@ -367,6 +367,8 @@ def test_gguf_py_file_to_grit(tmp_path):
     with open(os.path.join(out, "config.json")) as f:
         cfg = json.load(f)
     assert cfg["architectures"] == ["LlamaForCausalLM"] and cfg["hidden_size"] == 64
+    assert rep.proof["tokenizer"] == {"files": [], "none": "the GGUF holds no tokenizer "
+                                                           "(tokenizer.ggml.model)"}
     assert C.verify(path, out).ok
 
 
@@ -709,3 +711,105 @@ def test_llama_cpp_written_gguf_to_compressed_tensors(converted, llama_cpp_refs,
         else:
             assert a[k] == b[k], k
     assert C.verify(llama_cpp_refs["llama"], out).ok
+
+
+#: strings the tiny tokenizers split into many tokens (words of the corpus,
+#: unseen ones, digits, spaces, newlines, the special tokens' text)
+_TEXTS = ["hello world, hello grit", "The quick brown FOX!  123456 <s> x</s>",
+          "llama.cpp loads GGUF files\n\n  ok\tdone", "émigré naïve 数字 0123456789"]
+
+
+def _same_tokenizer(src: str, out: str) -> None:
+    """The tokenizer transformers loads from ``out`` encodes every text of
+    _TEXTS to the ids the source's own tokenizer gives (and decodes them
+    back alike)."""
+    from transformers import AutoTokenizer
+    ref, got = AutoTokenizer.from_pretrained(src), AutoTokenizer.from_pretrained(out)
+    for t in _TEXTS:
+        ids = ref(t, add_special_tokens=False)["input_ids"]
+        assert got(t, add_special_tokens=False)["input_ids"] == ids, t
+        assert got.decode(ids) == ref.decode(ids), t
+
+
+@pytest.mark.parametrize("fam", FAMILIES)
+def test_gguf_source_gives_back_the_tokenizer_and_config(converted, fam, tmp_path):
+    """A GGUF SRC writes the tokenizer files transformers' GGUF reader makes
+    of its tokenizer.ggml.* entries, and a config.json transformers loads
+    as the source's architecture (Mistral's as Llama) and sizes."""
+    from transformers import AutoConfig
+    src, dst, _ = converted(fam)
+    out = str(tmp_path / "ct")
+    rep = C.convert(os.path.join(dst, CG.GGUF_FILE), out, "compressed-tensors")
+    assert "tokenizer.json" in rep.proof["tokenizer"]["files"]
+    _same_tokenizer(src, out)
+    a, b = AutoConfig.from_pretrained(src), AutoConfig.from_pretrained(out)
+    # (llama.cpp writes Mistral as its llama architecture: it comes back as Llama)
+    assert type(b).__name__ == ("LlamaConfig" if fam == "mistral" else type(a).__name__)
+    for k in ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+              "num_key_value_heads", "head_dim", "vocab_size", "max_position_embeddings",
+              "rms_norm_eps", "bos_token_id", "eos_token_id"):
+        assert getattr(b, k) == pytest.approx(getattr(a, k)), k
+
+
+def test_llama_cpp_written_gguf_gives_back_the_tokenizer(converted, llama_cpp_refs, tmp_path):
+    """The same from the GGUF llama.cpp's converter wrote."""
+    for fam in ("llama", "qwen2"):
+        out = str(tmp_path / fam)
+        C.convert(llama_cpp_refs[fam], out, "modelopt")
+        _same_tokenizer(converted(fam)[0], out)
+
+
+#: a YaRN rope scaling as Hugging Face configs write it
+_YARN = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64,
+         "beta_fast": 32.0, "beta_slow": 1.0, "attention_factor": 1.25,
+         "extrapolation_factor": 1.0}
+
+
+def test_yarn_rope_scaling(models, tmp_path):
+    """A YaRN rope scaling (Gemma 3's on its full-attention layers) is the
+    rope.scaling.* entries of the config's values; and where GRIT_LLAMA_CPP
+    names llama.cpp, every KV entry and tensor is what its converter writes."""
+    srcs = {}
+    for fam in ("llama", "qwen3", "gemma3"):
+        src = str(tmp_path / f"src-{fam}")
+        shutil.copytree(models(fam), src)
+        with open(os.path.join(src, "config.json")) as f:
+            cfg = json.load(f)
+        rp = cfg["rope_parameters"]
+        (rp["full_attention"] if "full_attention" in rp else rp).update(_YARN)
+        with open(os.path.join(src, "config.json"), "w") as f:
+            json.dump(cfg, f)
+        srcs[fam] = src
+        C.convert(src, str(tmp_path / fam), "gguf")
+        kv = {k: f.contents() for k, f in
+              gguf.GGUFReader(str(tmp_path / fam / CG.GGUF_FILE)).fields.items()}
+        a = EXPECT[fam][0]
+        assert kv[f"{a}.rope.scaling.type"] == "yarn"
+        assert kv[f"{a}.rope.scaling.original_context_length"] == 64
+        for key, hf in (("factor", "factor"), ("yarn_ext_factor", "extrapolation_factor"),
+                        ("yarn_attn_factor", "attention_factor"),
+                        ("yarn_beta_fast", "beta_fast"), ("yarn_beta_slow", "beta_slow")):
+            assert kv[f"{a}.rope.scaling.{key}"] == _YARN[hf], key
+    with open(os.path.join(srcs["llama"], "config.json")) as f:
+        cfg = json.load(f)
+    del cfg["rope_parameters"]["original_max_position_embeddings"]
+    with open(os.path.join(srcs["llama"], "config.json"), "w") as f:
+        json.dump(cfg, f)
+    with pytest.raises(GritUsageError, match="original_max_position_embeddings"):
+        C.convert(srcs["llama"], str(tmp_path / "no"), "gguf")
+    del srcs["llama"]
+    d = os.environ.get("GRIT_LLAMA_CPP", "")
+    if not d or not os.path.isfile(os.path.join(d, "convert_hf_to_gguf.py")):
+        return
+    args = [x for fam, src in srcs.items()
+            for x in (src, str(tmp_path / f"{fam}.ref.gguf"), EXPECT[fam][2])]
+    p = subprocess.run([sys.executable, os.path.join(HERE, "llama_cpp_convert.py"), d, *args],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    for fam in srcs:
+        ref, ours = str(tmp_path / f"{fam}.ref.gguf"), str(tmp_path / fam / CG.GGUF_FILE)
+        _same_tensors(ref, ours)
+        b = gguf.GGUFReader(ours).fields
+        for k, f in gguf.GGUFReader(ref).fields.items():
+            if k not in ("general.name", "general.size_label", "GGUF.kv_count"):
+                assert k in b and b[k].contents() == f.contents(), (fam, k)

@@ -51,7 +51,7 @@ from ..check import check as _check
 from ..errors import GritError, GritGradeError, GritUsageError
 from ..formats import REGISTERED as _FORMATS, fmt_decode
 from ..grade import Grade, lookup_grade, register_grade
-from ..ggml import (CONVERTED, INEXPRESSIBLE, PLAIN, TYPES, ZERO_COPY, Blocks)
+from ..ggml import (CONVERTED, INEXPRESSIBLE, PLAIN, TYPES, ZERO_COPY, Blocks, unblocked)
 from ..placement.expr import (layout_word, parse_layout, register_layout)
 from ..placement.words import REGISTERED
 from .gguf_file import (GGUF_MAGIC, GGUFField, GGUFFile, TensorInfo, ValueType, _Cursor,
@@ -487,8 +487,9 @@ def _attach(out: "GGUFTensors", annotated, grades) -> None:
         s1 = np.ascontiguousarray(c, dtype="<f4").reshape(-1).view(np.uint8)
 
         def build(a=a, s1=s1):
-            one = canonical(a)            # the blocks' codes and E4M3 scales, moved
-            return one.planes[0], one.planes[1], s1, b""
+            # the blocks' codes and E4M3 scales, moved (by NVFP4's direct inverse)
+            one = unblocked(a) or canonical(a).planes
+            return one[0], one[1], s1, b""
         out[name] = _regraded(GritArray.deferred(d, a.shape, build), grades.get(name))
         out.companions[name] = Companion(name, cname, True, k1,
                                          rounding=companion_rounding(c))

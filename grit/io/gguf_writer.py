@@ -29,7 +29,7 @@ from .gguf import (KV_CONVERT, KV_DESC, KV_GRADE, KV_LAYOUT, KV_SCHEMA,
 from .dtypes import ST_DTYPES
 from .gguf_file import ValueType, ggml_types
 
-__all__ = ["save_gguf", "native_type", "gguf_py"]
+__all__ = ["native_kind", "save_gguf", "native_type", "gguf_py"]
 
 
 def gguf_py():
@@ -97,6 +97,48 @@ def native_type(a: GritArray, *, relayout: bool = False) -> tuple[str, np.ndarra
     return None if got is None else got[:2]
 
 
+def native_kind(a: GritArray) -> str | None:
+    """The name of the ggml type ``native_type(a, relayout=True)`` gives,
+    without building the blocks where :func:`_invertible_kind` knows it
+    (tests/test_ggml_unblock.py checks the two answers agree)."""
+    t = _invertible_kind(a)
+    if t is not None:
+        return t
+    got = native_type(a, relayout=True)
+    return None if got is None else got[0]
+
+
+def _invertible_kind(a: GritArray) -> str | None:
+    """The invertible ggml type (NVFP4, MXFP4: its blocks hold any planes)
+    canonical array ``a`` is written as, known from its descriptor and
+    shape; None: ``a`` is not canonical, or no such type."""
+    d = a.descriptor
+    if not a.shape or d.group_axis != len(a.shape) - 1 or not is_canonical(d):
+        return None
+    t = TYPES["NVFP4"] if _scaled_k1(a) is not None else \
+        next((t for t in TYPES.values() if t.carries(d, canonical=True)), None)
+    if t is not None and t.invertible and a.shape[-1] % t.block_elems == 0:
+        return t.name
+    return None
+
+
+class _LazyBlocks:
+    """A canonical array's ggml blocks as GGUFWriter takes a tensor (shape,
+    dtype, nbytes, ``tofile``), built when the file reaches them: one
+    tensor's blocks in memory at a time."""
+
+    def __init__(self, a: GritArray, kind: str, shape: tuple[int, ...]) -> None:
+        self.a, self.kind, self.shape = a, kind, shape
+        self.dtype = np.dtype(np.uint8)
+        self.nbytes = int(np.prod(shape, dtype=np.int64))
+
+    def tofile(self, f) -> None:
+        got = _native(self.a, True)
+        if got is None or got[0] != self.kind or got[1].size != self.nbytes:
+            raise GritError(f"the {self.kind} blocks of a tensor changed while written")
+        got[1].tofile(f)
+
+
 def _native(a: GritArray, relayout: bool):
     """:func:`native_type`, with the array whose planes gave the blocks
     (``a`` or its canonical form: the companion scale is its scale1)."""
@@ -138,6 +180,8 @@ def _native(a: GritArray, relayout: bool):
         blocks = t.write(planes, nb)
     except (ValueError, GritError):
         return None
+    if t.invertible:                        # the blocks hold every code: nothing to check
+        return t.name, blocks.reshape(-1), c
     # the blocks must give back the planes they came from: a converted type's
     # implicit constants hold (Q4_0's zero point 8, ...), no code was cut
     back = t.read(blocks)
@@ -304,16 +348,18 @@ def save_gguf(path, tensors, metadata=None, *, arch: str | None = None,
                     f"tensor {name!r}: extent {max(v.shape)} does not fit the INT32 array this "
                     f"writer stores {KV_SHAPE}<name> as (at most {_INT32_MAX}); save it as "
                     "safetensors, whose shapes are 64-bit")
-            nt = _native(v, relayout)
+            kind = _invertible_kind(v) if relayout else None
+            nt = None if kind is not None else _native(v, relayout)
             if nt is not None and not relayout and _scaled_k1(nt[2]) is not None and \
                     not any(c in tensors for c in companion_names(name)):
                 nt = None     # NVFP4 + scale1 adds a companion tensor: only with relayout=True
-            if nt is not None:
-                t, blocks, c = nt
+            if kind is not None or nt is not None:
+                t, c = (kind, v) if kind is not None else (nt[0], nt[2])
                 b, s = sizes[t]
                 native[name] = t
-                plan.append((name, blocks.reshape(_byte_shape(v.shape, b, s)),
-                             gguf.GGMLQuantizationType[t]))
+                shp = _byte_shape(v.shape, b, s)   # blocks built as the file is written, or now
+                plan.append((name, _LazyBlocks(v, t, shp) if kind is not None else
+                             nt[1].reshape(shp), gguf.GGMLQuantizationType[t]))
                 k1 = _scaled_k1(c)
                 if k1 is not None:
                     extra = _companion_out(tensors, name, c, k1)

@@ -1,0 +1,81 @@
+"""The direct inverses of ggml's NVFP4 and MXFP4 blocks (grit.ggml
+``BlockType.unblock``, ``unblocked``) and the two-step 4-bit code split,
+against the general paths they stand in for: grit's relayout of the
+zero-copy planes to the canonical placement (``grit.array.canonical``) and
+the bitstream reader (``unpack_stream``)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import grit
+from grit import ggml
+from grit.array import GritArray, canonical
+from grit.codec.packing import unpack_stream
+from grit.io.gguf_writer import save_gguf
+
+
+@pytest.mark.parametrize("name, shape", [("NVFP4", (3, 128)), ("NVFP4", (2, 5, 64)),
+                                         ("MXFP4", (4, 96)), ("MXFP4", (1, 32))])
+def test_unblock_is_the_relayout_of_the_blocks(name, shape):
+    t = ggml.TYPES[name]
+    rng = np.random.default_rng(len(shape) * 7 + shape[-1])
+    n = int(np.prod(shape))
+    nb = n // t.block_elems
+    k0 = 16 if name == "NVFP4" else 32
+    planes = (rng.integers(0, 256, n // 2, dtype=np.uint8).tobytes(),
+              rng.integers(0, 256, n // k0, dtype=np.uint8).tobytes(), b"", b"")
+    blocks = t.write(planes, nb)
+    got = t.unblock(blocks)
+    want = canonical(GritArray(t.descriptor(len(shape) - 1), shape, t.read(blocks))).planes
+    assert [bytes(p) for p in got] == [bytes(p) for p in want] == list(planes)
+
+
+@pytest.mark.parametrize("nb, n", [(1, 2), (3, 64), (7, 32), (16, 256)])
+def test_four_bit_codes_are_unpack_streams(nb, n):
+    buf = np.random.default_rng(nb * n).integers(0, 256, nb * n // 2 + 3, dtype=np.uint8)
+    want = unpack_stream(buf.tobytes(), nb * n, 4).astype(np.uint8).reshape(nb, n)
+    assert np.array_equal(ggml._codes((buf.tobytes(),), nb, 4, n), want)
+
+
+@pytest.mark.parametrize("grade", ["grit1(e=e2m1,k0=16,s0=e4m3,esr=ratiomaxabs)",
+                                   "GRADE_MXFP4"])
+def test_unblocked_array_read_from_a_gguf(tmp_path, grade):
+    """An array grit.load reads in place from a GGUF's blocks: ``unblocked``
+    gives the planes canonical() does; an array of another placement, or
+    not read from blocks, has none."""
+    x = np.random.default_rng(1).standard_normal((8, 128)).astype(np.float32)
+    g = getattr(grit, grade) if grade.startswith("GRADE_") else grit.register_grade(grade)
+    a = grit.encode(x, g)
+    save_gguf(str(tmp_path / "m.gguf"), {"w": a}, relayout=True)
+    b = grit.load(str(tmp_path / "m.gguf"))["w"]
+    got = ggml.unblocked(b)
+    assert got is not None
+    assert [bytes(p) for p in got] == [bytes(p) for p in canonical(b).planes]
+    assert ggml.unblocked(a) is None
+
+
+def test_only_the_types_with_a_direct_inverse_are_invertible():
+    assert sorted(n for n, t in ggml.TYPES.items() if t.invertible) == ["MXFP4", "NVFP4"]
+
+
+@pytest.mark.parametrize("grade, shape", [
+    ("GRADE_NVF4", (8, 64)), ("GRADE_NVF4", (8, 48)), ("GRADE_MXFP4", (4, 96)),
+    ("grit1(e=e2m1,k0=16,s0=e4m3,esr=ratiomaxabs)", (2, 128)),
+    ("grit1(e=s8,k0=32,s0=binary16,esr=ratiomaxabs)", (4, 64)),
+    ("grit1(e=e4m3,k0=32,s0=e8m0,esr=exp2floormaxabs)", (4, 64)),
+])
+def test_native_kind_is_native_types_answer(grade, shape, tmp_path):
+    """native_kind (no blocks built) names the type native_type builds, for
+    canonical arrays and for the same arrays read back from a GGUF in
+    ggml's placement."""
+    from grit.io.gguf_writer import native_kind, native_type
+    g = getattr(grit, grade) if grade.startswith("GRADE_") else grit.register_grade(grade)
+    x = np.random.default_rng(5).standard_normal(shape).astype(np.float32)
+    a = grit.encode(x, g)
+    want = native_type(a, relayout=True)
+    assert native_kind(a) == (None if want is None else want[0])
+    if want is not None:
+        save_gguf(str(tmp_path / "m.gguf"), {"w": a}, relayout=True)
+        b = grit.load(str(tmp_path / "m.gguf"))["w"]
+        assert native_kind(b) == native_type(b, relayout=True)[0] == want[0]
