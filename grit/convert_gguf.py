@@ -1305,7 +1305,9 @@ def _reloads(transformers, tok, folder: str) -> str | None:
             if back(t, add_special_tokens=False)["input_ids"] != \
                     tok(t, add_special_tokens=False)["input_ids"]:
                 return f"the written tokenizer encodes {t!r} otherwise than the GGUF's"
-    except Exception as e:  # noqa: BLE001 - transformers' failures have no common type
+    except (TypeError, AttributeError, NameError):
+        raise                    # a bug (here or in transformers) stays a bug
+    except Exception as e:  # noqa: BLE001 - the tokenizers library raises bare Exception
         return f"the written tokenizer does not load: {type(e).__name__}: {str(e)[:200]}"
     return None
 
