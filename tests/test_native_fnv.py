@@ -315,9 +315,9 @@ def test_fallback_rejects_non_buffers(pure_python):
 @pytest.fixture(scope="module")
 def portable_ext(tmp_path_factory):
     native = Path(__file__).resolve().parents[1] / "grit" / "_native"
-    src = [native / "py" / "fnv.c", native / "core" / "fnv.c"]
+    src = [native / "py" / "fnv.c", native / "core" / "fnv.c", native / "core" / "fnv_multi.c"]
     if not all(s.exists() for s in src):
-        pytest.skip("grit/_native/{py,core}/fnv.c are not in this tree")
+        pytest.skip("grit/_native/{py,core}/fnv.c or core/fnv_multi.c are not in this tree")
     try:
         from setuptools import Distribution, Extension
         from setuptools.command.build_ext import build_ext
@@ -355,3 +355,12 @@ def test_portable_self_check_and_b1(portable_ext):
     # Carries out of the low word: all-ones state and bytes.
     for h in (M64, M128, (1 << 64) | M64):
         assert portable_ext.fnv1a128(b"\xff" * 33, h) == fp._py_fnv128(b"\xff" * 33, h)
+
+
+def test_portable_many_matches_reference(portable_ext):
+    assert portable_ext.FNV_MULTI_IMPL == "portable"
+    streams = [[b"\xff" * 33, b""], [b"abc"], [], [bytes(range(256))] * 3]
+    states = [M128, fp.FNV128_OFFSET, 5, M64]
+    want = [fp._py_fnv128(b"".join(s), h) for h, s in zip(states, streams)]
+    for lanes in range(1, 5):
+        assert portable_ext.fnv1a128_many(states, streams, lanes) == want
