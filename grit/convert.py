@@ -54,7 +54,7 @@ from ._files import loads_json, read_regular
 from .array import GritArray, canonical, decode
 from .codec.encode import encode
 from .errors import GritError, GritUsageError
-from .fingerprint import DigestStream, digest as _digest
+from .fingerprint import LANES, DigestStream, digest as _digest, digests as _digests
 from .grade import GRADE_MXFP4, GRADE_NVF4, Grade
 from .io import hub as _hub
 from .io import remote as _remote
@@ -299,6 +299,80 @@ def _digest_and_compare(a: GritArray, b: GritArray, release_a=None, release_b=No
                         rel(z[done:i + _CMP_STEP])
                 done = i + _CMP_STEP
     return ds.digest().hex(), same
+
+
+def _compare(a: GritArray, b: GritArray, release_a=None, release_b=None) -> bool:
+    """Whether ``b``'s four planes as stored are ``a``'s bytes: the
+    comparison of :func:`_digest_and_compare` where ``a``'s digest is known
+    already, the pages given back as it goes."""
+    same = True
+    for p, q in zip(a.planes, b.planes):
+        x, y = _u8(p), _u8(q)
+        same = same and x.size == y.size
+        for i in range(0, x.size, _RELEASE_STEP):
+            c = x[i:i + _RELEASE_STEP]
+            same = same and all(np.array_equal(c[j:j + _CMP_STEP], y[i + j:i + j + _CMP_STEP])
+                                for j in range(0, c.size, _CMP_STEP))
+            for rel, z in ((release_a, x), (release_b, y)):
+                if rel is not None and z[i:i + _RELEASE_STEP].size:
+                    rel(z[i:i + _RELEASE_STEP])
+    return same
+
+
+#: whether a file's source digests are computed while it is written (the
+#: general path, each digest in the proof's pass, is the reference:
+#: tests/test_convert_tool.py proves the two give the same proof)
+_DIGEST_AHEAD = True
+
+
+class _Digests:
+    """The §6.5 plane digests of a model file's source weights, computed in
+    threads of their own while the file is written: several weights per
+    thread at once (:func:`grit.fingerprint.digests`, a few interleaved
+    FNV-1a streams per core), each hashed part of a plane given back to
+    the map (``release``) as the rounds go.  :meth:`result` waits for them;
+    :meth:`stop` makes them end at their next round."""
+
+    def __init__(self, arrays: dict[str, GritArray], release, workers: int) -> None:
+        self.got: dict[str, str] = {}
+        self.error: BaseException | None = None
+        self._stop = threading.Event()
+        names = list(arrays)
+        self._threads = [threading.Thread(target=self._run, args=(names[w::workers], arrays,
+                                                                  release), daemon=True)
+                         for w in range(min(workers, len(names)))]
+        for t in self._threads:
+            t.start()
+
+    def _run(self, names: list[str], arrays: dict[str, GritArray], release) -> None:
+        def done(chunk) -> None:
+            if self._stop.is_set():
+                raise _Stopped
+            if release is not None:
+                release(chunk)
+        try:
+            got = _digests([arrays[n].planes for n in names], step=_RELEASE_STEP, done=done)
+            self.got.update(zip(names, (d.hex() for d in got)))
+        except _Stopped:
+            pass
+        except BaseException as e:  # noqa: BLE001 - handed to the caller by result()
+            self.error = e
+
+    def stop(self) -> None:
+        self._stop.set()
+        for t in self._threads:
+            t.join()
+
+    def result(self) -> dict[str, str]:
+        for t in self._threads:
+            t.join()
+        if self.error is not None:
+            raise self.error
+        return self.got
+
+
+class _Stopped(Exception):
+    """A digest thread told to end."""
 
 
 def _same_planes(p, q) -> bool:
@@ -647,7 +721,7 @@ def _write(files: list[str], work: str, conv: str, progress, *, allow_requant: b
                 _download(p.file, local, SPOOL_CHUNK)
             try:
                 entries = _write_file(p, local, work, conv, pool, progress, done, total,
-                                      refused)
+                                      refused, jobs)
             finally:
                 if local != p.file:
                     os.unlink(local)
@@ -755,7 +829,7 @@ def _built(v):
 
 
 def _write_file(p: _Planned, local: str, work: str, conv: str, pool, progress, done: list,
-                total: int, refused: list[str]) -> tuple[list[dict], dict]:
+                total: int, refused: list[str], jobs: int = 1) -> tuple[list[dict], dict]:
     """Write one model file entry by entry at the planned offsets (the
     weights ``jobs`` at a time), then read it back and prove each weight."""
     tensors, source = _load_local(local)
@@ -808,6 +882,12 @@ def _write_file(p: _Planned, local: str, work: str, conv: str, pool, progress, d
     src_fd = os.open(local, os.O_RDONLY)
     fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     flush: _Flush | None = None
+    # the source's digests are computed while the file is written (the weights
+    # a converter builds are digested in the proof's pass, one at a time)
+    ahead = {n: tensors[n] for n in p.weights if isinstance(tensors[n], GritArray)} \
+        if _DIGEST_AHEAD else {}
+    pre = _Digests(ahead, getattr(source, "release", None),
+                   max(1, min(jobs, -(-len(ahead) // LANES))))
     try:
         try:
             os.ftruncate(fd, p.layout.size)
@@ -820,9 +900,10 @@ def _write_file(p: _Planned, local: str, work: str, conv: str, pool, progress, d
             return [], emitted
         # the file goes to disk while it is proved from the page cache
         flush = _Flush(fd)
-        entries = _prove(p, tensors, source, out, emitted, pool, tick)
+        entries = _prove(p, tensors, source, out, emitted, pool, tick, pre.result())
         flush.result()
     finally:
+        pre.stop()
         if flush is not None:
             flush.join()
         os.close(fd)
@@ -851,10 +932,12 @@ class _Flush(threading.Thread):
             raise self.error
 
 
-def _prove(p: _Planned, tensors, source, out: str, emitted: dict, pool, tick) -> list[dict]:
+def _prove(p: _Planned, tensors, source, out: str, emitted: dict, pool, tick,
+           known: Mapping[str, str] | None = None) -> list[dict]:
     """The proof entry of each weight of the written file ``out``, read back
     through the target convention's recogniser and compared with the
-    source's ``tensors``."""
+    source's ``tensors``; ``known``: the source digests computed already,
+    by weight."""
     back, back_source = _load_local(out)
     # the name each weight reads back under (a convention may name it otherwise:
     # gpt-oss's ``x_blocks`` / ``x_scales`` read back as ``x``)
@@ -868,8 +951,13 @@ def _prove(p: _Planned, tensors, source, out: str, emitted: dict, pool, tick) ->
             raise GritError(f"{name}: the written file does not read back as a GRIT "
                             f"array ({type(b).__name__}): the target convention's reader "
                             "and writer disagree")
-        da, same = _digest_and_compare(a, b, getattr(source, "release", None),
-                                       getattr(back_source, "release", None))
+        da = (known or {}).get(name)
+        if da is None:
+            da, same = _digest_and_compare(a, b, getattr(source, "release", None),
+                                           getattr(back_source, "release", None))
+        else:
+            same = _compare(a, b, getattr(source, "release", None),
+                            getattr(back_source, "release", None))
         sa = _side(a, da)
         sb = _side(b, da if same else None)
         rq = p.requant.get(name)
