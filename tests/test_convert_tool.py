@@ -182,6 +182,34 @@ def test_jobs_write_the_same_output(tmp_path, to):
         convert(str(src), str(tmp_path / "j0"), to, jobs=0)
 
 
+@pytest.mark.parametrize("jobs", [1, 3])
+def test_digests_ahead_prove_the_same(tmp_path, monkeypatch, jobs):
+    """The fast path (each file's source digests computed in threads while it
+    is written, the next file's while it is proved, several weights per
+    thread) gives the proof and the files of the general path (each digest
+    in the proof's pass), and the digests are §6.5's of the source arrays."""
+    import grit.convert as gc
+    src = _sharded(tmp_path, shards=3, per=5)
+    monkeypatch.setattr(gc, "_RELEASE_STEP", 1000)      # many rounds, lanes refilled
+    monkeypatch.setattr(gc, "_CMP_STEP", 300)
+    passes = []
+    general = gc._digest_and_compare
+    monkeypatch.setattr(gc, "_digest_and_compare", lambda *a: passes.append(1) or general(*a))
+    fast = convert(str(src), str(tmp_path / "fast"), "compressed-tensors", jobs=jobs)
+    assert not passes
+    monkeypatch.setattr(gc, "_DIGEST_AHEAD", False)
+    slow = convert(str(src), str(tmp_path / "slow"), "compressed-tensors", jobs=jobs)
+    assert len(passes) == len(slow.proof["weights"]) == 15
+    assert fast.proof == slow.proof
+    assert tree_digest(tmp_path / "fast") == tree_digest(tmp_path / "slow")
+    arrays = {}
+    for n in sorted(os.listdir(src)):
+        if n.endswith(".safetensors"):
+            arrays.update(grit.load(str(src / n)))
+    for w in fast.proof["weights"]:
+        assert w["source"]["digest"] == arrays[w["name"]].digest.hex()
+
+
 def test_progress_counts_every_byte_twice_in_order(tmp_path):
     src = _sharded(tmp_path, shards=2, per=3)
     seen = []
