@@ -23,7 +23,9 @@ CPU seconds; the kernel's write-back of dirty pages, done by its own
 threads, is not in it), each process's peak RSS (``VmHWM``) and peak
 anonymous RSS (``RssAnon`` of /proc/self/status, sampled every 5 ms: the
 memory that is not pages of mapped files), both against the largest
-tensor; and the load average before and after (the machine may be shared).
+tensor; the time to import grit, apart (paid once per run, not per GB:
+it is not in the times above); and the load average before and after
+(the machine may be shared).
 
     python bench/bench_convert.py --size-gb 2 --shard-mb 512
 """
@@ -62,6 +64,10 @@ def sample():
         time.sleep(0.005)
 th = threading.Thread(target=sample, daemon=True)
 th.start()
+t = time.perf_counter()
+if not mode.startswith("copy"):         # the import is timed apart: a cost per run, not per GB
+    import grit, grit.convert
+imported = time.perf_counter() - t
 ru0 = resource.getrusage(resource.RUSAGE_SELF)
 cpu0 = ru0.ru_utime + ru0.ru_stime
 t = time.perf_counter()
@@ -93,7 +99,7 @@ th.join()
 # parent's, which made the checkpoint)
 ru = resource.getrusage(resource.RUSAGE_SELF)
 print(json.dumps({"wall": wall, "rss": status("VmHWM"), "anon": max(peak_anon[0], anon()),
-                  "cpu": ru.ru_utime + ru.ru_stime - cpu0}))
+                  "cpu": ru.ru_utime + ru.ru_stime - cpu0, "import": imported}))
 """
 
 
@@ -170,6 +176,8 @@ def main() -> None:
                   f"{cpu / (total / 1e9):8.2f} {total / 1e9 / cpu:9.2f} "
                   f"{rss / 2**20:8.0f} {rss / largest:9.2f} {anon / 2**20:9.0f} "
                   f"{anon / largest:9.2f}")
+        imp = statistics.median(r["import"] for r in rows[f"convert-j{args.jobs[0]}"])
+        print(f"import grit (not in the times above): {imp:.2f} s")
         print(f"load average (1 min) before {load0[0]:.2f}, after {load1[0]:.2f}")
 
 

@@ -54,7 +54,7 @@ from ._files import loads_json, read_regular
 from .array import GritArray, canonical, decode
 from .codec.encode import encode
 from .errors import GritError, GritUsageError
-from .fingerprint import LANES, DigestStream, digest as _digest, digests as _digests
+from .fingerprint import DigestStream, digest as _digest, digests as _digests
 from .grade import GRADE_MXFP4, GRADE_NVF4, Grade
 from .io import hub as _hub
 from .io import remote as _remote
@@ -867,8 +867,9 @@ def _ahead(p: _Planned, local: str, jobs: int) -> _Ahead:
     # (the weights a converter builds are digested in the proof's pass, one at a time)
     arrays = {n: tensors[n] for n in p.weights if isinstance(tensors[n], GritArray)} \
         if _DIGEST_AHEAD else {}
+    # ``jobs`` threads, each with at least two weights to interleave where there are
     return _Ahead(tensors, source, _Digests(arrays, getattr(source, "release", None),
-                                            max(1, min(jobs, -(-len(arrays) // LANES)))))
+                                            max(1, min(jobs, len(arrays) // 2))))
 
 
 def _write_file(p: _Planned, local: str, work: str, conv: str, pool, progress, done: list,
