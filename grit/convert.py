@@ -351,7 +351,8 @@ class _Digests:
         self._stop = threading.Event()
         names = list(arrays)
         self._threads = [threading.Thread(target=self._run, args=(names[w::workers], arrays,
-                                                                  release), daemon=True)
+                                                                  release),
+                                          name="grit-digest", daemon=True)
                          for w in range(min(workers, len(names)))]
         for t in self._threads:
             t.start()

@@ -210,6 +210,29 @@ def test_digests_ahead_prove_the_same(tmp_path, monkeypatch, jobs):
         assert w["source"]["digest"] == arrays[w["name"]].digest.hex()
 
 
+@pytest.mark.parametrize("fails", ["write", "digest"])
+def test_a_failure_leaves_no_digest_running(tmp_path, monkeypatch, fails):
+    """An error while a file is written, or in a digest thread, reaches the
+    caller, and no digest thread is left running (nothing is moved into
+    place)."""
+    import threading
+
+    import grit.convert as gc
+    src = _sharded(tmp_path, shards=3, per=4)
+    monkeypatch.setattr(gc, "_RELEASE_STEP", 512)
+
+    def boom(*a, **k):
+        raise OSError(28, f"no space left ({fails})")
+    if fails == "write":
+        monkeypatch.setattr(gc, "_pwrite", boom)
+    else:
+        monkeypatch.setattr(gc, "_digests", boom)
+    with pytest.raises(OSError, match=fails):
+        convert(str(src), str(tmp_path / "out"), "compressed-tensors", jobs=2)
+    assert not [t for t in threading.enumerate() if t.name == "grit-digest"]
+    assert sorted(os.listdir(tmp_path)) == ["src"]
+
+
 def test_progress_counts_every_byte_twice_in_order(tmp_path):
     src = _sharded(tmp_path, shards=2, per=3)
     seen = []
