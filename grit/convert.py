@@ -868,9 +868,9 @@ def _ahead(p: _Planned, local: str, jobs: int) -> _Ahead:
     # (the weights a converter builds are digested in the proof's pass, one at a time)
     arrays = {n: tensors[n] for n in p.weights if isinstance(tensors[n], GritArray)} \
         if _DIGEST_AHEAD else {}
-    # ``jobs`` threads, each with at least two weights to interleave where there are
+    # up to ``jobs`` threads, two weights or more to interleave in each where there are
     return _Ahead(tensors, source, _Digests(arrays, getattr(source, "release", None),
-                                            max(1, min(jobs, len(arrays) // 2))))
+                                            max(1, min(jobs, -(-len(arrays) // 2)))))
 
 
 def _write_file(p: _Planned, local: str, work: str, conv: str, pool, progress, done: list,
