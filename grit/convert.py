@@ -54,7 +54,7 @@ from ._files import loads_json, read_regular
 from .array import GritArray, canonical, decode
 from .codec.encode import encode
 from .errors import GritError, GritUsageError
-from .fingerprint import DigestStream, digest as _digest, digests as _digests
+from .fingerprint import LANES, DigestStream, digest as _digest, digests as _digests
 from .grade import GRADE_MXFP4, GRADE_NVF4, Grade
 from .io import hub as _hub
 from .io import remote as _remote
@@ -868,9 +868,10 @@ def _ahead(p: _Planned, local: str, jobs: int) -> _Ahead:
     # (the weights a converter builds are digested in the proof's pass, one at a time)
     arrays = {n: tensors[n] for n in p.weights if isinstance(tensors[n], GritArray)} \
         if _DIGEST_AHEAD else {}
-    # up to ``jobs`` threads, two weights or more to interleave in each where there are
+    # up to ``jobs`` threads, a thread more only where each has LANES weights to
+    # interleave (a thread with fewer hashes fewer bytes per CPU second)
     return _Ahead(tensors, source, _Digests(arrays, getattr(source, "release", None),
-                                            max(1, min(jobs, -(-len(arrays) // 2)))))
+                                            max(1, min(jobs, -(-len(arrays) // LANES)))))
 
 
 def _write_file(p: _Planned, local: str, work: str, conv: str, pool, progress, done: list,
