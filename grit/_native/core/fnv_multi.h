@@ -18,7 +18,8 @@ typedef struct {
     size_t n;
 } fnv_segments;
 
-/* "int128" or "portable" (the lanes then run one after the other) */
+/* "int128-asm" (GCC on x86-64: the multiply written out), "int128", or
+ * "portable" (the lanes then run one after the other) */
 GRIT_FNV_HIDDEN extern const char grit_fnv_multi_impl[];
 
 /* st[i] advanced over streams[i]'s message, for i < k: what
