@@ -868,8 +868,8 @@ def _ahead(p: _Planned, local: str, jobs: int) -> _Ahead:
     # (the weights a converter builds are digested in the proof's pass, one at a time)
     arrays = {n: tensors[n] for n in p.weights if isinstance(tensors[n], GritArray)} \
         if _DIGEST_AHEAD else {}
-    # up to ``jobs`` threads, a thread more only where each has LANES weights to
-    # interleave (a thread with fewer hashes fewer bytes per CPU second)
+    # one thread per LANES weights, at most ``jobs`` (a thread with fewer weights to
+    # interleave hashes fewer bytes per CPU second)
     return _Ahead(tensors, source, _Digests(arrays, getattr(source, "release", None),
                                             max(1, min(jobs, -(-len(arrays) // LANES)))))
 
