@@ -257,6 +257,18 @@ def _side(a: GritArray, digest: str | None = None) -> dict:
             "digest": digest if digest is not None else _planes_digest(a)}
 
 
+def _equal(x: np.ndarray, y: np.ndarray) -> bool:
+    """Whether two byte arrays are equal: compared as 64-bit words where both
+    are aligned to them (a quarter of the time of bytes), the rest as bytes."""
+    if x.size != y.size:
+        return False
+    n = x.size - x.size % 8
+    if n and x.ctypes.data % 8 == 0 and y.ctypes.data % 8 == 0:
+        return bool(np.array_equal(x[:n].view(np.uint64), y[:n].view(np.uint64))
+                    and np.array_equal(x[n:], y[n:]))
+    return bool(np.array_equal(x, y))
+
+
 def _same_bytes(p, q) -> bool:
     """Whether two buffers hold the same bytes (compared a bounded step at a
     time: no temporary of a plane's size)."""
@@ -264,7 +276,7 @@ def _same_bytes(p, q) -> bool:
     y = np.frombuffer(q, np.uint8) if len(memoryview(q).cast("B")) else np.zeros(0, np.uint8)
     if x.size != y.size:
         return False
-    return all(np.array_equal(x[i:i + _CMP_STEP], y[i:i + _CMP_STEP])
+    return all(_equal(x[i:i + _CMP_STEP], y[i:i + _CMP_STEP])
                for i in range(0, x.size, _CMP_STEP))
 
 
@@ -292,25 +304,13 @@ def _digest_and_compare(a: GritArray, b: GritArray, release_a=None, release_b=No
         for i in range(0, x.size, _CMP_STEP):
             c = x[i:i + _CMP_STEP]
             ds.update(c)
-            same = same and bool(np.array_equal(c, y[i:i + _CMP_STEP]))
+            same = same and _equal(c, y[i:i + _CMP_STEP])
             if i + _CMP_STEP - done >= _RELEASE_STEP or i + _CMP_STEP >= x.size:
                 for rel, z in ((release_a, x), (release_b, y)):
                     if rel is not None and z[done:i + _CMP_STEP].size:
                         rel(z[done:i + _CMP_STEP])
                 done = i + _CMP_STEP
     return ds.digest().hex(), same
-
-
-def _equal(x: np.ndarray, y: np.ndarray) -> bool:
-    """Whether two byte arrays are equal: compared as 64-bit words where both
-    are aligned to them (a quarter of the time of bytes), the rest as bytes."""
-    if x.size != y.size:
-        return False
-    n = x.size - x.size % 8
-    if n and x.ctypes.data % 8 == 0 and y.ctypes.data % 8 == 0:
-        return bool(np.array_equal(x[:n].view(np.uint64), y[:n].view(np.uint64))
-                    and np.array_equal(x[n:], y[n:]))
-    return bool(np.array_equal(x, y))
 
 
 def _compare(a: GritArray, b: GritArray, release_a=None, release_b=None) -> bool:

@@ -13,6 +13,8 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import grit
 from grit import layouts as L
@@ -231,6 +233,23 @@ def test_a_failure_leaves_no_digest_running(tmp_path, monkeypatch, fails):
         convert(str(src), str(tmp_path / "out"), "compressed-tensors", jobs=2)
     assert not [t for t in threading.enumerate() if t.name == "grit-digest"]
     assert sorted(os.listdir(tmp_path)) == ["src"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=70), st.integers(0, 7), st.integers(0, 7), st.data())
+def test_word_comparison_equals_byte_comparison(data, sx, sy, draw):
+    """_equal compares 64-bit words where both arrays are aligned to them:
+    it says what a byte comparison says, for any alignment, length and
+    change."""
+    import grit.convert as gc
+    bx, by = np.zeros(len(data) + 16, np.uint8), np.zeros(len(data) + 16, np.uint8)
+    x, y = bx[sx:sx + len(data)], by[sy:sy + len(data)]
+    x[:] = np.frombuffer(data, np.uint8)
+    y[:] = x
+    if data and draw.draw(st.booleans()):
+        y[draw.draw(st.integers(0, len(data) - 1))] ^= draw.draw(st.integers(1, 255))
+    assert gc._equal(x, y) is bool(np.array_equal(x, y))
+    assert gc._equal(x, y[:-1]) is (len(data) == 0)        # lengths differ: never equal
 
 
 def test_progress_counts_every_byte_twice_in_order(tmp_path):
