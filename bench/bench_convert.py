@@ -3,7 +3,8 @@
 A GRIT safetensors checkpoint of MXFP4 weights (random plane bytes: the
 conversion moves bytes, so their values do not matter) is written in shards
 of about ``--shard-mb``; then, each in a fresh process, median of
-``--repeat``:
+``--repeat``, after one untimed copy (the source is then in the page cache),
+each round in a rotated order:
 
 * ``copy``: ``shutil.copyfile`` of every shard (the peer: what moving the
   bytes costs at least);
@@ -159,8 +160,11 @@ def main() -> None:
               f"{os.cpu_count()} CPUs")
         rows = {}
         modes = ["copy", "copy+fsync", *(f"convert-j{j}" for j in args.jobs), "emit+save"]
-        for _ in range(args.repeat):                  # interleaved: load drifts alike
-            for mode in modes:
+        run("copy", src, os.path.join(tmp, "dst"))    # warm-up: the source in the page cache
+        for r in range(args.repeat):
+            # interleaved, and each round in a rotated order: load drifts alike, and no
+            # mode is always the one after the previous round's deletions
+            for mode in modes[r % len(modes):] + modes[:r % len(modes)]:
                 rows.setdefault(mode, []).append(run(mode, src, os.path.join(tmp, "dst")))
         load1 = os.getloadavg()
         base = statistics.median(r["wall"] for r in rows["copy"])
