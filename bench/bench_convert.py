@@ -3,7 +3,8 @@
 A GRIT safetensors checkpoint of MXFP4 weights (random plane bytes: the
 conversion moves bytes, so their values do not matter) is written in shards
 of about ``--shard-mb``; then, each in a fresh process, median of
-``--repeat``:
+``--repeat``, after one untimed copy (the source is then in the page cache),
+each round in a rotated order:
 
 * ``copy``: ``shutil.copyfile`` of every shard (the peer: what moving the
   bytes costs at least);
@@ -17,10 +18,15 @@ of about ``--shard-mb``; then, each in a fresh process, median of
   proof costs.
 
 Printed: wall time, GB/s over the checkpoint's bytes, the ratio to the
-copy's throughput, each process's peak RSS (``VmHWM``) and peak
+copy's throughput, the CPU time of the process (user + system, all its
+threads: ``getrusage``) per GB and the GB/s per core that makes (bytes over
+CPU seconds; the kernel's write-back of dirty pages, done by its own
+threads, is not in it), each process's peak RSS (``VmHWM``) and peak
 anonymous RSS (``RssAnon`` of /proc/self/status, sampled every 5 ms: the
 memory that is not pages of mapped files), both against the largest
-tensor; and the load average before and after (the machine may be shared).
+tensor; the time to import grit, apart (paid once per run, not per GB:
+it is not in the times above); and the load average before and after
+(the machine may be shared).
 
     python bench/bench_convert.py --size-gb 2 --shard-mb 512
 """
@@ -38,7 +44,7 @@ import tempfile
 import numpy as np
 
 _CHILD = r"""
-import json, os, shutil, sys, threading, time
+import json, os, resource, shutil, sys, threading, time
 mode, src, dst = sys.argv[1:4]
 peak_anon = [0]
 stop = threading.Event()
@@ -59,6 +65,12 @@ def sample():
         time.sleep(0.005)
 th = threading.Thread(target=sample, daemon=True)
 th.start()
+t = time.perf_counter()
+if not mode.startswith("copy"):         # the import is timed apart: a cost per run, not per GB
+    import grit, grit.convert
+imported = time.perf_counter() - t
+ru0 = resource.getrusage(resource.RUSAGE_SELF)
+cpu0 = ru0.ru_utime + ru0.ru_stime
 t = time.perf_counter()
 if mode.startswith("copy"):
     os.makedirs(dst)
@@ -86,7 +98,9 @@ stop.set()
 th.join()
 # VmHWM, not ru_maxrss: the latter keeps the peak of the process before exec (the
 # parent's, which made the checkpoint)
-print(json.dumps({"wall": wall, "rss": status("VmHWM"), "anon": max(peak_anon[0], anon())}))
+ru = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({"wall": wall, "rss": status("VmHWM"), "anon": max(peak_anon[0], anon()),
+                  "cpu": ru.ru_utime + ru.ru_stime - cpu0, "import": imported}))
 """
 
 
@@ -146,20 +160,28 @@ def main() -> None:
               f"{os.cpu_count()} CPUs")
         rows = {}
         modes = ["copy", "copy+fsync", *(f"convert-j{j}" for j in args.jobs), "emit+save"]
-        for _ in range(args.repeat):                  # interleaved: load drifts alike
-            for mode in modes:
+        run("copy", src, os.path.join(tmp, "dst"))    # warm-up: the source in the page cache
+        for r in range(args.repeat):
+            # interleaved, and each round in a rotated order: load drifts alike, and no
+            # mode is always the one after the previous round's deletions
+            for mode in modes[r % len(modes):] + modes[:r % len(modes)]:
                 rows.setdefault(mode, []).append(run(mode, src, os.path.join(tmp, "dst")))
         load1 = os.getloadavg()
         base = statistics.median(r["wall"] for r in rows["copy"])
-        print(f"{'':12} {'wall s':>7} {'GB/s':>6} {'÷ copy':>7} {'RSS MiB':>8} "
-              f"{'÷ largest':>9} {'anon MiB':>9} {'÷ largest':>9}")
+        print(f"{'':12} {'wall s':>7} {'GB/s':>6} {'÷ copy':>7} {'CPU s/GB':>8} "
+              f"{'GB/s/core':>9} {'RSS MiB':>8} {'÷ largest':>9} {'anon MiB':>9} "
+              f"{'÷ largest':>9}")
         for mode, runs in rows.items():
             wall = statistics.median(r["wall"] for r in runs)
+            cpu = statistics.median(r["cpu"] for r in runs)
             rss = statistics.median(r["rss"] for r in runs)
             anon = statistics.median(r["anon"] for r in runs)
             print(f"{mode:12} {wall:7.2f} {total / wall / 1e9:6.2f} {base / wall:7.2f} "
+                  f"{cpu / (total / 1e9):8.2f} {total / 1e9 / cpu:9.2f} "
                   f"{rss / 2**20:8.0f} {rss / largest:9.2f} {anon / 2**20:9.0f} "
                   f"{anon / largest:9.2f}")
+        imp = statistics.median(r["import"] for r in rows[f"convert-j{args.jobs[0]}"])
+        print(f"import grit (not in the times above): {imp:.2f} s")
         print(f"load average (1 min) before {load0[0]:.2f}, after {load1[0]:.2f}")
 
 

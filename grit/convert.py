@@ -54,7 +54,7 @@ from ._files import loads_json, read_regular
 from .array import GritArray, canonical, decode
 from .codec.encode import encode
 from .errors import GritError, GritUsageError
-from .fingerprint import DigestStream, digest as _digest
+from .fingerprint import LANES, DigestStream, digest as _digest, digests as _digests
 from .grade import GRADE_MXFP4, GRADE_NVF4, Grade
 from .io import hub as _hub
 from .io import remote as _remote
@@ -258,6 +258,18 @@ def _side(a: GritArray, digest: str | None = None) -> dict:
             "digest": digest if digest is not None else _planes_digest(a)}
 
 
+def _equal(x: np.ndarray, y: np.ndarray) -> bool:
+    """Whether two byte arrays are equal: compared as 64-bit words where both
+    are aligned to them (a quarter of the time of bytes), the rest as bytes."""
+    if x.size != y.size:
+        return False
+    n = x.size - x.size % 8
+    if n and x.ctypes.data % 8 == 0 and y.ctypes.data % 8 == 0:
+        return bool(np.array_equal(x[:n].view(np.uint64), y[:n].view(np.uint64))
+                    and np.array_equal(x[n:], y[n:]))
+    return bool(np.array_equal(x, y))
+
+
 def _same_bytes(p, q) -> bool:
     """Whether two buffers hold the same bytes (compared a bounded step at a
     time: no temporary of a plane's size)."""
@@ -265,7 +277,7 @@ def _same_bytes(p, q) -> bool:
     y = np.frombuffer(q, np.uint8) if len(memoryview(q).cast("B")) else np.zeros(0, np.uint8)
     if x.size != y.size:
         return False
-    return all(np.array_equal(x[i:i + _CMP_STEP], y[i:i + _CMP_STEP])
+    return all(_equal(x[i:i + _CMP_STEP], y[i:i + _CMP_STEP])
                for i in range(0, x.size, _CMP_STEP))
 
 
@@ -293,13 +305,88 @@ def _digest_and_compare(a: GritArray, b: GritArray, release_a=None, release_b=No
         for i in range(0, x.size, _CMP_STEP):
             c = x[i:i + _CMP_STEP]
             ds.update(c)
-            same = same and bool(np.array_equal(c, y[i:i + _CMP_STEP]))
+            same = same and _equal(c, y[i:i + _CMP_STEP])
             if i + _CMP_STEP - done >= _RELEASE_STEP or i + _CMP_STEP >= x.size:
                 for rel, z in ((release_a, x), (release_b, y)):
                     if rel is not None and z[done:i + _CMP_STEP].size:
                         rel(z[done:i + _CMP_STEP])
                 done = i + _CMP_STEP
     return ds.digest().hex(), same
+
+
+def _compare(a: GritArray, b: GritArray, release_a=None, release_b=None) -> bool:
+    """Whether ``b``'s four planes as stored are ``a``'s bytes: the
+    comparison of :func:`_digest_and_compare` where ``a``'s digest is known
+    already, the pages given back as it goes."""
+    same = True
+    for p, q in zip(a.planes, b.planes):
+        x, y = _u8(p), _u8(q)
+        same = same and x.size == y.size
+        for i in range(0, x.size, _RELEASE_STEP):
+            c = x[i:i + _RELEASE_STEP]
+            same = same and all(_equal(c[j:j + _CMP_STEP], y[i + j:i + j + _CMP_STEP])
+                                for j in range(0, c.size, _CMP_STEP))
+            for rel, z in ((release_a, x), (release_b, y)):
+                if rel is not None and z[i:i + _RELEASE_STEP].size:
+                    rel(z[i:i + _RELEASE_STEP])
+    return same
+
+
+#: whether a file's source digests are computed while it is written (the
+#: general path, each digest in the proof's pass, is the reference:
+#: tests/test_convert_tool.py proves the two give the same proof)
+_DIGEST_AHEAD = True
+
+
+class _Digests:
+    """The §6.5 plane digests of a model file's source weights, computed in
+    threads of their own while the file is written: several weights per
+    thread at once (:func:`grit.fingerprint.digests`, a few interleaved
+    FNV-1a streams per core), each hashed part of a plane given back to
+    the map (``release``) as the rounds go.  :meth:`result` waits for them;
+    :meth:`stop` makes them end at their next round."""
+
+    def __init__(self, arrays: dict[str, GritArray], release, workers: int) -> None:
+        self.got: dict[str, str] = {}
+        self.error: BaseException | None = None
+        self._stop = threading.Event()
+        names = list(arrays)
+        self._threads = [threading.Thread(target=self._run, args=(names[w::workers], arrays,
+                                                                  release),
+                                          name="grit-digest", daemon=True)
+                         for w in range(min(workers, len(names)))]
+        for t in self._threads:
+            t.start()
+
+    def _run(self, names: list[str], arrays: dict[str, GritArray], release) -> None:
+        def done(chunk) -> None:
+            if self._stop.is_set():
+                raise _Stopped
+            if release is not None:
+                release(chunk)
+        try:
+            got = _digests([arrays[n].planes for n in names], step=_RELEASE_STEP, done=done)
+            self.got.update(zip(names, (d.hex() for d in got)))
+        except _Stopped:
+            pass
+        except BaseException as e:  # noqa: BLE001 - handed to the caller by result()
+            self.error = e
+
+    def stop(self) -> None:
+        self._stop.set()
+        for t in self._threads:
+            t.join()
+
+    def result(self) -> dict[str, str]:
+        for t in self._threads:
+            t.join()
+        if self.error is not None:
+            raise self.error
+        return self.got
+
+
+class _Stopped(Exception):
+    """A digest thread told to end."""
 
 
 def _same_planes(p, q) -> bool:
@@ -645,25 +732,36 @@ def _write(files: list[str], work: str, conv: str, progress, *, allow_requant: b
     weight_map: dict[str, str] = {}
     total = 2 * sum(p.size for p in plans)
     done = [0]
+    nxt: list[_Ahead] = []            # the next local file, opened and its digests begun
+
+    def begin(i: int) -> None:
+        if i < len(plans) and not is_remote(plans[i].file):
+            nxt.append(_ahead(plans[i], plans[i].file, jobs))
+
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        for p in plans:
-            if progress is not None:
-                progress(p.file, done[0], total)
-            local = p.file
-            if is_remote(p.file):                       # each byte read once, by ranged reads
-                local = os.path.join(work, ".spool-" + p.name)
-                _download(p.file, local, SPOOL_CHUNK)
-            try:
-                entries = _write_file(p, local, work, conv, pool, progress, done, total,
-                                      refused)
-            finally:
-                if local != p.file:
-                    os.unlink(local)
-            weights.extend(entries[0])
-            emitted_all.update(entries[1])
-            plain_all.update(p.plain)
-            weight_map.update({tn: p.name for w in p.weights for tn in p.emitted[w]})
-            weight_map.update({tn: p.name for tn in p.plain})
+        try:
+            for i, p in enumerate(plans):
+                if progress is not None:
+                    progress(p.file, done[0], total)
+                ahead = nxt.pop() if nxt else None
+                local = p.file
+                if is_remote(p.file):                   # each byte read once, by ranged reads
+                    local = os.path.join(work, ".spool-" + p.name)
+                    _download(p.file, local, SPOOL_CHUNK)
+                try:
+                    entries = _write_file(p, local, work, conv, pool, progress, done, total,
+                                          refused, jobs, ahead, lambda i=i: begin(i + 1))
+                finally:
+                    if local != p.file:
+                        os.unlink(local)
+                weights.extend(entries[0])
+                emitted_all.update(entries[1])
+                plain_all.update(p.plain)
+                weight_map.update({tn: p.name for w in p.weights for tn in p.emitted[w]})
+                weight_map.update({tn: p.name for tn in p.plain})
+        finally:
+            for a in nxt:
+                a.digests.stop()
     if refused:
         raise _refused(conv, refused)
     emit_config = conventions.by_name(conv).emit_config
@@ -762,11 +860,48 @@ def _built(v):
     return v.build() if isinstance(v, Deferred) else v
 
 
-def _write_file(p: _Planned, local: str, work: str, conv: str, pool, progress, done: list,
-                total: int, refused: list[str]) -> tuple[list[dict], dict]:
-    """Write one model file entry by entry at the planned offsets (the
-    weights ``jobs`` at a time), then read it back and prove each weight."""
+@dataclass
+class _Ahead:
+    """A local model file opened, and the digests of its source weights
+    begun (:class:`_Digests`), before it is written: the next file's are
+    computed while the current one is proved."""
+
+    tensors: Any
+    source: Any
+    digests: _Digests
+
+
+def _ahead(p: _Planned, local: str, jobs: int) -> _Ahead:
     tensors, source = _load_local(local)
+    # (the weights a converter builds are digested in the proof's pass, one at a time)
+    arrays = {n: tensors[n] for n in p.weights if isinstance(tensors[n], GritArray)} \
+        if _DIGEST_AHEAD else {}
+    # one thread per LANES weights, at most ``jobs`` (a thread with fewer weights to
+    # interleave hashes fewer bytes per CPU second)
+    return _Ahead(tensors, source, _Digests(arrays, getattr(source, "release", None),
+                                            max(1, min(jobs, -(-len(arrays) // LANES)))))
+
+
+def _write_file(p: _Planned, local: str, work: str, conv: str, pool, progress, done: list,
+                total: int, refused: list[str], jobs: int = 1, ahead: _Ahead | None = None,
+                then: Callable[[], None] | None = None) -> tuple[list[dict], dict]:
+    """Write one model file entry by entry at the planned offsets (the
+    weights ``jobs`` at a time) while its source weights are digested, then
+    read it back and prove each weight; ``ahead``: the file opened and its
+    digests begun already; ``then()``: called once the digests are done,
+    before the proof (the next file's begin)."""
+    ahead = ahead or _ahead(p, local, jobs)
+    try:
+        return _write_file_(p, local, work, conv, pool, progress, done, total, refused, ahead,
+                            then)
+    finally:
+        ahead.digests.stop()
+
+
+def _write_file_(p: _Planned, local: str, work: str, conv: str, pool, progress, done: list,
+                 total: int, refused: list[str], ahead: _Ahead,
+                 then: Callable[[], None] | None) -> tuple[list[dict], dict]:
+    tensors, source, pre = ahead.tensors, ahead.source, ahead.digests
     emit = conventions.by_name(conv).emit
     if emit is None:                        # (refused by _plan already)
         raise GritUsageError(f"convention {conv!r} does not write tensors")
@@ -828,7 +963,10 @@ def _write_file(p: _Planned, local: str, work: str, conv: str, pool, progress, d
             return [], emitted
         # the file goes to disk while it is proved from the page cache
         flush = _Flush(fd)
-        entries = _prove(p, tensors, source, out, emitted, pool, tick)
+        known = pre.result()
+        if then is not None:
+            then()
+        entries = _prove(p, tensors, source, out, emitted, pool, tick, known)
         flush.result()
     finally:
         if flush is not None:
@@ -859,10 +997,12 @@ class _Flush(threading.Thread):
             raise self.error
 
 
-def _prove(p: _Planned, tensors, source, out: str, emitted: dict, pool, tick) -> list[dict]:
+def _prove(p: _Planned, tensors, source, out: str, emitted: dict, pool, tick,
+           known: Mapping[str, str] | None = None) -> list[dict]:
     """The proof entry of each weight of the written file ``out``, read back
     through the target convention's recogniser and compared with the
-    source's ``tensors``."""
+    source's ``tensors``; ``known``: the source digests computed already,
+    by weight."""
     back, back_source = _load_local(out)
     # the name each weight reads back under (a convention may name it otherwise:
     # gpt-oss's ``x_blocks`` / ``x_scales`` read back as ``x``)
@@ -876,8 +1016,13 @@ def _prove(p: _Planned, tensors, source, out: str, emitted: dict, pool, tick) ->
             raise GritError(f"{name}: the written file does not read back as a GRIT "
                             f"array ({type(b).__name__}): the target convention's reader "
                             "and writer disagree")
-        da, same = _digest_and_compare(a, b, getattr(source, "release", None),
-                                       getattr(back_source, "release", None))
+        da = (known or {}).get(name)
+        if da is None:
+            da, same = _digest_and_compare(a, b, getattr(source, "release", None),
+                                           getattr(back_source, "release", None))
+        else:
+            same = _compare(a, b, getattr(source, "release", None),
+                            getattr(back_source, "release", None))
         sa = _side(a, da)
         sb = _side(b, da if same else None)
         rq = p.requant.get(name)

@@ -8,13 +8,14 @@ from __future__ import annotations
 import operator
 import struct
 import warnings
-from typing import Sequence
+from typing import Callable, Iterable, Sequence
 
 from .errors import GritGradeError, GritUsageError
 
 __all__ = [
     "fnv1a64", "fnv1a128", "gid", "digest", "base32_encode", "base32_decode",
-    "display_prefix", "DigestStream", "NATIVE", "FNV64_OFFSET", "FNV64_PRIME", "FNV128_OFFSET",
+    "display_prefix", "DigestStream", "NATIVE", "FNV64_OFFSET", "fnv1a128_many", "digests",
+    "LANES", "FNV64_PRIME", "FNV128_OFFSET",
     "FNV128_PRIME",
 ]
 
@@ -92,6 +93,127 @@ def fnv1a128(data, h: int = FNV128_OFFSET) -> int:
         _warned = True
         _warn_slow()
     return _py_fnv128(mv, h)
+
+
+#: the most messages :func:`fnv1a128_many` advances together (1: no native loop)
+LANES = int(getattr(_native, "FNV_MULTI_LANES", 1))
+
+
+def fnv1a128_many(states: Sequence[int], streams: Sequence[Sequence], lanes: int | None = None
+                  ) -> list[int]:
+    """FNV-1a-128 of several messages at once: ``states[i]`` continued over
+    the segments of ``streams[i]`` in turn, for every ``i`` — the values of
+    :func:`fnv1a128` over each segment.  The native loop advances up to
+    ``lanes`` (1 to :data:`LANES`, default all) messages together,
+    interleaved: one message's FNV-1a is a chain of dependent multiplies,
+    and independent chains overlap on one core."""
+    sts = [_state(h, 128) for h in states]
+    try:
+        segs = [[_buf(b) for b in stream] for stream in streams]
+    except TypeError:
+        raise GritUsageError("fnv1a128_many needs a sequence of segment sequences") from None
+    if len(sts) != len(segs):
+        raise GritUsageError(f"{len(sts)} states for {len(segs)} messages")
+    k = LANES if lanes is None else operator.index(lanes)
+    if not 1 <= k <= LANES:
+        raise GritUsageError(f"lanes must be from 1 to {LANES}, got {k}")
+    if _native is not None:
+        return _native.fnv1a128_many(sts, segs, k)
+    out = []
+    for h, stream in zip(sts, segs):
+        for b in stream:
+            h = fnv1a128(b, h)
+        out.append(h)
+    return out
+
+
+class _Lane:
+    """One array's §6.5 digest in progress: its state, the plane and the
+    offset in it where the next round starts, the plane bytes left."""
+
+    __slots__ = ("index", "planes", "h", "plane", "off", "left")
+
+    def __init__(self, index: int, planes: list[memoryview]) -> None:
+        self.index, self.planes = index, planes
+        self.h, self.plane, self.off = FNV128_OFFSET, 0, 0
+        self.left = sum(mv.nbytes for mv in planes)
+
+    def take(self, budget: int, chunks: list[memoryview]) -> list:
+        """The next segments of this array's message, at most ``budget``
+        plane bytes (each plane's u64le length where the plane begins); the
+        plane parts are added to ``chunks`` too."""
+        segs: list = []
+        while self.plane < 4:
+            mv = self.planes[self.plane]
+            if budget == 0 and self.off < mv.nbytes:
+                break
+            if self.off == 0:
+                segs.append(struct.pack("<Q", mv.nbytes))
+            n = min(budget, mv.nbytes - self.off)
+            if n:
+                part = mv[self.off:self.off + n]
+                segs.append(part)
+                chunks.append(part)
+                self.off += n
+                self.left -= n
+                budget -= n
+            if self.off < mv.nbytes:
+                break
+            self.plane, self.off = self.plane + 1, 0
+        return segs
+
+
+def digests(arrays: Iterable[Sequence], *, step: int = 1 << 23,
+            done: Callable[[memoryview], None] | None = None) -> list[bytes]:
+    """``[digest(planes) for planes in arrays]``, several arrays' digests
+    advanced together (:func:`fnv1a128_many`) in rounds: each array in
+    progress hashes at most ``step`` plane bytes a round, and a round
+    holds at most :data:`LANES` × ``step`` plane bytes.  ``done(chunk)`` is
+    called with each part of a plane once it is hashed (a mapped file's
+    pages can be given back as the rounds go)."""
+    waiting = []
+    for planes in arrays:
+        try:
+            planes = list(planes)
+        except TypeError:
+            raise GritUsageError(f"digests needs four planes per array, got "
+                                 f"{type(planes).__name__}") from None
+        if len(planes) != 4:
+            raise GritUsageError(f"digest needs exactly four planes, got {len(planes)}")
+        waiting.append([_buf(p if p is not None else b"") for p in planes])
+    step = operator.index(step)
+    if step < 1:
+        raise GritUsageError(f"step must be positive, got {step}")
+    out: list[bytes] = [b""] * len(waiting)
+    queue = iter(enumerate(waiting))
+    going: list[_Lane] = []
+    while True:
+        # the arrays in progress, then new ones while the round has room; an
+        # array left unfinished by a round took a whole step of it, so no more
+        # than LANES are in progress between rounds
+        lanes = list(going)
+        room = LANES * step - sum(min(step, lane.left) for lane in lanes)
+        while room > 0:
+            nxt = next(queue, None)
+            if nxt is None:
+                break
+            lanes.append(_Lane(*nxt))
+            room -= min(step, lanes[-1].left)
+        if not lanes:
+            return out
+        chunks: list[memoryview] = []
+        segs = [lane.take(step, chunks) for lane in lanes]
+        for lane, h in zip(lanes, fnv1a128_many([lane.h for lane in lanes], segs)):
+            lane.h = h
+        if done is not None:
+            for c in chunks:
+                done(c)
+        going = []
+        for lane in lanes:
+            if lane.plane == 4:
+                out[lane.index] = lane.h.to_bytes(16, "big")
+            else:
+                going.append(lane)
 
 
 def gid(canonical_grade: str, desc_bytes: bytes, shape: Sequence[int]) -> bytes:

@@ -13,6 +13,8 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import grit
 from grit import layouts as L
@@ -180,6 +182,74 @@ def test_jobs_write_the_same_output(tmp_path, to):
                 (tmp_path / "j4" / n).read_bytes()
     with pytest.raises(grit.GritUsageError, match="--jobs"):
         convert(str(src), str(tmp_path / "j0"), to, jobs=0)
+
+
+@pytest.mark.parametrize("jobs", [1, 3])
+def test_digests_ahead_prove_the_same(tmp_path, monkeypatch, jobs):
+    """The fast path (each file's source digests computed in threads while it
+    is written, the next file's while it is proved, several weights per
+    thread) gives the proof and the files of the general path (each digest
+    in the proof's pass), and the digests are §6.5's of the source arrays."""
+    import grit.convert as gc
+    src = _sharded(tmp_path, shards=3, per=5)
+    monkeypatch.setattr(gc, "_RELEASE_STEP", 1000)      # many rounds, lanes refilled
+    monkeypatch.setattr(gc, "_CMP_STEP", 300)
+    passes = []
+    general = gc._digest_and_compare
+    monkeypatch.setattr(gc, "_digest_and_compare", lambda *a: passes.append(1) or general(*a))
+    fast = convert(str(src), str(tmp_path / "fast"), "compressed-tensors", jobs=jobs)
+    assert not passes
+    monkeypatch.setattr(gc, "_DIGEST_AHEAD", False)
+    slow = convert(str(src), str(tmp_path / "slow"), "compressed-tensors", jobs=jobs)
+    assert len(passes) == len(slow.proof["weights"]) == 15
+    assert fast.proof == slow.proof
+    assert tree_digest(tmp_path / "fast") == tree_digest(tmp_path / "slow")
+    arrays = {}
+    for n in sorted(os.listdir(src)):
+        if n.endswith(".safetensors"):
+            arrays.update(grit.load(str(src / n)))
+    for w in fast.proof["weights"]:
+        assert w["source"]["digest"] == arrays[w["name"]].digest.hex()
+
+
+@pytest.mark.parametrize("fails", ["write", "digest"])
+def test_a_failure_leaves_no_digest_running(tmp_path, monkeypatch, fails):
+    """An error while a file is written, or in a digest thread, reaches the
+    caller, and no digest thread is left running (nothing is moved into
+    place)."""
+    import threading
+
+    import grit.convert as gc
+    src = _sharded(tmp_path, shards=3, per=4)
+    monkeypatch.setattr(gc, "_RELEASE_STEP", 512)
+
+    def boom(*a, **k):
+        raise OSError(28, f"no space left ({fails})")
+    if fails == "write":
+        monkeypatch.setattr(gc, "_pwrite", boom)
+    else:
+        monkeypatch.setattr(gc, "_digests", boom)
+    with pytest.raises(OSError, match=fails):
+        convert(str(src), str(tmp_path / "out"), "compressed-tensors", jobs=2)
+    assert not [t for t in threading.enumerate() if t.name == "grit-digest"]
+    assert sorted(os.listdir(tmp_path)) == ["src"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=70), st.integers(0, 7), st.integers(0, 7), st.data())
+def test_word_comparison_equals_byte_comparison(data, sx, sy, draw):
+    """_equal compares 64-bit words where both arrays are aligned to them:
+    it says what a byte comparison says, for any alignment, length and
+    change."""
+    import grit.convert as gc
+    bx, by = np.zeros(len(data) + 16, np.uint8), np.zeros(len(data) + 16, np.uint8)
+    x, y = bx[sx:sx + len(data)], by[sy:sy + len(data)]
+    x[:] = np.frombuffer(data, np.uint8)
+    y[:] = x
+    if data and draw.draw(st.booleans()):
+        y[draw.draw(st.integers(0, len(data) - 1))] ^= draw.draw(st.integers(1, 255))
+    assert gc._equal(x, y) is bool(np.array_equal(x, y))
+    assert gc._equal(x, y[:-1]) is (len(data) == 0)        # lengths differ: never equal
 
 
 def test_progress_counts_every_byte_twice_in_order(tmp_path):

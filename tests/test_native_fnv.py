@@ -314,17 +314,33 @@ def test_fallback_rejects_non_buffers(pure_python):
 
 @pytest.fixture(scope="module")
 def portable_ext(tmp_path_factory):
+    mod = _build_variant(tmp_path_factory, "GRIT_FNV_PORTABLE")
+    assert mod.FNV128_IMPL == "portable"
+    return mod
+
+
+@pytest.fixture(scope="module")
+def no_asm_ext(tmp_path_factory):
+    """The interleaved loops with their 128-bit products as unsigned __int128
+    (what Clang and targets other than x86-64 build), where GCC on x86-64
+    would write the multiply out."""
+    mod = _build_variant(tmp_path_factory, "GRIT_FNV_NO_ASM")
+    assert mod.FNV_MULTI_IMPL in ("int128", "portable")
+    return mod
+
+
+def _build_variant(tmp_path_factory, macro):
     native = Path(__file__).resolve().parents[1] / "grit" / "_native"
-    src = [native / "py" / "fnv.c", native / "core" / "fnv.c"]
+    src = [native / "py" / "fnv.c", native / "core" / "fnv.c", native / "core" / "fnv_multi.c"]
     if not all(s.exists() for s in src):
-        pytest.skip("grit/_native/{py,core}/fnv.c are not in this tree")
+        pytest.skip("grit/_native/{py,core}/fnv.c or core/fnv_multi.c are not in this tree")
     try:
         from setuptools import Distribution, Extension
         from setuptools.command.build_ext import build_ext
     except ImportError:
         pytest.skip("setuptools is needed to build the portable variant")
-    out = tmp_path_factory.mktemp("portable")
-    ext = Extension("_ext", [str(s) for s in src], define_macros=[("GRIT_FNV_PORTABLE", "1")],
+    out = tmp_path_factory.mktemp(macro.lower())
+    ext = Extension("_ext", [str(s) for s in src], define_macros=[(macro, "1")],
                     extra_compile_args=[] if os.name == "nt"
                     else ["-O2", "-ffp-contract=off", "-std=c99"])
     cmd = build_ext(Distribution({"ext_modules": [ext]}))
@@ -340,7 +356,6 @@ def portable_ext(tmp_path_factory):
     spec = importlib.util.spec_from_file_location("_ext", path, loader=loader)
     mod = importlib.util.module_from_spec(spec)
     loader.exec_module(mod)
-    assert mod.FNV128_IMPL == "portable"
     return mod
 
 
@@ -355,3 +370,15 @@ def test_portable_self_check_and_b1(portable_ext):
     # Carries out of the low word: all-ones state and bytes.
     for h in (M64, M128, (1 << 64) | M64):
         assert portable_ext.fnv1a128(b"\xff" * 33, h) == fp._py_fnv128(b"\xff" * 33, h)
+
+
+@pytest.mark.parametrize("variant", ["portable_ext", "no_asm_ext"])
+def test_variant_many_matches_reference(request, variant):
+    ext = request.getfixturevalue(variant)
+    if variant == "portable_ext":
+        assert ext.FNV_MULTI_IMPL == "portable"
+    streams = [[b"\xff" * 33, b""], [b"abc"], [], [bytes(range(256))] * 3, [b"\x00" * 70]]
+    states = [M128, fp.FNV128_OFFSET, 5, M64, (1 << 64) | M64]
+    want = [fp._py_fnv128(b"".join(s), h) for h, s in zip(states, streams)]
+    for lanes in range(1, 5):
+        assert ext.fnv1a128_many(states, streams, lanes) == want
