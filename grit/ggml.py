@@ -297,6 +297,35 @@ def _blocks(fields: list, nb: int, size: int) -> np.ndarray:
     return b
 
 
+#: the blocks a direct inverse (:meth:`BlockType.unblock`) converts at a
+#: time: its numpy temporaries stay at a few MiB, whatever the tensor
+UNBLOCK_STEP = 1 << 15
+
+
+def _in_steps(b: np.ndarray, code_bytes: int, scale_bytes: int, part) -> tuple:
+    """The canonical planes of (nb, block_bytes) blocks ``b`` whose every
+    block gives ``code_bytes`` of the data plane and ``scale_bytes`` of the
+    scale plane: ``part`` (blocks -> (codes, scales)) over
+    :data:`UNBLOCK_STEP` blocks at a time, into the two planes."""
+    nb = b.shape[0]
+    codes = np.empty(nb * code_bytes, np.uint8)
+    scales = np.empty(nb * scale_bytes, np.uint8)
+    for s in range(0, nb, UNBLOCK_STEP):
+        e = min(nb, s + UNBLOCK_STEP)
+        c, sc = part(b[s:e])
+        codes[s * code_bytes:e * code_bytes] = np.asarray(c).reshape(-1)
+        scales[s * scale_bytes:e * scale_bytes] = np.asarray(sc).reshape(-1)
+    return codes, scales, b"", b""
+
+
+def _nvfp4_unblock(b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """NVFP4 blocks -> (their codes LSB-first, their four E4M3 scales each)."""
+    nb = b.shape[0]
+    w = np.ascontiguousarray(b).reshape(-1).view("<u4").reshape(nb, 9)
+    y = w[:, 1::2].astype(np.uint64) | (w[:, 2::2].astype(np.uint64) << np.uint64(32))
+    return np.asarray(_gather(y), "<u8").view(np.uint8), b[:, :4]
+
+
 # ---------------------------------------------------------------------------
 # zero-copy types: the block struct is a GRIT placement
 
@@ -322,7 +351,7 @@ class MXFP4(BlockType):
                        self.block_bytes)
 
     def unblock(self, b):
-        return _nibbles_inv(_nibbles_halves(b[:, 1:])), b[:, 0].copy(), b"", b""
+        return _in_steps(b, 16, 1, lambda p: (_nibbles_inv(_nibbles_halves(p[:, 1:])), p[:, 0]))
 
 
 class NVFP4(BlockType):
@@ -346,11 +375,7 @@ class NVFP4(BlockType):
         return out
 
     def unblock(self, b):
-        nb = b.shape[0]
-        w = np.ascontiguousarray(b).reshape(-1).view("<u4").reshape(nb, 9)
-        y = w[:, 1::2].astype(np.uint64) | (w[:, 2::2].astype(np.uint64) << np.uint64(32))
-        codes = np.asarray(_gather(y), "<u8").view(np.uint8).reshape(-1)
-        return codes, np.ascontiguousarray(b[:, :4]).reshape(-1), b"", b""
+        return _in_steps(b, 32, 4, _nvfp4_unblock)
 
 
 class Q4_K(BlockType):
