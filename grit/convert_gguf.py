@@ -62,6 +62,7 @@ from .io.gguf_writer import gguf_py as _gguf
 from .io.gguf_writer import native_kind, save_gguf
 from .io.hub import HubPath, is_hub, is_remote
 from .io.location import Location
+from .io.source import LocalFile
 from .io.problems import raise_first
 from .io.recognise import MAX_CONFIG, with_recognised
 from .placement.planes import geometry
@@ -893,7 +894,27 @@ def _prepared(src: _Local) -> _Prepared:
         if gname.removesuffix(".weight") + ".input_scale" in inputs:
             k = gname.removesuffix(".weight") + ".input_scale"
             out[k] = inputs[k][0]
+    for hdr in src.headers:                 # the headers and small values read:
+        if isinstance(hdr.source, LocalFile):   # their pages given back too
+            hdr.source.release(hdr.source.mapping())
     return _Prepared(cfg, fam, tensors, plan, inputs, notes, meta, out)
+
+
+#: the bytes either side of a buffer given back with it: a page fault maps
+#: the file's pages around the one read (fault-around, large folios), which
+#: would otherwise stay with the process when their tensor was done before
+_AROUND = 1 << 21
+
+
+def _give_back_around(source, buf) -> None:
+    """The pages of ``buf`` and :data:`_AROUND` bytes either side given back
+    when ``buf`` views ``source``'s map (a hint: they read the same after)."""
+    off = source.locate(buf)
+    if off is None:
+        return
+    m = source.mapping()
+    lo, hi = max(0, off - _AROUND), min(source.size, off + memoryview(buf).nbytes + _AROUND)
+    source.release(m[lo:hi])
 
 
 def _releaser(src: _Local) -> Callable[[Any], None]:
@@ -903,11 +924,11 @@ def _releaser(src: _Local) -> Callable[[Any], None]:
     memory stays at the tensor being handled however large the checkpoint;
     a no-op for any other buffer."""
     sources = [s for s in (getattr(h, "source", None) for h in src.headers)
-               if s is not None and hasattr(s, "release")]
+               if isinstance(s, LocalFile)]
 
     def release(buf) -> None:
         for s in sources:
-            s.release(buf)
+            _give_back_around(s, buf)
     return release
 
 
@@ -916,10 +937,9 @@ def _give_back(release: Callable[[Any], None], v) -> None:
     planes = v.transient_planes() if isinstance(v, GritArray) else (v,)
     for p in planes:
         if isinstance(p, np.ndarray):
-            if not (p.flags.c_contiguous and p.nbytes):
-                continue
-            p = p.reshape(-1).view(np.uint8)
-        if isinstance(p, (memoryview, np.ndarray)) and memoryview(p).nbytes:
+            if p.flags.c_contiguous and p.nbytes:
+                release(p.reshape(-1).view(np.uint8))
+        elif isinstance(p, memoryview) and p.nbytes:
             release(p)
 
 
@@ -1120,10 +1140,8 @@ def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family,
 
     def written(gname: str) -> None:          # the file's pages of a tensor, given back
         for n in (gname, *companion_names(gname)):
-            if n in spans and out_src is not None and spans[n][1]:
-                view = out_src.view(*spans[n])
-                if view is not None:
-                    out_src.release(view)
+            if n in spans and isinstance(out_src, LocalFile) and spans[n][1]:
+                _give_back_around(out_src, out_src.view(*spans[n]))
     weights, plain = [], []
     for gname, (v, name, how, rows) in sorted(plan.items(), key=lambda kv: kv[1][1]):
         b = back.get(gname)
