@@ -16,6 +16,8 @@ from grit.io.gguf import nvfp4_scaled_grade
 from grit.io.gguf_writer import save_gguf
 
 _GRADES = ["grit1(e=e2m1,k0=16,s0=e4m3,esr=ratiomaxabs)", "GRADE_MXFP4", "scaled"]
+#: a ggml type whose blocks are read back before written (not invertible)
+_Q8_0 = "grit1(e=s8,k0=32,s0=binary16,esr=ratiomaxabs)"
 
 
 def _array(grade: str, shape=(7, 384)) -> GritArray:
@@ -75,7 +77,7 @@ def test_blocks_written_in_steps(tmp_path, monkeypatch, grade):
         assert covered >= hi
 
 
-@pytest.mark.parametrize("grade", _GRADES)
+@pytest.mark.parametrize("grade", [*_GRADES, _Q8_0])
 def test_deferred_array_is_written_as_built(tmp_path, grade):
     """A deferred array (grit convert --to gguf's moved query/key rows) is
     written as the array it builds, each time it is asked built anew."""
@@ -90,3 +92,19 @@ def test_deferred_array_is_written_as_built(tmp_path, grade):
     save_gguf(str(tmp_path / "d.gguf"), {"w": d}, relayout=True)
     assert (tmp_path / "a.gguf").read_bytes() == (tmp_path / "d.gguf").read_bytes()
     assert calls
+
+
+def test_a_converted_type_is_built_when_written(tmp_path):
+    """Q8_0 with relayout: the blocks the file holds are gguf-py's
+    quantisation-free reading of the same codes (``gguf.quants``: the file
+    dequantises to grit's decode), and the planes read are handed to
+    ``release``."""
+    gguf = pytest.importorskip("gguf")
+    a = _array(_Q8_0, (4, 256))
+    got: list = []
+    save_gguf(str(tmp_path / "q.gguf"), {"w": a}, relayout=True, release=got.append)
+    t = gguf.GGUFReader(str(tmp_path / "q.gguf")).tensors[0]
+    assert t.tensor_type == gguf.GGMLQuantizationType.Q8_0
+    back = gguf.quants.dequantize(np.asarray(t.data), t.tensor_type).reshape(a.shape)
+    assert np.array_equal(back.view(np.uint32), grit.decode(a).view(np.uint32))
+    assert sum(np.frombuffer(b, np.uint8).size for b in got) == sum(a.plane_bytes)

@@ -173,6 +173,42 @@ class _LazyBlocks:
                     self.release(x)
 
 
+def _now(a: GritArray) -> GritArray:
+    """``a`` with its planes: a deferred array built for this use alone
+    (``transient_planes``, so it keeps none) unless its planes come from
+    ggml blocks (``source``), which :func:`_native` reads as they are."""
+    if a.source is not None:
+        return a
+    return GritArray(a.descriptor, a.shape, a.transient_planes())
+
+
+class _LazyNative:
+    """A GritArray of a ggml type that is not invertible (Q8_0, Q4_K …:
+    :func:`_native` builds its blocks and reads them back) as GGUFWriter
+    takes a tensor, its blocks built when the file reaches it and let go
+    once written, with the planes read handed to ``release``."""
+
+    def __init__(self, a: GritArray, kind: str, shape: tuple[int, ...], release=None) -> None:
+        self.a: GritArray | None = a
+        self.kind, self.shape, self.release = kind, shape, release
+        self.dtype = np.dtype(np.uint8)
+        self.nbytes = int(np.prod(shape, dtype=np.int64))
+
+    def tofile(self, f) -> None:
+        a, self.a = self.a, None
+        if a is None:
+            raise GritError(f"the {self.kind} blocks of a tensor are written twice")
+        x = _now(a)
+        got = _native(x, True)
+        if got is None or got[0] != self.kind or got[1].size != self.nbytes:
+            raise GritError(f"the {self.kind} blocks of a tensor changed while written")
+        got[1].tofile(f)
+        if self.release is not None and x.source is None:
+            for p in x.planes:
+                if len(memoryview(p)):
+                    self.release(p)
+
+
 class _Written:
     """An ndarray as GGUFWriter takes a tensor, handed to ``release`` once
     written (the pages of a mapped source given back)."""
@@ -409,7 +445,8 @@ def save_gguf(path, tensors, metadata=None, *, arch: str | None = None,
                     f"writer stores {KV_SHAPE}<name> as (at most {_INT32_MAX}); save it as "
                     "safetensors, whose shapes are 64-bit")
             kind = _invertible_kind(v) if relayout else None
-            nt = None if kind is not None else _native(v, relayout)
+            # (built for the check alone with relayout: written by _LazyNative)
+            nt = None if kind is not None else _native(_now(v) if relayout else v, relayout)
             if nt is not None and not relayout and _scaled_k1(nt[2]) is not None and \
                     not any(c in tensors for c in companion_names(name)):
                 nt = None     # NVFP4 + scale1 adds a companion tensor: only with relayout=True
@@ -418,13 +455,15 @@ def save_gguf(path, tensors, metadata=None, *, arch: str | None = None,
                 b, s = sizes[t]
                 native[name] = t
                 shp = _byte_shape(v.shape, b, s)   # blocks built as the file is written, or now
-                plan.append((name, _LazyBlocks(v, t, shp, release) if kind is not None else
-                             nt[1].reshape(shp), gguf.GGMLQuantizationType[t]))
+                blocks = _LazyBlocks(v, t, shp, release) if kind is not None else \
+                    _LazyNative(v, t, shp, release) if relayout else nt[1].reshape(shp)
+                plan.append((name, blocks, gguf.GGMLQuantizationType[t]))
                 k1 = _scaled_k1(c)
                 if k1 is not None:
                     extra = _companion_out(tensors, name, c, k1)
                     if extra is not None:
                         plan.append(extra)
+                nt = c = None                      # (the blocks and planes built: let go)
             else:
                 warnings.warn(f"tensor {name!r}: grade {v.grade.canonical} in this placement "
                               "is no ggml block type; stored as its GRIT payload in a 1-D I8 "
