@@ -27,6 +27,7 @@ records and grit.io.gguf_writer writes with them; grit.array's decode asks
 :func:`kernel_for` / :func:`type_kernel` for the fused kernels."""
 from __future__ import annotations
 
+import mmap
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, ClassVar
@@ -35,6 +36,7 @@ import numpy as np
 
 from . import descriptor as D
 from . import native
+from ._files import _owner
 from .codec.packing import pack_stream, unpack_stream
 from .ggml_types import BY_NAME as _SIZES
 from .grade import Grade, lookup_grade, register_grade
@@ -315,7 +317,26 @@ def _in_steps(b: np.ndarray, code_bytes: int, scale_bytes: int, part) -> tuple:
         c, sc = part(b[s:e])
         codes[s * code_bytes:e * code_bytes] = np.asarray(c).reshape(-1)
         scales[s * scale_bytes:e * scale_bytes] = np.asarray(sc).reshape(-1)
+        _let_go(b[s:e])
     return codes, scales, b"", b""
+
+
+def _let_go(x: np.ndarray) -> None:
+    """Give back the process's pages of blocks ``x`` when they view a file's
+    read-only map (``MADV_DONTNEED``; the page cache keeps them, and a read
+    of them later faults them back with the same bytes): once unblocked,
+    the canonical planes stand for them, so a tensor read from a mapped
+    GGUF costs its planes' memory, not twice that."""
+    mm = _owner(x)
+    dontneed = getattr(mmap, "MADV_DONTNEED", None)
+    if not isinstance(mm, mmap.mmap) or dontneed is None or not x.size or \
+            not x.flags.c_contiguous:
+        return
+    base = np.frombuffer(mm, np.uint8).__array_interface__["data"][0]
+    off = x.__array_interface__["data"][0] - base
+    if 0 <= off and off + x.nbytes <= len(mm):
+        a = off - off % mmap.PAGESIZE
+        mm.madvise(dontneed, a, off + x.nbytes - a)
 
 
 def _nvfp4_unblock(b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -108,3 +108,18 @@ def test_a_converted_type_is_built_when_written(tmp_path):
     back = gguf.quants.dequantize(np.asarray(t.data), t.tensor_type).reshape(a.shape)
     assert np.array_equal(back.view(np.uint32), grit.decode(a).view(np.uint32))
     assert sum(np.frombuffer(b, np.uint8).size for b in got) == sum(a.plane_bytes)
+
+
+@pytest.mark.parametrize("grade", _GRADES[:2])
+def test_unblocked_from_a_mapped_file_in_steps(tmp_path, monkeypatch, grade):
+    """Blocks read in place from a mapped GGUF, unblocked 2 at a time, each
+    step's pages given back (``_let_go``): the planes are the array's, and
+    the blocks read the same afterwards (decoded in place)."""
+    a = _array(grade)
+    save_gguf(str(tmp_path / "m.gguf"), {"w": a}, relayout=True)
+    b = grit.load(str(tmp_path / "m.gguf"))["w"]
+    monkeypatch.setattr(ggml, "UNBLOCK_STEP", 2)
+    got = ggml.unblocked(b)
+    assert got is not None
+    assert [bytes(p) for p in got] == [bytes(p) for p in canonical(a).planes]
+    assert np.array_equal(grit.decode(b).view(np.uint32), grit.decode(a).view(np.uint32))
