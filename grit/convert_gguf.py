@@ -1136,6 +1136,8 @@ def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family,
     got = _read_gguf(path)
     raise_first(got.problems)
     back, out_src = got.tensors, got.file.source
+    if isinstance(out_src, LocalFile):      # the pages the reader read (the header, the
+        out_src.release(out_src.mapping())  # companion scales), given back
     spans = {t.name: (got.file.data_start + t.offset, t.nbytes) for t in got.file.tensors}
 
     def written(gname: str) -> None:          # the file's pages of a tensor, given back
