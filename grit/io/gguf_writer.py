@@ -126,14 +126,11 @@ def _invertible_kind(a: GritArray) -> str | None:
 WRITE_BLOCKS = 1 << 15
 
 
-class _LazyBlocks:
-    """A canonical array's ggml blocks (an invertible type: :func:`_invertible_kind`)
-    as GGUFWriter takes a tensor (shape, dtype, nbytes, ``tofile``), built
-    when the file reaches them, :data:`WRITE_BLOCKS` blocks at a time: a
-    deferred array's planes are built for the write alone
-    (``transient_planes``), and the array is let go once written.
-    ``release`` is called with each part of the planes once its blocks are
-    written (the pages of a mapped source given back)."""
+class _Lazy:
+    """A GritArray's ggml blocks as GGUFWriter takes a tensor (shape, dtype,
+    nbytes, ``tofile``), built when the file reaches them (:meth:`write`)
+    and the array let go once written; ``release`` is called with the
+    planes read (the pages of a mapped source given back)."""
 
     def __init__(self, a: GritArray, kind: str, shape: tuple[int, ...], release=None) -> None:
         self.a: GritArray | None = a
@@ -145,6 +142,22 @@ class _LazyBlocks:
         a, self.a = self.a, None
         if a is None:
             raise GritError(f"the {self.kind} blocks of a tensor are written twice")
+        self.write(a, f)
+
+    def changed(self) -> GritError:
+        return GritError(f"the {self.kind} blocks of a tensor changed while written")
+
+    def write(self, a: GritArray, f) -> None:
+        raise NotImplementedError
+
+
+class _LazyBlocks(_Lazy):
+    """A canonical array of an invertible type (:func:`_invertible_kind`),
+    its blocks built and written :data:`WRITE_BLOCKS` at a time: a deferred
+    array's planes are built for the write alone (``transient_planes``);
+    ``release`` has each part of the planes once its blocks are written."""
+
+    def write(self, a: GritArray, f) -> None:
         t = TYPES[self.kind]
         planes = a.transient_planes()
         if _scaled_k1(a) is not None:       # NVFP4 + companion: the blocks, scale1 apart
@@ -152,7 +165,7 @@ class _LazyBlocks:
         bufs = [_u8(p) for p in planes]
         nb = a.size // t.block_elems
         if nb * t.block_bytes != self.nbytes or any(b.size % max(nb, 1) for b in bufs):
-            raise GritError(f"the {self.kind} blocks of a tensor changed while written")
+            raise self.changed()
         per = [b.size // max(nb, 1) for b in bufs]          # each plane's bytes per block
         for s in range(0, nb, WRITE_BLOCKS):
             e = min(nb, s + WRITE_BLOCKS)
@@ -160,8 +173,7 @@ class _LazyBlocks:
             try:
                 blocks = t.write(part, e - s)
             except (ValueError, GritError):
-                raise GritError(f"the {self.kind} blocks of a tensor changed while "
-                                "written") from None
+                raise self.changed() from None
             blocks.tofile(f)
             if self.release is not None:
                 for x in part:
@@ -182,26 +194,16 @@ def _now(a: GritArray) -> GritArray:
     return GritArray(a.descriptor, a.shape, a.transient_planes())
 
 
-class _LazyNative:
+class _LazyNative(_Lazy):
     """A GritArray of a ggml type that is not invertible (Q8_0, Q4_K …:
-    :func:`_native` builds its blocks and reads them back) as GGUFWriter
-    takes a tensor, its blocks built when the file reaches it and let go
-    once written, with the planes read handed to ``release``."""
+    :func:`_native` builds its blocks and reads them back), built whole
+    when the file reaches it."""
 
-    def __init__(self, a: GritArray, kind: str, shape: tuple[int, ...], release=None) -> None:
-        self.a: GritArray | None = a
-        self.kind, self.shape, self.release = kind, shape, release
-        self.dtype = np.dtype(np.uint8)
-        self.nbytes = int(np.prod(shape, dtype=np.int64))
-
-    def tofile(self, f) -> None:
-        a, self.a = self.a, None
-        if a is None:
-            raise GritError(f"the {self.kind} blocks of a tensor are written twice")
+    def write(self, a: GritArray, f) -> None:
         x = _now(a)
         got = _native(x, True)
         if got is None or got[0] != self.kind or got[1].size != self.nbytes:
-            raise GritError(f"the {self.kind} blocks of a tensor changed while written")
+            raise self.changed()
         got[1].tofile(f)
         if self.release is not None and x.source is None:
             for p in x.planes:
