@@ -50,16 +50,20 @@ from . import convert as _convert
 from .array import GritArray, canonical, concat
 from ._files import loads_json
 from .errors import GritError, GritUsageError
+from .facts import is_canonical
 from .io import load as _load
 from .io import safetensors as _st
 from .io import save as _save
 from .io.dtypes import ST_DTYPES
-from .io.gguf import KV_CONVERT, GGUFValue
+from .io.gguf import KV_CONVERT, GGUFValue, companion_names
+from .io.gguf import read as _read_gguf
 from .io.gguf_file import ValueType, read_gguf
 from .io.gguf_writer import gguf_py as _gguf
 from .io.gguf_writer import native_kind, save_gguf
 from .io.hub import HubPath, is_hub, is_remote
 from .io.location import Location
+from .io.source import LocalFile
+from .io.problems import raise_first
 from .io.recognise import MAX_CONFIG, with_recognised
 from .placement.planes import geometry
 
@@ -522,7 +526,7 @@ def _rows_moved(c: GritArray, rows: np.ndarray) -> GritArray | None:
         return None
     g = geometry(c.descriptor, c.shape)
     R = c.shape[0]
-    out: list[bytes] = []
+    out: list[Any] = []
     for u, plane in zip((g.data, g.scale0, g.scale1, g.aux), c.planes):
         buf = np.frombuffer(plane, np.uint8)
         if u.count == 0 and buf.size == 0:
@@ -531,7 +535,7 @@ def _rows_moved(c: GritArray, rows: np.ndarray) -> GritArray | None:
             out.append(bytes(plane))             # one level-1 scale for every row
         elif u.R == R and u.C is not None and (u.C * u.bits) % 8 == 0 and \
                 buf.size == R * (u.C * u.bits // 8):
-            out.append(buf.reshape(R, -1)[rows].tobytes())
+            out.append(buf.reshape(R, -1)[rows].reshape(-1))   # a copy (fancy indexing)
         else:
             return None
     return GritArray(c.descriptor, c.shape, out)
@@ -565,10 +569,12 @@ def _plain_out(x: np.ndarray, how: str, rows) -> np.ndarray:
     return y
 
 
-def _ggml_check(name: str, a: GritArray) -> tuple[str | None, str | None]:
+def _ggml_check(name: str, a: GritArray, release: Callable[[Any], None] | None = None
+                ) -> tuple[str | None, str | None]:
     """(the ggml block type GRIT array ``a`` is written as, or None; why it
     cannot be, or None).  The block scales checked are the canonical scale
-    plane's bytes, the order the blocks hold them in."""
+    plane's bytes, the order the blocks hold them in (handed to ``release``
+    once read: :func:`_releaser`)."""
     kind = native_kind(a)
     if kind is None:
         return None, (f"{name}: grade {a.grade.canonical} with groups on axis "
@@ -578,6 +584,8 @@ def _ggml_check(name: str, a: GritArray) -> tuple[str | None, str | None]:
         sc = np.frombuffer(canonical(a).planes[1], np.uint8)
         bad = int(np.count_nonzero((sc & 0x80) | (sc == 0x7F))) if kind == "NVFP4" else \
             int(np.count_nonzero(sc == 0xFF))
+        if release is not None and sc.size:
+            release(sc)
         if bad and kind == "NVFP4":
             return None, (f"{name}: {bad} E4M3 block scale(s) are negative or NaN (0x7F), "
                           "which ggml's UE4M3 reads otherwise")
@@ -588,11 +596,12 @@ def _ggml_check(name: str, a: GritArray) -> tuple[str | None, str | None]:
 
 
 def _plan_gguf(tensors: dict[str, Any], fam: Family, h: dict, nblocks: int,
-               emb_rows: int | None = None):
+               emb_rows: int | None = None, release: Callable[[Any], None] | None = None):
     """(gguf name -> (tensor, hf name, transform, the source rows written in
     order or None: all, as they are)), the refusals and the ggml type of
     each quantised tensor by gguf name;
-    ``emb_rows``: the token-embedding rows kept (:func:`_embedding_rows`)."""
+    ``emb_rows``: the token-embedding rows kept (:func:`_embedding_rows`);
+    ``release``: handed each source buffer read (:func:`_ggml_check`)."""
     gguf = _gguf()
     tmap = gguf.get_tensor_name_map(gguf.MODEL_ARCH[fam.arch], nblocks)
     plan: dict[str, tuple[Any, str, str, np.ndarray | None]] = {}
@@ -617,7 +626,7 @@ def _plan_gguf(tensors: dict[str, Any], fam: Family, h: dict, nblocks: int,
                            "(not a tensor grit can write)")
             continue
         if isinstance(v, GritArray):
-            kind, why = _ggml_check(name, v)
+            kind, why = _ggml_check(name, v, release)
             if why is not None:
                 refused.append(why)
                 continue
@@ -861,8 +870,9 @@ def _prepared(src: _Local) -> _Prepared:
     h = _hparams(cfg, fam)
     tensors, scalars = _source(src.paths, src.headers)
     nblocks = int(_need(h, "num_hidden_layers", fam))
+    release = _releaser(src)
     plan, refused, types = _plan_gguf(tensors, fam, h, nblocks,
-                                      _embedding_rows(fam, src.folder, h))
+                                      _embedding_rows(fam, src.folder, h), release)
     if refused:
         raise GritUsageError("--to gguf refused; nothing was written:\n  " + "\n  ".join(refused))
     notes = _source_notes(plan, scalars)
@@ -878,13 +888,77 @@ def _prepared(src: _Local) -> _Prepared:
         out["rope_freqs.weight"] = freqs
     for gname, (v, _, how, rows) in plan.items():
         if how == "ggml":
-            out[gname] = v if rows is None else _permuted(v, rows)
+            out[gname] = v if rows is None else _permuted_later(v, rows, release)
         else:
             out[gname] = _plain_out(v, how, rows)
         if gname.removesuffix(".weight") + ".input_scale" in inputs:
             k = gname.removesuffix(".weight") + ".input_scale"
             out[k] = inputs[k][0]
+    for hdr in src.headers:                 # the headers and small values read:
+        if isinstance(hdr.source, LocalFile):   # their pages given back too
+            hdr.source.release(hdr.source.mapping())
     return _Prepared(cfg, fam, tensors, plan, inputs, notes, meta, out)
+
+
+#: the bytes either side of a buffer given back with it: a page fault maps
+#: the file's pages around the one read (fault-around, large folios), which
+#: would otherwise stay with the process when their tensor was done before
+_AROUND = 1 << 21
+
+
+def _give_back_around(source, buf) -> None:
+    """The pages of ``buf`` and :data:`_AROUND` bytes either side given back
+    when ``buf`` views ``source``'s map (a hint: they read the same after)."""
+    off = source.locate(buf)
+    if off is None:
+        return
+    m = source.mapping()
+    lo, hi = max(0, off - _AROUND), min(source.size, off + memoryview(buf).nbytes + _AROUND)
+    source.release(m[lo:hi])
+
+
+def _releaser(src: _Local) -> Callable[[Any], None]:
+    """A function giving back the pages of a buffer that views one of the
+    checkpoint's mapped files (``MADV_DONTNEED`` through the file's byte
+    source: the page cache keeps them, the process does not), so that
+    memory stays at the tensor being handled however large the checkpoint;
+    a no-op for any other buffer."""
+    sources = [s for s in (getattr(h, "source", None) for h in src.headers)
+               if isinstance(s, LocalFile)]
+
+    def release(buf) -> None:
+        for s in sources:
+            _give_back_around(s, buf)
+    return release
+
+
+def _give_back(release: Callable[[Any], None], v) -> None:
+    """``release`` of the planes of ``v`` (a GritArray built, or an ndarray)."""
+    planes = v.transient_planes() if isinstance(v, GritArray) else (v,)
+    for p in planes:
+        if isinstance(p, np.ndarray):
+            if p.flags.c_contiguous and p.nbytes:
+                release(p.reshape(-1).view(np.uint8))
+        elif isinstance(p, memoryview) and p.nbytes:
+            release(p)
+
+
+def _permuted_later(v: GritArray, rows: np.ndarray,
+                    release: Callable[[Any], None] | None = None) -> GritArray:
+    """``v`` with its rows in the order ``rows`` (:func:`_permuted`): for a
+    canonical ``v``, a deferred array whose planes are built where they are
+    read and not kept (``transient_planes``), so no more than the weight
+    being written is held, ``v``'s pages handed to ``release`` once moved;
+    else built now."""
+    if not is_canonical(v.descriptor):
+        return _permuted(v, rows)
+
+    def build() -> tuple:
+        planes = _permuted(v, rows).planes
+        if release is not None:
+            _give_back(release, v)
+        return planes
+    return GritArray.deferred(v.descriptor, v.shape, build)
 
 
 def to_gguf(src: str, dst: str, *, overwrite: bool = False,
@@ -905,10 +979,11 @@ def to_gguf(src: str, dst: str, *, overwrite: bool = False,
         def fill(work: str) -> dict:
             if progress is not None:
                 progress(GGUF_FILE)
+            release = _releaser(local)
             save_gguf(os.path.join(work, GGUF_FILE), p.out, p.meta, relayout=True,
-                      notes=p.notes)
+                      notes=p.notes, release=release)
             proof = _gguf_proof(p.tensors, p.plan, p.inputs, os.path.join(work, GGUF_FILE),
-                                p.fam)
+                                p.fam, release)
             for k in ("quantization_config", "compression_config"):
                 p.cfg.pop(k, None)
             _write_proof(work, proof, p.cfg)
@@ -1050,10 +1125,25 @@ def _rows_note(rows) -> str | None:
     return "llama.cpp's q/k order (LlamaModel.permute)"
 
 
-def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family) -> dict:
+def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family,
+                release: Callable[[Any], None] | None = None) -> dict:
     """The proof of a ``--to gguf`` conversion, derived by reading the written
-    file back with grit's GGUF reader."""
-    back = _load(path)
+    file back with grit's GGUF reader.  One weight at a time: its planes
+    built from the file's blocks, digested and compared with the source's in
+    one pass (``grit.convert._digest_and_compare``), then let go, the pages
+    of the written file given back, and those of the source (``release``,
+    :func:`_releaser`): memory stays at the weight being proved."""
+    got = _read_gguf(path)
+    raise_first(got.problems)
+    back, out_src = got.tensors, got.file.source
+    if isinstance(out_src, LocalFile):      # the pages the reader read (the header, the
+        out_src.release(out_src.mapping())  # companion scales), given back
+    spans = {t.name: (got.file.data_start + t.offset, t.nbytes) for t in got.file.tensors}
+
+    def written(gname: str) -> None:          # the file's pages of a tensor, given back
+        for n in (gname, *companion_names(gname)):
+            if n in spans and isinstance(out_src, LocalFile) and spans[n][1]:
+                _give_back_around(out_src, out_src.view(*spans[n]))
     weights, plain = [], []
     for gname, (v, name, how, rows) in sorted(plan.items(), key=lambda kv: kv[1][1]):
         b = back.get(gname)
@@ -1061,13 +1151,23 @@ def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family)
         if how == "ggml":
             if not isinstance(b, GritArray):
                 raise GritError(f"{gname}: the written GGUF does not read back as a GRIT array")
-            ref = v if rows is None else _permuted(v, rows)
+            b.planes                            # built from the blocks: the file's pages
+            written(gname)                      # of them go before the source's come
+            if rows is None:
+                ref, dsrc = v, None
+            else:                               # the source's digest, then its rows moved
+                dsrc = _convert._planes_digest(v)
+                ref = _permuted(v, rows)
+            dref, same = _convert._digest_and_compare(ref, b, release, out_src.release
+                                                      if out_src is not None else None)
             weights.append({"name": name, "gguf_name": gname,
                             "ggml_type": back.ggml_types.get(gname),
                             "rows": _rows_note(rows),
-                            "source": _convert._side(v), "target": _convert._side(b),
-                            "verdict": _convert.quick_verdict(ref, b),
+                            "source": _convert._side(v, dref if dsrc is None else dsrc),
+                            "target": _convert._side(b, dref if same else None),
+                            "verdict": _convert.quick_verdict(ref, b, same),
                             "exact_by_construction": True, "notes": []})
+            del ref, b
         else:
             why = _plain_entry(v, np.asarray(b), how, rows)
             if why is not None:
@@ -1075,6 +1175,9 @@ def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family)
                                 f"source's {name}: {why}")
             plain.append({"name": name, "gguf_name": gname, "transform": how,
                           "rows": _rows_note(rows)})
+        if release is not None:
+            _give_back(release, v)
+        written(gname)
     for gname, (v, leaf, how) in sorted(inputs.items()):
         why = _plain_entry(v, np.asarray(back.get(gname)), "f32", None)
         if why is not None:

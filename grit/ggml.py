@@ -27,6 +27,7 @@ records and grit.io.gguf_writer writes with them; grit.array's decode asks
 :func:`kernel_for` / :func:`type_kernel` for the fused kernels."""
 from __future__ import annotations
 
+import mmap
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, ClassVar
@@ -35,6 +36,7 @@ import numpy as np
 
 from . import descriptor as D
 from . import native
+from ._files import _owner
 from .codec.packing import pack_stream, unpack_stream
 from .ggml_types import BY_NAME as _SIZES
 from .grade import Grade, lookup_grade, register_grade
@@ -297,6 +299,54 @@ def _blocks(fields: list, nb: int, size: int) -> np.ndarray:
     return b
 
 
+#: the blocks a direct inverse (:meth:`BlockType.unblock`) converts at a
+#: time: its numpy temporaries stay at a few MiB, whatever the tensor
+UNBLOCK_STEP = 1 << 15
+
+
+def _in_steps(b: np.ndarray, code_bytes: int, scale_bytes: int, part) -> tuple:
+    """The canonical planes of (nb, block_bytes) blocks ``b`` whose every
+    block gives ``code_bytes`` of the data plane and ``scale_bytes`` of the
+    scale plane: ``part`` (blocks -> (codes, scales)) over
+    :data:`UNBLOCK_STEP` blocks at a time, into the two planes."""
+    nb = b.shape[0]
+    codes = np.empty(nb * code_bytes, np.uint8)
+    scales = np.empty(nb * scale_bytes, np.uint8)
+    for s in range(0, nb, UNBLOCK_STEP):
+        e = min(nb, s + UNBLOCK_STEP)
+        c, sc = part(b[s:e])
+        codes[s * code_bytes:e * code_bytes] = np.asarray(c).reshape(-1)
+        scales[s * scale_bytes:e * scale_bytes] = np.asarray(sc).reshape(-1)
+        _let_go(b[s:e])
+    return codes, scales, b"", b""
+
+
+def _let_go(x: np.ndarray) -> None:
+    """Give back the process's pages of blocks ``x`` when they view a file's
+    read-only map (``MADV_DONTNEED``; the page cache keeps them, and a read
+    of them later faults them back with the same bytes): once unblocked,
+    the canonical planes stand for them, so a tensor read from a mapped
+    GGUF costs its planes' memory, not twice that."""
+    mm = _owner(x)
+    dontneed = getattr(mmap, "MADV_DONTNEED", None)
+    if not isinstance(mm, mmap.mmap) or dontneed is None or not x.size or \
+            not x.flags.c_contiguous:
+        return
+    base = np.frombuffer(mm, np.uint8).__array_interface__["data"][0]
+    off = x.__array_interface__["data"][0] - base
+    if 0 <= off and off + x.nbytes <= len(mm):
+        a = off - off % mmap.PAGESIZE
+        mm.madvise(dontneed, a, off + x.nbytes - a)
+
+
+def _nvfp4_unblock(b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """NVFP4 blocks -> (their codes LSB-first, their four E4M3 scales each)."""
+    nb = b.shape[0]
+    w = np.ascontiguousarray(b).reshape(-1).view("<u4").reshape(nb, 9)
+    y = w[:, 1::2].astype(np.uint64) | (w[:, 2::2].astype(np.uint64) << np.uint64(32))
+    return np.asarray(_gather(y), "<u8").view(np.uint8), b[:, :4]
+
+
 # ---------------------------------------------------------------------------
 # zero-copy types: the block struct is a GRIT placement
 
@@ -322,7 +372,7 @@ class MXFP4(BlockType):
                        self.block_bytes)
 
     def unblock(self, b):
-        return _nibbles_inv(_nibbles_halves(b[:, 1:])), b[:, 0].copy(), b"", b""
+        return _in_steps(b, 16, 1, lambda p: (_nibbles_inv(_nibbles_halves(p[:, 1:])), p[:, 0]))
 
 
 class NVFP4(BlockType):
@@ -346,11 +396,7 @@ class NVFP4(BlockType):
         return out
 
     def unblock(self, b):
-        nb = b.shape[0]
-        w = np.ascontiguousarray(b).reshape(-1).view("<u4").reshape(nb, 9)
-        y = w[:, 1::2].astype(np.uint64) | (w[:, 2::2].astype(np.uint64) << np.uint64(32))
-        codes = np.asarray(_gather(y), "<u8").view(np.uint8).reshape(-1)
-        return codes, np.ascontiguousarray(b[:, :4]).reshape(-1), b"", b""
+        return _in_steps(b, 32, 4, _nvfp4_unblock)
 
 
 class Q4_K(BlockType):

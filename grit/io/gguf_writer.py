@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import struct
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -122,21 +122,111 @@ def _invertible_kind(a: GritArray) -> str | None:
     return None
 
 
-class _LazyBlocks:
-    """A canonical array's ggml blocks as GGUFWriter takes a tensor (shape,
-    dtype, nbytes, ``tofile``), built when the file reaches them: one
-    tensor's blocks in memory at a time."""
+#: the ggml blocks :class:`_LazyBlocks` builds and writes at a time
+WRITE_BLOCKS = 1 << 15
 
-    def __init__(self, a: GritArray, kind: str, shape: tuple[int, ...]) -> None:
-        self.a, self.kind, self.shape = a, kind, shape
+
+class _Lazy:
+    """A GritArray's ggml blocks as GGUFWriter takes a tensor (shape, dtype,
+    nbytes, ``tofile``), built when the file reaches them (:meth:`write`)
+    and the array let go once written; ``release`` is called with the
+    planes read (the pages of a mapped source given back)."""
+
+    def __init__(self, a: GritArray, kind: str, shape: tuple[int, ...], release=None) -> None:
+        self.a: GritArray | None = a
+        self.kind, self.shape, self.release = kind, shape, release
         self.dtype = np.dtype(np.uint8)
         self.nbytes = int(np.prod(shape, dtype=np.int64))
 
     def tofile(self, f) -> None:
-        got = _native(self.a, True)
+        a, self.a = self.a, None
+        if a is None:
+            raise GritError(f"the {self.kind} blocks of a tensor are written twice")
+        self.write(a, f)
+
+    def changed(self) -> GritError:
+        return GritError(f"the {self.kind} blocks of a tensor changed while written")
+
+    def write(self, a: GritArray, f) -> None:
+        raise NotImplementedError
+
+
+class _LazyBlocks(_Lazy):
+    """A canonical array of an invertible type (:func:`_invertible_kind`),
+    its blocks built and written :data:`WRITE_BLOCKS` at a time: a deferred
+    array's planes are built for the write alone (``transient_planes``);
+    ``release`` has each part of the planes once its blocks are written."""
+
+    def write(self, a: GritArray, f) -> None:
+        t = TYPES[self.kind]
+        planes = a.transient_planes()
+        if _scaled_k1(a) is not None:       # NVFP4 + companion: the blocks, scale1 apart
+            planes = (*planes[:2], b"", b"")
+        bufs = [_u8(p) for p in planes]
+        nb = a.size // t.block_elems
+        if nb * t.block_bytes != self.nbytes or any(b.size % max(nb, 1) for b in bufs):
+            raise self.changed()
+        per = [b.size // max(nb, 1) for b in bufs]          # each plane's bytes per block
+        for s in range(0, nb, WRITE_BLOCKS):
+            e = min(nb, s + WRITE_BLOCKS)
+            part = [b[s * k:e * k] for b, k in zip(bufs, per)]
+            try:
+                blocks = t.write(part, e - s)
+            except (ValueError, GritError):
+                raise self.changed() from None
+            blocks.tofile(f)
+            if self.release is not None:
+                for x in part:
+                    if x.size:
+                        self.release(x)
+        if self.release is not None:        # and the whole planes: a fault maps pages
+            for x in bufs:                  # around it, some of a part released before
+                if x.size:
+                    self.release(x)
+
+
+def _now(a: GritArray) -> GritArray:
+    """``a`` with its planes: a deferred array built for this use alone
+    (``transient_planes``, so it keeps none) unless its planes come from
+    ggml blocks (``source``), which :func:`_native` reads as they are."""
+    if a.source is not None:
+        return a
+    return GritArray(a.descriptor, a.shape, a.transient_planes())
+
+
+class _LazyNative(_Lazy):
+    """A GritArray of a ggml type that is not invertible (Q8_0, Q4_K …:
+    :func:`_native` builds its blocks and reads them back), built whole
+    when the file reaches it."""
+
+    def write(self, a: GritArray, f) -> None:
+        x = _now(a)
+        got = _native(x, True)
         if got is None or got[0] != self.kind or got[1].size != self.nbytes:
-            raise GritError(f"the {self.kind} blocks of a tensor changed while written")
+            raise self.changed()
         got[1].tofile(f)
+        if self.release is not None and x.source is None:
+            for p in x.planes:
+                if len(memoryview(p)):
+                    self.release(p)
+
+
+class _Written:
+    """An ndarray as GGUFWriter takes a tensor, handed to ``release`` once
+    written (the pages of a mapped source given back)."""
+
+    def __init__(self, x: np.ndarray, release) -> None:
+        self.x: np.ndarray | None = x
+        self.shape, self.dtype, self.nbytes = x.shape, x.dtype, x.nbytes
+        self.release = release
+
+    def tofile(self, f) -> None:
+        x, self.x = self.x, None
+        if x is None:
+            raise GritError("a tensor is written twice")
+        x.tofile(f)
+        if x.size and x.flags.c_contiguous:
+            self.release(x.reshape(-1).view(np.uint8))
 
 
 def _native(a: GritArray, relayout: bool):
@@ -196,7 +286,7 @@ def _companion_out(tensors, name: str, a: GritArray, k1: int):
     """The companion tensor save_gguf writes for NVFP4 array ``a`` (its
     scale1 plane), or None when ``tensors`` holds it already — with the same
     values, or GritUsageError."""
-    s1 = np.frombuffer(a.planes[2], "<f4")
+    s1 = np.frombuffer(a.transient_planes()[2], "<f4")   # a deferred array keeps none
     for cname in companion_names(name):
         if cname in tensors:
             c = tensors[cname]
@@ -276,7 +366,8 @@ def _writer_class(gguf):
 
 
 def save_gguf(path, tensors, metadata=None, *, arch: str | None = None,
-              relayout: bool = False, notes: Mapping[str, str] | None = None) -> None:
+              relayout: bool = False, notes: Mapping[str, str] | None = None,
+              release: Callable[[Any], None] | None = None) -> None:
     """Write ``{name: GritArray | ndarray | Inexpressible}`` as a GGUF file
     with gguf-py's GGUFWriter (docs/file-format.md, "GGUF").
 
@@ -307,6 +398,13 @@ def save_gguf(path, tensors, metadata=None, *, arch: str | None = None,
       (default "grit"), ``general.alignment`` the data alignment.
     * ``notes`` (``{key: str}``, every key under ``grit.convert.``): the
       records grit convert keeps of its source, written as STRING entries.
+    * ``release`` (``buffer -> None``): called with the bytes read of each
+      tensor once they are written (grit convert gives a mapped source's
+      pages back with it, so memory stays at a tensor's).
+
+    With ``relayout=True`` an NVFP4 or MXFP4 array's blocks are built as
+    the file is written, a bounded number at a time; a deferred array's
+    planes are built for that alone (``transient_planes``), never kept.
 
     The file appears atomically."""
     gguf = gguf_py()
@@ -349,7 +447,8 @@ def save_gguf(path, tensors, metadata=None, *, arch: str | None = None,
                     f"writer stores {KV_SHAPE}<name> as (at most {_INT32_MAX}); save it as "
                     "safetensors, whose shapes are 64-bit")
             kind = _invertible_kind(v) if relayout else None
-            nt = None if kind is not None else _native(v, relayout)
+            # (built for the check alone with relayout: written by _LazyNative)
+            nt = None if kind is not None else _native(_now(v) if relayout else v, relayout)
             if nt is not None and not relayout and _scaled_k1(nt[2]) is not None and \
                     not any(c in tensors for c in companion_names(name)):
                 nt = None     # NVFP4 + scale1 adds a companion tensor: only with relayout=True
@@ -358,13 +457,15 @@ def save_gguf(path, tensors, metadata=None, *, arch: str | None = None,
                 b, s = sizes[t]
                 native[name] = t
                 shp = _byte_shape(v.shape, b, s)   # blocks built as the file is written, or now
-                plan.append((name, _LazyBlocks(v, t, shp) if kind is not None else
-                             nt[1].reshape(shp), gguf.GGMLQuantizationType[t]))
+                blocks = _LazyBlocks(v, t, shp, release) if kind is not None else \
+                    _LazyNative(v, t, shp, release) if relayout else nt[1].reshape(shp)
+                plan.append((name, blocks, gguf.GGMLQuantizationType[t]))
                 k1 = _scaled_k1(c)
                 if k1 is not None:
                     extra = _companion_out(tensors, name, c, k1)
                     if extra is not None:
                         plan.append(extra)
+                nt = c = None                      # (the blocks and planes built: let go)
             else:
                 warnings.warn(f"tensor {name!r}: grade {v.grade.canonical} in this placement "
                               "is no ggml block type; stored as its GRIT payload in a 1-D I8 "
@@ -394,7 +495,7 @@ def save_gguf(path, tensors, metadata=None, *, arch: str | None = None,
                 u = np.ascontiguousarray(v).reshape(-1).view("<u2")
                 plan.append((name, _bf16_bytes(u, v.shape), gguf.GGMLQuantizationType.BF16))
                 continue
-            x = np.ascontiguousarray(v.astype(v.dtype.newbyteorder("<")))
+            x = np.ascontiguousarray(v.astype(v.dtype.newbyteorder("<"), copy=False))
             if src_types.get(name) == "BF16" and x.dtype == np.float32 and x.ndim:
                 u = x.view(np.uint32)
                 if not (u & np.uint32(0xFFFF)).any():
@@ -435,6 +536,8 @@ def save_gguf(path, tensors, metadata=None, *, arch: str | None = None,
         for word, e in sorted(layouts.items()):
             w.add_string(f"{KV_LAYOUT}0x{word:016x}", e)
         for name, arr, raw_type in plan:
+            if release is not None and isinstance(arr, np.ndarray):
+                arr = _Written(arr, release)
             w.add_tensor(name, arr, raw_dtype=raw_type)
         w.write_header_to_file()
         w.write_kv_data_to_file()
