@@ -199,7 +199,7 @@ def test_digests_ahead_prove_the_same(tmp_path, monkeypatch, jobs):
     monkeypatch.setattr(gc, "_digest_and_compare", lambda *a: passes.append(1) or general(*a))
     fast = convert(str(src), str(tmp_path / "fast"), "compressed-tensors", jobs=jobs)
     assert not passes
-    monkeypatch.setattr(gc, "_DIGEST_AHEAD", False)
+    monkeypatch.setattr(gc, "_PROOF_AHEAD", False)
     slow = convert(str(src), str(tmp_path / "slow"), "compressed-tensors", jobs=jobs)
     assert len(passes) == len(slow.proof["weights"]) == 15
     assert fast.proof == slow.proof
@@ -228,7 +228,7 @@ def test_a_failure_leaves_no_digest_running(tmp_path, monkeypatch, fails):
     if fails == "write":
         monkeypatch.setattr(gc, "_pwrite", boom)
     else:
-        monkeypatch.setattr(gc, "_digests", boom)
+        monkeypatch.setattr(gc, "_digests_compared", boom)
     with pytest.raises(OSError, match=fails):
         convert(str(src), str(tmp_path / "out"), "compressed-tensors", jobs=2)
     assert not [t for t in threading.enumerate() if t.name == "grit-digest"]
