@@ -212,6 +212,41 @@ def test_digests_ahead_prove_the_same(tmp_path, monkeypatch, jobs):
         assert w["source"]["digest"] == arrays[w["name"]].digest.hex()
 
 
+@pytest.mark.parametrize("jobs", [1, 3])
+def test_a_written_byte_that_differs_is_found_by_both_paths(tmp_path, monkeypatch, jobs):
+    """Where a written plane is not the source's bytes (here: one byte of
+    the 5th weight's element codes changed after it is written), the one
+    pass's comparison finds it as the general path does: the same proof,
+    the target's own digest, and the verdict the decodes give."""
+    import grit.convert as gc
+    src = _sharded(tmp_path, shards=3, per=5)
+    monkeypatch.setattr(gc, "_RELEASE_STEP", 1000)
+    clean = convert(str(src), str(tmp_path / "clean"), "compressed-tensors", jobs=jobs)
+    copy = gc._copy_or_write
+    seen = []
+
+    def spoil(src_fd, src_off, fd, buf, offset):
+        copy(src_fd, src_off, fd, buf, offset)
+        seen.append(offset)
+        if len(seen) == 9:              # (with jobs=1: a weight's codes in the 2nd file)
+            last = offset + memoryview(buf).nbytes - 1
+            os.pwrite(fd, bytes([int(np.asarray(buf).reshape(-1)[-1]) ^ 0x10]), last)
+    monkeypatch.setattr(gc, "_copy_or_write", spoil)
+    monkeypatch.setattr(gc, "_run", lambda pool, fn, items: [fn(x) for x in items])
+    fast = convert(str(src), str(tmp_path / "fast"), "compressed-tensors", jobs=jobs)
+    seen.clear()
+    monkeypatch.setattr(gc, "_PROOF_AHEAD", False)
+    slow = convert(str(src), str(tmp_path / "slow"), "compressed-tensors", jobs=jobs)
+    assert fast.proof == slow.proof
+    changed = [(w, c) for w, c in zip(fast.proof["weights"], clean.proof["weights"])
+               if w != c]
+    assert len(changed) == 1
+    w, c = changed[0]
+    assert w["source"] == c["source"] and w["target"]["digest"] != c["target"]["digest"]
+    assert w["verdict"]["verdict"] == "scalar-rounded" and w["verdict"]["differ"] >= 1
+    assert verify(str(src), str(tmp_path / "fast")).ok
+
+
 @pytest.mark.parametrize("fails", ["write", "digest"])
 def test_a_failure_leaves_no_digest_running(tmp_path, monkeypatch, fails):
     """An error while a file is written, or in a digest thread, reaches the
