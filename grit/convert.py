@@ -749,7 +749,9 @@ def _write(files: list[str], work: str, conv: str, progress, *, allow_requant: b
                                 jobs, spool)
                 if w is not None:
                     proving.append(w)
-                while len(proving) > (w is not None):
+                # at most ``jobs`` files' proofs in flight (with -j1: the previous file's
+                # while this one was written)
+                while len(proving) > (jobs if w is not None else 0):
                     proved()
                 plain_all.update(p.plain)
                 weight_map.update({tn: p.name for n in p.weights for tn in p.emitted[n]})
