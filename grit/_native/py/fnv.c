@@ -380,10 +380,16 @@ fail:
     return -1;
 }
 
-/* k states from a sequence of ints (NULL with an exception set) */
+/* k states from a sequence of ints, for a loop of `lanes` lanes (NULL with
+ * an exception set: lanes out of range, or a state that is not one) */
 static fnv128_t *
-states_acquire(PyObject *obj, Py_ssize_t *k)
+states_acquire(PyObject *obj, int lanes, Py_ssize_t *k)
 {
+    if (lanes < 1 || lanes > FNV_MULTI_LANES) {
+        PyErr_Format(PyExc_ValueError, "lanes must be from 1 to %d, got %d",
+                     FNV_MULTI_LANES, lanes);
+        return NULL;
+    }
     PyObject *states = PySequence_Fast(obj, "states must be a sequence of ints");
     if (states == NULL) {
         return NULL;
@@ -418,17 +424,6 @@ states_to_list(const fnv128_t *st, Py_ssize_t k)
     return res;
 }
 
-static int
-lanes_ok(int lanes)
-{
-    if (lanes < 1 || lanes > FNV_MULTI_LANES) {
-        PyErr_Format(PyExc_ValueError, "lanes must be from 1 to %d, got %d",
-                     FNV_MULTI_LANES, lanes);
-        return 0;
-    }
-    return 1;
-}
-
 PyDoc_STRVAR(fnv1a128_many_doc,
 "fnv1a128_many(states, streams, lanes=4, /) -> list[int]\n\n"
 "FNV-1a-128 of several messages at once: states[i] continued over the\n"
@@ -449,10 +444,7 @@ py_fnv1a128_many(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "OO|i:fnv1a128_many", &states_obj, &streams_obj, &lanes)) {
         return NULL;
     }
-    if (!lanes_ok(lanes)) {
-        return NULL;
-    }
-    fnv128_t *st = states_acquire(states_obj, &k);
+    fnv128_t *st = states_acquire(states_obj, lanes, &k);
     if (st == NULL) {
         return NULL;
     }
@@ -494,10 +486,7 @@ py_fnv1a128_many_cmp(PyObject *self, PyObject *args)
                           &others_obj, &lanes)) {
         return NULL;
     }
-    if (!lanes_ok(lanes)) {
-        return NULL;
-    }
-    fnv128_t *st = states_acquire(states_obj, &k);
+    fnv128_t *st = states_acquire(states_obj, lanes, &k);
     if (st == NULL) {
         return NULL;
     }
