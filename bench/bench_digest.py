@@ -10,6 +10,9 @@ Rows:
   ext digests×K grit.fingerprint.digests of the buffer cut into K arrays (the
                 same bytes: K digests advanced together, interleaved, on one
                 core), K = 2, 3, 4
+  ext dig+cmp×K grit.fingerprint.digests_compared of the same K arrays, each
+                compared with a copy in the same loop (grit convert's proof),
+                K = 1 to 4
   plain C       the §6.1 loop (unsigned __int128, h *= prime), built here with
                 `cc -O2 -ffp-contract=off -shared -fPIC` and called via ctypes
   memcpy        np.copyto of the same buffer (an upper bound for any pass)
@@ -143,6 +146,19 @@ def main(argv=None) -> int:
                 print(f"ext digests×{k} differs from one digest at a time")
                 return 1
             record(f"ext digests×{k}", sec)
+        # the same digests, each array compared in the same loop with a copy of it (what
+        # grit convert's proof does): GB/s over the hashed bytes, as above
+        for k in range(1, fp.LANES + 1):
+            parts = [[buf[i * nbytes // k:(i + 1) * nbytes // k], empty, empty, empty]
+                     for i in range(k)]
+            copies = [[dst[i * nbytes // k:(i + 1) * nbytes // k], empty, empty, empty]
+                      for i in range(k)]
+            np.copyto(dst, buf)
+            sec, got = time_it(lambda: fp.digests_compared(parts, copies), args.repeat)
+            if got != [(fp.digest(q), True) for q in parts]:
+                print(f"ext digests+cmp×{k} differs from one digest at a time")
+                return 1
+            record(f"ext dig+cmp×{k}", sec)
     else:
         record("ext digest", reason=fp_reason)
         record("ext fnv1a128", reason=fp_reason)

@@ -54,7 +54,8 @@ from ._files import loads_json, read_regular
 from .array import GritArray, canonical, decode
 from .codec.encode import encode
 from .errors import GritError, GritUsageError
-from .fingerprint import LANES, DigestStream, digest as _digest, digests as _digests
+from .fingerprint import LANES, DigestStream, digest as _digest
+from .fingerprint import digests_compared as _digests_compared
 from .grade import GRADE_MXFP4, GRADE_NVF4, Grade
 from .io import hub as _hub
 from .io import remote as _remote
@@ -314,59 +315,51 @@ def _digest_and_compare(a: GritArray, b: GritArray, release_a=None, release_b=No
     return ds.digest().hex(), same
 
 
-def _compare(a: GritArray, b: GritArray, release_a=None, release_b=None) -> bool:
-    """Whether ``b``'s four planes as stored are ``a``'s bytes: the
-    comparison of :func:`_digest_and_compare` where ``a``'s digest is known
-    already, the pages given back as it goes."""
-    same = True
-    for p, q in zip(a.planes, b.planes):
-        x, y = _u8(p), _u8(q)
-        same = same and x.size == y.size
-        for i in range(0, x.size, _RELEASE_STEP):
-            c = x[i:i + _RELEASE_STEP]
-            same = same and all(_equal(c[j:j + _CMP_STEP], y[i + j:i + j + _CMP_STEP])
-                                for j in range(0, c.size, _CMP_STEP))
-            for rel, z in ((release_a, x), (release_b, y)):
-                if rel is not None and z[i:i + _RELEASE_STEP].size:
-                    rel(z[i:i + _RELEASE_STEP])
-    return same
+#: whether a file's weights are digested and compared in threads of their own
+#: while the next file is written (the general path, each weight's digest and
+#: comparison in the proof's pass, is the reference: tests/test_convert_tool.py
+#: proves the two give the same proof)
+_PROOF_AHEAD = True
 
 
-#: whether a file's source digests are computed while it is written (the
-#: general path, each digest in the proof's pass, is the reference:
-#: tests/test_convert_tool.py proves the two give the same proof)
-_DIGEST_AHEAD = True
+class _Proofs:
+    """The §6.5 plane digests of a written model file's source weights, each
+    compared with the weight read back from the file in the same pass
+    (:func:`grit.fingerprint.digests_compared`: a few interleaved FNV-1a
+    streams per core, each one's bytes compared with the written ones in
+    the same loop), in threads of their own while the next file is
+    written; each part of a plane given back to its map (``release_a``,
+    ``release_b``) as the rounds go.  :meth:`result` waits for them and
+    gives (digest, same) by weight; :meth:`stop` makes them end at their
+    next round."""
 
-
-class _Digests:
-    """The §6.5 plane digests of a model file's source weights, computed in
-    threads of their own while the file is written: several weights per
-    thread at once (:func:`grit.fingerprint.digests`, a few interleaved
-    FNV-1a streams per core), each hashed part of a plane given back to
-    the map (``release``) as the rounds go.  :meth:`result` waits for them;
-    :meth:`stop` makes them end at their next round."""
-
-    def __init__(self, arrays: dict[str, GritArray], release, workers: int) -> None:
-        self.got: dict[str, str] = {}
+    def __init__(self, pairs: dict[str, tuple[GritArray, GritArray]], release_a, release_b,
+                 workers: int) -> None:
+        self.got: dict[str, tuple[str, bool]] = {}
         self.error: BaseException | None = None
         self._stop = threading.Event()
-        names = list(arrays)
-        self._threads = [threading.Thread(target=self._run, args=(names[w::workers], arrays,
-                                                                  release),
+        names = list(pairs)
+        self._threads = [threading.Thread(target=self._run, args=(names[w::workers], pairs,
+                                                                  release_a, release_b),
                                           name="grit-digest", daemon=True)
                          for w in range(min(workers, len(names)))]
         for t in self._threads:
             t.start()
 
-    def _run(self, names: list[str], arrays: dict[str, GritArray], release) -> None:
-        def done(chunk) -> None:
-            if self._stop.is_set():
-                raise _Stopped
-            if release is not None:
-                release(chunk)
+    def _run(self, names: list[str], pairs: dict[str, tuple[GritArray, GritArray]],
+             release_a, release_b) -> None:
+        def done(release):
+            def give_back(chunk) -> None:
+                if self._stop.is_set():
+                    raise _Stopped
+                if release is not None:
+                    release(chunk)
+            return give_back
         try:
-            got = _digests([arrays[n].planes for n in names], step=_RELEASE_STEP, done=done)
-            self.got.update(zip(names, (d.hex() for d in got)))
+            got = _digests_compared([pairs[n][0].planes for n in names],
+                                    [pairs[n][1].planes for n in names], step=_RELEASE_STEP,
+                                    done=done(release_a), done_other=done(release_b))
+            self.got.update(zip(names, ((d.hex(), same) for d, same in got)))
         except _Stopped:
             pass
         except BaseException as e:  # noqa: BLE001 - handed to the caller by result()
@@ -377,7 +370,7 @@ class _Digests:
         for t in self._threads:
             t.join()
 
-    def result(self) -> dict[str, str]:
+    def result(self) -> dict[str, tuple[str, bool]]:
         for t in self._threads:
             t.join()
         if self.error is not None:
@@ -732,36 +725,42 @@ def _write(files: list[str], work: str, conv: str, progress, *, allow_requant: b
     weight_map: dict[str, str] = {}
     total = 2 * sum(p.size for p in plans)
     done = [0]
-    nxt: list[_Ahead] = []            # the next local file, opened and its digests begun
+    proving: list[_Written] = []        # files written, their proofs under way
 
-    def begin(i: int) -> None:
-        if i < len(plans) and not is_remote(plans[i].file):
-            nxt.append(_ahead(plans[i], plans[i].file, jobs))
+    def proved() -> None:
+        entries, emitted = _prove(proving[0], pool)
+        proving.pop(0)
+        weights.extend(entries)
+        emitted_all.update(emitted)
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         try:
-            for i, p in enumerate(plans):
+            for p in plans:
                 if progress is not None:
                     progress(p.file, done[0], total)
-                ahead = nxt.pop() if nxt else None
-                local = p.file
+                local, spool = p.file, None
                 if is_remote(p.file):                   # each byte read once, by ranged reads
-                    local = os.path.join(work, ".spool-" + p.name)
+                    while proving:                      # (one spool on disk at a time)
+                        proved()
+                    local = spool = os.path.join(work, ".spool-" + p.name)
                     _download(p.file, local, SPOOL_CHUNK)
-                try:
-                    entries = _write_file(p, local, work, conv, pool, progress, done, total,
-                                          refused, jobs, ahead, lambda i=i: begin(i + 1))
-                finally:
-                    if local != p.file:
-                        os.unlink(local)
-                weights.extend(entries[0])
-                emitted_all.update(entries[1])
+                # written while the previous file's proof runs in its threads
+                w = _write_file(p, local, work, conv, pool, progress, done, total, refused,
+                                jobs, spool)
+                if w is not None:
+                    proving.append(w)
+                # at most ``jobs`` files' proofs in flight (with -j1: the previous file's
+                # while this one was written)
+                while len(proving) > (jobs if w is not None else 0):
+                    proved()
                 plain_all.update(p.plain)
-                weight_map.update({tn: p.name for w in p.weights for tn in p.emitted[w]})
+                weight_map.update({tn: p.name for n in p.weights for tn in p.emitted[n]})
                 weight_map.update({tn: p.name for tn in p.plain})
+            while proving:
+                proved()
         finally:
-            for a in nxt:
-                a.digests.stop()
+            for w in proving:
+                w.close()
     if refused:
         raise _refused(conv, refused)
     emit_config = conventions.by_name(conv).emit_config
@@ -861,47 +860,49 @@ def _built(v):
 
 
 @dataclass
-class _Ahead:
-    """A local model file opened, and the digests of its source weights
-    begun (:class:`_Digests`), before it is written: the next file's are
-    computed while the current one is proved."""
+class _Written:
+    """A model file written, and its proof begun: the source's tensors and
+    byte source, the output's file descriptor (being flushed to disk), the
+    file read back, the name each weight reads back under, the weights'
+    digests and comparisons in progress (:class:`_Proofs`); ``spool``: the
+    local copy of a remote file, removed once the file is proved."""
 
+    p: _Planned
     tensors: Any
     source: Any
-    digests: _Digests
+    fd: int
+    flush: "_Flush"
+    emitted: dict
+    back: Any
+    back_source: Any
+    owner: dict
+    proofs: _Proofs
+    spool: str | None
+    tick: Callable[[str, int], None]
+    ticked: list[int]
 
-
-def _ahead(p: _Planned, local: str, jobs: int) -> _Ahead:
-    tensors, source = _load_local(local)
-    # (the weights a converter builds are digested in the proof's pass, one at a time)
-    arrays = {n: tensors[n] for n in p.weights if isinstance(tensors[n], GritArray)} \
-        if _DIGEST_AHEAD else {}
-    # one thread per LANES weights, at most ``jobs`` (a thread with fewer weights to
-    # interleave hashes fewer bytes per CPU second)
-    return _Ahead(tensors, source, _Digests(arrays, getattr(source, "release", None),
-                                            max(1, min(jobs, -(-len(arrays) // LANES)))))
+    def close(self) -> None:
+        """Stop what runs, wait for the flush, close and remove what is
+        this file's (idempotent)."""
+        self.proofs.stop()
+        self.flush.join()
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+        if self.spool is not None:
+            os.unlink(self.spool)
+            self.spool = None
 
 
 def _write_file(p: _Planned, local: str, work: str, conv: str, pool, progress, done: list,
-                total: int, refused: list[str], jobs: int = 1, ahead: _Ahead | None = None,
-                then: Callable[[], None] | None = None) -> tuple[list[dict], dict]:
+                total: int, refused: list[str], jobs: int = 1, spool: str | None = None
+                ) -> _Written | None:
     """Write one model file entry by entry at the planned offsets (the
-    weights ``jobs`` at a time) while its source weights are digested, then
-    read it back and prove each weight; ``ahead``: the file opened and its
-    digests begun already; ``then()``: called once the digests are done,
-    before the proof (the next file's begin)."""
-    ahead = ahead or _ahead(p, local, jobs)
-    try:
-        return _write_file_(p, local, work, conv, pool, progress, done, total, refused, ahead,
-                            then)
-    finally:
-        ahead.digests.stop()
-
-
-def _write_file_(p: _Planned, local: str, work: str, conv: str, pool, progress, done: list,
-                 total: int, refused: list[str], ahead: _Ahead,
-                 then: Callable[[], None] | None) -> tuple[list[dict], dict]:
-    tensors, source, pre = ahead.tensors, ahead.source, ahead.digests
+    weights ``jobs`` at a time), then begin its proof: the file read back,
+    flushed to disk, and its weights digested and compared in threads
+    (:class:`_Proofs`) while the caller goes on (the next file is written);
+    :func:`_prove` finishes it.  None: a weight was refused (``refused``)."""
+    tensors, source = _load_local(local)
     emit = conventions.by_name(conv).emit
     if emit is None:                        # (refused by _plan already)
         raise GritUsageError(f"convention {conv!r} does not write tensors")
@@ -910,11 +911,12 @@ def _write_file_(p: _Planned, local: str, work: str, conv: str, pool, progress, 
     late: dict[str, str] = {}                  # refusals the bytes decide, by weight
 
     lock = threading.Lock()
-    first = done[0]
+    mine = [0]                                 # this file's units so far
 
     def tick(f: str, n: int) -> None:
         with lock:
             done[0] += n
+            mine[0] += n
             if progress is not None:
                 progress(f, done[0], total)
 
@@ -950,7 +952,6 @@ def _write_file_(p: _Planned, local: str, work: str, conv: str, pool, progress, 
     locate = getattr(source, "locate", None)
     src_fd = os.open(local, os.O_RDONLY)
     fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    flush: _Flush | None = None
     try:
         try:
             os.ftruncate(fd, p.layout.size)
@@ -960,20 +961,39 @@ def _write_file_(p: _Planned, local: str, work: str, conv: str, pool, progress, 
         finally:
             os.close(src_fd)
         if refused:
-            return [], emitted
+            os.close(fd)
+            if spool is not None:
+                os.unlink(spool)
+            return None
         # the file goes to disk while it is proved from the page cache
         flush = _Flush(fd)
-        known = pre.result()
-        if then is not None:
-            then()
-        entries = _prove(p, tensors, source, out, emitted, pool, tick, known)
-        flush.result()
-    finally:
-        if flush is not None:
-            flush.join()
+    except BaseException:
         os.close(fd)
-    tick(p.file, 2 * p.size - (done[0] - first))       # the header and the plain tensors
-    return entries, emitted
+        raise
+    try:
+        back, back_source = _load_local(out)
+        # the name each weight reads back under (a convention may name it otherwise:
+        # gpt-oss's ``x_blocks`` / ``x_scales`` read back as ``x``)
+        owner = {frozenset(r.tensors): r.name
+                 for r in (getattr(back, "recognised", None) or {}).values()}
+        # the weights that are arrays on both sides as the files hold them (not built by
+        # a converter: those are digested and compared in the proof's pass, one at a time)
+        pairs = {}
+        for n in p.weights if _PROOF_AHEAD else ():
+            a, b = tensors[n], back.get(owner.get(frozenset(p.emitted[n]), n))
+            if isinstance(a, GritArray) and isinstance(b, GritArray):
+                pairs[n] = (a, b)
+        # one thread per LANES weights, at most ``jobs`` (a thread with fewer weights to
+        # interleave hashes fewer bytes per CPU second)
+        proofs = _Proofs(pairs, getattr(source, "release", None),
+                         getattr(back_source, "release", None),
+                         max(1, min(jobs, -(-len(pairs) // LANES))))
+    except BaseException:
+        flush.join()
+        os.close(fd)
+        raise
+    return _Written(p, tensors, source, fd, flush, emitted, back, back_source, owner, proofs,
+                    spool, tick, mine)
 
 
 class _Flush(threading.Thread):
@@ -997,32 +1017,28 @@ class _Flush(threading.Thread):
             raise self.error
 
 
-def _prove(p: _Planned, tensors, source, out: str, emitted: dict, pool, tick,
-           known: Mapping[str, str] | None = None) -> list[dict]:
-    """The proof entry of each weight of the written file ``out``, read back
+def _prove(w: _Written, pool) -> tuple[list[dict], dict]:
+    """The proof entry of each weight of the written file (``w``), read back
     through the target convention's recogniser and compared with the
-    source's ``tensors``; ``known``: the source digests computed already,
-    by weight."""
-    back, back_source = _load_local(out)
-    # the name each weight reads back under (a convention may name it otherwise:
-    # gpt-oss's ``x_blocks`` / ``x_scales`` read back as ``x``)
-    owner = {frozenset(r.tensors): r.name
-             for r in (getattr(back, "recognised", None) or {}).values()}
+    source's tensors (the digests and comparisons its :class:`_Proofs`
+    made, the others here), and the emitted weights; the file is then on
+    disk and closed."""
+    p, tensors, source, back, back_source = w.p, w.tensors, w.source, w.back, w.back_source
+    emitted, tick = w.emitted, w.tick
+    known = w.proofs.result()
 
     def prove(name: str) -> dict:
-        as_ = owner.get(frozenset(p.emitted[name]), name)
+        as_ = w.owner.get(frozenset(p.emitted[name]), name)
         a, b = _built(tensors[name]), _built(back.get(as_))
         if not isinstance(b, GritArray):
             raise GritError(f"{name}: the written file does not read back as a GRIT "
                             f"array ({type(b).__name__}): the target convention's reader "
                             "and writer disagree")
-        da = (known or {}).get(name)
-        if da is None:
+        if name in known:
+            da, same = known[name]
+        else:
             da, same = _digest_and_compare(a, b, getattr(source, "release", None),
                                            getattr(back_source, "release", None))
-        else:
-            same = _compare(a, b, getattr(source, "release", None),
-                            getattr(back_source, "release", None))
         sa = _side(a, da)
         sb = _side(b, da if same else None)
         rq = p.requant.get(name)
@@ -1039,7 +1055,11 @@ def _prove(p: _Planned, tensors, source, out: str, emitted: dict, pool, tick,
         tick(p.file, _nbytes(a))
         return entry
 
-    return _run(pool, prove, p.weights)
+    entries = _run(pool, prove, p.weights)
+    w.flush.result()
+    w.close()
+    tick(p.file, 2 * p.size - w.ticked[0])       # the header and the plain tensors
+    return entries, emitted
 
 
 def _run(pool: ThreadPoolExecutor, fn: Callable[[str], Any], items: list[str]) -> list:

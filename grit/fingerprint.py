@@ -15,6 +15,7 @@ from .errors import GritGradeError, GritUsageError
 __all__ = [
     "fnv1a64", "fnv1a128", "gid", "digest", "base32_encode", "base32_decode",
     "display_prefix", "DigestStream", "NATIVE", "FNV64_OFFSET", "fnv1a128_many", "digests",
+    "digests_compared",
     "LANES", "FNV64_PRIME", "FNV128_OFFSET",
     "FNV128_PRIME",
 ]
@@ -129,38 +130,68 @@ def fnv1a128_many(states: Sequence[int], streams: Sequence[Sequence], lanes: int
 
 class _Lane:
     """One array's §6.5 digest in progress: its state, the plane and the
-    offset in it where the next round starts, the plane bytes left."""
+    offset in it where the next round starts, the plane bytes left; with a
+    comparison, the other array's planes (None: their lengths differ, so
+    the two are not equal) and whether the bytes so far are equal."""
 
-    __slots__ = ("index", "planes", "h", "plane", "off", "left")
+    __slots__ = ("index", "planes", "h", "plane", "off", "left", "other", "same")
 
-    def __init__(self, index: int, planes: list[memoryview]) -> None:
+    def __init__(self, index: int, planes: list[memoryview],
+                 other: list[memoryview] | None = None) -> None:
         self.index, self.planes = index, planes
         self.h, self.plane, self.off = FNV128_OFFSET, 0, 0
         self.left = sum(mv.nbytes for mv in planes)
+        self.same = other is None or [mv.nbytes for mv in other] == [mv.nbytes for mv in planes]
+        self.other = other if self.same else None
 
-    def take(self, budget: int, chunks: list[memoryview]) -> list:
+    def take(self, budget: int, chunks: list[memoryview], mirror: list | None = None,
+             others: list[memoryview] | None = None) -> list:
         """The next segments of this array's message, at most ``budget``
         plane bytes (each plane's u64le length where the plane begins); the
-        plane parts are added to ``chunks`` too."""
+        plane parts are added to ``chunks`` too.  ``mirror``: the other
+        array's segments at the same offsets of its message are added to it
+        as one list (its plane parts to ``others`` too); where its planes'
+        lengths differ, these segments instead (compared with themselves:
+        the verdict is known already)."""
         segs: list = []
+        o = self.other if mirror is not None else None
+        osegs: list = []
         while self.plane < 4:
             mv = self.planes[self.plane]
             if budget == 0 and self.off < mv.nbytes:
                 break
             if self.off == 0:
                 segs.append(struct.pack("<Q", mv.nbytes))
+                osegs.append(segs[-1])
             n = min(budget, mv.nbytes - self.off)
             if n:
                 part = mv[self.off:self.off + n]
                 segs.append(part)
                 chunks.append(part)
+                if o is not None:
+                    osegs.append(o[self.plane][self.off:self.off + n])
                 self.off += n
                 self.left -= n
                 budget -= n
             if self.off < mv.nbytes:
                 break
             self.plane, self.off = self.plane + 1, 0
+        if mirror is not None:
+            mirror.append(segs if o is None else osegs)
+            if o is not None and others is not None:
+                others.extend(b for b in osegs if not isinstance(b, bytes))
         return segs
+
+
+def _planes_of(planes, what: str) -> list[memoryview]:
+    try:
+        planes = list(planes)
+    except TypeError:
+        raise GritUsageError(f"{what} needs four planes per array, got "
+                             f"{type(planes).__name__}") from None
+    if len(planes) != 4:
+        raise GritUsageError(f"digest needs exactly four planes, got {len(planes)}")
+    return [_buf(p if p is not None else b"") for p in planes]
 
 
 def digests(arrays: Iterable[Sequence], *, step: int = 1 << 23,
@@ -171,21 +202,34 @@ def digests(arrays: Iterable[Sequence], *, step: int = 1 << 23,
     holds at most :data:`LANES` × ``step`` plane bytes.  ``done(chunk)`` is
     called with each part of a plane once it is hashed (a mapped file's
     pages can be given back as the rounds go)."""
-    waiting = []
-    for planes in arrays:
-        try:
-            planes = list(planes)
-        except TypeError:
-            raise GritUsageError(f"digests needs four planes per array, got "
-                                 f"{type(planes).__name__}") from None
-        if len(planes) != 4:
-            raise GritUsageError(f"digest needs exactly four planes, got {len(planes)}")
-        waiting.append([_buf(p if p is not None else b"") for p in planes])
+    waiting = [_planes_of(planes, "digests") for planes in arrays]
+    return [d for d, _ in _rounds(waiting, None, step, done, None)]
+
+
+def digests_compared(arrays: Iterable[Sequence], others: Iterable[Sequence], *,
+                     step: int = 1 << 23, done: Callable[[memoryview], None] | None = None,
+                     done_other: Callable[[memoryview], None] | None = None
+                     ) -> list[tuple[bytes, bool]]:
+    """``[(digest(a), whether b's four planes are a's bytes) for a, b in
+    zip(arrays, others)]``: :func:`digests`, each array compared with its
+    other in the same pass (the native loop reads the other's bytes beside
+    the ones it hashes: one pass over both, each part of ``a`` compared
+    while it is in the cache).  ``done_other(chunk)``: as ``done``, for the
+    other arrays' plane parts once compared."""
+    waiting = [_planes_of(planes, "digests_compared") for planes in arrays]
+    against = [_planes_of(planes, "digests_compared") for planes in others]
+    if len(against) != len(waiting):
+        raise GritUsageError(f"{len(waiting)} arrays to compare with {len(against)}")
+    return _rounds(waiting, against, step, done, done_other)
+
+
+def _rounds(waiting: list[list[memoryview]], against: list[list[memoryview]] | None,
+            step: int, done, done_other) -> list[tuple[bytes, bool]]:
     step = operator.index(step)
     if step < 1:
         raise GritUsageError(f"step must be positive, got {step}")
-    out: list[bytes] = [b""] * len(waiting)
-    queue = iter(enumerate(waiting))
+    out: list[tuple[bytes, bool]] = [(b"", False)] * len(waiting)
+    queue = iter(range(len(waiting)))
     going: list[_Lane] = []
     while True:
         # the arrays in progress, then new ones while the round has room; an
@@ -194,26 +238,46 @@ def digests(arrays: Iterable[Sequence], *, step: int = 1 << 23,
         lanes = list(going)
         room = LANES * step - sum(min(step, lane.left) for lane in lanes)
         while room > 0:
-            nxt = next(queue, None)
-            if nxt is None:
+            i = next(queue, None)
+            if i is None:
                 break
-            lanes.append(_Lane(*nxt))
+            lanes.append(_Lane(i, waiting[i], None if against is None else against[i]))
             room -= min(step, lanes[-1].left)
         if not lanes:
             return out
         chunks: list[memoryview] = []
-        segs = [lane.take(step, chunks) for lane in lanes]
-        for lane, h in zip(lanes, fnv1a128_many([lane.h for lane in lanes], segs)):
-            lane.h = h
-        if done is not None:
-            for c in chunks:
-                done(c)
+        others: list[memoryview] = []
+        mirror: list | None = None if against is None else []
+        segs = [lane.take(step, chunks, mirror, others) for lane in lanes]
+        states = [lane.h for lane in lanes]
+        if mirror is None:
+            hs, same = fnv1a128_many(states, segs), [True] * len(lanes)
+        else:
+            hs, same = _many_compared(states, segs, mirror)
+        for lane, h, eq in zip(lanes, hs, same):
+            lane.h, lane.same = h, lane.same and eq
+        for c in chunks if done is not None else ():
+            done(c)
+        for c in others if done_other is not None else ():
+            done_other(c)
         going = []
         for lane in lanes:
             if lane.plane == 4:
-                out[lane.index] = lane.h.to_bytes(16, "big")
+                out[lane.index] = (lane.h.to_bytes(16, "big"), lane.same)
             else:
                 going.append(lane)
+
+
+def _many_compared(states: list[int], segs: list[list], mirror: list[list]
+                   ) -> tuple[list[int], list[bool]]:
+    """:func:`fnv1a128_many` of ``segs``, and whether each message is the
+    concatenation of its ``mirror`` segments (natively: in the same loop)."""
+    if _native is not None:
+        hs, same = _native.fnv1a128_many_cmp(states, segs, mirror, LANES)
+        return hs, same
+    return fnv1a128_many(states, segs), [b"".join(bytes(b) for b in x) ==
+                                         b"".join(bytes(b) for b in y)
+                                         for x, y in zip(segs, mirror)]
 
 
 def gid(canonical_grade: str, desc_bytes: bytes, shape: Sequence[int]) -> bytes:

@@ -199,7 +199,7 @@ def test_digests_ahead_prove_the_same(tmp_path, monkeypatch, jobs):
     monkeypatch.setattr(gc, "_digest_and_compare", lambda *a: passes.append(1) or general(*a))
     fast = convert(str(src), str(tmp_path / "fast"), "compressed-tensors", jobs=jobs)
     assert not passes
-    monkeypatch.setattr(gc, "_DIGEST_AHEAD", False)
+    monkeypatch.setattr(gc, "_PROOF_AHEAD", False)
     slow = convert(str(src), str(tmp_path / "slow"), "compressed-tensors", jobs=jobs)
     assert len(passes) == len(slow.proof["weights"]) == 15
     assert fast.proof == slow.proof
@@ -210,6 +210,41 @@ def test_digests_ahead_prove_the_same(tmp_path, monkeypatch, jobs):
             arrays.update(grit.load(str(src / n)))
     for w in fast.proof["weights"]:
         assert w["source"]["digest"] == arrays[w["name"]].digest.hex()
+
+
+@pytest.mark.parametrize("jobs", [1, 3])
+def test_a_written_byte_that_differs_is_found_by_both_paths(tmp_path, monkeypatch, jobs):
+    """Where a written plane is not the source's bytes (here: one byte of
+    the 5th weight's element codes changed after it is written), the one
+    pass's comparison finds it as the general path does: the same proof,
+    the target's own digest, and the verdict the decodes give."""
+    import grit.convert as gc
+    src = _sharded(tmp_path, shards=3, per=5)
+    monkeypatch.setattr(gc, "_RELEASE_STEP", 1000)
+    clean = convert(str(src), str(tmp_path / "clean"), "compressed-tensors", jobs=jobs)
+    copy = gc._copy_or_write
+    seen = []
+
+    def spoil(src_fd, src_off, fd, buf, offset):
+        copy(src_fd, src_off, fd, buf, offset)
+        seen.append(offset)
+        if len(seen) == 9:              # (with jobs=1: a weight's codes in the 2nd file)
+            last = offset + memoryview(buf).nbytes - 1
+            os.pwrite(fd, bytes([int(np.asarray(buf).reshape(-1)[-1]) ^ 0x10]), last)
+    monkeypatch.setattr(gc, "_copy_or_write", spoil)
+    monkeypatch.setattr(gc, "_run", lambda pool, fn, items: [fn(x) for x in items])
+    fast = convert(str(src), str(tmp_path / "fast"), "compressed-tensors", jobs=jobs)
+    seen.clear()
+    monkeypatch.setattr(gc, "_PROOF_AHEAD", False)
+    slow = convert(str(src), str(tmp_path / "slow"), "compressed-tensors", jobs=jobs)
+    assert fast.proof == slow.proof
+    changed = [(w, c) for w, c in zip(fast.proof["weights"], clean.proof["weights"])
+               if w != c]
+    assert len(changed) == 1
+    w, c = changed[0]
+    assert w["source"] == c["source"] and w["target"]["digest"] != c["target"]["digest"]
+    assert w["verdict"]["verdict"] == "scalar-rounded" and w["verdict"]["differ"] >= 1
+    assert verify(str(src), str(tmp_path / "fast")).ok
 
 
 @pytest.mark.parametrize("fails", ["write", "digest"])
@@ -228,7 +263,7 @@ def test_a_failure_leaves_no_digest_running(tmp_path, monkeypatch, fails):
     if fails == "write":
         monkeypatch.setattr(gc, "_pwrite", boom)
     else:
-        monkeypatch.setattr(gc, "_digests", boom)
+        monkeypatch.setattr(gc, "_digests_compared", boom)
     with pytest.raises(OSError, match=fails):
         convert(str(src), str(tmp_path / "out"), "compressed-tensors", jobs=2)
     assert not [t for t in threading.enumerate() if t.name == "grit-digest"]

@@ -382,3 +382,16 @@ def test_variant_many_matches_reference(request, variant):
     want = [fp._py_fnv128(b"".join(s), h) for h, s in zip(states, streams)]
     for lanes in range(1, 5):
         assert ext.fnv1a128_many(states, streams, lanes) == want
+    # and with the comparison: the same bytes cut otherwise, a changed last byte, a longer
+    # message, past a word and a 4 KiB block
+    streams = [*streams, [bytes(range(256)) * 20]]
+    states = [*states, 0]
+    want = [fp._py_fnv128(b"".join(s), h) for h, s in zip(states, streams)]
+    whole = [b"".join(s) for s in streams]
+    others = [[w[:1], w[1:]] for w in whole]
+    others[0] = [whole[0][:-1] + b"\xfe"]
+    others[2] = [b"\x00"]
+    others[5] = [whole[5][:4096], whole[5][4096:-1], b"\x01"]
+    for lanes in range(1, 5):
+        assert ext.fnv1a128_many_cmp(states, streams, others, lanes) == \
+            (want, [False, True, False, True, True, False])

@@ -30,4 +30,13 @@ GRIT_FNV_HIDDEN extern const char grit_fnv_multi_impl[];
 GRIT_FNV_HIDDEN void fnv128_update_many(fnv128_t *st, const fnv_segments *streams, size_t k,
                                         int lanes);
 
+/* fnv128_update_many, and at the same time each message compared with a
+ * second one: eq[i] = 1 where the concatenation of others[i]'s segments is
+ * streams[i]'s message byte for byte (the same length, the same bytes; the
+ * two may be cut into segments differently), else 0.  The comparison runs
+ * in the digest's loop, beside its chains of multiplies. */
+GRIT_FNV_HIDDEN void fnv128_update_many_cmp(fnv128_t *st, const fnv_segments *streams,
+                                            const fnv_segments *others, int *eq, size_t k,
+                                            int lanes);
+
 #endif /* GRIT_CORE_FNV_MULTI_H */

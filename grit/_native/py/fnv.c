@@ -12,6 +12,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <string.h>
+
 #include "../core/fnv.h"
 #include "../core/fnv_multi.h"
 
@@ -285,6 +287,143 @@ done:
 /* -------------------------------------------------------------------------
  * Several streams at once (core/fnv_multi.c) */
 
+/* The segments of k messages, from a sequence of k sequences of bytes-like
+ * objects: each segment's buffer held (pinned) until streams_release. */
+typedef struct {
+    Py_ssize_t k, acquired, total;
+    PyObject *outer, **lists;
+    Py_buffer *views;
+    const unsigned char **seg;
+    size_t *len;
+    fnv_segments *fs;
+} streams_t;
+
+static void
+streams_release(streams_t *m)
+{
+    for (Py_ssize_t i = 0; i < m->acquired; i++) {
+        PyBuffer_Release(&m->views[i]);
+    }
+    if (m->lists != NULL) {
+        for (Py_ssize_t i = 0; i < m->k; i++) {
+            Py_XDECREF(m->lists[i]);
+        }
+    }
+    PyMem_Free(m->views);
+    PyMem_Free(m->seg);
+    PyMem_Free(m->len);
+    PyMem_Free(m->lists);
+    PyMem_Free(m->fs);
+    Py_XDECREF(m->outer);
+    memset(m, 0, sizeof *m);
+}
+
+/* 0, or -1 with an exception set (m then holds nothing: released) */
+static int
+streams_acquire(streams_t *m, PyObject *obj, Py_ssize_t k, const char *what)
+{
+    Py_ssize_t nseg = 0;
+
+    memset(m, 0, sizeof *m);
+    m->outer = PySequence_Fast(obj, "streams must be a sequence of sequences of bytes-like "
+                                    "segments");
+    if (m->outer == NULL) {
+        return -1;
+    }
+    if (PySequence_Fast_GET_SIZE(m->outer) != k) {
+        PyErr_Format(PyExc_ValueError, "%zd states for %zd %s", k,
+                     PySequence_Fast_GET_SIZE(m->outer), what);
+        goto fail;
+    }
+    m->k = k;
+    m->lists = PyMem_Calloc((size_t)k + 1, sizeof *m->lists);
+    m->fs = PyMem_Calloc((size_t)k + 1, sizeof *m->fs);
+    if (m->lists == NULL || m->fs == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < k; i++) {
+        m->lists[i] = PySequence_Fast(PySequence_Fast_GET_ITEM(m->outer, i),
+                                      "each stream must be a sequence of bytes-like segments");
+        if (m->lists[i] == NULL) {
+            goto fail;
+        }
+        nseg += PySequence_Fast_GET_SIZE(m->lists[i]);
+    }
+    m->views = PyMem_Calloc((size_t)nseg + 1, sizeof *m->views);
+    m->seg = PyMem_Calloc((size_t)nseg + 1, sizeof *m->seg);
+    m->len = PyMem_Calloc((size_t)nseg + 1, sizeof *m->len);
+    if (m->views == NULL || m->seg == NULL || m->len == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < k; i++) {
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(m->lists[i]);
+        m->fs[i].seg = m->seg + m->acquired;
+        m->fs[i].len = m->len + m->acquired;
+        m->fs[i].n = (size_t)n;
+        for (Py_ssize_t j = 0; j < n; j++) {
+            Py_buffer *v = &m->views[m->acquired];
+            if (get_bytes(PySequence_Fast_GET_ITEM(m->lists[i], j), v) < 0) {
+                goto fail;
+            }
+            m->seg[m->acquired] = (const unsigned char *)v->buf;
+            m->len[m->acquired] = (size_t)v->len;
+            m->total += v->len;
+            m->acquired++;
+        }
+    }
+    return 0;
+
+fail:
+    streams_release(m);
+    return -1;
+}
+
+/* k states from a sequence of ints, for a loop of `lanes` lanes (NULL with
+ * an exception set: lanes out of range, or a state that is not one) */
+static fnv128_t *
+states_acquire(PyObject *obj, int lanes, Py_ssize_t *k)
+{
+    if (lanes < 1 || lanes > FNV_MULTI_LANES) {
+        PyErr_Format(PyExc_ValueError, "lanes must be from 1 to %d, got %d",
+                     FNV_MULTI_LANES, lanes);
+        return NULL;
+    }
+    PyObject *states = PySequence_Fast(obj, "states must be a sequence of ints");
+    if (states == NULL) {
+        return NULL;
+    }
+    *k = PySequence_Fast_GET_SIZE(states);
+    fnv128_t *st = PyMem_Calloc((size_t)*k + 1, sizeof *st);
+    if (st == NULL) {
+        PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; st != NULL && i < *k; i++) {
+        if (state128_from_py(PySequence_Fast_GET_ITEM(states, i), &st[i]) < 0) {
+            PyMem_Free(st);
+            st = NULL;
+        }
+    }
+    Py_DECREF(states);
+    return st;
+}
+
+static PyObject *
+states_to_list(const fnv128_t *st, Py_ssize_t k)
+{
+    PyObject *res = PyList_New(k);
+    for (Py_ssize_t i = 0; res != NULL && i < k; i++) {
+        PyObject *v = state128_to_py(st[i]);
+        if (v == NULL) {
+            Py_CLEAR(res);
+            break;
+        }
+        PyList_SET_ITEM(res, i, v);
+    }
+    return res;
+}
+
 PyDoc_STRVAR(fnv1a128_many_doc,
 "fnv1a128_many(states, streams, lanes=4, /) -> list[int]\n\n"
 "FNV-1a-128 of several messages at once: states[i] continued over the\n"
@@ -298,117 +437,93 @@ py_fnv1a128_many(PyObject *self, PyObject *args)
 {
     PyObject *states_obj, *streams_obj, *res = NULL;
     int lanes = FNV_MULTI_LANES;
-    PyObject *states = NULL, *streams = NULL, **lists = NULL;
-    Py_buffer *views = NULL;
-    const unsigned char **seg = NULL;
-    size_t *len = NULL;
-    fnv_segments *fs = NULL;
-    fnv128_t *st = NULL;
-    Py_ssize_t k = 0, nseg = 0, acquired = 0, total = 0;
+    Py_ssize_t k = 0;
+    streams_t m;
 
     (void)self;
     if (!PyArg_ParseTuple(args, "OO|i:fnv1a128_many", &states_obj, &streams_obj, &lanes)) {
         return NULL;
     }
-    if (lanes < 1 || lanes > FNV_MULTI_LANES) {
-        PyErr_Format(PyExc_ValueError, "lanes must be from 1 to %d, got %d",
-                     FNV_MULTI_LANES, lanes);
+    fnv128_t *st = states_acquire(states_obj, lanes, &k);
+    if (st == NULL) {
         return NULL;
     }
-    states = PySequence_Fast(states_obj, "states must be a sequence of ints");
-    if (states == NULL) {
-        return NULL;
-    }
-    streams = PySequence_Fast(streams_obj, "streams must be a sequence of sequences "
-                                           "of bytes-like segments");
-    if (streams == NULL) {
-        goto done;
-    }
-    k = PySequence_Fast_GET_SIZE(states);
-    if (PySequence_Fast_GET_SIZE(streams) != k) {
-        PyErr_Format(PyExc_ValueError, "%zd states for %zd streams", k,
-                     PySequence_Fast_GET_SIZE(streams));
-        goto done;
-    }
-    lists = PyMem_Calloc((size_t)k + 1, sizeof *lists);
-    fs = PyMem_Calloc((size_t)k + 1, sizeof *fs);
-    st = PyMem_Calloc((size_t)k + 1, sizeof *st);
-    if (lists == NULL || fs == NULL || st == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < k; i++) {
-        if (state128_from_py(PySequence_Fast_GET_ITEM(states, i), &st[i]) < 0) {
-            goto done;
+    if (streams_acquire(&m, streams_obj, k, "streams") == 0) {
+        /* the views pin every segment, so the loop can run without the GIL */
+        if (m.total > GRIT_NOGIL_BYTES) {
+            Py_BEGIN_ALLOW_THREADS
+            fnv128_update_many(st, m.fs, (size_t)k, lanes);
+            Py_END_ALLOW_THREADS
         }
-        lists[i] = PySequence_Fast(PySequence_Fast_GET_ITEM(streams, i),
-                                   "each stream must be a sequence of bytes-like segments");
-        if (lists[i] == NULL) {
-            goto done;
+        else {
+            fnv128_update_many(st, m.fs, (size_t)k, lanes);
         }
-        nseg += PySequence_Fast_GET_SIZE(lists[i]);
+        streams_release(&m);
+        res = states_to_list(st, k);
     }
-    views = PyMem_Calloc((size_t)nseg + 1, sizeof *views);
-    seg = PyMem_Calloc((size_t)nseg + 1, sizeof *seg);
-    len = PyMem_Calloc((size_t)nseg + 1, sizeof *len);
-    if (views == NULL || seg == NULL || len == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < k; i++) {
-        Py_ssize_t n = PySequence_Fast_GET_SIZE(lists[i]);
-        fs[i].seg = seg + acquired;
-        fs[i].len = len + acquired;
-        fs[i].n = (size_t)n;
-        for (Py_ssize_t j = 0; j < n; j++) {
-            if (get_bytes(PySequence_Fast_GET_ITEM(lists[i], j), &views[acquired]) < 0) {
-                goto done;
-            }
-            seg[acquired] = (const unsigned char *)views[acquired].buf;
-            len[acquired] = (size_t)views[acquired].len;
-            total += views[acquired].len;
-            acquired++;
-        }
-    }
-    /* the views pin every segment, so the loop can run without the GIL */
-    if (total > GRIT_NOGIL_BYTES) {
-        Py_BEGIN_ALLOW_THREADS
-        fnv128_update_many(st, fs, (size_t)k, lanes);
-        Py_END_ALLOW_THREADS
-    }
-    else {
-        fnv128_update_many(st, fs, (size_t)k, lanes);
-    }
-    res = PyList_New(k);
-    if (res == NULL) {
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < k; i++) {
-        PyObject *v = state128_to_py(st[i]);
-        if (v == NULL) {
-            Py_CLEAR(res);
-            goto done;
-        }
-        PyList_SET_ITEM(res, i, v);
-    }
-
-done:
-    for (Py_ssize_t i = 0; i < acquired; i++) {
-        PyBuffer_Release(&views[i]);
-    }
-    if (lists != NULL) {
-        for (Py_ssize_t i = 0; i < k; i++) {
-            Py_XDECREF(lists[i]);
-        }
-    }
-    PyMem_Free(views);
-    PyMem_Free(seg);
-    PyMem_Free(len);
-    PyMem_Free(lists);
-    PyMem_Free(fs);
     PyMem_Free(st);
-    Py_XDECREF(streams);
-    Py_DECREF(states);
+    return res;
+}
+
+PyDoc_STRVAR(fnv1a128_many_cmp_doc,
+"fnv1a128_many_cmp(states, streams, others, lanes=4, /) -> (list[int], list[bool])\n\n"
+"fnv1a128_many(states, streams, lanes), and for every i whether the\n"
+"concatenation of the segments of others[i] is the message of streams[i]\n"
+"byte for byte (the same length and bytes; the segments may be cut\n"
+"differently), compared in the same loop.");
+
+static PyObject *
+py_fnv1a128_many_cmp(PyObject *self, PyObject *args)
+{
+    PyObject *states_obj, *streams_obj, *others_obj, *res = NULL;
+    int lanes = FNV_MULTI_LANES;
+    Py_ssize_t k = 0;
+    streams_t m, o;
+    int *eq = NULL;
+
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOO|i:fnv1a128_many_cmp", &states_obj, &streams_obj,
+                          &others_obj, &lanes)) {
+        return NULL;
+    }
+    fnv128_t *st = states_acquire(states_obj, lanes, &k);
+    if (st == NULL) {
+        return NULL;
+    }
+    eq = PyMem_Calloc((size_t)k + 1, sizeof *eq);
+    if (eq == NULL) {
+        PyErr_NoMemory();
+        PyMem_Free(st);
+        return NULL;
+    }
+    if (streams_acquire(&m, streams_obj, k, "streams") == 0) {
+        if (streams_acquire(&o, others_obj, k, "others") == 0) {
+            if (m.total + o.total > GRIT_NOGIL_BYTES) {
+                Py_BEGIN_ALLOW_THREADS
+                fnv128_update_many_cmp(st, m.fs, o.fs, eq, (size_t)k, lanes);
+                Py_END_ALLOW_THREADS
+            }
+            else {
+                fnv128_update_many_cmp(st, m.fs, o.fs, eq, (size_t)k, lanes);
+            }
+            streams_release(&o);
+            PyObject *hs = states_to_list(st, k);
+            PyObject *same = hs == NULL ? NULL : PyList_New(k);
+            for (Py_ssize_t i = 0; same != NULL && i < k; i++) {
+                PyObject *b = eq[i] ? Py_True : Py_False;
+                Py_INCREF(b);
+                PyList_SET_ITEM(same, i, b);
+            }
+            if (same != NULL) {
+                res = PyTuple_Pack(2, hs, same);
+            }
+            Py_XDECREF(hs);
+            Py_XDECREF(same);
+        }
+        streams_release(&m);
+    }
+    PyMem_Free(eq);
+    PyMem_Free(st);
     return res;
 }
 
@@ -417,6 +532,7 @@ static PyMethodDef ext_methods[] = {
     {"fnv1a128", py_fnv1a128, METH_VARARGS, fnv1a128_doc},
     {"digest", py_digest, METH_O, digest_doc},
     {"fnv1a128_many", py_fnv1a128_many, METH_VARARGS, fnv1a128_many_doc},
+    {"fnv1a128_many_cmp", py_fnv1a128_many_cmp, METH_VARARGS, fnv1a128_many_cmp_doc},
     {NULL, NULL, 0, NULL},
 };
 
