@@ -43,34 +43,15 @@ import tempfile
 
 import numpy as np
 
-_CHILD = r"""
-import json, os, resource, shutil, sys, threading, time
+import _measure  # bench/: the child's measurements
+
+_CHILD = _measure.HEAD + r"""
+import shutil
 mode, src, dst = sys.argv[1:4]
-peak_anon = [0]
-stop = threading.Event()
-def status(key):
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith(key + ":"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
-def anon():
-    return status("RssAnon")
-def sample():
-    while not stop.is_set():
-        peak_anon[0] = max(peak_anon[0], anon())
-        time.sleep(0.005)
-th = threading.Thread(target=sample, daemon=True)
-th.start()
-t = time.perf_counter()
 if not mode.startswith("copy"):         # the import is timed apart: a cost per run, not per GB
     import grit, grit.convert
-imported = time.perf_counter() - t
-ru0 = resource.getrusage(resource.RUSAGE_SELF)
-cpu0 = ru0.ru_utime + ru0.ru_stime
+extra["import"] = time.perf_counter() - t
+cpu0 = cpu()
 t = time.perf_counter()
 if mode.startswith("copy"):
     os.makedirs(dst)
@@ -93,15 +74,7 @@ else:
         if n.endswith(".safetensors"):
             em = conventions.emit("compressed-tensors", dict(grit.load(os.path.join(src, n))))
             grit.save(os.path.join(dst, n), em.tensors)
-wall = time.perf_counter() - t
-stop.set()
-th.join()
-# VmHWM, not ru_maxrss: the latter keeps the peak of the process before exec (the
-# parent's, which made the checkpoint)
-ru = resource.getrusage(resource.RUSAGE_SELF)
-print(json.dumps({"wall": wall, "rss": status("VmHWM"), "anon": max(peak_anon[0], anon()),
-                  "cpu": ru.ru_utime + ru.ru_stime - cpu0, "import": imported}))
-"""
+""" + _measure.TAIL
 
 
 def make(folder: str, size_gb: float, shard_mb: int, rows: int, cols: int) -> tuple[int, int]:
@@ -172,10 +145,8 @@ def main() -> None:
               f"{'GB/s/core':>9} {'RSS MiB':>8} {'÷ largest':>9} {'anon MiB':>9} "
               f"{'÷ largest':>9}")
         for mode, runs in rows.items():
-            wall = statistics.median(r["wall"] for r in runs)
-            cpu = statistics.median(r["cpu"] for r in runs)
-            rss = statistics.median(r["rss"] for r in runs)
-            anon = statistics.median(r["anon"] for r in runs)
+            m = _measure.medians(runs)
+            wall, cpu, rss, anon = m["wall"], m["cpu"], m["rss"], m["anon"]
             print(f"{mode:12} {wall:7.2f} {total / wall / 1e9:6.2f} {base / wall:7.2f} "
                   f"{cpu / (total / 1e9):8.2f} {total / 1e9 / cpu:9.2f} "
                   f"{rss / 2**20:8.0f} {rss / largest:9.2f} {anon / 2**20:9.0f} "

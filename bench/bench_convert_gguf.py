@@ -30,7 +30,6 @@ import argparse
 import json
 import os
 import shutil
-import statistics
 import struct
 import subprocess
 import sys
@@ -38,27 +37,10 @@ import tempfile
 
 import numpy as np
 
-_CHILD = r"""
-import json, os, resource, sys, threading, time
+import _measure  # bench/: the child's measurements
+
+_CHILD = _measure.HEAD + r"""
 mode, src, dst, llama = sys.argv[1:5]
-peak_anon = [0]
-stop = threading.Event()
-def status(key):
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith(key + ":"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
-def sample():
-    while not stop.is_set():
-        peak_anon[0] = max(peak_anon[0], status("RssAnon"))
-        time.sleep(0.005)
-th = threading.Thread(target=sample, daemon=True)
-th.start()
-t = time.perf_counter()
 if mode == "grit":
     from grit.convert import convert
     convert(src, dst, "gguf")
@@ -70,13 +52,7 @@ else:
     os.makedirs(dst)
     sys.argv = ["convert_hf_to_gguf.py", src, "--outfile", os.path.join(dst, "model.gguf")]
     convert_hf_to_gguf.main()
-wall = time.perf_counter() - t
-stop.set()
-th.join()
-ru = resource.getrusage(resource.RUSAGE_SELF)
-print(json.dumps({"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "rss": status("VmHWM"),
-                  "anon": max(peak_anon[0], status("RssAnon"))}))
-"""
+""" + _measure.TAIL
 
 #: the quantization_config compressed-tensors writes for NVFP4 weights
 _QCONFIG = {
@@ -257,10 +233,8 @@ def main() -> None:
         print(f"{'':10} {'wall s':>7} {'GB/s':>6} {'CPU s':>7} {'RSS MiB':>8} "
               f"{'÷ largest':>9} {'anon MiB':>9} {'÷ largest':>9}")
         for mode, runs in rows.items():
-            wall = statistics.median(r["wall"] for r in runs)
-            cpu = statistics.median(r["cpu"] for r in runs)
-            rss = statistics.median(r["rss"] for r in runs)
-            anon = statistics.median(r["anon"] for r in runs)
+            m = _measure.medians(runs)
+            wall, cpu, rss, anon = m["wall"], m["cpu"], m["rss"], m["anon"]
             print(f"{mode:10} {wall:7.2f} {total / wall / 1e9:6.2f} {cpu:7.2f} "
                   f"{rss / 2**20:8.0f} {rss / largest:9.2f} {anon / 2**20:9.0f} "
                   f"{anon / largest:9.2f}")
