@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import random
 import traceback
 from dataclasses import dataclass, field
@@ -31,6 +32,9 @@ from grit import descriptor as D
 from grit import grade as G
 from grit.placement import expr as X
 from grit.placement.words import REGISTERED as PLACEMENTS
+
+#: the package's folder, with a separator: a frame in a file under it was raised by grit
+_PACKAGE = os.path.dirname(os.path.abspath(grit.__file__)) + os.sep
 
 __all__ = [
     "RandomChooser", "DrawChooser", "SEED_GRADES", "SEED_LAYOUTS", "fuzz_registry",
@@ -384,12 +388,12 @@ class Outcome:
 
     def escape(self, where: str, exc: BaseException | None, repro: Any, why: str = "") -> None:
         tb = traceback.extract_tb(exc.__traceback__) if exc is not None else []
-        frame = next((f for f in reversed(tb) if "/grit/" in f.filename), None)
+        frame = next((f for f in reversed(tb) if f.filename.startswith(_PACKAGE)), None)
         self.escapes.append({
             "where": where,
             "type": type(exc).__name__ if exc is not None else "ContractBroken",
             "message": (str(exc) if exc is not None else why)[:300],
-            "raised_in": (f"{frame.filename.split('/grit/', 1)[1]}:{frame.lineno} "
+            "raised_in": (f"{frame.filename[len(_PACKAGE):]}:{frame.lineno} "
                           f"({frame.name})") if frame else None,
             "exc": exc, "repro": repro})
 
