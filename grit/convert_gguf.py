@@ -41,7 +41,7 @@ import shutil
 import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 
@@ -787,10 +787,11 @@ def _fetch_beside(src: str, into: str) -> None:
             f.write(raw)
 
 
-def _spool(src: str, path: str) -> None:
-    """The remote file ``src`` into the local file ``path``, each byte read
-    once, in ranged reads of at most ``grit.convert.SPOOL_CHUNK`` bytes."""
-    got = Location.of(src).open(src)
+def _spool(src: str, path: str, got=None) -> None:
+    """The remote file ``src`` (``got``: its byte source, opened already)
+    into the local file ``path``, each byte read once, in ranged reads of at
+    most ``grit.convert.SPOOL_CHUNK`` bytes."""
+    got = got if got is not None else Location.of(src).open(src)
     with open(path, "xb") as out:
         for buf in got.stream(0, got.size, _convert.SPOOL_CHUNK):
             out.write(buf)
@@ -1192,8 +1193,35 @@ def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family,
 
 
 def is_gguf_source(src: str) -> bool:
-    """Whether ``src`` is a local GGUF file."""
+    """Whether ``src`` is a GGUF file: a local one, or an ``https://`` URL or
+    ``hf://`` file whose name ends in ``.gguf``."""
+    if is_remote(src):
+        return src.split("?")[0].lower().endswith(".gguf")
     return os.path.isfile(src) and src.lower().endswith(".gguf")
+
+
+@contextmanager
+def _local_gguf(src: str, work_parent: str) -> Iterator[str]:
+    """The GGUF file ``src`` as a local path: a remote one read once, in
+    ranged reads of at most ``grit.convert.SPOOL_CHUNK`` bytes (:func:`_spool`),
+    into a spool folder in ``work_parent`` (refused without room for it and
+    an output of its size), removed after."""
+    if not is_remote(src):
+        yield src
+        return
+    os.makedirs(work_parent, exist_ok=True)
+    spool = tempfile.mkdtemp(prefix=".grit-gguf-spool-", dir=work_parent)
+    try:
+        got = Location.of(src).open(src)
+        free = shutil.disk_usage(spool).free
+        if free < 2 * got.size:
+            raise GritUsageError(f"{work_parent}: {free} bytes free; converting the remote "
+                                 f"GGUF needs {2 * got.size} (its spool and the output)")
+        path = os.path.join(spool, GGUF_FILE)
+        _spool(src, path, got)
+        yield path
+    finally:
+        shutil.rmtree(spool, ignore_errors=True)
 
 
 def _family_of_arch(arch: str) -> Family:
@@ -1474,6 +1502,12 @@ def verify(src: str, dst: str, proof: str | None = None) -> _convert.VerifyRepor
     folder, doc, problems = _convert.read_proof(dst, proof)
     if doc.get("to") == TARGET:
         return _verify_to_gguf(src, folder, doc, problems)
+    with _local_gguf(src, os.path.dirname(os.path.abspath(folder))) as local:
+        return _verify_from_gguf(local, folder, doc, problems)
+
+
+def _verify_from_gguf(src: str, folder: str, doc: Mapping, problems: list[str]
+                      ) -> _convert.VerifyReport:
     tensors, _, _, _ = _from_gguf_tensors(src)
     b = _load(os.path.join(folder, "model.safetensors"))
     claimed = {w.get("name"): w for w in doc["weights"] if isinstance(w, dict)}
@@ -1564,7 +1598,13 @@ def convert(src: str, dst: str, to: str, *, overwrite: bool = False,
         if to == TARGET:
             raise GritUsageError("SRC is GGUF already: --to names a safetensors convention "
                                  f"({', '.join(_convert.TARGETS)})")
-        return from_gguf(src, dst, to, overwrite=overwrite, progress=progress)
+        if to not in _convert.TARGETS:
+            raise GritUsageError(f"--to must be one of {', '.join(_convert.TARGETS)}, "
+                                 f"got {to!r}")
+        if is_remote(src):                  # refused before a byte is read
+            _dst_free(dst, overwrite, [])
+        with _local_gguf(src, os.path.dirname(os.path.abspath(dst))) as local:
+            return from_gguf(local, dst, to, overwrite=overwrite, progress=progress)
     return to_gguf(src, dst, overwrite=overwrite, progress=progress)
 
 

@@ -295,3 +295,57 @@ def test_an_https_file_converts_as_the_local_file(model, tmp_path):
         s.close()
     C.convert(str(tmp_path / "m"), str(tmp_path / "local"), "gguf")
     _same_output(tmp_path / "out", tmp_path / "local")
+
+
+def test_a_remote_gguf_source_converts_as_the_local_file(
+        model, hub, tmp_path, monkeypatch):  # noqa: F811
+    """A GGUF by https URL and by hf://: read once into a spool beside the
+    output (each byte sent once, in ranges of at most SPOOL_CHUNK), then
+    converted as the local file — the output byte for byte the local
+    conversion's — and grit verify of the URL reads it once more; no spool
+    is left."""
+    C.convert(model, str(tmp_path / "g"), "gguf")
+    path = str(tmp_path / "g" / CG.GGUF_FILE)
+    with open(path, "rb") as f:
+        data = f.read()
+    local = tmp_path / "local"
+    C.convert(path, str(local), "compressed-tensors")
+    monkeypatch.setattr(C, "SPOOL_CHUNK", 1 << 14)
+    sent: list[tuple[int, str | None]] = []
+    plain = http_server.ranged
+
+    def ranged(hdr, got_data):
+        got = plain(hdr, got_data)
+        sent.append((id(got_data), got[2]))
+        return got
+    monkeypatch.setattr(http_server, "ranged", ranged)
+    s = Server()
+    try:
+        s.files["/r/x.gguf"] = data
+        url = s.url("/r/x.gguf")
+        rep = C.convert(url, str(tmp_path / "out"), "compressed-tensors")
+        assert rep.counts == {"bit-exact": 14}
+        ranges = []
+        for i, cr in sent:
+            if i == id(data):
+                assert cr is not None                    # never the whole file at once
+                a, b = cr.split()[1].split("/")[0].split("-")
+                assert int(b) + 1 - int(a) <= 1 << 14
+                ranges.append((int(a), int(b)))
+        c = _coverage(len(data), ranges)
+        assert c.min() == 1 and c[1:].max() == 1         # each byte once, after a probe
+        assert C.verify(url, str(tmp_path / "out")).ok
+        with pytest.raises(grit.GritUsageError, match="exists"):
+            C.convert(url, str(tmp_path / "out"), "grit")
+    finally:
+        s.close()
+    names = sorted(os.listdir(local))
+    assert sorted(os.listdir(tmp_path / "out")) == names
+    for n in names:
+        assert (tmp_path / "out" / n).read_bytes() == (local / n).read_bytes(), n
+    hub.commit(REPO, {"sub/model.gguf": data})
+    C.convert(f"hf://{REPO}/sub/model.gguf", str(tmp_path / "hf"), "compressed-tensors")
+    for n in names:
+        assert (tmp_path / "hf" / n).read_bytes() == (local / n).read_bytes(), n
+    assert C.verify(f"hf://{REPO}/sub/model.gguf", str(tmp_path / "hf")).ok
+    assert not [n for n in os.listdir(tmp_path) if n.startswith(".grit")]
