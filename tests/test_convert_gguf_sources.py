@@ -177,6 +177,32 @@ def _coverage(size: int, ranges: list[tuple[int, int]]) -> np.ndarray:
     return c
 
 
+def _sent_ranges(monkeypatch) -> list[tuple[int, str | None]]:
+    """The bodies the loopback server sends from now on, each recorded as
+    (the id of the file's bytes, its Content-Range or None)."""
+    sent: list[tuple[int, str | None]] = []
+    plain = http_server.ranged
+
+    def ranged(hdr, data):
+        got = plain(hdr, data)
+        sent.append((id(data), got[2]))
+        return got
+    monkeypatch.setattr(http_server, "ranged", ranged)
+    return sent
+
+
+def _sent_coverage(sent: list[tuple[int, str | None]], data: bytes) -> np.ndarray:
+    """How many times each byte of ``data`` was sent (never the whole file
+    at once: every body a range)."""
+    ranges = []
+    for i, cr in sent:
+        if i == id(data):
+            assert cr is not None
+            a, b = cr.split()[1].split("/")[0].split("-")
+            ranges.append((int(a), int(b)))
+    return _coverage(len(data), ranges)
+
+
 def _same_output(remote_out, local_out) -> None:
     for n in (CG.GGUF_FILE, "config.json", C.PROOF_FILE):
         assert (remote_out / n).read_bytes() == (local_out / n).read_bytes(), n
@@ -191,14 +217,7 @@ def test_an_https_shard_index_converts_as_its_local_files(model, tmp_path, monke
     files = shard(model, tmp_path / "m")
     monkeypatch.setattr(C, "SMALL_MAX", SMALL)
     monkeypatch.setattr(C, "SPOOL_CHUNK", 1 << 14)
-    sent: list[tuple[int, str | None]] = []
-    plain = http_server.ranged
-
-    def ranged(hdr, data):
-        got = plain(hdr, data)
-        sent.append((id(data), got[2]))
-        return got
-    monkeypatch.setattr(http_server, "ranged", ranged)
+    sent = _sent_ranges(monkeypatch)
     s = Server()
     try:
         for n in os.listdir(tmp_path / "m"):
@@ -208,13 +227,7 @@ def test_an_https_shard_index_converts_as_its_local_files(model, tmp_path, monke
         assert s.largest <= 1 << 14 or s.largest in (len(v) for k, v in s.files.items()
                                                      if not k.endswith(".safetensors"))
         def cov(path: str) -> np.ndarray:
-            data, ranges = s.files[path], []
-            for i, cr in sent:
-                if i == id(data):
-                    assert cr is not None                # never the whole file at once
-                    a, b = cr.split()[1].split("/")[0].split("-")
-                    ranges.append((int(a), int(b)))
-            return _coverage(len(data), ranges)
+            return _sent_coverage(sent, s.files[path])
         for fn, spans in _large_spans(tmp_path / "m", files).items():
             c = cov(f"/m/{fn}")
             assert c.min() == 1                          # every byte sent
@@ -311,28 +324,15 @@ def test_a_remote_gguf_source_converts_as_the_local_file(
     local = tmp_path / "local"
     C.convert(path, str(local), "compressed-tensors")
     monkeypatch.setattr(C, "SPOOL_CHUNK", 1 << 14)
-    sent: list[tuple[int, str | None]] = []
-    plain = http_server.ranged
-
-    def ranged(hdr, got_data):
-        got = plain(hdr, got_data)
-        sent.append((id(got_data), got[2]))
-        return got
-    monkeypatch.setattr(http_server, "ranged", ranged)
+    sent = _sent_ranges(monkeypatch)
     s = Server()
     try:
         s.files["/r/x.gguf"] = data
         url = s.url("/r/x.gguf")
         rep = C.convert(url, str(tmp_path / "out"), "compressed-tensors")
         assert rep.counts == {"bit-exact": 14}
-        ranges = []
-        for i, cr in sent:
-            if i == id(data):
-                assert cr is not None                    # never the whole file at once
-                a, b = cr.split()[1].split("/")[0].split("-")
-                assert int(b) + 1 - int(a) <= 1 << 14
-                ranges.append((int(a), int(b)))
-        c = _coverage(len(data), ranges)
+        assert s.largest <= 1 << 14
+        c = _sent_coverage(sent, data)
         assert c.min() == 1 and c[1:].max() == 1         # each byte once, after a probe
         assert C.verify(url, str(tmp_path / "out")).ok
         with pytest.raises(grit.GritUsageError, match="exists"):
