@@ -1126,6 +1126,25 @@ def _rows_note(rows) -> str | None:
     return "llama.cpp's q/k order (LlamaModel.permute)"
 
 
+def _read_back(path: str) -> tuple[Any, Any, Callable[[str], None]]:
+    """(the tensors of the written GGUF ``path``, its byte source, a function
+    giving back the file's pages of a tensor and its companions by GGUF
+    name); the pages the reader read (the header, the companion scales)
+    given back now."""
+    got = _read_gguf(path)
+    raise_first(got.problems)
+    back, out_src = got.tensors, got.file.source
+    if isinstance(out_src, LocalFile):
+        out_src.release(out_src.mapping())
+    spans = {t.name: (got.file.data_start + t.offset, t.nbytes) for t in got.file.tensors}
+
+    def written(gname: str) -> None:
+        for n in (gname, *companion_names(gname)):
+            if n in spans and isinstance(out_src, LocalFile) and spans[n][1]:
+                _give_back_around(out_src, out_src.view(*spans[n]))
+    return back, out_src, written
+
+
 def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family,
                 release: Callable[[Any], None] | None = None) -> dict:
     """The proof of a ``--to gguf`` conversion, derived by reading the written
@@ -1134,17 +1153,7 @@ def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family,
     one pass (``grit.convert._digest_and_compare``), then let go, the pages
     of the written file given back, and those of the source (``release``,
     :func:`_releaser`): memory stays at the weight being proved."""
-    got = _read_gguf(path)
-    raise_first(got.problems)
-    back, out_src = got.tensors, got.file.source
-    if isinstance(out_src, LocalFile):      # the pages the reader read (the header, the
-        out_src.release(out_src.mapping())  # companion scales), given back
-    spans = {t.name: (got.file.data_start + t.offset, t.nbytes) for t in got.file.tensors}
-
-    def written(gname: str) -> None:          # the file's pages of a tensor, given back
-        for n in (gname, *companion_names(gname)):
-            if n in spans and isinstance(out_src, LocalFile) and spans[n][1]:
-                _give_back_around(out_src, out_src.view(*spans[n]))
+    back, out_src, written = _read_back(path)
     weights, plain = [], []
     for gname, (v, name, how, rows) in sorted(plan.items(), key=lambda kv: kv[1][1]):
         b = back.get(gname)
@@ -1525,17 +1534,29 @@ def _compare_sets(srcw: set, claimed: dict, problems: list[str]) -> None:
                         f"{sorted(set(claimed) - srcw)[:5]}")
 
 
-def _check_weight(name: str, w: dict, x, ref, y, problems: list[str]) -> None:
+def _check_weight(name: str, w: dict, x, ref, y, problems: list[str],
+                  release: Callable[[Any], None] | None = None,
+                  release_out: Callable[[Any], None] | None = None) -> None:
+    """The disagreements of one weight with its proof entry ``w``: ``x`` the
+    source, ``ref`` the source as the output should hold it (``x`` or its
+    rows moved), ``y`` the output.  ``ref`` is digested and compared with
+    ``y`` in one pass (``grit.convert._digest_and_compare``), the pages of
+    ``x``'s file handed to ``release`` and of ``y``'s to ``release_out`` as
+    it goes; ``y`` is digested apart where it is not ``ref``'s bytes, and
+    the verdict re-derived (``grit.convert.quick_verdict``)."""
     if not isinstance(y, GritArray):
         problems.append(f"{name}: the output holds no GRIT array under this name")
         return
-    for side, arr in (("source", x), ("target", y)):
-        got = _convert._side(arr)
+    dx = None if ref is x else _convert._planes_digest(x)
+    dref, same = _convert._digest_and_compare(ref, y, release if ref is x else None,
+                                              release_out)
+    for side, got in (("source", _convert._side(x, dref if dx is None else dx)),
+                      ("target", _convert._side(y, dref if same else None))):
         for k in ("gid", "grade", "digest", "shape"):
             if (w.get(side) or {}).get(k) != got[k]:
                 problems.append(f"{name}: {side} {k} is {got[k]}, the proof says "
                                 f"{(w.get(side) or {}).get(k)}")
-    v = _convert.verdict(ref, y)
+    v = _convert.quick_verdict(ref, y, same)
     if v != w.get("verdict"):
         problems.append(f"{name}: the decodes give {v}, the proof says {w.get('verdict')}")
 
@@ -1552,10 +1573,11 @@ def _verify_local(local: _Local, folder: str, doc: dict, problems: list[str]
     fam = _family(cfg)
     h = _hparams(cfg, fam)
     tensors, scalars = _source(local.paths, local.headers)
+    release = _releaser(local)
     plan, refused, types = _plan_gguf(tensors, fam, h, int(_need(h, "num_hidden_layers", fam)),
-                                      _embedding_rows(fam, local.folder, h))
+                                      _embedding_rows(fam, local.folder, h), release)
     problems.extend(f"the source is no longer convertible: {r}" for r in refused)
-    back = _load(os.path.join(folder, GGUF_FILE))
+    back, out_src, written = _read_back(os.path.join(folder, GGUF_FILE))
     claimed = {w.get("name"): w for w in doc["weights"] if isinstance(w, dict)}
     srcw = {n for n, v in tensors.items() if isinstance(v, GritArray)}
     _compare_sets(srcw, claimed, problems)
@@ -1564,18 +1586,20 @@ def _verify_local(local: _Local, folder: str, doc: dict, problems: list[str]
         b = back.get(gname)
         back.pop(gname, None)   # one weight's built planes at a time
         if how == "ggml":
-            if name not in claimed:
-                continue
-            checked += 1
-            ref = v if rows is None else _permuted(v, rows)
-            _check_weight(name, claimed[name], v, ref, b, problems)
+            if name in claimed:
+                checked += 1
+                ref = v if rows is None else _permuted(v, rows)
+                _check_weight(name, claimed[name], v, ref, b, problems, release,
+                              getattr(out_src, "release", None))
+        elif not isinstance(b, np.ndarray):
+            problems.append(f"{gname}: the GGUF holds no plain tensor under this name")
         else:
-            if not isinstance(b, np.ndarray):
-                problems.append(f"{gname}: the GGUF holds no plain tensor under this name")
-                continue
             why = _plain_entry(v, b, how, rows)
             if why is not None:
                 problems.append(f"{gname} ({name}): {why}")
+        del b
+        _give_back(release, v)      # the pages of both files' tensor, given back
+        written(gname)
     for gname, (v, leaf, _) in _input_scales(plan, types, scalars).items():
         b = back.get(gname)
         why = (_plain_entry(v, b, "f32", None) if isinstance(b, np.ndarray)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import grit
-from _support import raw_tensors
+from _support import given_back, raw_tensors
 from grit.convert import PROOF_FILE, convert, quick_verdict, verdict, verify
 
 
@@ -198,27 +198,15 @@ def test_verify_gives_back_every_tensors_pages(tmp_path, monkeypatch):
     the weights' planes and the plain tensors, in each shard — to its
     file's map to be given back (MADV_DONTNEED) once it is checked, so its
     memory does not grow with what it has read."""
-    from grit.io.source import LocalFile
     src, dst = tmp_path / "src", tmp_path / "ct"
     two_shards(src, (16, 4096), 3)
     convert(str(src), str(dst), "compressed-tensors")
-    given: dict[str, list[tuple[int, int]]] = {}
-    plain_release = LocalFile.release
-
-    def release(self, buf):
-        off = self.locate(buf)
-        if off is not None:
-            given.setdefault(os.path.realpath(self.name), []).append(
-                (off, off + memoryview(buf).nbytes))
-        plain_release(self, buf)
-    monkeypatch.setattr(LocalFile, "release", release)
+    given = given_back(monkeypatch)
     assert verify(str(src), str(dst)).ok
     files = [f for d in (src, dst) for f in sorted(d.glob("*.safetensors"))]
     assert len(files) == 4
     for f in files:
-        back = np.zeros(f.stat().st_size, bool)
-        for a, b in given.get(os.path.realpath(f), ()):
-            back[a:b] = True
+        back = given(f)
         spans = _spans(f)
         assert len(spans) >= 2
         for k, (a, b) in spans.items():

@@ -29,6 +29,7 @@ import http_server  # noqa: E402
 from grit import convert as C  # noqa: E402
 from grit import convert_gguf as CG  # noqa: E402
 from grit.io.hub import PREFIX  # noqa: E402
+from _support import given_back  # noqa: E402
 from http_server import Server  # noqa: E402
 from test_scan_hub import REPO, hub, isolated  # noqa: E402,F401  (the Hub on loopback)
 
@@ -349,3 +350,30 @@ def test_a_remote_gguf_source_converts_as_the_local_file(
         assert (tmp_path / "hf" / n).read_bytes() == (local / n).read_bytes(), n
     assert C.verify(f"hf://{REPO}/sub/model.gguf", str(tmp_path / "hf")).ok
     assert not [n for n in os.listdir(tmp_path) if n.startswith(".grit")]
+
+
+def test_verify_of_a_gguf_gives_back_every_tensors_pages(model, tmp_path, monkeypatch):
+    """grit verify of a --to gguf conversion hands every byte of every GGUF
+    tensor (its spans as gguf-py reads them) and of every source tensor over
+    4 KiB (from the safetensors header, by hand) to its file's map to be
+    given back (MADV_DONTNEED) once checked."""
+    out = tmp_path / "out"
+    C.convert(model, str(out), "gguf")
+    back = given_back(monkeypatch)
+    assert C.verify(model, str(out)).ok
+    g = os.path.join(out, CG.GGUF_FILE)
+    b = back(g)
+    tensors = gguf.GGUFReader(g).tensors
+    assert len(tensors) > 10
+    for t in tensors:
+        assert b[t.data_offset:t.data_offset + t.n_bytes].all(), t.name
+    st = os.path.join(model, "model.safetensors")
+    b = back(st)
+    h, _ = _header(st)
+    with open(st, "rb") as f:
+        start = 8 + struct.unpack("<Q", f.read(8))[0]
+    big = [(k, start + e["data_offsets"][0], start + e["data_offsets"][1])
+           for k, e in h.items() if e["data_offsets"][1] - e["data_offsets"][0] > SMALL]
+    assert big
+    for k, a, e in big:
+        assert b[a:e].all(), k
