@@ -1194,8 +1194,12 @@ def verify(src: str, dst: str, proof: str | None = None) -> VerifyReport:
 
     def spool(side: str) -> str:
         if not spools:
-            spools.append(tempfile.mkdtemp(prefix=".grit-verify-spool-",
-                                           dir=os.path.dirname(os.path.abspath(folder))))
+            parent = os.path.dirname(os.path.abspath(folder))
+            try:
+                spools.append(tempfile.mkdtemp(prefix=".grit-verify-spool-", dir=parent))
+            except OSError as e:
+                raise GritUsageError(f"{parent}: cannot hold the spool of a remote model "
+                                     f"file: {e}") from None
         return os.path.join(spools[0], side)
     try:
         b, b_sources = _side_files(dst, spool)
