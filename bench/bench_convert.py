@@ -15,7 +15,10 @@ each round in a rotated order:
   and the comparison of the planes);
 * ``emit+save``: the same writes without the check and the proof
   (``grit.conventions.emit`` + ``grit.save`` per shard), to show what the
-  proof costs.
+  proof costs;
+* ``verify`` (with ``--verify``): ``grit verify`` of the checkpoint and its
+  ``compressed-tensors`` conversion (made once, untimed): both
+  checkpoints read again, every digest and verdict re-derived.
 
 Printed: wall time, GB/s over the checkpoint's bytes, the ratio to the
 copy's throughput, the CPU time of the process (user + system, all its
@@ -66,6 +69,10 @@ if mode.startswith("copy"):
 elif mode.startswith("convert"):
     from grit.convert import convert
     convert(src, dst, "compressed-tensors", jobs=int(mode.split("-j")[1]))
+elif mode == "verify":
+    from grit.convert import verify
+    if not verify(src, dst).ok:
+        raise SystemExit("verify: the proof does not hold")
 else:
     import grit
     from grit import conventions
@@ -107,10 +114,14 @@ def make(folder: str, size_gb: float, shard_mb: int, rows: int, cols: int) -> tu
 
 
 def run(mode: str, src: str, dst: str) -> dict:
-    shutil.rmtree(dst, ignore_errors=True)
+    """One child's measurement of ``mode`` from ``src`` into ``dst``
+    (removed before and after; ``verify`` reads ``dst``, left as it is)."""
+    if mode != "verify":
+        shutil.rmtree(dst, ignore_errors=True)
     out = subprocess.run([sys.executable, "-c", _CHILD, mode, src, dst], capture_output=True,
                          text=True, check=True)
-    shutil.rmtree(dst, ignore_errors=True)
+    if mode != "verify":
+        shutil.rmtree(dst, ignore_errors=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -122,6 +133,10 @@ def main() -> None:
     ap.add_argument("--cols", type=int, default=16384)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--jobs", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--verify", action="store_true",
+                    help="add a row: grit verify of the checkpoint and its conversion")
+    ap.add_argument("--only-verify", action="store_true",
+                    help="the copy and verify rows alone")
     args = ap.parse_args()
     load0 = os.getloadavg()
     with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR")) as tmp:
@@ -133,12 +148,21 @@ def main() -> None:
               f"{os.cpu_count()} CPUs")
         rows = {}
         modes = ["copy", "copy+fsync", *(f"convert-j{j}" for j in args.jobs), "emit+save"]
+        if args.only_verify:
+            modes = ["copy", "verify"]
+        elif args.verify:
+            modes.append("verify")
         run("copy", src, os.path.join(tmp, "dst"))    # warm-up: the source in the page cache
+        conv = os.path.join(tmp, "conv")               # what verify reads: converted once
+        if "verify" in modes:
+            from grit.convert import convert
+            convert(src, conv, "compressed-tensors")
         for r in range(args.repeat):
             # interleaved, and each round in a rotated order: load drifts alike, and no
             # mode is always the one after the previous round's deletions
             for mode in modes[r % len(modes):] + modes[:r % len(modes)]:
-                rows.setdefault(mode, []).append(run(mode, src, os.path.join(tmp, "dst")))
+                rows.setdefault(mode, []).append(
+                    run(mode, src, conv if mode == "verify" else os.path.join(tmp, "dst")))
         load1 = os.getloadavg()
         base = statistics.median(r["wall"] for r in rows["copy"])
         print(f"{'':12} {'wall s':>7} {'GB/s':>6} {'÷ copy':>7} {'CPU s/GB':>8} "
@@ -151,7 +175,8 @@ def main() -> None:
                   f"{cpu / (total / 1e9):8.2f} {total / 1e9 / cpu:9.2f} "
                   f"{rss / 2**20:8.0f} {rss / largest:9.2f} {anon / 2**20:9.0f} "
                   f"{anon / largest:9.2f}")
-        imp = statistics.median(r["import"] for r in rows[f"convert-j{args.jobs[0]}"])
+        imp = statistics.median(r["import"] for r in rows[
+            "verify" if args.only_verify else f"convert-j{args.jobs[0]}"])
         print(f"import grit (not in the times above): {imp:.2f} s")
         print(f"load average (1 min) before {load0[0]:.2f}, after {load1[0]:.2f}")
 

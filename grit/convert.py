@@ -59,14 +59,13 @@ from .fingerprint import digests_compared as _digests_compared
 from .grade import GRADE_MXFP4, GRADE_NVF4, Grade
 from .io import hub as _hub
 from .io import remote as _remote
-from .io import load
 from .io import safetensors as _st
 from .io.containers import by_suffix
 from .io.hub import HubPath, is_hub, is_remote
 from .io.location import Location
 from .io.problems import raise_first
-from .io.recognise import (MAX_CONFIG, SMALL_MAX, Deferred, read_remote_config,
-                           with_recognised)
+from .io.recognise import (MAX_CONFIG, SMALL_MAX, Deferred, read_config, read_remote_config,
+                           read_sidecars, with_recognised)
 from .io.safetensors import Layout, entries_of, layout
 
 __all__ = ["convert", "verify", "PROOF_FILE", "ConvertReport", "VerifyReport", "TARGETS",
@@ -608,7 +607,7 @@ def _plan(f: str, conv: str, allow_requant: bool, refused: list[str]) -> _Planne
     each weight emitted over bytes that do not matter (a local file's map,
     untouched; a remote file's header and small tensors, every other byte
     zero), every refusal added to ``refused``; the output's layout."""
-    tensors, source = _read_for_plan(f)
+    tensors, source, size = _read_for_plan(f)
     conv_ = conventions.by_name(conv)
     if conv_.emit is None or conv_.emit_config is None:
         raise GritUsageError(f"convention {conv!r} does not write tensors")
@@ -650,12 +649,7 @@ def _plan(f: str, conv: str, allow_requant: bool, refused: list[str]) -> _Planne
     if len(refused) > bad:
         return None
     lay, _ = layout(out)
-    return _Planned(f, _basename(f), _size(f, tensors), lay, weights, requant, emitted, plain)
-
-
-def _size(f: str, tensors) -> int:
-    src = getattr(getattr(tensors, "_source", None), "size", None)
-    return int(src) if src is not None else os.path.getsize(f)
+    return _Planned(f, _basename(f), size, lay, weights, requant, emitted, plain)
 
 
 def _open_remote(f: str):
@@ -667,15 +661,16 @@ def _open_remote(f: str):
 
 def _read_for_plan(f: str):
     """(the tensors of a model file for the check, the byte source whose
-    pages can be given back, or None): a local file as
+    pages can be given back, or None, the file's size): a local file as
     :func:`grit.load` reads it (views of its map); a remote one from its
     header and its small tensors (at most SMALL_MAX bytes each, the ones
     recognition reads), over an image of the file whose other bytes are
     zero pages never touched, so nothing but those is read."""
     if not is_remote(f):
-        return _load_local(f)
+        tensors, source = _load_local(f)
+        return tensors, source, int(source.size)
     hdr = remote_image(f)
-    return with_recognised(f, _st.tensors_of(hdr), defer_converted=True), None
+    return with_recognised(f, _st.tensors_of(hdr), defer_converted=True), None, int(hdr.size)
 
 
 def remote_image(f: str) -> _st.SafetensorsFile:
@@ -733,6 +728,7 @@ def _write(files: list[str], work: str, conv: str, progress, *, allow_requant: b
         weights.extend(entries)
         emitted_all.update(emitted)
 
+    spools = os.path.join(work, ".spool")   # a remote file's copy, with its config beside
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         try:
             for p in plans:
@@ -742,8 +738,7 @@ def _write(files: list[str], work: str, conv: str, progress, *, allow_requant: b
                 if is_remote(p.file):                   # each byte read once, by ranged reads
                     while proving:                      # (one spool on disk at a time)
                         proved()
-                    local = spool = os.path.join(work, ".spool-" + p.name)
-                    _download(p.file, local, SPOOL_CHUNK)
+                    local = spool = spooled(p.file, spools)
                 # written while the previous file's proof runs in its threads
                 w = _write_file(p, local, work, conv, pool, progress, done, total, refused,
                                 jobs, spool)
@@ -761,6 +756,7 @@ def _write(files: list[str], work: str, conv: str, progress, *, allow_requant: b
         finally:
             for w in proving:
                 w.close()
+            shutil.rmtree(spools, ignore_errors=True)
     if refused:
         raise _refused(conv, refused)
     emit_config = conventions.by_name(conv).emit_config
@@ -1084,13 +1080,35 @@ def _nbytes(v) -> int:
     return int(getattr(v, "nbytes", 0))
 
 
-def _download(f: str, path: str, chunk: int) -> None:
-    """The remote file ``f`` into the local file ``path``, read once in
-    ranged reads of at most ``chunk`` bytes (memory: one chunk)."""
+def spooled(f: str, folder: str) -> str:
+    """The remote model file ``f`` read once into the local ``folder``
+    (made if absent) in ranged reads of at most :data:`SPOOL_CHUNK` bytes,
+    with the config.json and the conventions' sidecars beside ``f`` written
+    beside it (once per folder), so that the copy is recognised as ``f``
+    is; returns the copy's path (the caller removes it)."""
+    os.makedirs(folder, exist_ok=True)
+    cfg = os.path.join(folder, "config.json")
+    if not os.path.exists(cfg):
+        docs = read_sidecars(f)
+        conf = read_config(f)
+        if conf is not None:
+            docs["config.json"] = conf
+        for name, doc in docs.items():
+            with open(os.path.join(folder, name), "w") as out:
+                json.dump(doc, out)
+        if conf is None:                      # (written once: the folder's mark)
+            with open(cfg, "w") as out:
+                out.write("null")
+    path = os.path.join(folder, _basename(f))
     src = _open_remote(f)
-    with open(path, "xb") as out:
-        for buf in src.stream(0, src.size, chunk):
+    free = shutil.disk_usage(folder).free
+    if src.size > free:
+        raise GritUsageError(f"{f}: {src.size} bytes to read into {folder}, where "
+                             f"{free} bytes are free")
+    with open(path, "xb") as out:             # memory: one chunk
+        for buf in src.stream(0, src.size, SPOOL_CHUNK):
             out.write(buf)
+    return path
 
 
 def _finish(folder: str, files: list[str], work: str, configs: dict, weight_map: dict,
@@ -1125,14 +1143,6 @@ def _finish(folder: str, files: list[str], work: str, configs: dict, weight_map:
 # verify
 
 
-def _arrays(path: str) -> dict[str, Any]:
-    _, files = _model_files(path)
-    out: dict[str, Any] = {}
-    for f in files:       # (a converted weight is built when it is compared, one at a time)
-        out.update(load(f) if is_remote(f) else _load_local(f)[0])
-    return out
-
-
 def read_proof(dst: str, proof: str | None = None) -> tuple[str, Mapping, list[str]]:
     """(the output folder, the proof ``dst`` holds or ``proof`` names, the
     problems found so far): with no ``proof`` given, its SHA-256 must be the
@@ -1162,39 +1172,141 @@ def read_proof(dst: str, proof: str | None = None) -> tuple[str, Mapping, list[s
 def verify(src: str, dst: str, proof: str | None = None) -> VerifyReport:
     """Re-derive every verdict of a conversion from the two checkpoints and
     compare with the proof (``proof``: its path; default the one in ``dst``,
-    whose SHA-256 must match the one ``dst``'s config.json records)."""
+    whose SHA-256 must match the one ``dst``'s config.json records).
+
+    The source's files are read one at a time, each weight digested and
+    compared with the output's in one pass and the pages of both given
+    back as it goes (``MADV_DONTNEED``), so memory stays at about the
+    tensor being checked; a remote model file is read once into a spool
+    beside the output folder (:func:`spooled`), deleted when its weights
+    are checked (a remote output named with ``--proof``: all its files,
+    until the end)."""
     for c in CONTAINERS.values():
         if c.reads(src) or c.wrote(dst):
             return c.verify(src, dst, proof)
     folder, doc, problems = read_proof(dst, proof)
-    a, b = _arrays(src), _arrays(dst)
     claimed = {w.get("name"): w for w in doc["weights"] if isinstance(w, Mapping)}
-    srcw = {n for n, v in a.items() if isinstance(v, (GritArray, Deferred))}
+    plain = [n for n in doc.get("plain") or () if isinstance(n, str)]
+    found: dict[str, list[str]] = {}            # by weight, and by plain tensor name
+    found_plain: dict[str, list[str]] = {}
+    srcw: set[str] = set()
+    spools: list[str] = []                      # made when a remote file is read
+
+    def spool(side: str) -> str:
+        if not spools:
+            parent = os.path.dirname(os.path.abspath(folder))
+            try:
+                spools.append(tempfile.mkdtemp(prefix=".grit-verify-spool-", dir=parent))
+            except OSError as e:
+                raise GritUsageError(f"{parent}: cannot hold the spool of a remote model "
+                                     f"file: {e}") from None
+        return os.path.join(spools[0], side)
+    try:
+        b, b_sources = _side_files(dst, spool)
+        _, files = _model_files(src)
+        for f in files:
+            local = spooled(f, spool("src")) if is_remote(f) else f
+            try:
+                a, a_source = _load_local(local)
+                ws = {n for n, v in a.items() if isinstance(v, (GritArray, Deferred))}
+                srcw |= ws
+                for name in sorted(ws & set(claimed)):
+                    found[name] = _verify_weight(name, claimed[name], a[name], b, a_source,
+                                                 b_sources)
+                for n in plain:
+                    if n in a:
+                        found_plain[n] = _verify_plain(n, a[n], b.get(n), a_source, b_sources)
+            finally:
+                if local != f:
+                    os.unlink(local)
+    finally:
+        for d in spools:
+            shutil.rmtree(d, ignore_errors=True)
     if srcw != set(claimed):
         problems.append(f"the proof names {len(claimed)} weights, the source has {len(srcw)}: "
                         f"missing {sorted(srcw - set(claimed))[:5]}, extra "
                         f"{sorted(set(claimed) - srcw)[:5]}")
-    for name in sorted(srcw & set(claimed)):
-        w, x = claimed[name], _built(a[name])
-        y = _built(b.get(w["as"] if isinstance(w.get("as"), str) else name))
-        if not isinstance(y, GritArray):
-            problems.append(f"{name}: the output holds no GRIT array under this name")
-            continue
-        for side, arr in (("source", x), ("target", y)):
-            got = _side(arr)
+    for name in sorted(found):
+        problems.extend(found[name])
+    for n in plain:
+        problems.extend(found_plain.get(n, ()))
+    return VerifyReport(problems, len(srcw & set(claimed)))
+
+
+def _side_files(path: str, spool: Callable[[str], str]) -> tuple[dict[str, Any], list]:
+    """(the tensors of every model file of the checkpoint ``path``, their
+    byte sources): local files mapped (nothing read until used), remote ones
+    read once into the folder ``spool("dst")`` first (:func:`spooled`)."""
+    _, files = _model_files(path)
+    out: dict[str, Any] = {}
+    sources = []
+    for f in files:       # (a converted weight is built when it is compared, one at a time)
+        t, s = _load_local(spooled(f, spool("dst")) if is_remote(f) else f)
+        out.update(t)
+        sources.append(s)
+    return out, sources
+
+
+def _release_any(sources: list, values) -> None:
+    """:func:`_release` of ``values`` through whichever of ``sources`` maps
+    them (the others find them outside their maps and do nothing)."""
+    for s in sources:
+        _release(s, values)
+
+
+def _verify_weight(name: str, w: Mapping, av, b: Mapping, a_source, b_sources: list
+                   ) -> list[str]:
+    """The disagreements of one weight with its proof entry ``w``: its
+    source (``av``) and output (in ``b``) digested and compared in one pass
+    (:func:`_digest_and_compare`, the pages given back every 8 MiB), the
+    output digested apart where its planes are not the source's, the
+    verdict re-derived (:func:`quick_verdict`, or :func:`requant_error`);
+    every page of both given back after."""
+    problems: list[str] = []
+    x = _built(av)
+    y = _built(b.get(w["as"] if isinstance(w.get("as"), str) else name))
+    if not isinstance(y, GritArray):
+        _release(a_source, (x,))
+        return [f"{name}: the output holds no GRIT array under this name"]
+    try:
+        da, same = _digest_and_compare(
+            x, y, getattr(a_source, "release", None),
+            lambda c: _release_any(b_sources, (c,)))
+        for side, got in (("source", _side(x, da)), ("target", _side(y, da if same else None))):
             for k in ("gid", "grade", "digest", "shape"):
                 if (w.get(side) or {}).get(k) != got[k]:
                     problems.append(f"{name}: {side} {k} is {got[k]}, the proof says "
                                     f"{(w.get(side) or {}).get(k)}")
         claimed_v = w.get("verdict")
         v = requant_error(x, y) if isinstance(claimed_v, Mapping) and \
-            claimed_v.get("verdict") == "re-quantised" else quick_verdict(x, y)
+            claimed_v.get("verdict") == "re-quantised" else quick_verdict(x, y, same)
         if v != claimed_v:
             problems.append(f"{name}: the decodes give {v}, the proof says {w.get('verdict')}")
-    for n in doc.get("plain") or ():
-        x, y = a.get(n), b.get(n)
-        if isinstance(x, np.ndarray) and not (isinstance(y, np.ndarray) and x.dtype == y.dtype
-                                              and x.shape == y.shape
-                                              and x.tobytes() == y.tobytes()):
-            problems.append(f"{n}: the plain tensor is not copied as it was")
-    return VerifyReport(problems, len(srcw & set(claimed)))
+    finally:
+        _release(a_source, (x,))
+        _release_any(b_sources, (y,))
+    return problems
+
+
+def _verify_plain(n: str, x, y, a_source, b_sources: list) -> list[str]:
+    """Whether the plain tensor ``n`` of the source (``x``) is in the output
+    (``y``) as it was: dtype, shape and bytes (compared a bounded step at a
+    time, the pages of both given back after)."""
+    if not isinstance(x, np.ndarray):
+        return []
+    try:
+        same = isinstance(y, np.ndarray) and x.dtype == y.dtype and x.shape == y.shape and (
+            _same_bytes(_bytes_of(x), _bytes_of(y)))
+    finally:
+        _release(a_source, (x,))
+        if isinstance(y, np.ndarray):
+            _release_any(b_sources, (y,))
+    return [] if same else [f"{n}: the plain tensor is not copied as it was"]
+
+
+def _bytes_of(x: np.ndarray):
+    """The bytes of an array as stored (a view where it is contiguous, any
+    dtype, bfloat16 included)."""
+    if x.flags.c_contiguous:
+        return x.reshape(-1).view(np.uint8) if x.size else np.zeros(0, np.uint8)
+    return x.tobytes()

@@ -41,7 +41,7 @@ import shutil
 import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 
@@ -787,10 +787,11 @@ def _fetch_beside(src: str, into: str) -> None:
             f.write(raw)
 
 
-def _spool(src: str, path: str) -> None:
-    """The remote file ``src`` into the local file ``path``, each byte read
-    once, in ranged reads of at most ``grit.convert.SPOOL_CHUNK`` bytes."""
-    got = Location.of(src).open(src)
+def _spool(src: str, path: str, got=None) -> None:
+    """The remote file ``src`` (``got``: its byte source, opened already)
+    into the local file ``path``, each byte read once, in ranged reads of at
+    most ``grit.convert.SPOOL_CHUNK`` bytes."""
+    got = got if got is not None else Location.of(src).open(src)
     with open(path, "xb") as out:
         for buf in got.stream(0, got.size, _convert.SPOOL_CHUNK):
             out.write(buf)
@@ -1125,6 +1126,25 @@ def _rows_note(rows) -> str | None:
     return "llama.cpp's q/k order (LlamaModel.permute)"
 
 
+def _read_back(path: str) -> tuple[Any, Any, Callable[[str], None]]:
+    """(the tensors of the written GGUF ``path``, its byte source, a function
+    giving back the file's pages of a tensor and its companions by GGUF
+    name); the pages the reader read (the header, the companion scales)
+    given back now."""
+    got = _read_gguf(path)
+    raise_first(got.problems)
+    back, out_src = got.tensors, got.file.source
+    if isinstance(out_src, LocalFile):
+        out_src.release(out_src.mapping())
+    spans = {t.name: (got.file.data_start + t.offset, t.nbytes) for t in got.file.tensors}
+
+    def written(gname: str) -> None:
+        for n in (gname, *companion_names(gname)):
+            if n in spans and isinstance(out_src, LocalFile) and spans[n][1]:
+                _give_back_around(out_src, out_src.view(*spans[n]))
+    return back, out_src, written
+
+
 def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family,
                 release: Callable[[Any], None] | None = None) -> dict:
     """The proof of a ``--to gguf`` conversion, derived by reading the written
@@ -1133,17 +1153,7 @@ def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family,
     one pass (``grit.convert._digest_and_compare``), then let go, the pages
     of the written file given back, and those of the source (``release``,
     :func:`_releaser`): memory stays at the weight being proved."""
-    got = _read_gguf(path)
-    raise_first(got.problems)
-    back, out_src = got.tensors, got.file.source
-    if isinstance(out_src, LocalFile):      # the pages the reader read (the header, the
-        out_src.release(out_src.mapping())  # companion scales), given back
-    spans = {t.name: (got.file.data_start + t.offset, t.nbytes) for t in got.file.tensors}
-
-    def written(gname: str) -> None:          # the file's pages of a tensor, given back
-        for n in (gname, *companion_names(gname)):
-            if n in spans and isinstance(out_src, LocalFile) and spans[n][1]:
-                _give_back_around(out_src, out_src.view(*spans[n]))
+    back, out_src, written = _read_back(path)
     weights, plain = [], []
     for gname, (v, name, how, rows) in sorted(plan.items(), key=lambda kv: kv[1][1]):
         b = back.get(gname)
@@ -1192,8 +1202,35 @@ def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family,
 
 
 def is_gguf_source(src: str) -> bool:
-    """Whether ``src`` is a local GGUF file."""
+    """Whether ``src`` is a GGUF file: a local one, or an ``https://`` URL or
+    ``hf://`` file whose name ends in ``.gguf``."""
+    if is_remote(src):
+        return src.split("?")[0].lower().endswith(".gguf")
     return os.path.isfile(src) and src.lower().endswith(".gguf")
+
+
+@contextmanager
+def _local_gguf(src: str, work_parent: str) -> Iterator[str]:
+    """The GGUF file ``src`` as a local path: a remote one read once, in
+    ranged reads of at most ``grit.convert.SPOOL_CHUNK`` bytes (:func:`_spool`),
+    into a spool folder in ``work_parent`` (refused without room for it and
+    an output of its size), removed after."""
+    if not is_remote(src):
+        yield src
+        return
+    os.makedirs(work_parent, exist_ok=True)
+    spool = tempfile.mkdtemp(prefix=".grit-gguf-spool-", dir=work_parent)
+    try:
+        got = Location.of(src).open(src)
+        free = shutil.disk_usage(spool).free
+        if free < 2 * got.size:
+            raise GritUsageError(f"{work_parent}: {free} bytes free; converting the remote "
+                                 f"GGUF needs {2 * got.size} (its spool and the output)")
+        path = os.path.join(spool, GGUF_FILE)
+        _spool(src, path, got)
+        yield path
+    finally:
+        shutil.rmtree(spool, ignore_errors=True)
 
 
 def _family_of_arch(arch: str) -> Family:
@@ -1474,6 +1511,12 @@ def verify(src: str, dst: str, proof: str | None = None) -> _convert.VerifyRepor
     folder, doc, problems = _convert.read_proof(dst, proof)
     if doc.get("to") == TARGET:
         return _verify_to_gguf(src, folder, doc, problems)
+    with _local_gguf(src, os.path.dirname(os.path.abspath(folder))) as local:
+        return _verify_from_gguf(local, folder, doc, problems)
+
+
+def _verify_from_gguf(src: str, folder: str, doc: Mapping, problems: list[str]
+                      ) -> _convert.VerifyReport:
     tensors, _, _, _ = _from_gguf_tensors(src)
     b = _load(os.path.join(folder, "model.safetensors"))
     claimed = {w.get("name"): w for w in doc["weights"] if isinstance(w, dict)}
@@ -1491,17 +1534,29 @@ def _compare_sets(srcw: set, claimed: dict, problems: list[str]) -> None:
                         f"{sorted(set(claimed) - srcw)[:5]}")
 
 
-def _check_weight(name: str, w: dict, x, ref, y, problems: list[str]) -> None:
+def _check_weight(name: str, w: dict, x, ref, y, problems: list[str],
+                  release: Callable[[Any], None] | None = None,
+                  release_out: Callable[[Any], None] | None = None) -> None:
+    """The disagreements of one weight with its proof entry ``w``: ``x`` the
+    source, ``ref`` the source as the output should hold it (``x`` or its
+    rows moved), ``y`` the output.  ``ref`` is digested and compared with
+    ``y`` in one pass (``grit.convert._digest_and_compare``), the pages of
+    ``x``'s file handed to ``release`` and of ``y``'s to ``release_out`` as
+    it goes; ``y`` is digested apart where it is not ``ref``'s bytes, and
+    the verdict re-derived (``grit.convert.quick_verdict``)."""
     if not isinstance(y, GritArray):
         problems.append(f"{name}: the output holds no GRIT array under this name")
         return
-    for side, arr in (("source", x), ("target", y)):
-        got = _convert._side(arr)
+    dx = None if ref is x else _convert._planes_digest(x)
+    dref, same = _convert._digest_and_compare(ref, y, release if ref is x else None,
+                                              release_out)
+    for side, got in (("source", _convert._side(x, dref if dx is None else dx)),
+                      ("target", _convert._side(y, dref if same else None))):
         for k in ("gid", "grade", "digest", "shape"):
             if (w.get(side) or {}).get(k) != got[k]:
                 problems.append(f"{name}: {side} {k} is {got[k]}, the proof says "
                                 f"{(w.get(side) or {}).get(k)}")
-    v = _convert.verdict(ref, y)
+    v = _convert.quick_verdict(ref, y, same)
     if v != w.get("verdict"):
         problems.append(f"{name}: the decodes give {v}, the proof says {w.get('verdict')}")
 
@@ -1518,10 +1573,11 @@ def _verify_local(local: _Local, folder: str, doc: dict, problems: list[str]
     fam = _family(cfg)
     h = _hparams(cfg, fam)
     tensors, scalars = _source(local.paths, local.headers)
+    release = _releaser(local)
     plan, refused, types = _plan_gguf(tensors, fam, h, int(_need(h, "num_hidden_layers", fam)),
-                                      _embedding_rows(fam, local.folder, h))
+                                      _embedding_rows(fam, local.folder, h), release)
     problems.extend(f"the source is no longer convertible: {r}" for r in refused)
-    back = _load(os.path.join(folder, GGUF_FILE))
+    back, out_src, written = _read_back(os.path.join(folder, GGUF_FILE))
     claimed = {w.get("name"): w for w in doc["weights"] if isinstance(w, dict)}
     srcw = {n for n, v in tensors.items() if isinstance(v, GritArray)}
     _compare_sets(srcw, claimed, problems)
@@ -1530,18 +1586,20 @@ def _verify_local(local: _Local, folder: str, doc: dict, problems: list[str]
         b = back.get(gname)
         back.pop(gname, None)   # one weight's built planes at a time
         if how == "ggml":
-            if name not in claimed:
-                continue
-            checked += 1
-            ref = v if rows is None else _permuted(v, rows)
-            _check_weight(name, claimed[name], v, ref, b, problems)
+            if name in claimed:
+                checked += 1
+                ref = v if rows is None else _permuted(v, rows)
+                _check_weight(name, claimed[name], v, ref, b, problems, release,
+                              getattr(out_src, "release", None))
+        elif not isinstance(b, np.ndarray):
+            problems.append(f"{gname}: the GGUF holds no plain tensor under this name")
         else:
-            if not isinstance(b, np.ndarray):
-                problems.append(f"{gname}: the GGUF holds no plain tensor under this name")
-                continue
             why = _plain_entry(v, b, how, rows)
             if why is not None:
                 problems.append(f"{gname} ({name}): {why}")
+        del b
+        _give_back(release, v)      # the pages of both files' tensor, given back
+        written(gname)
     for gname, (v, leaf, _) in _input_scales(plan, types, scalars).items():
         b = back.get(gname)
         why = (_plain_entry(v, b, "f32", None) if isinstance(b, np.ndarray)
@@ -1564,7 +1622,13 @@ def convert(src: str, dst: str, to: str, *, overwrite: bool = False,
         if to == TARGET:
             raise GritUsageError("SRC is GGUF already: --to names a safetensors convention "
                                  f"({', '.join(_convert.TARGETS)})")
-        return from_gguf(src, dst, to, overwrite=overwrite, progress=progress)
+        if to not in _convert.TARGETS:
+            raise GritUsageError(f"--to must be one of {', '.join(_convert.TARGETS)}, "
+                                 f"got {to!r}")
+        if is_remote(src):                  # refused before a byte is read
+            _dst_free(dst, overwrite, [])
+        with _local_gguf(src, os.path.dirname(os.path.abspath(dst))) as local:
+            return from_gguf(local, dst, to, overwrite=overwrite, progress=progress)
     return to_gguf(src, dst, overwrite=overwrite, progress=progress)
 
 

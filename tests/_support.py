@@ -71,3 +71,31 @@ def raw_tensors(path) -> dict:
         body = f.read()
     return {k: (v["dtype"], tuple(v["shape"]), body[v["data_offsets"][0]:v["data_offsets"][1]])
             for k, v in header.items() if k != "__metadata__"}
+
+
+def given_back(monkeypatch):
+    """A function of a local file's path giving, from now on, which of its
+    bytes were handed to its map's ``release`` (MADV_DONTNEED): a bool
+    array of the file's size (every release still done)."""
+    import os
+
+    import numpy as np
+
+    from grit.io.source import LocalFile
+    spans: dict[str, list[tuple[int, int]]] = {}
+    plain_release = LocalFile.release
+
+    def release(self, buf):
+        off = self.locate(buf)
+        if off is not None:
+            spans.setdefault(os.path.realpath(self.name), []).append(
+                (off, off + memoryview(buf).nbytes))
+        plain_release(self, buf)
+    monkeypatch.setattr(LocalFile, "release", release)
+
+    def back(path) -> "np.ndarray":
+        b = np.zeros(os.path.getsize(path), bool)
+        for a, e in spans.get(os.path.realpath(path), ()):
+            b[a:e] = True
+        return b
+    return back

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import grit
-from _support import raw_tensors
+from _support import given_back, raw_tensors
 from grit.convert import PROOF_FILE, convert, quick_verdict, verdict, verify
 
 
@@ -181,3 +181,53 @@ def test_the_quick_verdict_is_the_decode_comparison():
                        (b, other_axis, "scalar-rounded"), (b, rne, "bit-exact")):
         assert quick_verdict(p, q) == verdict(p, q), (p.grade, q.grade)
         assert verdict(p, q)["verdict"] == want
+
+
+def _spans(path) -> dict[str, tuple[int, int]]:
+    """Each tensor's bytes in a safetensors file, (start, end), read from its
+    header by hand."""
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+    return {k: (8 + n + e["data_offsets"][0], 8 + n + e["data_offsets"][1])
+            for k, e in header.items() if k != "__metadata__"}
+
+
+def test_verify_gives_back_every_tensors_pages(tmp_path, monkeypatch):
+    """grit verify hands every byte of every tensor of both checkpoints —
+    the weights' planes and the plain tensors, in each shard — to its
+    file's map to be given back (MADV_DONTNEED) once it is checked, so its
+    memory does not grow with what it has read."""
+    src, dst = tmp_path / "src", tmp_path / "ct"
+    two_shards(src, (16, 4096), 3)
+    convert(str(src), str(dst), "compressed-tensors")
+    given = given_back(monkeypatch)
+    assert verify(str(src), str(dst)).ok
+    files = [f for d in (src, dst) for f in sorted(d.glob("*.safetensors"))]
+    assert len(files) == 4
+    for f in files:
+        back = given(f)
+        spans = _spans(f)
+        assert len(spans) >= 2
+        for k, (a, b) in spans.items():
+            assert back[a:b].all(), (f.name, k)
+
+
+def test_verify_finds_a_changed_plain_tensor_and_a_changed_weight(tmp_path):
+    src, dst = tmp_path / "src", tmp_path / "ct"
+    two_shards(src, (16, 4096), 4)
+    convert(str(src), str(dst), "compressed-tensors")
+    f = dst / "model-00002-of-00002.safetensors"
+    spans = _spans(f)
+    data = bytearray(f.read_bytes())
+    data[spans["model.layers.1.input_layernorm.weight"][0]] ^= 0x80
+    data[spans["model.layers.1.mlp.down_proj.weight_packed"][1] - 1] ^= 0x10
+    f.write_bytes(bytes(data))
+    problems = verify(str(src), str(dst)).problems
+    assert "model.layers.1.input_layernorm.weight: the plain tensor is not copied as it " \
+        "was" in problems
+    assert any(p.startswith("model.layers.1.mlp.down_proj.weight: target digest")
+               for p in problems)
+    assert any(p.startswith("model.layers.1.mlp.down_proj.weight: the decodes give")
+               for p in problems)
+    assert not any("layers.0" in p for p in problems)

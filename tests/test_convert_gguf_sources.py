@@ -29,6 +29,7 @@ import http_server  # noqa: E402
 from grit import convert as C  # noqa: E402
 from grit import convert_gguf as CG  # noqa: E402
 from grit.io.hub import PREFIX  # noqa: E402
+from _support import given_back  # noqa: E402
 from http_server import Server  # noqa: E402
 from test_scan_hub import REPO, hub, isolated  # noqa: E402,F401  (the Hub on loopback)
 
@@ -177,6 +178,32 @@ def _coverage(size: int, ranges: list[tuple[int, int]]) -> np.ndarray:
     return c
 
 
+def _sent_ranges(monkeypatch) -> list[tuple[int, str | None]]:
+    """The bodies the loopback server sends from now on, each recorded as
+    (the id of the file's bytes, its Content-Range or None)."""
+    sent: list[tuple[int, str | None]] = []
+    plain = http_server.ranged
+
+    def ranged(hdr, data):
+        got = plain(hdr, data)
+        sent.append((id(data), got[2]))
+        return got
+    monkeypatch.setattr(http_server, "ranged", ranged)
+    return sent
+
+
+def _sent_coverage(sent: list[tuple[int, str | None]], data: bytes) -> np.ndarray:
+    """How many times each byte of ``data`` was sent (never the whole file
+    at once: every body a range)."""
+    ranges = []
+    for i, cr in sent:
+        if i == id(data):
+            assert cr is not None
+            a, b = cr.split()[1].split("/")[0].split("-")
+            ranges.append((int(a), int(b)))
+    return _coverage(len(data), ranges)
+
+
 def _same_output(remote_out, local_out) -> None:
     for n in (CG.GGUF_FILE, "config.json", C.PROOF_FILE):
         assert (remote_out / n).read_bytes() == (local_out / n).read_bytes(), n
@@ -191,14 +218,7 @@ def test_an_https_shard_index_converts_as_its_local_files(model, tmp_path, monke
     files = shard(model, tmp_path / "m")
     monkeypatch.setattr(C, "SMALL_MAX", SMALL)
     monkeypatch.setattr(C, "SPOOL_CHUNK", 1 << 14)
-    sent: list[tuple[int, str | None]] = []
-    plain = http_server.ranged
-
-    def ranged(hdr, data):
-        got = plain(hdr, data)
-        sent.append((id(data), got[2]))
-        return got
-    monkeypatch.setattr(http_server, "ranged", ranged)
+    sent = _sent_ranges(monkeypatch)
     s = Server()
     try:
         for n in os.listdir(tmp_path / "m"):
@@ -208,13 +228,7 @@ def test_an_https_shard_index_converts_as_its_local_files(model, tmp_path, monke
         assert s.largest <= 1 << 14 or s.largest in (len(v) for k, v in s.files.items()
                                                      if not k.endswith(".safetensors"))
         def cov(path: str) -> np.ndarray:
-            data, ranges = s.files[path], []
-            for i, cr in sent:
-                if i == id(data):
-                    assert cr is not None                # never the whole file at once
-                    a, b = cr.split()[1].split("/")[0].split("-")
-                    ranges.append((int(a), int(b)))
-            return _coverage(len(data), ranges)
+            return _sent_coverage(sent, s.files[path])
         for fn, spans in _large_spans(tmp_path / "m", files).items():
             c = cov(f"/m/{fn}")
             assert c.min() == 1                          # every byte sent
@@ -295,3 +309,71 @@ def test_an_https_file_converts_as_the_local_file(model, tmp_path):
         s.close()
     C.convert(str(tmp_path / "m"), str(tmp_path / "local"), "gguf")
     _same_output(tmp_path / "out", tmp_path / "local")
+
+
+def test_a_remote_gguf_source_converts_as_the_local_file(
+        model, hub, tmp_path, monkeypatch):  # noqa: F811
+    """A GGUF by https URL and by hf://: read once into a spool beside the
+    output (each byte sent once, in ranges of at most SPOOL_CHUNK), then
+    converted as the local file — the output byte for byte the local
+    conversion's — and grit verify of the URL reads it once more; no spool
+    is left."""
+    C.convert(model, str(tmp_path / "g"), "gguf")
+    path = str(tmp_path / "g" / CG.GGUF_FILE)
+    with open(path, "rb") as f:
+        data = f.read()
+    local = tmp_path / "local"
+    C.convert(path, str(local), "compressed-tensors")
+    monkeypatch.setattr(C, "SPOOL_CHUNK", 1 << 14)
+    sent = _sent_ranges(monkeypatch)
+    s = Server()
+    try:
+        s.files["/r/x.gguf"] = data
+        url = s.url("/r/x.gguf")
+        rep = C.convert(url, str(tmp_path / "out"), "compressed-tensors")
+        assert rep.counts == {"bit-exact": 14}
+        assert s.largest <= 1 << 14
+        c = _sent_coverage(sent, data)
+        assert c.min() == 1 and c[1:].max() == 1         # each byte once, after a probe
+        assert C.verify(url, str(tmp_path / "out")).ok
+        with pytest.raises(grit.GritUsageError, match="exists"):
+            C.convert(url, str(tmp_path / "out"), "grit")
+    finally:
+        s.close()
+    names = sorted(os.listdir(local))
+    assert sorted(os.listdir(tmp_path / "out")) == names
+    for n in names:
+        assert (tmp_path / "out" / n).read_bytes() == (local / n).read_bytes(), n
+    hub.commit(REPO, {"sub/model.gguf": data})
+    C.convert(f"hf://{REPO}/sub/model.gguf", str(tmp_path / "hf"), "compressed-tensors")
+    for n in names:
+        assert (tmp_path / "hf" / n).read_bytes() == (local / n).read_bytes(), n
+    assert C.verify(f"hf://{REPO}/sub/model.gguf", str(tmp_path / "hf")).ok
+    assert not [n for n in os.listdir(tmp_path) if n.startswith(".grit")]
+
+
+def test_verify_of_a_gguf_gives_back_every_tensors_pages(model, tmp_path, monkeypatch):
+    """grit verify of a --to gguf conversion hands every byte of every GGUF
+    tensor (its spans as gguf-py reads them) and of every source tensor over
+    4 KiB (from the safetensors header, by hand) to its file's map to be
+    given back (MADV_DONTNEED) once checked."""
+    out = tmp_path / "out"
+    C.convert(model, str(out), "gguf")
+    back = given_back(monkeypatch)
+    assert C.verify(model, str(out)).ok
+    g = os.path.join(out, CG.GGUF_FILE)
+    b = back(g)
+    tensors = gguf.GGUFReader(g).tensors
+    assert len(tensors) > 10
+    for t in tensors:
+        assert b[t.data_offset:t.data_offset + t.n_bytes].all(), t.name
+    st = os.path.join(model, "model.safetensors")
+    b = back(st)
+    h, _ = _header(st)
+    with open(st, "rb") as f:
+        start = 8 + struct.unpack("<Q", f.read(8))[0]
+    big = [(k, start + e["data_offsets"][0], start + e["data_offsets"][1])
+           for k, e in h.items() if e["data_offsets"][1] - e["data_offsets"][0] > SMALL]
+    assert big
+    for k, a, e in big:
+        assert b[a:e].all(), k

@@ -109,3 +109,56 @@ def test_a_sharded_hf_repository_is_read_once_and_its_files_beside_are_copied(
     local = convert(str(d), str(tmp_path / "ct-local"), "compressed-tensors")
     assert local.proof["weights"] == rep.proof["weights"]
     assert verify(str(d), str(tmp_path / "ct")).ok
+
+
+def test_verify_reads_a_remote_source_once_through_a_spool(hub, tmp_path):  # noqa: F811
+    """grit verify of an hf:// source: each model file's bytes sent once (but
+    for the first PREFIX bytes, which opening the file reads), one file at
+    a time into a spool beside the output, none left after; a changed
+    output still fails."""
+    d = tmp_path / "local"
+    names = two_shards(d, (64, 2 ** 14), 8)
+    files = {n: (d / n).read_bytes() for n in names}
+    hub.commit(REPO, {**files, "config.json": b'{"architectures": ["LlamaForCausalLM"]}'})
+    out = tmp_path / "out"
+    convert(str(d), str(out), "compressed-tensors")
+    hub.reset()
+    assert verify(f"hf://{REPO}", str(out)).ok
+    for name, data in files.items():
+        covered = np.zeros(len(data), np.int64)
+        for p, a, b in hub.ranges:
+            if p.endswith(name):
+                covered[a:b + 1] += 1
+        assert covered.min() == 1 and covered[PREFIX:].max() == 1, name
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["local", "out"]   # no spool left
+    f = out / sorted(names)[0]
+    data = bytearray(f.read_bytes())
+    data[-1] ^= 0x01
+    f.write_bytes(bytes(data))
+    assert not verify(f"hf://{REPO}", str(out)).ok
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["local", "out"]
+
+
+def test_a_remote_compressed_tensors_file_converts_and_verifies(ct, tmp_path):
+    """A model file without GRIT metadata by URL: recognised from the
+    config.json beside it, in the check before writing and in the spool
+    (which holds a copy of that config.json), so the output is the local
+    conversion's and grit verify of the URL reads it once more."""
+    d = tmp_path / "local"
+    ct.write_checkpoint(str(d), {"g": ("nvfp4-pack-quantized", ["Linear"])})
+    s = Server()
+    try:
+        for p in d.iterdir():
+            s.files[f"/m/{p.name}"] = p.read_bytes()
+        url = s.url("/m/model.safetensors")
+        rep = convert(url, str(tmp_path / "mo"), "modelopt")
+        assert verify(url, str(tmp_path / "mo")).ok
+    finally:
+        s.close()
+    local = convert(str(d), str(tmp_path / "mo-local"), "modelopt")
+    assert rep.counts == local.counts and set(rep.counts) == {"bit-exact"}
+    assert rep.proof["weights"] == local.proof["weights"]
+    for n in ("model.safetensors", "hf_quant_config.json", "grit-proof.json"):
+        assert (tmp_path / "mo" / n).read_bytes() == (tmp_path / "mo-local" / n).read_bytes()
+    assert sorted(p.name for p in (tmp_path / "mo").iterdir()) == \
+        sorted(p.name for p in (tmp_path / "mo-local").iterdir())
