@@ -184,13 +184,13 @@ class _Lane:
 
 
 def _planes_of(planes, what: str) -> list[memoryview]:
+    """An array's four planes as buffers (None: an absent plane, empty)."""
     try:
         planes = list(planes)
     except TypeError:
-        raise GritUsageError(f"{what} needs four planes per array, got "
-                             f"{type(planes).__name__}") from None
+        raise GritUsageError(f"{what} needs four planes, got {type(planes).__name__}") from None
     if len(planes) != 4:
-        raise GritUsageError(f"digest needs exactly four planes, got {len(planes)}")
+        raise GritUsageError(f"{what} needs exactly four planes, got {len(planes)}")
     return [_buf(p if p is not None else b"") for p in planes]
 
 
@@ -313,13 +313,7 @@ def gid(canonical_grade: str, desc_bytes: bytes, shape: Sequence[int]) -> bytes:
 def digest(planes: Sequence) -> bytes:
     """§6.5 with SPEC-FACTS: all four planes, each u64le(len) ‖ bytes; an
     absent plane contributes u64le(0).  16 bytes big-endian."""
-    try:
-        planes = list(planes)
-    except TypeError:
-        raise GritUsageError(f"digest needs four planes, got {type(planes).__name__}") from None
-    if len(planes) != 4:
-        raise GritUsageError(f"digest needs exactly four planes, got {len(planes)}")
-    bufs = [_buf(p if p is not None else b"") for p in planes]
+    bufs = _planes_of(planes, "digest")
     if _native is not None:
         return _native.digest(bufs).to_bytes(16, "big")
     h = FNV128_OFFSET
