@@ -58,7 +58,6 @@ from .fingerprint import LANES, DigestStream, digest as _digest
 from .fingerprint import digests_compared as _digests_compared
 from .grade import GRADE_MXFP4, GRADE_NVF4, Grade
 from .io import hub as _hub
-from .io import remote as _remote
 from .io import safetensors as _st
 from .io.containers import by_suffix
 from .io.hub import HubPath, is_hub, is_remote
@@ -233,9 +232,7 @@ def _copy_beside(folder: str, name: str, work: str) -> None:
     if src.size > MAX_BESIDE:
         raise GritUsageError(f"{folder}/{name}: {src.size} bytes, over the {MAX_BESIDE}-byte "
                              "limit of a file copied from beside a checkpoint")
-    with open(out, "xb") as f:
-        for buf in src.stream(0, src.size, SPOOL_CHUNK):
-            f.write(buf)
+    spool_into(out, src)
 
 
 def _basename(f: str) -> str:
@@ -653,10 +650,16 @@ def _plan(f: str, conv: str, allow_requant: bool, refused: list[str]) -> _Planne
 
 
 def _open_remote(f: str):
-    if is_hub(f):
-        where = HubPath.parse(f)
-        return _hub.repo(where).open(where.path)
-    return _remote.http_source(f)
+    return Location.of(f).open(f)
+
+
+def spool_into(path: str, src) -> None:
+    """The byte source ``src`` into the new local file ``path``, each byte
+    read once, in ranged reads of at most :data:`SPOOL_CHUNK` bytes
+    (memory: one chunk)."""
+    with open(path, "xb") as out:
+        for buf in src.stream(0, src.size, SPOOL_CHUNK):
+            out.write(buf)
 
 
 def _read_for_plan(f: str):
@@ -1105,9 +1108,7 @@ def spooled(f: str, folder: str) -> str:
     if src.size > free:
         raise GritUsageError(f"{f}: {src.size} bytes to read into {folder}, where "
                              f"{free} bytes are free")
-    with open(path, "xb") as out:             # memory: one chunk
-        for buf in src.stream(0, src.size, SPOOL_CHUNK):
-            out.write(buf)
+    spool_into(path, src)
     return path
 
 

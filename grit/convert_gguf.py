@@ -787,16 +787,6 @@ def _fetch_beside(src: str, into: str) -> None:
             f.write(raw)
 
 
-def _spool(src: str, path: str, got=None) -> None:
-    """The remote file ``src`` (``got``: its byte source, opened already)
-    into the local file ``path``, each byte read once, in ranged reads of at
-    most ``grit.convert.SPOOL_CHUNK`` bytes."""
-    got = got if got is not None else Location.of(src).open(src)
-    with open(path, "xb") as out:
-        for buf in got.stream(0, got.size, _convert.SPOOL_CHUNK):
-            out.write(buf)
-
-
 @dataclass(frozen=True)
 class _Local:
     """A checkpoint as --to gguf reads it: a local folder holding config.json
@@ -838,7 +828,7 @@ def _local(src: str, work_parent: str,
             raise GritUsageError(f"{work_parent}: {free} bytes free; converting the remote "
                                  f"checkpoint needs {need} (its spool and the GGUF)")
         for f, p in zip(files, paths):
-            _spool(f, p)
+            _convert.spool_into(p, Location.of(f).open(f))
         yield _Local(spool, paths, [_local_header(p) for p in paths], name)
     finally:
         shutil.rmtree(spool, ignore_errors=True)
@@ -1212,7 +1202,7 @@ def is_gguf_source(src: str) -> bool:
 @contextmanager
 def _local_gguf(src: str, work_parent: str) -> Iterator[str]:
     """The GGUF file ``src`` as a local path: a remote one read once, in
-    ranged reads of at most ``grit.convert.SPOOL_CHUNK`` bytes (:func:`_spool`),
+    ranged reads of at most ``grit.convert.SPOOL_CHUNK`` bytes (``spool_into``),
     into a spool folder in ``work_parent`` (refused without room for it and
     an output of its size), removed after."""
     if not is_remote(src):
@@ -1227,7 +1217,7 @@ def _local_gguf(src: str, work_parent: str) -> Iterator[str]:
             raise GritUsageError(f"{work_parent}: {free} bytes free; converting the remote "
                                  f"GGUF needs {2 * got.size} (its spool and the output)")
         path = os.path.join(spool, GGUF_FILE)
-        _spool(src, path, got)
+        _convert.spool_into(path, got)
         yield path
     finally:
         shutil.rmtree(spool, ignore_errors=True)
