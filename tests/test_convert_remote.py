@@ -162,3 +162,32 @@ def test_a_remote_compressed_tensors_file_converts_and_verifies(ct, tmp_path):
         assert (tmp_path / "mo" / n).read_bytes() == (tmp_path / "mo-local" / n).read_bytes()
     assert sorted(p.name for p in (tmp_path / "mo").iterdir()) == \
         sorted(p.name for p in (tmp_path / "mo-local").iterdir())
+
+
+def test_a_server_stalling_in_the_spool_is_a_remote_error_leaving_nothing(tmp_path,
+                                                                          monkeypatch):
+    """The header and small tensors come at once; then the model file's
+    ranged reads (the spool) trickle a byte every 0.2 s.  The body's
+    deadline (timeout + bytes / min_rate) ends the read: a RemoteError, no
+    output folder, nothing staged or spooled left beside it."""
+    from grit.io.http import RemoteError, use_policy
+    d = _checkpoint(tmp_path)
+    monkeypatch.setattr(grit.convert, "SPOOL_CHUNK", 256)
+    s = Server()
+    real = grit.convert.spool_into
+
+    def stalling(path, src):
+        s.faults["/m/model.safetensors"] = {"trickle": (1, 0.2)}
+        return real(path, src)
+    monkeypatch.setattr(grit.convert, "spool_into", stalling)
+    out = tmp_path / "out"
+    out.mkdir()
+    try:
+        s.files["/m/model.safetensors"] = (d / "model.safetensors").read_bytes()
+        s.files["/m/config.json"] = (d / "config.json").read_bytes()
+        with use_policy(timeout=0.5, retries=0), pytest.raises(RemoteError):
+            convert(s.url("/m/model.safetensors"), str(out / "ct"), "compressed-tensors")
+    finally:
+        s.close()
+    assert "trickle" in s.faults["/m/model.safetensors"]      # the spool was reached
+    assert list(out.iterdir()) == []
