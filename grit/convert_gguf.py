@@ -50,9 +50,12 @@ import numpy as np
 from . import conventions
 from . import convert as _convert
 from .array import GritArray, canonical, concat
+from .conventions.grit import CONVENTION as _GRIT
 from ._files import loads_json
 from .errors import GritError, GritUsageError
-from .facts import is_canonical
+from .descriptor import F_INTERLEAVED
+from .facts import canonical_words, is_canonical
+from .ggml import unblocked
 from .io import safetensors as _st
 from .io.dtypes import ST_DTYPES
 from .io.gguf import KV_CONVERT, GGUFValue, Unread, companion_names, read_files
@@ -1289,6 +1292,38 @@ def _hf_names(fam: Family, nblocks: int) -> dict[str, str]:
     return back
 
 
+def _canonical_of(a: GritArray) -> GritArray:
+    """``grit.array.canonical(a)``, for a tensor of a zero-copy ggml type
+    with a direct inverse (NVFP4, MXFP4: ``grit.ggml.unblocked``, one pass
+    over the blocks, where the general relayout holds several times the
+    tensor) built by it: the same descriptor and planes (tests prove it)."""
+    planes = unblocked(a)
+    if planes is None:
+        return canonical(a)
+    d = a.descriptor
+    data, scale, meta = canonical_words(d)
+    return GritArray(d.replace(placement_data=data, placement_scale=scale, placement_meta=meta,
+                               flags=d.flags & ~F_INTERLEAVED), a.shape, planes)
+
+
+def _for_emitter(conv: str, v: GritArray) -> GritArray:
+    """The array the emitter of convention ``conv`` is handed: the GRIT
+    convention's stores it as it is (the GGUF's placement kept); any other
+    reads its canonical planes, built here by :func:`_canonical_of` (the
+    same planes its own ``canonical`` would build)."""
+    return v if conv == _GRIT.name else _canonical_of(v)
+
+
+def _as_held(a: GritArray, b) -> GritArray:
+    """Source array ``a`` in the placement output array ``b`` holds it in:
+    ``a`` itself where the placements are the same (the GRIT convention's
+    output), else its canonical form (:func:`_canonical_of`), so that the
+    proof compares planes without the general relayout."""
+    if isinstance(b, GritArray) and b.descriptor.placements == a.descriptor.placements:
+        return a
+    return _canonical_of(a)
+
+
 class _FromGGUF:
     """A GGUF source (a file, or the shards of a split model:
     ``grit.io.gguf_split``) as Hugging Face named tensors, read one tensor
@@ -1356,7 +1391,7 @@ class _FromGGUF:
         heads_n = _qk_heads(name, fam, self.h)
         if heads_n is not None:
             inv = np.argsort(qk_rows(v.shape[0], heads_n))
-            v = _permuted(v if isinstance(v, GritArray) else np.asarray(v), inv)
+            v = _permuted(_canonical_of(v) if isinstance(v, GritArray) else np.asarray(v), inv)
         if not isinstance(v, GritArray):
             v = np.asarray(v)
             if fam.norm_plus_one and gname.endswith("_norm.weight"):
@@ -1540,9 +1575,10 @@ def _emitted(conv, name: str, v, divs: dict[str, str]) -> dict[str, Any]:
     recorded divisor), a plain one as it is."""
     if not isinstance(v, GritArray):
         return {name: v}
-    em = conv.emit(name, v)
+    c = _for_emitter(conv.name, v)
+    em = conv.emit(name, c)
     tensors = dict(em.tensors)
-    _with_divisor(tensors, name, v, divs)
+    _with_divisor(tensors, name, c, divs)
     return tensors
 
 
@@ -1615,11 +1651,12 @@ def _write_from_gguf(g: _FromGGUF, to: str, plan: _GGUFPlan, out: str) -> dict:
         _convert._pwrite(fd, plan.layout.head, 0)
         for name, gname, v in g.tensors():
             if isinstance(v, GritArray):
-                em = emit(name, v)
+                c = _for_emitter(to, v)
+                em = emit(name, c)
                 weights[name] = dataclasses.replace(em, tensors={})
                 items = dict(em.tensors)
-                _with_divisor(items, name, v, g.divs)
-                del em
+                _with_divisor(items, name, c, g.divs)
+                del em, c
             else:
                 items = {name: v}
             for tn, (dt, shape, buf) in _st.entries_of(items).items():
@@ -1660,13 +1697,16 @@ def _prove_from_gguf(g: _FromGGUF, out: str) -> list[dict]:
         b = _convert._built(back.pop(name, None))
         if not isinstance(b, GritArray):
             raise GritError(f"{name}: the written file does not read back as a GRIT array")
-        da, same = _convert._digest_and_compare(a, b, g.release, release_b)
+        # the source as the output holds it, digested and compared with the output's
+        # planes in one pass; the source as stored digested apart where it is not that
+        ref = _as_held(a, b)
+        dref, same = _convert._digest_and_compare(ref, b, g.release, release_b)
         weights.append({"name": name, "file": "model.safetensors",
-                        "source": _convert._side(a, da),
-                        "target": _convert._side(b, da if same else None),
-                        "verdict": _convert.quick_verdict(a, b, same)})
+                        "source": _convert._side(a, dref if ref is a else None),
+                        "target": _convert._side(b, dref if same else None),
+                        "verdict": _convert.quick_verdict(ref, b, same)})
         _convert._release(back_source, (b,))
-        del a, b
+        del a, b, ref
         g.done(gname)
     return weights
 
@@ -1746,8 +1786,8 @@ def _verify_from_gguf(src: str, folder: str, doc: Mapping, problems: list[str]
             srcw.add(name)
             if name in claimed:
                 y = _convert._built(b.pop(name, None))
-                _check_weight(name, claimed[name], v, v, y, found.setdefault(name, []),
-                              g.release, release_b)
+                _check_weight(name, claimed[name], v, _as_held(v, y), y,
+                              found.setdefault(name, []), g.release, release_b)
                 if isinstance(y, GritArray):
                     _convert._release(b_source, (y,))
                 del y
