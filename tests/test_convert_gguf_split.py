@@ -9,7 +9,7 @@ companion scales in the GGUF).  Each is split by gguf-py's own writer
 (``GGUFWriter(split_max_tensors=N)``: the ``split.no`` / ``split.count`` /
 ``split.tensors.count`` entries, their types and the shard names as
 llama.cpp's gguf-split writes them), and the conversion of the shards —
-named by any shard or by their folder, local or by https URL — must be the
+named by any shard or by their folder — must be the
 conversion of the unsplit file, byte for byte, proof included.  Shards that
 lie (one missing, a tensor in two, a count that disagrees, a shard number
 that is not its name's) are refused with a GritUsageError naming the shard.
@@ -223,7 +223,7 @@ def test_a_missing_shard_is_refused(q8, tmp_path):
     d = tmp_path / "sh"
     shutil.copytree(os.path.dirname(paths[0]), d)
     os.unlink(d / "model-00002-of-00003.gguf")
-    _refused(str(d / "model-00001-of-00003.gguf"), tmp_path, "1 of the 3 shards are missing",
+    _refused(str(d / "model-00001-of-00003.gguf"), tmp_path, "missing (1 of 3)",
              "model-00002-of-00003.gguf")
     _refused(str(d / "model-00003-of-00003.gguf"), tmp_path, "model-00002-of-00003.gguf")
     with pytest.raises(GritUsageError, match="model-00002-of-00003.gguf"):
@@ -386,22 +386,42 @@ def test_split_nvfp4_with_tokenizer_converts_as_the_unsplit_file(nvfp4, tmp_path
     assert C.verify(os.path.dirname(paths[0]), str(tmp_path / "out")).ok
 
 
-def test_an_https_split_converts_as_the_local_shards(q8, tmp_path, monkeypatch):
-    """A shard by https URL: it and its siblings read once each into the
-    spool, then converted as the local shards; no spool is left."""
-    from http_server import Server
-    _, want, paths = q8
-    monkeypatch.setattr(C, "SPOOL_CHUNK", 1 << 12)
-    s = Server()
-    try:
-        for p in paths:
-            with open(p, "rb") as f:
-                s.files["/r/" + os.path.basename(p)] = f.read()
-        url = s.url("/r/" + os.path.basename(paths[1]))
-        C.convert(url, str(tmp_path / "out"), "compressed-tensors")
-        assert s.largest <= 1 << 12
-        assert C.verify(url, str(tmp_path / "out")).ok
-    finally:
-        s.close()
-    _same_output(tmp_path / "out", want)
-    assert not [n for n in os.listdir(tmp_path) if n.startswith(".grit")]
+def test_canonical_planes_by_the_inverse_equal_the_relayout(tmp_path):
+    """The canonical form the conversion hands the emitter and the proof
+    (built by the ggml type's direct inverse where it has one: MXFP4) is
+    grit.array.canonical's: the same descriptor and planes, for every type
+    of the benchmark's GGUF (Q8_0 by the relayout, F16 plain)."""
+    import sys
+    from grit.array import canonical
+    from grit.io.gguf import load
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "bench"))
+    import bench_convert_from_gguf as B
+    p = str(tmp_path / "b.gguf")
+    B.write_gguf(p, 1, 256, 512, 512)
+    got = load(p)
+    kinds = set()
+    for n, v in got.items():
+        if not hasattr(v, "descriptor"):
+            continue
+        kinds.add(got.ggml_types[n])
+        a, b = CG._canonical_of(v), canonical(v)
+        assert a.descriptor == b.descriptor, n
+        assert [bytes(x) for x in a.planes] == [bytes(x) for x in b.planes], n
+    assert kinds == {"Q8_0", "MXFP4"}
+
+
+@pytest.mark.parametrize("ty", sorted(__import__("grit.ggml", fromlist=["ZERO_COPY"]).ZERO_COPY))
+def test_canonical_of_every_zero_copy_type_is_the_relayout(ty):
+    """The same for random blocks of every zero-copy ggml type (NVFP4 and
+    MXFP4 by their inverse, the others by the relayout)."""
+    from grit.array import canonical
+    from grit.ggml import ZERO_COPY
+    from grit.io.gguf import converted
+    t = ZERO_COPY[ty]
+    rows, cols = 4, 2 * 256
+    nb = rows * cols // t.block_elems
+    blocks = np.random.default_rng(1).integers(0, 256, (nb, t.block_bytes), np.uint8)
+    v = converted(ty, blocks, (rows, cols))
+    a, b = CG._canonical_of(v), canonical(v)
+    assert a.descriptor == b.descriptor
+    assert [bytes(x) for x in a.planes] == [bytes(x) for x in b.planes]

@@ -147,8 +147,8 @@ def shards(path: str) -> Split:
     paths = [shard_name(prefix, i, count) for i in range(count)]
     missing = [p for p in paths if not os.path.isfile(p)]
     if missing:
-        raise GritUsageError(f"{path}: {len(missing)} of the {count} shards are missing: "
-                             f"{', '.join(map(os.path.basename, missing[:5]))}"
+        raise GritUsageError(f"{path}: shard(s) of the split model missing ({len(missing)} of "
+                             f"{count}): {', '.join(map(os.path.basename, missing[:5]))}"
                              f"{' …' if len(missing) > 5 else ''}")
     files: list[GGUFFile] = []
     seen: dict[str, str] = {}
