@@ -1331,8 +1331,8 @@ class _FromGGUF:
     recorded divisors by weight name, and :meth:`tensors`, each call a new
     pass over the file(s)."""
 
-    def __init__(self, src: str) -> None:
-        self.split = shards(src)
+    def __init__(self, src: "str | Split") -> None:
+        self.split = shards(src) if isinstance(src, str) else src
         self.path = self.split.paths[0]       # the KV entries, the tokenizer
         got = read_files(self.split.files, lazy=True)
         raise_first(got.problems)
@@ -1497,11 +1497,11 @@ def _tokenizer_back(split: Split, work: str, cfg: dict) -> dict:
         return {"files": [], "none": "transformers is not installed"}
     view = tempfile.mkdtemp(prefix=".gguf-", dir=work)   # the GGUF alone: no file beside it
     try:
-        if len(split.paths) == 1:
-            os.symlink(os.path.abspath(split.paths[0]), os.path.join(view, GGUF_FILE))
-        else:
-            write_outline(split, os.path.join(view, GGUF_FILE))
         try:
+            if len(split.paths) == 1:
+                os.symlink(os.path.abspath(split.paths[0]), os.path.join(view, GGUF_FILE))
+            else:       # (gguf-py's writer refuses a value or type it cannot write)
+                write_outline(split, os.path.join(view, GGUF_FILE))
             tok = transformers.AutoTokenizer.from_pretrained(view, gguf_file=GGUF_FILE)
             tcfg = transformers.AutoConfig.from_pretrained(view, gguf_file=GGUF_FILE).to_dict()
         except (ValueError, OSError, NotImplementedError) as e:
@@ -1722,8 +1722,9 @@ def from_gguf(src: str, dst: str, to: str, *, overwrite: bool = False,
     is written, and the output's layout), the write, and the proof."""
     if to not in _convert.TARGETS:
         raise GritUsageError(f"--to must be one of {', '.join(_convert.TARGETS)}, got {to!r}")
-    g = _FromGGUF(src)
-    dst = _dst_free(dst, overwrite, list(g.split.paths))
+    split = shards(src)
+    dst = _dst_free(dst, overwrite, list(split.paths))
+    g = _FromGGUF(split)
     conv = _convert.TARGETS[to]
     plan = _plan_from_gguf(g, conv)
     cfg = g.cfg
