@@ -513,34 +513,54 @@ def requant_error(src: GritArray, dst: GritArray) -> dict:
 # convert
 
 
-def staged(dst: str, fill: Callable[[str], dict]) -> tuple[str, dict]:
+def staged(dst: str, fill: Callable[[str], dict], *, fsync: bool = False
+           ) -> tuple[str, dict]:
     """``fill(work)`` writes the output into a temporary folder beside
     ``dst``, which then replaces ``dst``; nothing is left on failure.
-    Returns ``dst`` and what ``fill`` returned."""
+    ``fsync``: every file and the folder flushed to disk before the move,
+    and the parent folder after it (the output survives a power loss once
+    this returns).  Returns ``dst`` and what ``fill`` returned."""
     parent = os.path.dirname(dst) or "."
     os.makedirs(parent, exist_ok=True)
     work = tempfile.mkdtemp(prefix=".grit-convert-", dir=parent)
     try:
         got = fill(work)
+        if fsync:
+            for root, _, names in os.walk(work):
+                for n in names:
+                    _fsync(os.path.join(root, n), os.O_RDONLY)
+                _fsync(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
         if os.path.exists(dst):
             shutil.rmtree(dst)
         os.replace(work, dst)
+        if fsync:
+            _fsync(parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
     return dst, got
 
 
+def _fsync(path: str, flags: int) -> None:
+    fd = os.open(path, flags)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def convert(src: str, dst: str, to: str, *, overwrite: bool = False,
             progress: Callable[..., None] | None = None, allow_requant: bool = False,
-            jobs: int = 1) -> ConvertReport:
+            jobs: int = 1, fsync: bool = False) -> ConvertReport:
     """Write the checkpoint ``src`` as ``dst`` in the convention ``to`` (one
     of :data:`TARGETS`) — see the module docstring.  ``dst`` must not exist
     (``overwrite=True``: it is replaced when the new one is complete).
     ``allow_requant``: a weight the target cannot hold is re-quantised into
     its nearest format (:func:`requant_grade`) instead of refusing.
     ``jobs``: tensors handled at once (threads; the output is the same for
-    any number).  ``progress(file, done, total)`` is called as each model
+    any number).  ``fsync``: the output flushed to disk before it is moved
+    into place (:func:`staged`; off by default, as for a copy).
+    ``progress(file, done, total)`` is called as each model
     file begins and as each tensor is written and proved (``done`` of
     ``total`` units: the source's bytes, counted once writing and once
     proving)."""
@@ -550,7 +570,8 @@ def convert(src: str, dst: str, to: str, *, overwrite: bool = False,
             if allow_requant:
                 raise GritUsageError(f"--allow-requant is not supported by the {c.name} "
                                      "converter: it moves blocks as they are or refuses")
-            return c.convert(src, dst, to, overwrite=overwrite, progress=progress)
+            return c.convert(src, dst, to, overwrite=overwrite, progress=progress,
+                             fsync=fsync)
     if to not in TARGETS:
         raise GritUsageError(f"--to must be one of {', '.join(TARGETS)}, got {to!r}")
     if isinstance(jobs, bool) or not isinstance(jobs, int) or not 1 <= jobs <= MAX_JOBS:
@@ -570,7 +591,7 @@ def convert(src: str, dst: str, to: str, *, overwrite: bool = False,
         _finish(folder, files, work, configs, weight_map, proof)
         return proof
 
-    dst, proof = staged(dst, fill)
+    dst, proof = staged(dst, fill, fsync=fsync)
     counts: dict[str, int] = {}
     for w in proof["weights"]:
         counts[w["verdict"]["verdict"]] = counts.get(w["verdict"]["verdict"], 0) + 1
@@ -861,7 +882,7 @@ def _built(v):
 @dataclass
 class _Written:
     """A model file written, and its proof begun: the source's tensors and
-    byte source, the output's file descriptor (being flushed to disk), the
+    byte source, the output's file descriptor, the
     file read back, the name each weight reads back under, the weights'
     digests and comparisons in progress (:class:`_Proofs`); ``spool``: the
     local copy of a remote file, removed once the file is proved."""
@@ -870,7 +891,6 @@ class _Written:
     tensors: Any
     source: Any
     fd: int
-    flush: "_Flush"
     emitted: dict
     back: Any
     back_source: Any
@@ -881,10 +901,9 @@ class _Written:
     ticked: list[int]
 
     def close(self) -> None:
-        """Stop what runs, wait for the flush, close and remove what is
+        """Stop what runs, close and remove what is
         this file's (idempotent)."""
         self.proofs.stop()
-        self.flush.join()
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
@@ -898,7 +917,7 @@ def _write_file(p: _Planned, local: str, work: str, conv: str, pool, progress, d
                 ) -> _Written | None:
     """Write one model file entry by entry at the planned offsets (the
     weights ``jobs`` at a time), then begin its proof: the file read back,
-    flushed to disk, and its weights digested and compared in threads
+    and its weights digested and compared in threads
     (:class:`_Proofs`) while the caller goes on (the next file is written);
     :func:`_prove` finishes it.  None: a weight was refused (``refused``)."""
     tensors, source = _load_local(local)
@@ -964,8 +983,6 @@ def _write_file(p: _Planned, local: str, work: str, conv: str, pool, progress, d
             if spool is not None:
                 os.unlink(spool)
             return None
-        # the file goes to disk while it is proved from the page cache
-        flush = _Flush(fd)
     except BaseException:
         os.close(fd)
         raise
@@ -988,32 +1005,10 @@ def _write_file(p: _Planned, local: str, work: str, conv: str, pool, progress, d
                          getattr(back_source, "release", None),
                          max(1, min(jobs, -(-len(pairs) // LANES))))
     except BaseException:
-        flush.join()
         os.close(fd)
         raise
-    return _Written(p, tensors, source, fd, flush, emitted, back, back_source, owner, proofs,
+    return _Written(p, tensors, source, fd, emitted, back, back_source, owner, proofs,
                     spool, tick, mine)
-
-
-class _Flush(threading.Thread):
-    """``fsync`` of a file descriptor in a thread of its own; :meth:`result`
-    waits for it and raises its OSError."""
-
-    def __init__(self, fd: int) -> None:
-        super().__init__(daemon=True)
-        self.fd, self.error = fd, None
-        self.start()
-
-    def run(self) -> None:
-        try:
-            os.fsync(self.fd)
-        except OSError as e:
-            self.error = e
-
-    def result(self) -> None:
-        self.join()
-        if self.error is not None:
-            raise self.error
 
 
 def _prove(w: _Written, pool) -> tuple[list[dict], dict]:
@@ -1055,7 +1050,6 @@ def _prove(w: _Written, pool) -> tuple[list[dict], dict]:
         return entry
 
     entries = _run(pool, prove, p.weights)
-    w.flush.result()
     w.close()
     tick(p.file, 2 * p.size - w.ticked[0])       # the header and the plain tensors
     return entries, emitted

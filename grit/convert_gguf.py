@@ -953,7 +953,8 @@ def _permuted_later(v: GritArray, rows: np.ndarray,
 
 
 def to_gguf(src: str, dst: str, *, overwrite: bool = False,
-            progress: Callable[[str], None] | None = None) -> _convert.ConvertReport:
+            progress: Callable[[str], None] | None = None,
+            fsync: bool = False) -> _convert.ConvertReport:
     """Write the safetensors checkpoint ``src`` (a file, a folder of shards,
     a shard index, an https URL or an hf:// name, with config.json and the
     tokenizer beside it) as the folder ``dst`` holding ``model.gguf``,
@@ -979,7 +980,7 @@ def to_gguf(src: str, dst: str, *, overwrite: bool = False,
                 p.cfg.pop(k, None)
             _write_proof(work, proof, p.cfg)
             return proof
-        dst, proof = _convert.staged(dst, fill)
+        dst, proof = _convert.staged(dst, fill, fsync=fsync)
     return _convert.ConvertReport(dst, proof, _counts(proof))
 
 
@@ -1443,7 +1444,8 @@ def _reloads(transformers, tok, folder: str) -> str | None:
 
 
 def from_gguf(src: str, dst: str, to: str, *, overwrite: bool = False,
-              progress: Callable[[str], None] | None = None) -> _convert.ConvertReport:
+              progress: Callable[[str], None] | None = None,
+              fsync: bool = False) -> _convert.ConvertReport:
     """Write the GGUF file ``src`` as the safetensors checkpoint folder ``dst``
     in convention ``to`` (``model.safetensors``, ``config.json`` built from
     the GGUF's KV entries, ``grit-proof.json``)."""
@@ -1487,7 +1489,7 @@ def from_gguf(src: str, dst: str, to: str, *, overwrite: bool = False,
                  "tokenizer": tokenizer}
         _write_proof(work, proof, cfg)
         return proof
-    dst, proof = _convert.staged(dst, fill)
+    dst, proof = _convert.staged(dst, fill, fsync=fsync)
     return _convert.ConvertReport(dst, proof, _counts(proof))
 
 
@@ -1604,10 +1606,11 @@ def _verify_local(local: _Local, folder: str, doc: dict, problems: list[str]
 
 
 def convert(src: str, dst: str, to: str, *, overwrite: bool = False,
-            progress: Callable[[str], None] | None = None) -> _convert.ConvertReport:
+            progress: Callable[[str], None] | None = None,
+            fsync: bool = False) -> _convert.ConvertReport:
     """``grit convert`` with GGUF on one side: a ``.gguf`` SRC into a
     safetensors convention (:func:`from_gguf`), anything else ``--to gguf``
-    (:func:`to_gguf`)."""
+    (:func:`to_gguf`); ``fsync``: as :func:`grit.convert.convert`'s."""
     if is_gguf_source(src):
         if to == TARGET:
             raise GritUsageError("SRC is GGUF already: --to names a safetensors convention "
@@ -1618,8 +1621,9 @@ def convert(src: str, dst: str, to: str, *, overwrite: bool = False,
         if is_remote(src):                  # refused before a byte is read
             _dst_free(dst, overwrite, [])
         with _local_gguf(src, os.path.dirname(os.path.abspath(dst))) as local:
-            return from_gguf(local, dst, to, overwrite=overwrite, progress=progress)
-    return to_gguf(src, dst, overwrite=overwrite, progress=progress)
+            return from_gguf(local, dst, to, overwrite=overwrite, progress=progress,
+                             fsync=fsync)
+    return to_gguf(src, dst, overwrite=overwrite, progress=progress, fsync=fsync)
 
 
 def _wrote(dst: str) -> bool:
