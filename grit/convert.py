@@ -57,10 +57,9 @@ from .errors import GritError, GritUsageError
 from .fingerprint import LANES, DigestStream, digest as _digest
 from .fingerprint import digests_compared as _digests_compared
 from .grade import GRADE_MXFP4, GRADE_NVF4, Grade
-from .io import hub as _hub
 from .io import safetensors as _st
 from .io.containers import by_suffix
-from .io.hub import HubPath, is_hub, is_remote
+from .io.hub import is_remote
 from .io.location import Location
 from .io.problems import raise_first
 from .io.recognise import (MAX_CONFIG, SMALL_MAX, Deferred, read_config, read_remote_config,
@@ -151,39 +150,30 @@ class VerifyReport:
 
 def _model_files(src: str) -> tuple[str, list[str]]:
     """(folder, the safetensors files of the checkpoint ``src``: a file, or
-    every ``*.safetensors`` of a folder, sorted).  A remote ``src``: an
-    ``https://`` URL of one safetensors file, or ``hf://ORG/REPO[@REV][/PATH]``
-    (a file, or the safetensors files directly under a folder of the
-    repository, named at its commit)."""
-    if is_hub(src):
-        where = HubPath.parse(src)
-        r = _hub.repo(where)
-        if where.path.lower().endswith(".safetensors"):
-            return os.path.dirname(r.name(where.path)), [r.name(where.path)]
-        depth = where.path.strip("/").count("/") + 1 if where.path.strip("/") else 0
-        files = [r.name(p) for p in r.under(where.path)
-                 if p.lower().endswith(".safetensors") and p.count("/") == depth]
-        if not files:
-            raise GritUsageError(f"{src}: no .safetensors files in this repository folder")
-        return r.name(where.path.strip("/")), files
-    if is_remote(src):
-        if not src.split("?")[0].lower().endswith(".safetensors"):
-            raise GritUsageError(f"{src}: convert reads one safetensors file by URL (a folder "
-                                 "of shards: name the files, or use hf://)")
-        return src.split("?")[0].rsplit("/", 1)[0], [src]
-    if os.path.isfile(src):
-        if not src.lower().endswith(".safetensors"):
-            raise GritUsageError(f"{src}: convert reads safetensors checkpoints (a .safetensors "
-                                 "file or a folder of them)")
-        return os.path.dirname(os.path.abspath(src)), [os.path.abspath(src)]
-    if not os.path.isdir(src):
-        raise GritUsageError(f"{src}: no such file or folder")
-    files = sorted(os.path.join(src, n) for n in os.listdir(src)
-                   if n.lower().endswith(".safetensors") and
-                   os.path.isfile(os.path.join(src, n)))
+    every ``*.safetensors`` directly in a folder, sorted), asked of its
+    :class:`~grit.io.location.Location`: a local path, an ``https://`` URL of
+    one safetensors file (a server lists no folder), or
+    ``hf://ORG/REPO[@REV][/PATH]`` (a file or a folder of the repository,
+    named at its commit)."""
+    loc = Location.of(src if is_remote(src) else os.path.abspath(src))
+    loc.admit()
+    e = loc.entry()
+    if e.what == "absent":
+        raise GritUsageError(f"{src}: {e.absent}")
+    if e.what == "file":
+        name = Location.of(e.at.bare)
+        if not name.path.lower().endswith(".safetensors"):
+            raise GritUsageError(
+                f"{src}: convert reads safetensors checkpoints (a .safetensors file or a "
+                "folder of them" + (")" if loc.listable else
+                                    "; by URL one file: name each shard, or use hf://)"))
+        return name.folder, [e.at.path]
+    folder = Location.of(e.at.path.rstrip("/") + "/")
+    files = [folder.sibling(n) for n in folder.listing()
+             if n.lower().endswith(".safetensors") and folder.is_file(n)]
     if not files:
-        raise GritUsageError(f"{src}: no .safetensors files in this folder")
-    return os.path.abspath(src), files
+        raise GritUsageError(f"{src}: no .safetensors files {e.folder}")
+    return folder.folder.rstrip("/") or folder.folder, files
 
 
 def _json(path: str) -> dict | None:
@@ -202,21 +192,13 @@ def _json(path: str) -> dict | None:
 def _beside(folder: str, files: list[str]) -> list[str]:
     """The regular files beside the model files that the output keeps as they
     are (not model files of any container, shard indexes, config.json, the
-    sidecars the conventions read, or a proof).  Beside a remote checkpoint:
-    the repository folder's files (``hf://``), or the ones of
-    :data:`BESIDE_REMOTE` that are there (a URL's folder is not listed)."""
+    sidecars the conventions read, or a proof): the folder's files, or
+    beside an https URL (whose folder is not listed) the ones of
+    :data:`BESIDE_REMOTE` that are there."""
     skip = {"config.json", PROOF_FILE} | set(conventions.sidecars())
-    if is_hub(folder):
-        where = HubPath.parse(folder)
-        r = _hub.repo(where)
-        pre = where.path.strip("/")
-        depth = pre.count("/") + 1 if pre else 0
-        names = [q.rsplit("/", 1)[-1] for q in r.under(pre) if q.count("/") == depth]
-    elif is_remote(folder):
-        names = [n for n in BESIDE_REMOTE if Location.of(folder + "/").exists(n)]
-    else:
-        names = [n for n in sorted(os.listdir(folder))
-                 if os.path.isfile(os.path.join(folder, n))]
+    here = Location.of(folder.rstrip("/") + "/")
+    names = [n for n in here.listing() if here.is_file(n)] if here.listable else \
+        [n for n in BESIDE_REMOTE if here.exists(n)]
     return [n for n in sorted(names) if not (n in skip or n.endswith(_INDEX) or
                                              by_suffix(n) is not None)]
 
@@ -225,10 +207,11 @@ def _copy_beside(folder: str, name: str, work: str) -> None:
     """One file beside the checkpoint into the output, as it is (a remote
     one read in bounded steps, at most :data:`MAX_BESIDE` bytes)."""
     out = os.path.join(work, name)
-    if not is_remote(folder):
-        shutil.copyfile(os.path.join(folder, name), out)
+    here = Location.of(folder.rstrip("/") + "/")
+    if not here.remote:
+        shutil.copyfile(here.sibling(name), out)
         return
-    src = _open_remote(folder + "/" + name)
+    src = here.open(name)
     if src.size > MAX_BESIDE:
         raise GritUsageError(f"{folder}/{name}: {src.size} bytes, over the {MAX_BESIDE}-byte "
                              "limit of a file copied from beside a checkpoint")
