@@ -618,8 +618,8 @@ def _plan(f: str, conv: str, allow_requant: bool, refused: list[str]) -> _Planne
     emitted: dict[str, list[str]] = {}
     plain: dict[str, tuple[int, ...]] = {}
     bad = len(refused)
-    for name, v in tensors.items():
-        v = _built(v)
+    for name, raw in tensors.items():
+        v = _built(raw)
         if not isinstance(v, GritArray):
             plain[name] = tuple(getattr(v, "shape", ()))
             names = {name: v}
@@ -641,7 +641,7 @@ def _plan(f: str, conv: str, allow_requant: bool, refused: list[str]) -> _Planne
                     continue
                 requant[name] = (g, why)
             weights.append(name)
-            _release(source, (v,))          # what the emitter read of a local file's map
+            _release(source, (v, raw))      # what the emitter read of a local file's map
             emitted[name] = list(names)
         for tn, t in names.items():
             if tn in out:
@@ -837,7 +837,8 @@ def _release(source, values) -> None:
     if release is None:
         return
     for v in values:
-        for p in (v.planes if isinstance(v, GritArray) else (v,)):
+        for p in (v.planes if isinstance(v, GritArray) else
+                  v.parts() if isinstance(v, Deferred) else (v,)):
             if isinstance(p, np.ndarray):
                 # a dtype the buffer protocol cannot name (bfloat16): its bytes
                 if not (p.flags.c_contiguous and p.nbytes):
@@ -922,7 +923,8 @@ def _write_file(p: _Planned, local: str, work: str, conv: str, pool, progress, d
                 progress(f, done[0], total)
 
     def write_one(name: str) -> None:
-        v = _built(tensors[name])
+        raw = tensors[name]
+        v = _built(raw)
         if isinstance(v, GritArray):
             rq = p.requant.get(name)
             try:
@@ -945,7 +947,7 @@ def _write_file(p: _Planned, local: str, work: str, conv: str, pool, progress, d
                 if isinstance(buf, np.ndarray) else _u8(buf)
             _copy_or_write(src_fd, locate(u) if locate is not None and u.size >= _COPY_MIN
                            else None, fd, u, want[2])
-        _release(source, (v,))
+        _release(source, (v, raw))
         tick(p.file, _nbytes(v))
 
     # a buffer that is a view of the source file's map is copied file to file by the
@@ -1006,7 +1008,8 @@ def _prove(w: _Written, pool) -> tuple[list[dict], dict]:
 
     def prove(name: str) -> dict:
         as_ = w.owner.get(frozenset(p.emitted[name]), name)
-        a, b = _built(tensors[name]), _built(back.get(as_))
+        a_raw, b_raw = tensors[name], back.get(as_)
+        a, b = _built(a_raw), _built(b_raw)
         if not isinstance(b, GritArray):
             raise GritError(f"{name}: the written file does not read back as a GRIT "
                             f"array ({type(b).__name__}): the target convention's reader "
@@ -1027,8 +1030,8 @@ def _prove(w: _Written, pool) -> tuple[list[dict], dict]:
             entry["as"] = as_
         if rq:
             entry["requant"] = {"into": rq[0].canonical, "why": rq[1]}
-        _release(source, (a,))
-        _release(back_source, (b,))
+        _release(source, (a, a_raw))
+        _release(back_source, (b, b_raw))
         tick(p.file, _nbytes(a))
         return entry
 
@@ -1241,10 +1244,10 @@ def _verify_weight(name: str, w: Mapping, av, b: Mapping, a_source, b_sources: l
     verdict re-derived (:func:`quick_verdict`, or :func:`requant_error`);
     every page of both given back after."""
     problems: list[str] = []
-    x = _built(av)
-    y = _built(b.get(w["as"] if isinstance(w.get("as"), str) else name))
+    y_raw = b.get(w["as"] if isinstance(w.get("as"), str) else name)
+    x, y = _built(av), _built(y_raw)
     if not isinstance(y, GritArray):
-        _release(a_source, (x,))
+        _release(a_source, (x, av))
         return [f"{name}: the output holds no GRIT array under this name"]
     try:
         da, same = _digest_and_compare(
@@ -1261,8 +1264,8 @@ def _verify_weight(name: str, w: Mapping, av, b: Mapping, a_source, b_sources: l
         if v != claimed_v:
             problems.append(f"{name}: the decodes give {v}, the proof says {w.get('verdict')}")
     finally:
-        _release(a_source, (x,))
-        _release_any(b_sources, (y,))
+        _release(a_source, (x, av))
+        _release_any(b_sources, (y, y_raw))
     return problems
 
 

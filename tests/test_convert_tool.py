@@ -559,3 +559,36 @@ def test_fsync_flushes_every_output_file_and_folder_only_when_asked(tmp_path, mo
     assert all(os.path.dirname(p) == staging for p in seen[:-2])
     assert seen[-2:] == [staging, str(tmp_path / "out")]
     assert tree_digest(tmp_path / "plain") == tree_digest(out)
+
+
+def test_the_pages_a_converted_weight_is_built_from_are_given_back(tmp_path, monkeypatch):
+    """A weight a converter builds (GPTQ) is built from the file tensors'
+    mapped pages: convert (its check, its write, its proof) and verify each
+    give back every byte of every such tensor once the weight is used, as they
+    do a weight that is a view of the file."""
+    import test_load_gptq_awq as G
+    from grit.io import safetensors as st_io
+    from grit.io.source import LocalFile
+    _, _, _, tensors = G.gptq_case(4, 32)
+    path = G.write(tmp_path, tensors, G.gptq_cfg(4, 32))
+    hdr = st_io.read(path)
+    spans = {tn: (hdr.span(tn)[0], sum(hdr.span(tn))) for tn in hdr.entries}
+    assert len(spans) >= 4                        # qweight, qzeros, scales, g_idx
+    given: list[tuple[int, int]] = []
+    real = LocalFile.release
+
+    def release(self, buf):
+        off = self.locate(buf)
+        if off is not None and os.path.samefile(self.name, path):
+            given.append((off, off + memoryview(buf).nbytes))
+        return real(self, buf)
+    monkeypatch.setattr(LocalFile, "release", release)
+
+    def covered() -> set[str]:
+        return {tn for tn, (a, b) in spans.items()
+                if any(x <= a and b <= y for x, y in given)}
+    convert(os.path.dirname(path), str(tmp_path / "g"), "grit")
+    assert covered() == set(spans)
+    given.clear()
+    assert verify(os.path.dirname(path), str(tmp_path / "g")).ok
+    assert covered() == set(spans)
