@@ -98,8 +98,9 @@ setup(
     ext_modules=[
         Extension(
             "grit._ext",
-            sources=["grit/_native/py/fnv.c", f"{_CORE}/fnv.c", f"{_CORE}/fnv_multi.c"],
-            depends=[f"{_CORE}/fnv.h", f"{_CORE}/fnv_multi.h"],
+            sources=["grit/_native/py/fnv.c", f"{_CORE}/fnv.c", f"{_CORE}/fnv_multi.c",
+                     f"{_CORE}/fnv_wide.c"],
+            depends=[f"{_CORE}/fnv.h", f"{_CORE}/fnv_multi.h", f"{_CORE}/fnv_wide.h"],
             optional=True,
         ),
         # Hot loops of the codec for the registered grades; grit.codec falls

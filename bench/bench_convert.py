@@ -9,10 +9,11 @@ each round in a rotated order:
 * ``copy``: ``shutil.copyfile`` of every shard (the peer: what moving the
   bytes costs at least);
 * ``copy+fsync``: the same, each copy then flushed to disk (``fsync``), as
-  ``grit convert`` and ``grit.save`` leave their output;
+  ``grit convert --fsync`` and ``grit.save`` leave their output;
 * ``convert -j N``: ``grit convert --to compressed-tensors`` with N jobs
   (check, write at the planned offsets, read back, prove: plane digests
-  and the comparison of the planes);
+  and the comparison of the planes), and ``convert-j1+fsync`` with
+  ``--fsync`` (the output flushed to disk before it is moved into place);
 * ``emit+save``: the same writes without the check and the proof
   (``grit.conventions.emit`` + ``grit.save`` per shard), to show what the
   proof costs;
@@ -68,7 +69,8 @@ if mode.startswith("copy"):
                 os.close(fd)
 elif mode.startswith("convert"):
     from grit.convert import convert
-    convert(src, dst, "compressed-tensors", jobs=int(mode.split("-j")[1]))
+    convert(src, dst, "compressed-tensors", jobs=int(mode.split("-j")[1].split("+")[0]),
+            fsync=mode.endswith("+fsync"))
 elif mode == "verify":
     from grit.convert import verify
     if not verify(src, dst).ok:
@@ -147,7 +149,8 @@ def main() -> None:
               f"largest tensor {largest / 2**20:.1f} MiB; median of {args.repeat}; "
               f"{os.cpu_count()} CPUs")
         rows = {}
-        modes = ["copy", "copy+fsync", *(f"convert-j{j}" for j in args.jobs), "emit+save"]
+        modes = ["copy", "copy+fsync", *(f"convert-j{j}" for j in args.jobs),
+                 f"convert-j{args.jobs[0]}+fsync", "emit+save"]
         if args.only_verify:
             modes = ["copy", "verify"]
         elif args.verify:
@@ -165,13 +168,13 @@ def main() -> None:
                     run(mode, src, conv if mode == "verify" else os.path.join(tmp, "dst")))
         load1 = os.getloadavg()
         base = statistics.median(r["wall"] for r in rows["copy"])
-        print(f"{'':12} {'wall s':>7} {'GB/s':>6} {'÷ copy':>7} {'CPU s/GB':>8} "
+        print(f"{'':16} {'wall s':>7} {'GB/s':>6} {'÷ copy':>7} {'CPU s/GB':>8} "
               f"{'GB/s/core':>9} {'RSS MiB':>8} {'÷ largest':>9} {'anon MiB':>9} "
               f"{'÷ largest':>9}")
         for mode, runs in rows.items():
             m = _measure.medians(runs)
             wall, cpu, rss, anon = m["wall"], m["cpu"], m["rss"], m["anon"]
-            print(f"{mode:12} {wall:7.2f} {total / wall / 1e9:6.2f} {base / wall:7.2f} "
+            print(f"{mode:16} {wall:7.2f} {total / wall / 1e9:6.2f} {base / wall:7.2f} "
                   f"{cpu / (total / 1e9):8.2f} {total / 1e9 / cpu:9.2f} "
                   f"{rss / 2**20:8.0f} {rss / largest:9.2f} {anon / 2**20:9.0f} "
                   f"{anon / largest:9.2f}")

@@ -751,9 +751,13 @@ def _load_cases(target, shape, planes):
                    "its error (max abs, RMS, ulps).")
 @click.option("--jobs", "-j", type=click.IntRange(1, convert_mod.MAX_JOBS), default=1,
               show_default=True, help="Tensors handled at once (the output is the same).")
+@click.option("--fsync", is_flag=True,
+              help="Flush every output file to disk before DST is moved into place, so "
+                   "that it survives a power loss once the command returns (off by "
+                   "default, as for cp or a framework's save: it waits for the disk).")
 @click.option("--json", "as_json", is_flag=True, help="Print the proof's summary as JSON.")
 def convert_cmd(src: str, dst: str, to: str, force: bool, allow_requant: bool, jobs: int,
-                as_json: bool) -> None:
+                fsync: bool, as_json: bool) -> None:
     """Move the safetensors checkpoint SRC (a file or a folder of shards) into
     the convention --to, as the folder DST, without re-quantising: element
     codes and scale bytes are moved, never re-derived.  A weight the target
@@ -780,7 +784,7 @@ def convert_cmd(src: str, dst: str, to: str, force: bool, allow_requant: bool, j
     try:
         with _convert_progress() as progress:
             rep = convert_mod.convert(src, dst, to, overwrite=force, progress=progress,
-                                      allow_requant=allow_requant, jobs=jobs)
+                                      allow_requant=allow_requant, jobs=jobs, fsync=fsync)
     except (GritError, OSError) as e:
         _die(e, as_json)
     changed = rep.counts.get("scalar-rounded", 0) + rep.counts.get("re-quantised", 0)

@@ -57,10 +57,9 @@ from .errors import GritError, GritUsageError
 from .fingerprint import LANES, DigestStream, digest as _digest
 from .fingerprint import digests_compared as _digests_compared
 from .grade import GRADE_MXFP4, GRADE_NVF4, Grade
-from .io import hub as _hub
 from .io import safetensors as _st
 from .io.containers import by_suffix
-from .io.hub import HubPath, is_hub, is_remote
+from .io.hub import is_remote
 from .io.location import Location
 from .io.problems import raise_first
 from .io.recognise import (MAX_CONFIG, SMALL_MAX, Deferred, read_config, read_remote_config,
@@ -151,39 +150,30 @@ class VerifyReport:
 
 def _model_files(src: str) -> tuple[str, list[str]]:
     """(folder, the safetensors files of the checkpoint ``src``: a file, or
-    every ``*.safetensors`` of a folder, sorted).  A remote ``src``: an
-    ``https://`` URL of one safetensors file, or ``hf://ORG/REPO[@REV][/PATH]``
-    (a file, or the safetensors files directly under a folder of the
-    repository, named at its commit)."""
-    if is_hub(src):
-        where = HubPath.parse(src)
-        r = _hub.repo(where)
-        if where.path.lower().endswith(".safetensors"):
-            return os.path.dirname(r.name(where.path)), [r.name(where.path)]
-        depth = where.path.strip("/").count("/") + 1 if where.path.strip("/") else 0
-        files = [r.name(p) for p in r.under(where.path)
-                 if p.lower().endswith(".safetensors") and p.count("/") == depth]
-        if not files:
-            raise GritUsageError(f"{src}: no .safetensors files in this repository folder")
-        return r.name(where.path.strip("/")), files
-    if is_remote(src):
-        if not src.split("?")[0].lower().endswith(".safetensors"):
-            raise GritUsageError(f"{src}: convert reads one safetensors file by URL (a folder "
-                                 "of shards: name the files, or use hf://)")
-        return src.split("?")[0].rsplit("/", 1)[0], [src]
-    if os.path.isfile(src):
-        if not src.lower().endswith(".safetensors"):
-            raise GritUsageError(f"{src}: convert reads safetensors checkpoints (a .safetensors "
-                                 "file or a folder of them)")
-        return os.path.dirname(os.path.abspath(src)), [os.path.abspath(src)]
-    if not os.path.isdir(src):
-        raise GritUsageError(f"{src}: no such file or folder")
-    files = sorted(os.path.join(src, n) for n in os.listdir(src)
-                   if n.lower().endswith(".safetensors") and
-                   os.path.isfile(os.path.join(src, n)))
+    every ``*.safetensors`` directly in a folder, sorted), asked of its
+    :class:`~grit.io.location.Location`: a local path, an ``https://`` URL of
+    one safetensors file (a server lists no folder), or
+    ``hf://ORG/REPO[@REV][/PATH]`` (a file or a folder of the repository,
+    named at its commit)."""
+    loc = Location.of(src if is_remote(src) else os.path.abspath(src))
+    loc.admit()
+    e = loc.entry()
+    if e.what == "absent":
+        raise GritUsageError(f"{src}: {e.absent}")
+    if e.what == "file":
+        name = Location.of(e.at.bare)
+        if not name.path.lower().endswith(".safetensors"):
+            raise GritUsageError(
+                f"{src}: convert reads safetensors checkpoints (a .safetensors file or a "
+                "folder of them" + (")" if loc.listable else
+                                    "; by URL one file: name each shard, or use hf://)"))
+        return name.folder, [e.at.path]
+    folder = Location.of(e.at.path.rstrip("/") + "/")
+    files = [folder.sibling(n) for n in folder.listing()
+             if n.lower().endswith(".safetensors") and folder.is_file(n)]
     if not files:
-        raise GritUsageError(f"{src}: no .safetensors files in this folder")
-    return os.path.abspath(src), files
+        raise GritUsageError(f"{src}: no .safetensors files {e.folder}")
+    return folder.folder.rstrip("/") or folder.folder, files
 
 
 def _json(path: str) -> dict | None:
@@ -202,21 +192,13 @@ def _json(path: str) -> dict | None:
 def _beside(folder: str, files: list[str]) -> list[str]:
     """The regular files beside the model files that the output keeps as they
     are (not model files of any container, shard indexes, config.json, the
-    sidecars the conventions read, or a proof).  Beside a remote checkpoint:
-    the repository folder's files (``hf://``), or the ones of
-    :data:`BESIDE_REMOTE` that are there (a URL's folder is not listed)."""
+    sidecars the conventions read, or a proof): the folder's files, or
+    beside an https URL (whose folder is not listed) the ones of
+    :data:`BESIDE_REMOTE` that are there."""
     skip = {"config.json", PROOF_FILE} | set(conventions.sidecars())
-    if is_hub(folder):
-        where = HubPath.parse(folder)
-        r = _hub.repo(where)
-        pre = where.path.strip("/")
-        depth = pre.count("/") + 1 if pre else 0
-        names = [q.rsplit("/", 1)[-1] for q in r.under(pre) if q.count("/") == depth]
-    elif is_remote(folder):
-        names = [n for n in BESIDE_REMOTE if Location.of(folder + "/").exists(n)]
-    else:
-        names = [n for n in sorted(os.listdir(folder))
-                 if os.path.isfile(os.path.join(folder, n))]
+    here = Location.of(folder.rstrip("/") + "/")
+    names = [n for n in here.listing() if here.is_file(n)] if here.listable else \
+        [n for n in BESIDE_REMOTE if here.exists(n)]
     return [n for n in sorted(names) if not (n in skip or n.endswith(_INDEX) or
                                              by_suffix(n) is not None)]
 
@@ -225,10 +207,11 @@ def _copy_beside(folder: str, name: str, work: str) -> None:
     """One file beside the checkpoint into the output, as it is (a remote
     one read in bounded steps, at most :data:`MAX_BESIDE` bytes)."""
     out = os.path.join(work, name)
-    if not is_remote(folder):
-        shutil.copyfile(os.path.join(folder, name), out)
+    here = Location.of(folder.rstrip("/") + "/")
+    if not here.remote:
+        shutil.copyfile(here.sibling(name), out)
         return
-    src = _open_remote(folder + "/" + name)
+    src = here.open(name)
     if src.size > MAX_BESIDE:
         raise GritUsageError(f"{folder}/{name}: {src.size} bytes, over the {MAX_BESIDE}-byte "
                              "limit of a file copied from beside a checkpoint")
@@ -513,34 +496,54 @@ def requant_error(src: GritArray, dst: GritArray) -> dict:
 # convert
 
 
-def staged(dst: str, fill: Callable[[str], dict]) -> tuple[str, dict]:
+def staged(dst: str, fill: Callable[[str], dict], *, fsync: bool = False
+           ) -> tuple[str, dict]:
     """``fill(work)`` writes the output into a temporary folder beside
     ``dst``, which then replaces ``dst``; nothing is left on failure.
-    Returns ``dst`` and what ``fill`` returned."""
+    ``fsync``: every file and the folder flushed to disk before the move,
+    and the parent folder after it (the output survives a power loss once
+    this returns).  Returns ``dst`` and what ``fill`` returned."""
     parent = os.path.dirname(dst) or "."
     os.makedirs(parent, exist_ok=True)
     work = tempfile.mkdtemp(prefix=".grit-convert-", dir=parent)
     try:
         got = fill(work)
+        if fsync:
+            for root, _, names in os.walk(work):
+                for n in names:
+                    _fsync(os.path.join(root, n), os.O_RDONLY)
+                _fsync(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
         if os.path.exists(dst):
             shutil.rmtree(dst)
         os.replace(work, dst)
+        if fsync:
+            _fsync(parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
     return dst, got
 
 
+def _fsync(path: str, flags: int) -> None:
+    fd = os.open(path, flags)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def convert(src: str, dst: str, to: str, *, overwrite: bool = False,
             progress: Callable[..., None] | None = None, allow_requant: bool = False,
-            jobs: int = 1) -> ConvertReport:
+            jobs: int = 1, fsync: bool = False) -> ConvertReport:
     """Write the checkpoint ``src`` as ``dst`` in the convention ``to`` (one
     of :data:`TARGETS`) — see the module docstring.  ``dst`` must not exist
     (``overwrite=True``: it is replaced when the new one is complete).
     ``allow_requant``: a weight the target cannot hold is re-quantised into
     its nearest format (:func:`requant_grade`) instead of refusing.
     ``jobs``: tensors handled at once (threads; the output is the same for
-    any number).  ``progress(file, done, total)`` is called as each model
+    any number).  ``fsync``: the output flushed to disk before it is moved
+    into place (:func:`staged`; off by default, as for a copy).
+    ``progress(file, done, total)`` is called as each model
     file begins and as each tensor is written and proved (``done`` of
     ``total`` units: the source's bytes, counted once writing and once
     proving)."""
@@ -550,7 +553,8 @@ def convert(src: str, dst: str, to: str, *, overwrite: bool = False,
             if allow_requant:
                 raise GritUsageError(f"--allow-requant is not supported by the {c.name} "
                                      "converter: it moves blocks as they are or refuses")
-            return c.convert(src, dst, to, overwrite=overwrite, progress=progress)
+            return c.convert(src, dst, to, overwrite=overwrite, progress=progress,
+                             fsync=fsync)
     if to not in TARGETS:
         raise GritUsageError(f"--to must be one of {', '.join(TARGETS)}, got {to!r}")
     if isinstance(jobs, bool) or not isinstance(jobs, int) or not 1 <= jobs <= MAX_JOBS:
@@ -570,7 +574,7 @@ def convert(src: str, dst: str, to: str, *, overwrite: bool = False,
         _finish(folder, files, work, configs, weight_map, proof)
         return proof
 
-    dst, proof = staged(dst, fill)
+    dst, proof = staged(dst, fill, fsync=fsync)
     counts: dict[str, int] = {}
     for w in proof["weights"]:
         counts[w["verdict"]["verdict"]] = counts.get(w["verdict"]["verdict"], 0) + 1
@@ -614,8 +618,8 @@ def _plan(f: str, conv: str, allow_requant: bool, refused: list[str]) -> _Planne
     emitted: dict[str, list[str]] = {}
     plain: dict[str, tuple[int, ...]] = {}
     bad = len(refused)
-    for name, v in tensors.items():
-        v = _built(v)
+    for name, raw in tensors.items():
+        v = _built(raw)
         if not isinstance(v, GritArray):
             plain[name] = tuple(getattr(v, "shape", ()))
             names = {name: v}
@@ -637,7 +641,7 @@ def _plan(f: str, conv: str, allow_requant: bool, refused: list[str]) -> _Planne
                     continue
                 requant[name] = (g, why)
             weights.append(name)
-            _release(source, (v,))          # what the emitter read of a local file's map
+            _release(source, (v, raw))      # what the emitter read of a local file's map
             emitted[name] = list(names)
         for tn, t in names.items():
             if tn in out:
@@ -833,7 +837,8 @@ def _release(source, values) -> None:
     if release is None:
         return
     for v in values:
-        for p in (v.planes if isinstance(v, GritArray) else (v,)):
+        for p in (v.planes if isinstance(v, GritArray) else
+                  v.parts() if isinstance(v, Deferred) else (v,)):
             if isinstance(p, np.ndarray):
                 # a dtype the buffer protocol cannot name (bfloat16): its bytes
                 if not (p.flags.c_contiguous and p.nbytes):
@@ -861,7 +866,7 @@ def _built(v):
 @dataclass
 class _Written:
     """A model file written, and its proof begun: the source's tensors and
-    byte source, the output's file descriptor (being flushed to disk), the
+    byte source, the output's file descriptor, the
     file read back, the name each weight reads back under, the weights'
     digests and comparisons in progress (:class:`_Proofs`); ``spool``: the
     local copy of a remote file, removed once the file is proved."""
@@ -870,7 +875,6 @@ class _Written:
     tensors: Any
     source: Any
     fd: int
-    flush: "_Flush"
     emitted: dict
     back: Any
     back_source: Any
@@ -881,10 +885,9 @@ class _Written:
     ticked: list[int]
 
     def close(self) -> None:
-        """Stop what runs, wait for the flush, close and remove what is
+        """Stop what runs, close and remove what is
         this file's (idempotent)."""
         self.proofs.stop()
-        self.flush.join()
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
@@ -898,7 +901,7 @@ def _write_file(p: _Planned, local: str, work: str, conv: str, pool, progress, d
                 ) -> _Written | None:
     """Write one model file entry by entry at the planned offsets (the
     weights ``jobs`` at a time), then begin its proof: the file read back,
-    flushed to disk, and its weights digested and compared in threads
+    and its weights digested and compared in threads
     (:class:`_Proofs`) while the caller goes on (the next file is written);
     :func:`_prove` finishes it.  None: a weight was refused (``refused``)."""
     tensors, source = _load_local(local)
@@ -920,7 +923,8 @@ def _write_file(p: _Planned, local: str, work: str, conv: str, pool, progress, d
                 progress(f, done[0], total)
 
     def write_one(name: str) -> None:
-        v = _built(tensors[name])
+        raw = tensors[name]
+        v = _built(raw)
         if isinstance(v, GritArray):
             rq = p.requant.get(name)
             try:
@@ -943,7 +947,7 @@ def _write_file(p: _Planned, local: str, work: str, conv: str, pool, progress, d
                 if isinstance(buf, np.ndarray) else _u8(buf)
             _copy_or_write(src_fd, locate(u) if locate is not None and u.size >= _COPY_MIN
                            else None, fd, u, want[2])
-        _release(source, (v,))
+        _release(source, (v, raw))
         tick(p.file, _nbytes(v))
 
     # a buffer that is a view of the source file's map is copied file to file by the
@@ -964,8 +968,6 @@ def _write_file(p: _Planned, local: str, work: str, conv: str, pool, progress, d
             if spool is not None:
                 os.unlink(spool)
             return None
-        # the file goes to disk while it is proved from the page cache
-        flush = _Flush(fd)
     except BaseException:
         os.close(fd)
         raise
@@ -988,32 +990,10 @@ def _write_file(p: _Planned, local: str, work: str, conv: str, pool, progress, d
                          getattr(back_source, "release", None),
                          max(1, min(jobs, -(-len(pairs) // LANES))))
     except BaseException:
-        flush.join()
         os.close(fd)
         raise
-    return _Written(p, tensors, source, fd, flush, emitted, back, back_source, owner, proofs,
+    return _Written(p, tensors, source, fd, emitted, back, back_source, owner, proofs,
                     spool, tick, mine)
-
-
-class _Flush(threading.Thread):
-    """``fsync`` of a file descriptor in a thread of its own; :meth:`result`
-    waits for it and raises its OSError."""
-
-    def __init__(self, fd: int) -> None:
-        super().__init__(daemon=True)
-        self.fd, self.error = fd, None
-        self.start()
-
-    def run(self) -> None:
-        try:
-            os.fsync(self.fd)
-        except OSError as e:
-            self.error = e
-
-    def result(self) -> None:
-        self.join()
-        if self.error is not None:
-            raise self.error
 
 
 def _prove(w: _Written, pool) -> tuple[list[dict], dict]:
@@ -1028,7 +1008,8 @@ def _prove(w: _Written, pool) -> tuple[list[dict], dict]:
 
     def prove(name: str) -> dict:
         as_ = w.owner.get(frozenset(p.emitted[name]), name)
-        a, b = _built(tensors[name]), _built(back.get(as_))
+        a_raw, b_raw = tensors[name], back.get(as_)
+        a, b = _built(a_raw), _built(b_raw)
         if not isinstance(b, GritArray):
             raise GritError(f"{name}: the written file does not read back as a GRIT "
                             f"array ({type(b).__name__}): the target convention's reader "
@@ -1049,13 +1030,12 @@ def _prove(w: _Written, pool) -> tuple[list[dict], dict]:
             entry["as"] = as_
         if rq:
             entry["requant"] = {"into": rq[0].canonical, "why": rq[1]}
-        _release(source, (a,))
-        _release(back_source, (b,))
+        _release(source, (a, a_raw))
+        _release(back_source, (b, b_raw))
         tick(p.file, _nbytes(a))
         return entry
 
     entries = _run(pool, prove, p.weights)
-    w.flush.result()
     w.close()
     tick(p.file, 2 * p.size - w.ticked[0])       # the header and the plain tensors
     return entries, emitted
@@ -1264,10 +1244,10 @@ def _verify_weight(name: str, w: Mapping, av, b: Mapping, a_source, b_sources: l
     verdict re-derived (:func:`quick_verdict`, or :func:`requant_error`);
     every page of both given back after."""
     problems: list[str] = []
-    x = _built(av)
-    y = _built(b.get(w["as"] if isinstance(w.get("as"), str) else name))
+    y_raw = b.get(w["as"] if isinstance(w.get("as"), str) else name)
+    x, y = _built(av), _built(y_raw)
     if not isinstance(y, GritArray):
-        _release(a_source, (x,))
+        _release(a_source, (x, av))
         return [f"{name}: the output holds no GRIT array under this name"]
     try:
         da, same = _digest_and_compare(
@@ -1284,8 +1264,8 @@ def _verify_weight(name: str, w: Mapping, av, b: Mapping, a_source, b_sources: l
         if v != claimed_v:
             problems.append(f"{name}: the decodes give {v}, the proof says {w.get('verdict')}")
     finally:
-        _release(a_source, (x,))
-        _release_any(b_sources, (y,))
+        _release(a_source, (x, av))
+        _release_any(b_sources, (y, y_raw))
     return problems
 
 

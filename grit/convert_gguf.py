@@ -958,7 +958,8 @@ def _permuted_later(v: GritArray, rows: np.ndarray,
 
 
 def to_gguf(src: str, dst: str, *, overwrite: bool = False,
-            progress: Callable[[str], None] | None = None) -> _convert.ConvertReport:
+            progress: Callable[[str], None] | None = None,
+            fsync: bool = False) -> _convert.ConvertReport:
     """Write the safetensors checkpoint ``src`` (a file, a folder of shards,
     a shard index, an https URL or an hf:// name, with config.json and the
     tokenizer beside it) as the folder ``dst`` holding ``model.gguf``,
@@ -984,7 +985,7 @@ def to_gguf(src: str, dst: str, *, overwrite: bool = False,
                 p.cfg.pop(k, None)
             _write_proof(work, proof, p.cfg)
             return proof
-        dst, proof = _convert.staged(dst, fill)
+        dst, proof = _convert.staged(dst, fill, fsync=fsync)
     return _convert.ConvertReport(dst, proof, _counts(proof))
 
 
@@ -1636,7 +1637,7 @@ def _write_from_gguf(g: _FromGGUF, to: str, plan: _GGUFPlan, out: str) -> dict:
     """Write the output file ``out`` tensor by tensor at the planned offsets
     (the bytes ``grit.save`` writes for the same tensors): each tensor
     emitted again, written (a buffer that views a GGUF file's map copied by
-    the kernel from file to file), its pages given back; then flushed.
+    the kernel from file to file), its pages given back.
     Returns each weight's :class:`~grit.conventions.Emitted` without its
     tensors (for the config)."""
     conv = conventions.by_name(to)
@@ -1673,7 +1674,6 @@ def _write_from_gguf(g: _FromGGUF, to: str, plan: _GGUFPlan, out: str) -> dict:
                 _convert._copy_or_write(at[0], at[1], fd, u, want[2])
             del v, items
             g.done(gname)
-        os.fsync(fd)
     finally:
         os.close(fd)
         for _, sfd in fds:
@@ -1712,14 +1712,16 @@ def _prove_from_gguf(g: _FromGGUF, out: str) -> list[dict]:
 
 
 def from_gguf(src: str, dst: str, to: str, *, overwrite: bool = False,
-              progress: Callable[[str], None] | None = None) -> _convert.ConvertReport:
+              progress: Callable[[str], None] | None = None,
+              fsync: bool = False) -> _convert.ConvertReport:
     """Write the GGUF source ``src`` (a file, or the shards of a split model
     named by any one of them or by their folder) as the safetensors
     checkpoint folder ``dst`` in convention ``to`` (``model.safetensors``,
     ``config.json`` built from the GGUF's KV entries, ``grit-proof.json``).
     Three passes over the source, one tensor at a time, each tensor's pages
     given back once it is handled: the check (every refusal before anything
-    is written, and the output's layout), the write, and the proof."""
+    is written, and the output's layout), the write, and the proof.
+    ``fsync``: as :func:`grit.convert.convert`'s."""
     if to not in _convert.TARGETS:
         raise GritUsageError(f"--to must be one of {', '.join(_convert.TARGETS)}, got {to!r}")
     split = shards(src)
@@ -1752,7 +1754,7 @@ def from_gguf(src: str, dst: str, to: str, *, overwrite: bool = False,
                  "tokenizer": tokenizer}
         _write_proof(work, proof, cfg)
         return proof
-    dst, proof = _convert.staged(dst, fill)
+    dst, proof = _convert.staged(dst, fill, fsync=fsync)
     return _convert.ConvertReport(dst, proof, _counts(proof))
 
 
@@ -1887,10 +1889,11 @@ def _verify_local(local: _Local, folder: str, doc: dict, problems: list[str]
 
 
 def convert(src: str, dst: str, to: str, *, overwrite: bool = False,
-            progress: Callable[[str], None] | None = None) -> _convert.ConvertReport:
+            progress: Callable[[str], None] | None = None,
+            fsync: bool = False) -> _convert.ConvertReport:
     """``grit convert`` with GGUF on one side: a ``.gguf`` SRC into a
     safetensors convention (:func:`from_gguf`), anything else ``--to gguf``
-    (:func:`to_gguf`)."""
+    (:func:`to_gguf`); ``fsync``: as :func:`grit.convert.convert`'s."""
     if is_gguf_source(src):
         if to == TARGET:
             raise GritUsageError("SRC is GGUF already: --to names a safetensors convention "
@@ -1901,8 +1904,9 @@ def convert(src: str, dst: str, to: str, *, overwrite: bool = False,
         if is_remote(src):                  # refused before a byte is read
             _dst_free(dst, overwrite, [])
         with _local_gguf(src, os.path.dirname(os.path.abspath(dst))) as local:
-            return from_gguf(local, dst, to, overwrite=overwrite, progress=progress)
-    return to_gguf(src, dst, overwrite=overwrite, progress=progress)
+            return from_gguf(local, dst, to, overwrite=overwrite, progress=progress,
+                             fsync=fsync)
+    return to_gguf(src, dst, overwrite=overwrite, progress=progress, fsync=fsync)
 
 
 def _wrote(dst: str) -> bool:

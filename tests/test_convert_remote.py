@@ -67,8 +67,50 @@ def test_an_hf_repository_converts_as_its_local_files(hub, tmp_path):  # noqa: F
     assert w["file"] == "model.safetensors"
     assert verify(f"hf://{REPO}", str(tmp_path / "mo")).ok
     assert verify(str(d), str(tmp_path / "mo")).ok
-    with pytest.raises(grit.GritUsageError, match="no .safetensors"):
+    with pytest.raises(grit.GritUsageError, match="no such file or folder in the repository"):
         convert(f"hf://{REPO}/nowhere", str(tmp_path / "x"), "grit")
+
+
+def test_a_folder_of_an_hf_repository_converts_alone(hub, tmp_path):  # noqa: F811
+    """hf://ORG/REPO/sub: the model files directly in sub/ (not the root's, not
+    a deeper folder's), and the files beside them in sub/."""
+    d = _checkpoint(tmp_path)
+    st = (d / "model.safetensors").read_bytes()
+    hub.commit(REPO, {"sub/model.safetensors": st, "sub/config.json": (d / "config.json")
+                      .read_bytes(), "sub/tokenizer.json": b'{"v": 1}',
+                      "root.safetensors": b"not read", "sub/deeper/x.safetensors": b"nor this",
+                      "sub/deeper/notes.txt": b"nor this"})
+    rep = convert(f"hf://{REPO}/sub", str(tmp_path / "g"), "grit")
+    assert [w["file"] for w in rep.proof["weights"]] == ["model.safetensors"]
+    assert sorted(p.name for p in (tmp_path / "g").iterdir()) == [
+        "config.json", "grit-proof.json", "model.safetensors", "tokenizer.json"]
+    assert (tmp_path / "g" / "tokenizer.json").read_bytes() == b'{"v": 1}'
+
+
+def test_what_src_names_is_told_for_every_kind_of_location(hub, tmp_path):  # noqa: F811
+    """A path naming nothing, a file that is not safetensors, a folder with no
+    model file: one usage error each, saying which, locally, by URL and on
+    the Hub."""
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "notes.txt").write_text("x")
+    hub.commit(REPO, {"docs/readme.md": b"x", "config.json": b"{}"})
+    s = Server()
+    try:
+        s.files["/m/model.bin"] = b"x"
+        cases = [(str(tmp_path / "nothing"), "no such file or directory"),
+                 (str(tmp_path / "notes.txt"), r"reads safetensors checkpoints \(a "
+                  r"\.safetensors file or a folder of them\)$"),
+                 (str(tmp_path / "empty"), "no .safetensors files under this directory"),
+                 (s.url("/m/model.bin"), "by URL one file: name each shard, or use hf://"),
+                 (f"hf://{REPO}/nowhere", "no such file or folder in the repository"),
+                 (f"hf://{REPO}/docs", "no .safetensors files in this repository folder"),
+                 (f"hf://{REPO}/config.json", r"a folder of them\)$")]
+        for src, why in cases:
+            with pytest.raises(grit.GritUsageError, match=why):
+                convert(src, str(tmp_path / "out"), "grit")
+            assert not (tmp_path / "out").exists()
+    finally:
+        s.close()
 
 
 def test_a_sharded_hf_repository_is_read_once_and_its_files_beside_are_copied(

@@ -512,3 +512,83 @@ def test_refusals_the_bytes_decide_are_reported_together_in_file_order(tmp_path,
         f"  model.layers.{k}.mlp.up_proj.weight: grit cannot hold these bytes"
         for k in (1, 3, 5)]
     assert sorted(os.listdir(tmp_path)) == ["src"]
+
+
+def _fsynced(monkeypatch) -> list[str]:
+    """The paths os.fsync is called on from now on (read from /proc)."""
+    seen: list[str] = []
+    real = os.fsync
+
+    def fsync(fd):
+        seen.append(os.readlink(f"/proc/self/fd/{fd}"))
+        return real(fd)
+    monkeypatch.setattr(os, "fsync", fsync)
+    return seen
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc to name an fd")
+@pytest.mark.parametrize("source", ["safetensors", "gguf"])
+def test_fsync_flushes_every_output_file_and_folder_only_when_asked(tmp_path, monkeypatch,
+                                                                    source):
+    """--fsync: every file of the output and its folder (while staged), then
+    the folder it is moved into, are flushed before convert returns; without
+    it nothing is (as a copy); the bytes are the same either way.  Both
+    converters (safetensors, and GGUF on one side) go through it."""
+    if source == "gguf":
+        from test_convert_gguf import _gguf_py_file
+        src = tmp_path / "q8.gguf"
+        _gguf_py_file(str(src), "Q8_0")
+        to = "grit"
+    else:
+        src, to = _sharded(tmp_path, shards=2, per=2), "compressed-tensors"
+    seen = _fsynced(monkeypatch)
+    convert(str(src), str(tmp_path / "plain"), to)
+    # (from a GGUF, model.safetensors is written by grit.save, which flushes its
+    # own temporary file before renaming it: docs/file-format.md)
+    saves = [p for p in seen if os.path.basename(p).startswith(".grit-")
+             and p.endswith(".tmp")]
+    assert seen == saves and len(saves) == (source == "gguf")
+    out = tmp_path / "out" / "synced"
+    seen.clear()
+    convert(str(src), str(out), to, fsync=True)
+    seen[:] = [p for p in seen if not p.endswith(".tmp")]
+    staging = os.path.dirname(seen[0])
+    assert os.path.basename(staging).startswith(".grit-convert-")
+    files = sorted(p.name for p in out.iterdir())
+    assert sorted(os.path.basename(p) for p in seen[:-2]) == files
+    assert all(os.path.dirname(p) == staging for p in seen[:-2])
+    assert seen[-2:] == [staging, str(tmp_path / "out")]
+    assert tree_digest(tmp_path / "plain") == tree_digest(out)
+
+
+def test_the_pages_a_converted_weight_is_built_from_are_given_back(tmp_path, monkeypatch):
+    """A weight a converter builds (GPTQ) is built from the file tensors'
+    mapped pages: convert (its check, its write, its proof) and verify each
+    give back every byte of every such tensor once the weight is used, as they
+    do a weight that is a view of the file."""
+    import test_load_gptq_awq as G
+    from grit.io import safetensors as st_io
+    from grit.io.source import LocalFile
+    _, _, _, tensors = G.gptq_case(4, 32)
+    path = G.write(tmp_path, tensors, G.gptq_cfg(4, 32))
+    hdr = st_io.read(path)
+    spans = {tn: (hdr.span(tn)[0], sum(hdr.span(tn))) for tn in hdr.entries}
+    assert len(spans) >= 4                        # qweight, qzeros, scales, g_idx
+    given: list[tuple[int, int]] = []
+    real = LocalFile.release
+
+    def release(self, buf):
+        off = self.locate(buf)
+        if off is not None and os.path.samefile(self.name, path):
+            given.append((off, off + memoryview(buf).nbytes))
+        return real(self, buf)
+    monkeypatch.setattr(LocalFile, "release", release)
+
+    def covered() -> set[str]:
+        return {tn for tn, (a, b) in spans.items()
+                if any(x <= a and b <= y for x, y in given)}
+    convert(os.path.dirname(path), str(tmp_path / "g"), "grit")
+    assert covered() == set(spans)
+    given.clear()
+    assert verify(os.path.dirname(path), str(tmp_path / "g")).ok
+    assert covered() == set(spans)

@@ -324,23 +324,27 @@ def no_asm_ext(tmp_path_factory):
     """The interleaved loops with their 128-bit products as unsigned __int128
     (what Clang and targets other than x86-64 build), where GCC on x86-64
     would write the multiply out."""
-    mod = _build_variant(tmp_path_factory, "GRIT_FNV_NO_ASM")
+    mod = _build_variant(tmp_path_factory, "GRIT_FNV_NO_ASM", "GRIT_FNV_NO_WIDE")
     assert mod.FNV_MULTI_IMPL in ("int128", "portable")
+    assert mod.fnv_wide(True) is False           # built without the chain-and-sums loop
     return mod
 
 
-def _build_variant(tmp_path_factory, macro):
+def _build_variant(tmp_path_factory, macro, *more):
     native = Path(__file__).resolve().parents[1] / "grit" / "_native"
-    src = [native / "py" / "fnv.c", native / "core" / "fnv.c", native / "core" / "fnv_multi.c"]
+    src = [native / "py" / "fnv.c", *(native / "core" / f"{n}.c"
+                                      for n in ("fnv", "fnv_multi", "fnv_wide"))]
     if not all(s.exists() for s in src):
-        pytest.skip("grit/_native/{py,core}/fnv.c or core/fnv_multi.c are not in this tree")
+        pytest.skip("grit/_native/{py,core}/fnv.c or core/fnv_{multi,wide}.c are not in "
+                    "this tree")
     try:
         from setuptools import Distribution, Extension
         from setuptools.command.build_ext import build_ext
     except ImportError:
         pytest.skip("setuptools is needed to build the portable variant")
     out = tmp_path_factory.mktemp(macro.lower())
-    ext = Extension("_ext", [str(s) for s in src], define_macros=[(macro, "1")],
+    ext = Extension("_ext", [str(s) for s in src],
+                    define_macros=[(m, "1") for m in (macro, *more)],
                     extra_compile_args=[] if os.name == "nt"
                     else ["-O2", "-ffp-contract=off", "-std=c99"])
     cmd = build_ext(Distribution({"ext_modules": [ext]}))

@@ -127,6 +127,11 @@ class Deferred:
         except GritError as err:
             raise _st.renamed_error(self.record.name, err) from None
 
+    def parts(self) -> list:
+        """The file tensors the planes are built from, as views of the file
+        (a reader gives their pages back once the weight is built and used)."""
+        return [self.view(tn) for tn in self.record.tensors]
+
 
 def with_recognised(path, tensors: "_st.SafetensorsTensors", *,
                     strict: bool = True, defer_converted: bool = False

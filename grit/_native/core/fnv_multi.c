@@ -12,6 +12,7 @@
  * runs the lanes' steps differs.
  */
 #include "fnv_multi.h"
+#include "fnv_wide.h"
 
 #include <string.h>
 
@@ -400,7 +401,11 @@ update_many(fnv128_t *st, const fnv_segments *streams, const fnv_segments *other
                 }
             }
         }
-        if (others != NULL) {
+        if (grit_fnv_wide && n >= FNV_WIDE_MIN) {
+            /* the chain-and-sums loop, where the machine has it (fnv_wide.h) */
+            fnv128_wide(active, hi, lo, d, pp, others != NULL ? qq : NULL, n);
+        }
+        else if (others != NULL) {
             LANES_CMP[active](hi, lo, d, pp, qq, n);
         }
         else {

@@ -16,6 +16,7 @@
 
 #include "../core/fnv.h"
 #include "../core/fnv_multi.h"
+#include "../core/fnv_wide.h"
 
 /* Above this many bytes, hashing runs with the GIL released: below it the
  * release/re-acquire costs more than the loop (FNV runs at roughly 1 GB/s). */
@@ -527,7 +528,36 @@ py_fnv1a128_many_cmp(PyObject *self, PyObject *args)
     return res;
 }
 
+/* whether this machine has the chain-and-sums loop (fnv_wide.h) */
+static int wide_available;
+
+PyDoc_STRVAR(fnv_wide_doc,
+"fnv_wide(on=None, /) -> bool\n\n"
+"Whether fnv1a128_many and fnv1a128_many_cmp run the chain-and-sums loop\n"
+"(AVX-512 VNNI: the same values, faster) for long segments.  With on given,\n"
+"switch it on (where the machine has it) or off first.  For tests that\n"
+"compare the two paths; not thread-safe while a digest runs.");
+
+static PyObject *
+py_fnv_wide(PyObject *self, PyObject *args)
+{
+    PyObject *on = Py_None;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "|O:fnv_wide", &on)) {
+        return NULL;
+    }
+    if (on != Py_None) {
+        int v = PyObject_IsTrue(on);
+        if (v < 0) {
+            return NULL;
+        }
+        grit_fnv_wide = v && wide_available;
+    }
+    return PyBool_FromLong(grit_fnv_wide);
+}
+
 static PyMethodDef ext_methods[] = {
+    {"fnv_wide", py_fnv_wide, METH_VARARGS, fnv_wide_doc},
     {"fnv1a64", py_fnv1a64, METH_VARARGS, fnv1a64_doc},
     {"fnv1a128", py_fnv1a128, METH_VARARGS, fnv1a128_doc},
     {"digest", py_digest, METH_O, digest_doc},
@@ -555,6 +585,8 @@ PyInit__ext(void)
                         "grit._ext failed the FNV-1a self-check (§6.1)");
         return NULL;
     }
+    int wide = fnv128_wide_init();
+    wide_available = wide == 1;
     if (SIXTY_FOUR == NULL) {
         SIXTY_FOUR = PyLong_FromLong(64);
         if (SIXTY_FOUR == NULL) {
@@ -572,7 +604,10 @@ PyInit__ext(void)
     if (PyModule_AddStringConstant(m, "FNV128_IMPL", grit_fnv128_impl) < 0
         || PyModule_AddIntConstant(m, "NOGIL_BYTES", (long)GRIT_NOGIL_BYTES) < 0
         || PyModule_AddStringConstant(m, "FNV_MULTI_IMPL", grit_fnv_multi_impl) < 0
-        || PyModule_AddIntConstant(m, "FNV_MULTI_LANES", FNV_MULTI_LANES) < 0) {
+        || PyModule_AddIntConstant(m, "FNV_MULTI_LANES", FNV_MULTI_LANES) < 0
+        /* 1: the machine has the chain-and-sums loop's instructions (and the
+         * build has the loop), whether or not it passed its self-check */
+        || PyModule_AddIntConstant(m, "FNV_WIDE_CPU", wide != 0) < 0) {
         Py_DECREF(m);
         return NULL;
     }
