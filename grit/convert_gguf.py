@@ -1325,6 +1325,10 @@ def _as_held(a: GritArray, b) -> GritArray:
     return _canonical_of(a)
 
 
+#: BF16 elements checked for NaNs per step (bounded temporaries)
+_BF16_STEP = 1 << 22
+
+
 class _FromGGUF:
     """A GGUF source (a file, or the shards of a split model:
     ``grit.io.gguf_split``) as Hugging Face named tensors, read one tensor
@@ -1388,7 +1392,11 @@ class _FromGGUF:
     def _as_hf(self, name: str, gname: str, v, ggml_type: str | None):
         fam = self.fam
         if isinstance(v, Unread):
-            v = v.read()
+            keep = ggml_type == "BF16" and \
+                (self.notes.get(f"dtype.{gname}") or "BF16") == "BF16" and \
+                not (fam.norm_plus_one and gname.endswith("_norm.weight"))
+            raw = self._bf16(gname, v.shape) if keep else None
+            v = raw if raw is not None else v.read()
         heads_n = _qk_heads(name, fam, self.h)
         if heads_n is not None:
             inv = np.argsort(qk_rows(v.shape[0], heads_n))
@@ -1400,6 +1408,24 @@ class _FromGGUF:
             dt = self.notes.get(f"dtype.{gname}") or ("BF16" if ggml_type == "BF16" else None)
             v = _narrowed(v, dt)
         return v
+
+    def _bf16(self, gname: str, shape) -> np.ndarray | None:
+        """BF16 tensor ``gname``'s bytes viewed as bfloat16, without a copy:
+        what widening it to F32 (as :func:`grit.io.gguf.read` does) and
+        narrowing it back to BF16 (:func:`_narrowed`) gives, where no
+        element is a NaN (the narrowing may change a NaN's bits, and the
+        wide tensor is kept then: this is None).  Tests compare the two on
+        every BF16 value."""
+        src, off, n = self.spans[gname]
+        view = src.view(off, n)
+        if view is None:
+            return None
+        u = np.frombuffer(view, "<u2")
+        for i in range(0, u.size, _BF16_STEP):
+            c = u[i:i + _BF16_STEP]
+            if np.any(((c & 0x7F80) == 0x7F80) & ((c & 0x7F) != 0)):
+                return None
+        return u.view(ST_DTYPES["BF16"].np_dtype()).reshape(shape)
 
     def release(self, buf) -> None:
         """Give back the pages of ``buf`` where it views one of the files'

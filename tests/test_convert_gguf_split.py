@@ -32,10 +32,11 @@ from grit.io.gguf_file import read_gguf  # noqa: E402
 from _support import given_back  # noqa: E402
 
 
-def _llama_q8(path: str) -> None:
+def _llama_q8(path: str, embd: np.ndarray | None = None) -> None:
     """A two-block Llama GGUF written by gguf-py: its projections quantised
     to Q8_0 by ``gguf.quants.quantize``, the rest F32 (as
-    tests/test_convert_gguf.py's gguf-py file)."""
+    tests/test_convert_gguf.py's gguf-py file); ``embd``: the token
+    embedding's BF16 bits instead."""
     rng = np.random.default_rng(3)
     w = gguf.GGUFWriter(path, "llama")
     for add, v in ((w.add_block_count, 2), (w.add_context_length, 64),
@@ -55,7 +56,9 @@ def _llama_q8(path: str) -> None:
     q8 = gguf.GGMLQuantizationType.Q8_0
     for name, shape in shapes.items():
         x = rng.standard_normal(shape).astype(np.float32)
-        if len(shape) == 2 and name != "token_embd.weight":
+        if name == "token_embd.weight" and embd is not None:
+            w.add_tensor(name, embd, raw_dtype=gguf.GGMLQuantizationType.BF16)
+        elif len(shape) == 2 and name != "token_embd.weight":
             w.add_tensor(name, gguf.quants.quantize(x, q8), raw_dtype=q8)
         else:
             w.add_tensor(name, x)
@@ -425,3 +428,36 @@ def test_canonical_of_every_zero_copy_type_is_the_relayout(ty):
     a, b = CG._canonical_of(v), canonical(v)
     assert a.descriptor == b.descriptor
     assert [bytes(x) for x in a.planes] == [bytes(x) for x in b.planes]
+
+
+@pytest.mark.parametrize("nan", (False, True))
+def test_bf16_as_its_bytes_equals_widened_and_narrowed(tmp_path, nan):
+    """A BF16 tensor is handed on as its bytes viewed as bfloat16 (no copy)
+    where it holds no NaN, and that is what widening it to F32 and
+    narrowing it back gives: on every BF16 value, zeros in place of the
+    NaNs (whose bits the narrowing may change: with them, the tensor is
+    the general path's, here kept wide as F32)."""
+    import ml_dtypes
+    from grit.io.gguf import load
+    u = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
+    nans = ((u & 0x7F80) == 0x7F80) & ((u & 0x7F) != 0)
+    assert nans.sum() == 254
+    if not nan:
+        u = np.where(nans, np.uint16(0), u)
+    p = str(tmp_path / "bf16.gguf")
+    _llama_q8(p, u.reshape(1024, 64))
+    fast = {n: v for n, _, v in CG._FromGGUF(p).tensors()}["model.embed_tokens.weight"]
+    wide = np.asarray(load(p)["token_embd.weight"])
+    assert wide.dtype == np.float32
+    general = CG._narrowed(wide, "BF16")
+    assert fast.dtype == general.dtype == (np.float32 if nan else ml_dtypes.bfloat16)
+    assert fast.tobytes() == general.tobytes()
+    if not nan:
+        assert fast.view(np.uint16).reshape(-1).tobytes() == u.tobytes()
+        assert not fast.flags.owndata           # a view of the file
+    out = tmp_path / "out"
+    C.convert(p, str(out), "compressed-tensors")
+    assert C.verify(p, str(out)).ok
+    from safetensors.numpy import load_file
+    t = load_file(str(out / "model.safetensors"))["model.embed_tokens.weight"]
+    assert t.tobytes() == general.tobytes()
