@@ -2,7 +2,8 @@
 tensor.
 
 A synthetic Llama GGUF is written under ``$TMPDIR`` by gguf-py's GGUFWriter,
-one tensor at a time (``write_tensor_data``): the token embedding F16, the
+one tensor at a time (``write_tensor_data``): the token embedding F16 (or
+BF16, ``--embd BF16``), the
 attention projections and ``ffn_gate`` / ``ffn_up`` / ``output`` Q8_0,
 ``ffn_down`` MXFP4, the norms F32 — random bytes, with every Q8_0 block
 scale a finite binary16 and no MXFP4 scale byte 0xFF (a conversion moves
@@ -64,9 +65,9 @@ def _mxfp4(rng, rows: int, cols: int) -> np.ndarray:
     return b.reshape(rows, -1)
 
 
-def tensors(layers: int, hidden: int, ffn: int, vocab: int):
+def tensors(layers: int, hidden: int, ffn: int, vocab: int, embd: str = "F16"):
     """(name, ggml type, numpy shape) of the synthetic Llama, in file order."""
-    out = [("token_embd.weight", "F16", (vocab, hidden))]
+    out = [("token_embd.weight", embd, (vocab, hidden))]
     for i in range(layers):
         b = f"blk.{i}."
         out += [(b + "attn_norm.weight", "F32", (hidden,))]
@@ -82,11 +83,12 @@ def tensors(layers: int, hidden: int, ffn: int, vocab: int):
 
 def nbytes(ty: str, shape) -> int:
     n = int(np.prod(shape))
-    return {"F16": 2 * n, "F32": 4 * n, "Q8_0": n // 32 * 34, "MXFP4": n // 32 * 17}[ty]
+    return {"F16": 2 * n, "BF16": 2 * n, "F32": 4 * n, "Q8_0": n // 32 * 34,
+            "MXFP4": n // 32 * 17}[ty]
 
 
 def write_gguf(path: str, layers: int, hidden: int, ffn: int, vocab: int,
-               split_max_tensors: int = 0) -> None:
+               split_max_tensors: int = 0, embd: str = "F16") -> None:
     """The synthetic GGUF (or its shards: ``path``'s name with gguf-split's
     ``-0000i-of-0000n`` before ``.gguf``), one tensor in memory at a time."""
     import gguf
@@ -97,10 +99,12 @@ def write_gguf(path: str, layers: int, hidden: int, ffn: int, vocab: int,
                    (w.add_head_count, 32), (w.add_head_count_kv, 8)):
         add(v)
     w.add_layer_norm_rms_eps(1e-5)
-    spec = tensors(layers, hidden, ffn, vocab)
+    spec = tensors(layers, hidden, ffn, vocab, embd)
     for name, ty, shape in spec:
         q = gguf.GGMLQuantizationType[ty]
-        if ty in ("Q8_0", "MXFP4"):
+        if ty == "BF16":
+            w.add_tensor_info(name, shape, np.dtype(np.uint16), nbytes(ty, shape), raw_dtype=q)
+        elif ty in ("Q8_0", "MXFP4"):
             w.add_tensor_info(name, (shape[0], nbytes(ty, shape) // shape[0]), np.dtype(np.uint8),
                               nbytes(ty, shape), raw_dtype=q)
         else:
@@ -114,6 +118,9 @@ def write_gguf(path: str, layers: int, hidden: int, ffn: int, vocab: int,
             x = _q8_0(rng, *shape)
         elif ty == "MXFP4":
             x = _mxfp4(rng, *shape)
+        elif ty == "BF16":      # (the high halves of binary32 values: no NaN)
+            x = (rng.standard_normal(shape).astype(np.float32).view(np.uint32) >> 16
+                 ).astype(np.uint16)
         else:
             x = rng.standard_normal(shape).astype(np.float16 if ty == "F16" else np.float32)
         w.write_tensor_data(x)
@@ -140,22 +147,24 @@ def main() -> None:
     ap.add_argument("--ffn", type=int, default=14336)
     ap.add_argument("--vocab", type=int, default=16384)
     ap.add_argument("--to", default="compressed-tensors")
+    ap.add_argument("--embd", default="F16", choices=("F16", "BF16"),
+                    help="the token embedding's type")
     ap.add_argument("--split", type=int, default=0, metavar="N",
                     help="convert gguf-split shards of at most N tensors each")
     ap.add_argument("--verify", action="store_true", help="also time grit verify")
     ap.add_argument("--repeat", type=int, default=3)
     a = ap.parse_args()
     h, f, v = a.hidden, a.ffn, a.vocab
-    fixed = sum(nbytes(t, s) for _, t, s in tensors(0, h, f, v))
-    per = sum(nbytes(t, s) for _, t, s in tensors(1, h, f, v)) - fixed
+    fixed = sum(nbytes(t, s) for _, t, s in tensors(0, h, f, v, a.embd))
+    per = sum(nbytes(t, s) for _, t, s in tensors(1, h, f, v, a.embd)) - fixed
     layers = max(1, round((a.size_gb * 1e9 - fixed) / per))
-    spec = tensors(layers, h, f, v)
+    spec = tensors(layers, h, f, v, a.embd)
     total = sum(nbytes(t, s) for _, t, s in spec)
     largest = max(nbytes(t, s) for _, t, s in spec)
     tmp = tempfile.mkdtemp(prefix="bench-from-gguf-")
     try:
         path = os.path.join(tmp, "model.gguf")
-        write_gguf(path, layers, h, f, v, a.split)
+        write_gguf(path, layers, h, f, v, a.split, a.embd)
         src = path if not a.split else sorted(
             os.path.join(tmp, n) for n in os.listdir(tmp) if n.endswith(".gguf"))[0]
         print(f"{layers} layers, {len(spec)} tensors, {total / 1e9:.2f} GB"
