@@ -1609,13 +1609,33 @@ def _emitted(conv, name: str, v, divs: dict[str, str]) -> dict[str, Any]:
     return tensors
 
 
-def _stand_in(v, zeros: memoryview):
-    """A tensor with ``v``'s dtype, shape and plane sizes over the zero
-    pages ``zeros`` (never touched): what the layout is decided from."""
-    if isinstance(v, GritArray):
-        return GritArray(v.descriptor, v.shape, [zeros[:n] for n in v.plane_bytes])
-    x = np.asarray(v)
-    return np.frombuffer(zeros, x.dtype, x.size).reshape(x.shape)
+@dataclass(frozen=True)
+class _Entry:
+    """What the layout of an emitted file tensor is decided from: a GRIT
+    array's descriptor and plane sizes, or a plain tensor's dtype, and the
+    shape; never its bytes."""
+
+    shape: tuple[int, ...]
+    nbytes: int
+    dtype: Any = None
+    desc: Any = None
+    sizes: tuple[int, ...] = ()
+
+    @classmethod
+    def of(cls, t) -> "_Entry":
+        if isinstance(t, GritArray):
+            return cls(tuple(t.shape), sum(t.plane_bytes), desc=t.descriptor,
+                       sizes=tuple(t.plane_bytes))
+        x = np.asarray(t)
+        return cls(tuple(x.shape), x.nbytes, dtype=x.dtype)
+
+    def stand_in(self, zeros: memoryview):
+        """A tensor like the emitted one over the zero pages ``zeros``
+        (never touched: they take no memory)."""
+        if self.desc is not None:
+            return GritArray(self.desc, self.shape, [zeros[:n] for n in self.sizes])
+        return np.frombuffer(zeros, self.dtype, self.nbytes // self.dtype.itemsize
+                             ).reshape(self.shape)
 
 
 def _plan_from_gguf(g: _FromGGUF, to: str) -> _GGUFPlan:
@@ -1625,7 +1645,7 @@ def _plan_from_gguf(g: _FromGGUF, to: str) -> _GGUFPlan:
     conv = conventions.by_name(to)
     if conv.emit is None or conv.emit_config is None:
         raise GritUsageError(f"convention {to!r} does not write tensors")
-    shapes: dict[str, Any] = {}        # file tensor -> (descriptor, shape, sizes) or (dtype, shape)
+    entries: dict[str, _Entry] = {}
     emitted: dict[str, list[str]] = {}
     plain: dict[str, tuple[int, ...]] = {}
     refused: list[str] = []
@@ -1642,20 +1662,14 @@ def _plan_from_gguf(g: _FromGGUF, to: str) -> _GGUFPlan:
         else:
             plain[name] = tuple(np.shape(v))
         for tn, t in out.items():
-            if tn in shapes:
+            if tn in entries:
                 refused.append(f"{name}: file tensor {tn!r} is written twice")
-            shapes[tn] = ((t.descriptor, t.shape, t.plane_bytes) if isinstance(t, GritArray)
-                          else (np.asarray(t).dtype, np.shape(t)))
+            entries[tn] = _Entry.of(t)
         del v, out
     if refused:
         raise _convert._refused(to, refused)
-    most = max([sum(s[2]) if len(s) == 3 else int(np.prod(s[1], dtype=np.int64)) * s[0].itemsize
-                for s in shapes.values()], default=0)
-    zeros = _convert._zeros(most)
-    stand = {tn: (GritArray(s[0], s[1], [zeros[:n] for n in s[2]]) if len(s) == 3 else
-                  np.frombuffer(zeros, s[0], int(np.prod(s[1], dtype=np.int64))).reshape(s[1]))
-             for tn, s in shapes.items()}
-    lay, _ = _st.layout(stand)
+    zeros = _convert._zeros(max([e.nbytes for e in entries.values()], default=0))
+    lay, _ = _st.layout({tn: e.stand_in(zeros) for tn, e in entries.items()})
     return _GGUFPlan(lay, emitted, plain)
 
 
