@@ -190,18 +190,21 @@ def test_split_verify_finds_a_changed_output(q8, tmp_path):
 
 
 def test_split_source_gives_back_every_tensors_pages(q8, tmp_path, monkeypatch):
-    """Converting from the shards hands every byte of every shard's tensors
-    (their spans as gguf-py reads them) to the shard's map to be given back
-    (MADV_DONTNEED) once handled: memory stays at the tensor being handled."""
+    """Converting from the shards, and verifying that conversion, hand every
+    byte of every shard's tensors (their spans as gguf-py reads them) to the
+    shard's map to be given back (MADV_DONTNEED) once handled: memory stays
+    at the tensor being handled."""
     _, _, paths = q8
     back = given_back(monkeypatch)
     C.convert(paths[0], str(tmp_path / "out"), "compressed-tensors")
+    after_verify = given_back(monkeypatch)
+    assert C.verify(paths[0], str(tmp_path / "out")).ok
     for p in paths:
-        b = back(p)
         tensors = gguf.GGUFReader(p).tensors
         assert tensors
-        for t in tensors:
-            assert b[t.data_offset:t.data_offset + t.n_bytes].all(), (p, t.name)
+        for b in (back(p), after_verify(p)):
+            for t in tensors:
+                assert b[t.data_offset:t.data_offset + t.n_bytes].all(), (p, t.name)
 
 
 def _names(paths: list[str]) -> list[list[str]]:
