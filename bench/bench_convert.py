@@ -4,7 +4,8 @@ A GRIT safetensors checkpoint of MXFP4 weights (random plane bytes: the
 conversion moves bytes, so their values do not matter) is written in shards
 of about ``--shard-mb``; then, each in a fresh process, median of
 ``--repeat``, after one untimed copy (the source is then in the page cache),
-each round in a rotated order:
+each round in a rotated order, each after ``sync`` (untimed: no run pays
+for the previous one's write-back):
 
 * ``copy``: ``shutil.copyfile`` of every shard (the peer: what moving the
   bytes costs at least);
@@ -120,6 +121,7 @@ def run(mode: str, src: str, dst: str) -> dict:
     (removed before and after; ``verify`` reads ``dst``, left as it is)."""
     if mode != "verify":
         shutil.rmtree(dst, ignore_errors=True)
+    os.sync()               # each run starts with nothing left to write back (untimed)
     out = subprocess.run([sys.executable, "-c", _CHILD, mode, src, dst], capture_output=True,
                          text=True, check=True)
     if mode != "verify":

@@ -55,6 +55,7 @@ from ._files import loads_json
 from .errors import GritError, GritUsageError
 from .descriptor import F_INTERLEAVED
 from .facts import canonical_words, is_canonical
+from .fingerprint import LANES, digests
 from .ggml import unblocked
 from .io import safetensors as _st
 from .io.dtypes import ST_DTYPES
@@ -1145,13 +1146,32 @@ def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family,
                 release: Callable[[Any], None] | None = None) -> dict:
     """The proof of a ``--to gguf`` conversion, derived by reading the written
     file back with grit's GGUF reader.  One weight at a time: its planes
-    built from the file's blocks, digested and compared with the source's in
-    one pass (``grit.convert._digest_and_compare``), then let go, the pages
-    of the written file given back, and those of the source (``release``,
-    :func:`_releaser`): memory stays at the weight being proved."""
+    built from the file's blocks and compared with the source's, then let
+    go, the pages of the written file given back, and those of the source
+    (``release``, :func:`_releaser`): memory stays at the weight being
+    proved.  The source digests of weights whose blocks are moved as they
+    are run a few weights at a time beforehand (their pages given back as
+    they go); a weight whose rows move is digested and compared in one pass
+    (``grit.convert._digest_and_compare``)."""
     back, out_src, written = _read_back(path)
     weights, plain = [], []
-    for gname, (v, name, how, rows) in sorted(plan.items(), key=lambda kv: kv[1][1]):
+    items = sorted(plan.items(), key=lambda kv: kv[1][1])
+    # the source digests of the blocks moved as they are, LANES weights at a time
+    # (grit.fingerprint.digests: their FNV-1a chains interleaved), each group's
+    # when its first weight is proved; a weight whose rows move is digested with
+    # the comparison below
+    whole = [(g, e[0]) for g, e in items if e[2] == "ggml" and e[3] is None]
+    at = {g: i for i, (g, _) in enumerate(whole)}
+    ahead: dict[str, str] = {}
+
+    def source_digest(gname: str) -> str:
+        if gname not in ahead:
+            group = whole[at[gname]:at[gname] + LANES]
+            ds = digests([v.planes for _, v in group], done=release)
+            ahead.update((g, d.hex()) for (g, _), d in zip(group, ds))
+        return ahead.pop(gname)
+
+    for gname, (v, name, how, rows) in items:
         b = back.get(gname)
         back.pop(gname)         # its planes, once built, go with it: one weight's at a time
         if how == "ggml":
@@ -1161,11 +1181,12 @@ def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family,
             written(gname)                      # of them go before the source's come
             if rows is None:
                 ref, dsrc = v, None
+                dref, same = source_digest(gname), _convert._same_planes(v.planes, b.planes)
             else:                               # the source's digest, then its rows moved
                 dsrc = _convert._planes_digest(v)
                 ref = _permuted(v, rows)
-            dref, same = _convert._digest_and_compare(ref, b, release, out_src.release
-                                                      if out_src is not None else None)
+                dref, same = _convert._digest_and_compare(ref, b, release, out_src.release
+                                                          if out_src is not None else None)
             weights.append({"name": name, "gguf_name": gname,
                             "ggml_type": back.ggml_types.get(gname),
                             "rows": _rows_note(rows),

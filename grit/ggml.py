@@ -389,6 +389,8 @@ class NVFP4(BlockType):
         if data.size != nb * 32 or sc.shape != (nb, 4):
             raise ValueError(f"NVFP4: {data.size} code bytes and {sc.size} scales for {nb} "
                              "blocks")
+        if native.nvfp4_blocks_on():    # the same bytes, one C pass (tests/test_ggml_unblock.py)
+            return native.nvfp4_block(data, np.ascontiguousarray(sc), nb)
         x = data.view("<u8") if data.ctypes.data % 8 == 0 else data.copy().view("<u8")
         out = np.empty((nb, 36), np.uint8)
         out[:, :4] = sc
@@ -396,7 +398,8 @@ class NVFP4(BlockType):
         return out
 
     def unblock(self, b):
-        return _in_steps(b, 32, 4, _nvfp4_unblock)
+        return _in_steps(b, 32, 4, native.nvfp4_unblock if native.nvfp4_blocks_on()
+                         else _nvfp4_unblock)
 
 
 class Q4_K(BlockType):

@@ -158,6 +158,28 @@ def ggml_kernels_on() -> bool:
     return _kernels is not None and NATIVE and _ggml_ok and hasattr(_kernels, "decode_ggml")
 
 
+def nvfp4_blocks_on() -> bool:
+    """Whether the NVFP4 block kernels (planes <-> ggml blocks) are built and on."""
+    return ggml_kernels_on() and hasattr(_kernels, "nvfp4_block")
+
+
+def nvfp4_block(codes, scales, nb: int) -> np.ndarray:
+    """``nb`` NVFP4 ggml blocks, (nb, 36) bytes, from the canonical planes:
+    ``codes`` nb·32 bytes (LSB-first), ``scales`` nb·4 E4M3 bytes."""
+    out = np.empty((nb, 36), np.uint8)
+    _kernels.nvfp4_block(codes, scales, out)
+    return out
+
+
+def nvfp4_unblock(blocks) -> tuple[np.ndarray, np.ndarray]:
+    """The canonical planes (codes, scales) of (nb, 36) NVFP4 ggml blocks."""
+    b = np.ascontiguousarray(blocks)
+    nb = b.size // 36
+    codes, scales = np.empty(nb * 32, np.uint8), np.empty(nb * 4, np.uint8)
+    _kernels.nvfp4_unblock(b, codes, scales)
+    return codes, scales
+
+
 def ggml_kind(name: str) -> int | None:
     """The kernel id of ggml type ``name``, or None when there is none."""
     return GGML_KINDS.get(name)

@@ -813,3 +813,23 @@ def test_yarn_rope_scaling(models, tmp_path):
         for k, f in gguf.GGUFReader(ref).fields.items():
             if k not in ("general.name", "general.size_label", "GGUF.kv_count"):
                 assert k in b and b[k].contents() == f.contents(), (fam, k)
+
+
+@pytest.mark.parametrize("fam", ["llama", "qwen3"])
+def test_proof_digests_are_the_source_and_written_planes(converted, fam):
+    """Every weight's source digest is §6.5's digest of the source weight's
+    planes (grit.load, one at a time), and its target digest that of the
+    planes the written GGUF reads back as — whether its blocks moved as they
+    are (digested a few weights at a time) or its rows moved."""
+    from grit.fingerprint import digest
+    src, dst, rep = converted(fam)
+    source = {}
+    for n in sorted(os.listdir(src)):
+        if n.endswith(".safetensors"):
+            source.update(grit.load(os.path.join(src, n)))
+    back = grit.load(os.path.join(dst, CG.GGUF_FILE))
+    moved = {w["rows"] is not None for w in rep.proof["weights"]}
+    assert moved == ({True, False} if fam == "llama" else {False})   # llama's q/k rows move
+    for w in rep.proof["weights"]:
+        assert w["source"]["digest"] == digest(source[w["name"]].planes).hex(), w["name"]
+        assert w["target"]["digest"] == digest(back[w["gguf_name"]].planes).hex(), w["name"]

@@ -403,6 +403,14 @@ GRIT_HIDDEN extern const size_t grit_ggml_block_bytes[GGML_KINDS];
 GRIT_HIDDEN extern const size_t grit_ggml_block_elems[GGML_KINDS];
 GRIT_HIDDEN void grit_k_decode_ggml(int kind, const unsigned char *src, float *out, size_t blocks,
                                     int nthreads);
+/* NVFP4 (ggml.c): blocks of 4 E4M3 scales then 32 bytes of codes, each run
+ * of 8 bytes the 16 codes of one 64-bit word of LSB-first codes in ggml's
+ * halves order (byte k: code k low, code k + 8 high) <-> the canonical
+ * planes (32 code bytes and 4 scale bytes a block). */
+GRIT_HIDDEN void grit_k_nvfp4_block(const unsigned char *codes, const unsigned char *scales,
+                                    unsigned char *out, size_t blocks);
+GRIT_HIDDEN void grit_k_nvfp4_unblock(const unsigned char *blocks, unsigned char *codes,
+                                      unsigned char *scales, size_t nb);
 
 /* ------------------------------------------------------------------------
  * The relayout kernels (relayout.c, docs/placements.md): byte moves into a

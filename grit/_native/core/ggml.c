@@ -670,3 +670,83 @@ grit_k_decode_ggml(int kind, const unsigned char *src, float *out, size_t blocks
     c.out = out;
     grit_run_parts(RANGE[kind], &c, blocks, n_parts(blocks, nthreads));
 }
+
+/* ------------------------------------------------------------------------
+ * NVFP4 blocks <-> planes (core.h).  A run of 16 codes is one 64-bit word x,
+ * code i in bits 4i..4i+3; ggml's halves order puts code k and code k + 8
+ * in byte k.  spread16: the low 32 bits' 8 codes one per byte (the nibble of
+ * byte k is code k), by halving the distances three times. */
+static inline uint64_t
+spread16(uint64_t v)
+{
+    v = (v | v << 16) & UINT64_C(0x0000FFFF0000FFFF);
+    v = (v | v << 8) & UINT64_C(0x00FF00FF00FF00FF);
+    return (v | v << 4) & UINT64_C(0x0F0F0F0F0F0F0F0F);
+}
+
+/* the inverse: the low nibbles of the 8 bytes back into 32 bits */
+static inline uint64_t
+gather16(uint64_t v)
+{
+    v &= UINT64_C(0x0F0F0F0F0F0F0F0F);
+    v = (v | v >> 4) & UINT64_C(0x00FF00FF00FF00FF);
+    v = (v | v >> 8) & UINT64_C(0x0000FFFF0000FFFF);
+    return (v | v >> 16) & UINT64_C(0x00000000FFFFFFFF);
+}
+
+/* a little-endian 64-bit word (one load where the machine is little-endian) */
+static inline uint64_t
+load_le64(const unsigned char *p)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+#else
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) {
+        v = v << 8 | p[i];
+    }
+    return v;
+#endif
+}
+
+static inline void
+store_le64(unsigned char *p, uint64_t v)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(p, &v, sizeof v);
+#else
+    for (int i = 0; i < 8; i++) {
+        p[i] = (unsigned char)(v >> 8 * i);
+    }
+#endif
+}
+
+void
+grit_k_nvfp4_block(const unsigned char *codes, const unsigned char *scales, unsigned char *out,
+                   size_t blocks)
+{
+    for (size_t b = 0; b < blocks; b++) {
+        unsigned char *o = out + 36 * b;
+        memcpy(o, scales + 4 * b, 4);
+        for (int w = 0; w < 4; w++) {
+            uint64_t x = load_le64(codes + 32 * b + 8 * w);
+            store_le64(o + 4 + 8 * w, spread16(x & 0xFFFFFFFFu) | spread16(x >> 32) << 4);
+        }
+    }
+}
+
+void
+grit_k_nvfp4_unblock(const unsigned char *blocks, unsigned char *codes, unsigned char *scales,
+                     size_t nb)
+{
+    for (size_t b = 0; b < nb; b++) {
+        const unsigned char *s = blocks + 36 * b;
+        memcpy(scales + 4 * b, s, 4);
+        for (int w = 0; w < 4; w++) {
+            uint64_t y = load_le64(s + 4 + 8 * w);
+            store_le64(codes + 32 * b + 8 * w, gather16(y) | gather16(y >> 4) << 32);
+        }
+    }
+}

@@ -47,6 +47,13 @@ PyDoc_STRVAR(interleave_doc,
 "Blocks of the fields' w-byte pieces in field order (BLOCK_AOS), and back.\n"
 "A field of width 0 takes no bytes (and comes back as b'').");
 
+PyDoc_STRVAR(nvfp4_doc,
+"nvfp4_block(codes, scales, out) -> None\n"
+"nvfp4_unblock(blocks, codes, scales) -> None\n\n"
+"NVFP4 ggml blocks (four E4M3 scales, then 32 bytes of codes in halves\n"
+"order per 16) <-> the canonical planes (32 code bytes LSB-first, 4 scale\n"
+"bytes a block); the sizes must match exactly (ValueError).");
+
 PyDoc_STRVAR(k4_doc,
 "pack_k4_12b(sc, m, groups, nthreads=1) -> bytes\n"
 "unpack_k4_12b(packed, groups, nthreads=1) -> (sc, m)\n\n"
@@ -263,6 +270,8 @@ static PyMethodDef kernels_methods[] = {
     {"decode_q4ks", grit_py_decode_q4ks, METH_VARARGS, decode_doc},
     {"decode_i8s24", grit_py_decode_i8s24, METH_VARARGS, decode_doc},
     {"decode_ggml", grit_py_decode_ggml, METH_VARARGS, ggml_doc},
+    {"nvfp4_block", grit_py_nvfp4_block, METH_VARARGS, nvfp4_doc},
+    {"nvfp4_unblock", grit_py_nvfp4_unblock, METH_VARARGS, nvfp4_doc},
     {"encode_mxfp4", grit_py_encode_mxfp4, METH_VARARGS, encode_doc},
     {"encode_nvf4", grit_py_encode_nvf4, METH_VARARGS, encode_doc},
     {"encode_q4ks", grit_py_encode_q4ks, METH_VARARGS, encode_doc},
