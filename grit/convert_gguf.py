@@ -1430,6 +1430,31 @@ class _FromGGUF:
             v = _narrowed(v, dt)
         return v
 
+    def stored_digests(self) -> dict[str, str]:
+        """The plane digest (§6.5) of every weight held as the GGUF's blocks
+        in place and not canonical (a zero-copy ggml type whose rows do not
+        move: the proof digests it apart from its comparison, which reads
+        the canonical planes), by Hugging Face name: :data:`LANES` weights
+        at a time (``grit.fingerprint.digests``: their FNV-1a chains
+        interleaved), each part's pages given back once hashed (the arrays
+        are views of the files: holding them holds no memory)."""
+        got = read_files(self.split.files, lazy=True)
+        raise_first(got.problems)
+        todo: list[tuple[str, GritArray]] = []
+        for gname, v in got.tensors.items():
+            base, _, suffix = gname.rpartition(".")
+            hf = f"{self.names.get(base)}.{suffix}"
+            if isinstance(v, GritArray) and not is_canonical(v.descriptor) and \
+                    base in self.names and _qk_heads(hf, self.fam, self.h) is None:
+                todo.append((hf, v))
+        del got
+        out: dict[str, str] = {}
+        for i in range(0, len(todo), LANES):
+            group = todo[i:i + LANES]
+            ds = digests([v.planes for _, v in group], done=self.release)
+            out.update((n, d.hex()) for (n, _), d in zip(group, ds))
+        return out
+
     def _bf16(self, gname: str, shape) -> np.ndarray | None:
         """BF16 tensor ``gname``'s bytes viewed as bfloat16, without a copy:
         what widening it to F32 (as :func:`grit.io.gguf.read` does) and
@@ -1742,12 +1767,16 @@ def _write_from_gguf(g: _FromGGUF, to: str, plan: _GGUFPlan, out: str) -> dict:
     return weights
 
 
-def _prove_from_gguf(g: _FromGGUF, out: str) -> list[dict]:
+def _prove_from_gguf(g: _FromGGUF, to: str, out: str) -> list[dict]:
     """The proof entry of each weight, derived by reading the written file
     back through the target convention's recogniser: per weight, one pass
-    digests the source's planes and compares the output's with them
-    (``grit.convert._digest_and_compare``), the verdict derived
-    (``grit.convert.quick_verdict``), the pages of both files given back."""
+    digests the source's planes as the output holds them and compares the
+    output's with them (``grit.convert._digest_and_compare``), the verdict
+    derived (``grit.convert.quick_verdict``), the pages of both files given
+    back; the source's blocks as stored, where the output holds them
+    otherwise, digested beforehand a few weights at a time
+    (:meth:`_FromGGUF.stored_digests`)."""
+    stored = {} if to == _GRIT.name else g.stored_digests()
     back, back_source = _convert._load_local(out)
     release_b = getattr(back_source, "release", None)
     weights = []
@@ -1763,7 +1792,7 @@ def _prove_from_gguf(g: _FromGGUF, out: str) -> list[dict]:
         ref = _as_held(a, b)
         dref, same = _convert._digest_and_compare(ref, b, g.release, release_b)
         weights.append({"name": name, "file": "model.safetensors",
-                        "source": _convert._side(a, dref if ref is a else None),
+                        "source": _convert._side(a, dref if ref is a else stored.get(name)),
                         "target": _convert._side(b, dref if same else None),
                         "verdict": _convert.quick_verdict(ref, b, same)})
         _convert._release(back_source, (b,))
@@ -1799,7 +1828,7 @@ def from_gguf(src: str, dst: str, to: str, *, overwrite: bool = False,
         emitted = _write_from_gguf(g, conv, plan, out)
         weights = [{**w, "exact_by_construction": emitted[w["name"]].exact,
                     "notes": list(emitted[w["name"]].notes)}
-                   for w in _prove_from_gguf(g, out)]
+                   for w in _prove_from_gguf(g, conv, out)]
         tokenizer = _tokenizer_back(g.split, work, cfg)
         emit_config = conventions.by_name(conv).emit_config
         if emit_config is None:
