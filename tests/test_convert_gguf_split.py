@@ -319,6 +319,43 @@ def test_a_tensor_count_other_than_the_shards_hold_is_refused(q8, tmp_path, delt
              f"split.tensors.count says {total + delta}", f"hold {total}")
 
 
+@pytest.mark.parametrize("key,kind,value,words", [
+    ("split.count", "string", "3", ("split.count is not an integer",)),
+    ("split.tensors.count", "int32", -1, ("split.tensors.count = -1 is outside 0..",)),
+    ("split.tensors.count", "uint64", 1 << 40, ("split.tensors.count = 1099511627776",
+                                                "outside 0..")),
+    ("split.no", "uint16", 3, ("split.no = 3 is outside 0..2",)),
+])
+def test_a_split_entry_of_another_type_or_range_is_refused(q8, tmp_path, key, kind, value,
+                                                           words):
+    """Each split entry is checked before it is used: an integer (any
+    integer type), within its bounds (split.no below split.count,
+    split.tensors.count within GRIT_MAX_TENSORS)."""
+    _, _, paths = q8
+    d = tmp_path / "sh"
+    shutil.copytree(os.path.dirname(paths[0]), d)
+    p = os.path.join(d, os.path.basename(paths[1]))
+    os.unlink(p)
+    w = gguf.GGUFWriter(p, "llama")
+    w.kv_data[0].clear()
+    total = sum(len(n) for n in _names(paths))
+    kv = {GS.SPLIT_NO: ("uint16", 1), GS.SPLIT_COUNT: ("uint16", 3),
+          GS.SPLIT_TENSORS: ("int32", total), key: (kind, value)}
+    for k, (ty, v) in kv.items():
+        getattr(w, f"add_{ty}")(k, v)
+    tensors = _tensors_of(paths[1])
+    for name, data, ty in tensors:
+        w.add_tensor_info(name, data.shape, data.dtype, data.nbytes, ty)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_ti_data_to_file()
+    for _, data, _ in tensors:
+        w.write_tensor_data(data)
+    w.close()
+    _refused(os.path.join(d, os.path.basename(paths[0])), tmp_path,
+             "model-00002-of-00003.gguf", *words)
+
+
 def test_a_folder_of_other_gguf_files_is_refused(q8, tmp_path):
     src, _, paths = q8
     d = tmp_path / "sh"
