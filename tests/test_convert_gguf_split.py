@@ -97,12 +97,12 @@ def split(src: str, folder, max_tensors: int, prefix: str = "model") -> list[str
     return paths
 
 
-def shard(path: str, tensors: list, *, no: int, count: int, total: int, kv_from: str | None = None
-          ) -> None:
+def shard(path: str, tensors: list, *, no: int, count: int, total: int, kv_from: str | None = None,
+          kv: dict | None = None) -> None:
     """One shard written by hand (for the refusals): the tensors
     ``[(name, data, ggml type)]``, the split entries given (u16, u16, i32,
-    as gguf-split writes them) and, for a first shard, ``kv_from``'s other
-    KV entries."""
+    as gguf-split writes them; ``kv``: key -> (gguf-py's add_<type>, value)
+    instead) and, for a first shard, ``kv_from``'s other KV entries."""
     w = gguf.GGUFWriter(path, "llama")
     if kv_from is None:
         w.kv_data[0].clear()                  # a later shard: the split entries alone
@@ -111,9 +111,10 @@ def shard(path: str, tensors: list, *, no: int, count: int, total: int, kv_from:
             if not key.startswith(("GGUF.", "split.", "general.architecture")):
                 sub = f.types[-1] if f.types[0] == gguf.GGUFValueType.ARRAY else None
                 w.add_key_value(key, f.contents(), f.types[0], sub_type=sub)
-    w.add_uint16(GS.SPLIT_NO, no)
-    w.add_uint16(GS.SPLIT_COUNT, count)
-    w.add_int32(GS.SPLIT_TENSORS, total)
+    split = {GS.SPLIT_NO: ("uint16", no), GS.SPLIT_COUNT: ("uint16", count),
+             GS.SPLIT_TENSORS: ("int32", total), **(kv or {})}
+    for k, (ty, v) in split.items():
+        getattr(w, f"add_{ty}")(k, v)
     for name, data, ty in tensors:
         w.add_tensor_info(name, data.shape, data.dtype, data.nbytes, ty)
     w.write_header_to_file()
@@ -336,22 +337,8 @@ def test_a_split_entry_of_another_type_or_range_is_refused(q8, tmp_path, key, ki
     shutil.copytree(os.path.dirname(paths[0]), d)
     p = os.path.join(d, os.path.basename(paths[1]))
     os.unlink(p)
-    w = gguf.GGUFWriter(p, "llama")
-    w.kv_data[0].clear()
-    total = sum(len(n) for n in _names(paths))
-    kv = {GS.SPLIT_NO: ("uint16", 1), GS.SPLIT_COUNT: ("uint16", 3),
-          GS.SPLIT_TENSORS: ("int32", total), key: (kind, value)}
-    for k, (ty, v) in kv.items():
-        getattr(w, f"add_{ty}")(k, v)
-    tensors = _tensors_of(paths[1])
-    for name, data, ty in tensors:
-        w.add_tensor_info(name, data.shape, data.dtype, data.nbytes, ty)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_ti_data_to_file()
-    for _, data, _ in tensors:
-        w.write_tensor_data(data)
-    w.close()
+    shard(p, _tensors_of(paths[1]), no=1, count=3, total=sum(len(n) for n in _names(paths)),
+          kv={key: (kind, value)})
     _refused(os.path.join(d, os.path.basename(paths[0])), tmp_path,
              "model-00002-of-00003.gguf", *words)
 
