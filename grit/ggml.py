@@ -304,19 +304,25 @@ def _blocks(fields: list, nb: int, size: int) -> np.ndarray:
 UNBLOCK_STEP = 1 << 15
 
 
-def _in_steps(b: np.ndarray, code_bytes: int, scale_bytes: int, part) -> tuple:
+def _in_steps(b: np.ndarray, code_bytes: int, scale_bytes: int, part, *,
+              into: bool = False) -> tuple:
     """The canonical planes of (nb, block_bytes) blocks ``b`` whose every
     block gives ``code_bytes`` of the data plane and ``scale_bytes`` of the
-    scale plane: ``part`` (blocks -> (codes, scales)) over
-    :data:`UNBLOCK_STEP` blocks at a time, into the two planes."""
+    scale plane: ``part`` (blocks -> (codes, scales); with ``into``,
+    ``part(blocks, codes, scales)`` writes them into the planes' parts)
+    over :data:`UNBLOCK_STEP` blocks at a time, into the two planes."""
     nb = b.shape[0]
     codes = np.empty(nb * code_bytes, np.uint8)
     scales = np.empty(nb * scale_bytes, np.uint8)
     for s in range(0, nb, UNBLOCK_STEP):
         e = min(nb, s + UNBLOCK_STEP)
-        c, sc = part(b[s:e])
-        codes[s * code_bytes:e * code_bytes] = np.asarray(c).reshape(-1)
-        scales[s * scale_bytes:e * scale_bytes] = np.asarray(sc).reshape(-1)
+        cs, ss = codes[s * code_bytes:e * code_bytes], scales[s * scale_bytes:e * scale_bytes]
+        if into:
+            part(b[s:e], cs, ss)
+        else:
+            c, sc = part(b[s:e])
+            cs[:] = np.asarray(c).reshape(-1)
+            ss[:] = np.asarray(sc).reshape(-1)
         _let_go(b[s:e])
     return codes, scales, b"", b""
 
@@ -398,8 +404,9 @@ class NVFP4(BlockType):
         return out
 
     def unblock(self, b):
-        return _in_steps(b, 32, 4, native.nvfp4_unblock if native.nvfp4_blocks_on()
-                         else _nvfp4_unblock)
+        if native.nvfp4_blocks_on():
+            return _in_steps(b, 32, 4, native.nvfp4_unblock_into, into=True)
+        return _in_steps(b, 32, 4, _nvfp4_unblock)
 
 
 class Q4_K(BlockType):

@@ -171,13 +171,10 @@ def nvfp4_block(codes, scales, nb: int) -> np.ndarray:
     return out
 
 
-def nvfp4_unblock(blocks) -> tuple[np.ndarray, np.ndarray]:
-    """The canonical planes (codes, scales) of (nb, 36) NVFP4 ggml blocks."""
-    b = np.ascontiguousarray(blocks)
-    nb = b.size // 36
-    codes, scales = np.empty(nb * 32, np.uint8), np.empty(nb * 4, np.uint8)
-    _kernels.nvfp4_unblock(b, codes, scales)
-    return codes, scales
+def nvfp4_unblock_into(blocks, codes: np.ndarray, scales: np.ndarray) -> None:
+    """The canonical planes of (nb, 36) NVFP4 ggml blocks written into
+    ``codes`` (nb·32 bytes) and ``scales`` (nb·4 bytes)."""
+    _kernels.nvfp4_unblock(np.ascontiguousarray(blocks), codes, scales)
 
 
 def ggml_kind(name: str) -> int | None:
