@@ -374,10 +374,16 @@ class MXFP4(BlockType):
     placement = (MXFP4_DATA.word, _P["ROW_MAJOR"], 0)
 
     def write(self, planes, nb):
+        if native.fp4_blocks_on() and _u8(planes[0]).size == 16 * nb \
+                and _u8(planes[1]).size == nb:  # one C pass (tests/test_ggml_unblock.py)
+            return native.fp4_block(self.name, _u8(planes[0]), _u8(planes[1]), nb)
         return _blocks([_plane(planes, 1, nb), _halves_inv(_codes(planes, nb, 4, 32))], nb,
                        self.block_bytes)
 
     def unblock(self, b):
+        if native.fp4_blocks_on():
+            return _in_steps(b, 16, 1, lambda *a: native.fp4_unblock_into(self.name, *a),
+                             into=True)
         return _in_steps(b, 16, 1, lambda p: (_nibbles_inv(_nibbles_halves(p[:, 1:])), p[:, 0]))
 
 
@@ -395,8 +401,8 @@ class NVFP4(BlockType):
         if data.size != nb * 32 or sc.shape != (nb, 4):
             raise ValueError(f"NVFP4: {data.size} code bytes and {sc.size} scales for {nb} "
                              "blocks")
-        if native.nvfp4_blocks_on():    # the same bytes, one C pass (tests/test_ggml_unblock.py)
-            return native.nvfp4_block(data, np.ascontiguousarray(sc), nb)
+        if native.fp4_blocks_on():      # the same bytes, one C pass (tests/test_ggml_unblock.py)
+            return native.fp4_block(self.name, data, np.ascontiguousarray(sc), nb)
         x = data.view("<u8") if data.ctypes.data % 8 == 0 else data.copy().view("<u8")
         out = np.empty((nb, 36), np.uint8)
         out[:, :4] = sc
@@ -404,8 +410,9 @@ class NVFP4(BlockType):
         return out
 
     def unblock(self, b):
-        if native.nvfp4_blocks_on():
-            return _in_steps(b, 32, 4, native.nvfp4_unblock_into, into=True)
+        if native.fp4_blocks_on():
+            return _in_steps(b, 32, 4, lambda *a: native.fp4_unblock_into(self.name, *a),
+                             into=True)
         return _in_steps(b, 32, 4, _nvfp4_unblock)
 
 
