@@ -13,6 +13,9 @@ Rows:
   ext dig+cmp×K grit.fingerprint.digests_compared of the same K arrays, each
                 compared with a copy in the same loop (grit convert's proof),
                 K = 1 to 4
+  … wide / mul  where the machine has AVX-512 VNNI, the two rows above with
+                the chain-and-sums loop (fnv_wide.c) and with the interleaved
+                128-bit multiplies (fnv_multi.c)
   plain C       the §6.1 loop (unsigned __int128, h *= prime), built here with
                 `cc -O2 -ffp-contract=off -shared -fPIC` and called via ctypes
   memcpy        np.copyto of the same buffer (an upper bound for any pass)
@@ -138,27 +141,36 @@ def main(argv=None) -> int:
         record("ext digest", sec)
         sec, ext_value = time_it(lambda: fp.fnv1a128(buf), args.repeat)
         record("ext fnv1a128", sec)
-        for k in range(2, fp.LANES + 1):
-            parts = [[buf[i * nbytes // k:(i + 1) * nbytes // k], empty, empty, empty]
-                     for i in range(k)]
-            sec, got = time_it(lambda: fp.digests(parts), args.repeat)
-            if got != [fp.digest(q) for q in parts]:
-                print(f"ext digests×{k} differs from one digest at a time")
-                return 1
-            record(f"ext digests×{k}", sec)
-        # the same digests, each array compared in the same loop with a copy of it (what
-        # grit convert's proof does): GB/s over the hashed bytes, as above
-        for k in range(1, fp.LANES + 1):
-            parts = [[buf[i * nbytes // k:(i + 1) * nbytes // k], empty, empty, empty]
-                     for i in range(k)]
-            copies = [[dst[i * nbytes // k:(i + 1) * nbytes // k], empty, empty, empty]
-                      for i in range(k)]
-            np.copyto(dst, buf)
-            sec, got = time_it(lambda: fp.digests_compared(parts, copies), args.repeat)
-            if got != [(fp.digest(q), True) for q in parts]:
-                print(f"ext digests+cmp×{k} differs from one digest at a time")
-                return 1
-            record(f"ext dig+cmp×{k}", sec)
+        ext = fp._native
+        was = ext.fnv_wide() if hasattr(ext, "fnv_wide") else False
+        # the chain-and-sums loop (AVX-512 VNNI, where the machine has it), then the
+        # interleaved 128-bit multiplies ("mul" rows)
+        for tag, wide in ((" wide", True), (" mul", False)) if was else (("", False),):
+            if was:
+                ext.fnv_wide(wide)
+            for k in range(2, fp.LANES + 1):
+                parts = [[buf[i * nbytes // k:(i + 1) * nbytes // k], empty, empty, empty]
+                         for i in range(k)]
+                sec, got = time_it(lambda: fp.digests(parts), args.repeat)
+                if got != [fp.digest(q) for q in parts]:
+                    print(f"ext digests×{k} differs from one digest at a time")
+                    return 1
+                record(f"ext digests×{k}{tag}", sec)
+            # the same digests, each array compared in the same loop with a copy of it
+            # (what grit convert's proof does): GB/s over the hashed bytes, as above
+            for k in range(1, fp.LANES + 1):
+                parts = [[buf[i * nbytes // k:(i + 1) * nbytes // k], empty, empty, empty]
+                         for i in range(k)]
+                copies = [[dst[i * nbytes // k:(i + 1) * nbytes // k], empty, empty, empty]
+                          for i in range(k)]
+                np.copyto(dst, buf)
+                sec, got = time_it(lambda: fp.digests_compared(parts, copies), args.repeat)
+                if got != [(fp.digest(q), True) for q in parts]:
+                    print(f"ext digests+cmp×{k} differs from one digest at a time")
+                    return 1
+                record(f"ext dig+cmp×{k}{tag}", sec)
+        if was:
+            ext.fnv_wide(True)
     else:
         record("ext digest", reason=fp_reason)
         record("ext fnv1a128", reason=fp_reason)
@@ -186,14 +198,14 @@ def main(argv=None) -> int:
     print(f"grit digest benchmark: {args.mb} MiB buffer, median of {args.repeat}, "
           f"{platform.machine()} / Python {platform.python_version()}"
           + (f" / ext {getattr(fp._native, 'FNV128_IMPL', '?')}" if fp_reason is None else ""))
-    print(f"{'row':<14} {'GB/s':>8} {'ms':>9} {'ext/plain C':>12}")
+    print(f"{'row':<19} {'GB/s':>8} {'ms':>9} {'ext/plain C':>12}")
     for name, r in rows.items():
         if r["gbps"] is None:
-            print(f"{name:<14} {'—':>8} {'—':>9} {'':>12}  unavailable: {r['unavailable']}")
+            print(f"{name:<19} {'—':>8} {'—':>9} {'':>12}  unavailable: {r['unavailable']}")
             continue
         ratio = r.get("ratio_vs_plain_c")
         rtxt = f"{ratio:.3f}" if ratio is not None else ""
-        print(f"{name:<14} {r['gbps']:>8.3f} {r['seconds'] * 1e3:>9.1f} {rtxt:>12}")
+        print(f"{name:<19} {r['gbps']:>8.3f} {r['seconds'] * 1e3:>9.1f} {rtxt:>12}")
     if agree is not None:
         print(f"ext fnv1a128 == plain C: {'yes' if agree else 'NO — MISMATCH'}")
 

@@ -304,19 +304,25 @@ def _blocks(fields: list, nb: int, size: int) -> np.ndarray:
 UNBLOCK_STEP = 1 << 15
 
 
-def _in_steps(b: np.ndarray, code_bytes: int, scale_bytes: int, part) -> tuple:
+def _in_steps(b: np.ndarray, code_bytes: int, scale_bytes: int, part, *,
+              into: bool = False) -> tuple:
     """The canonical planes of (nb, block_bytes) blocks ``b`` whose every
     block gives ``code_bytes`` of the data plane and ``scale_bytes`` of the
-    scale plane: ``part`` (blocks -> (codes, scales)) over
-    :data:`UNBLOCK_STEP` blocks at a time, into the two planes."""
+    scale plane: ``part`` (blocks -> (codes, scales); with ``into``,
+    ``part(blocks, codes, scales)`` writes them into the planes' parts)
+    over :data:`UNBLOCK_STEP` blocks at a time, into the two planes."""
     nb = b.shape[0]
     codes = np.empty(nb * code_bytes, np.uint8)
     scales = np.empty(nb * scale_bytes, np.uint8)
     for s in range(0, nb, UNBLOCK_STEP):
         e = min(nb, s + UNBLOCK_STEP)
-        c, sc = part(b[s:e])
-        codes[s * code_bytes:e * code_bytes] = np.asarray(c).reshape(-1)
-        scales[s * scale_bytes:e * scale_bytes] = np.asarray(sc).reshape(-1)
+        cs, ss = codes[s * code_bytes:e * code_bytes], scales[s * scale_bytes:e * scale_bytes]
+        if into:
+            part(b[s:e], cs, ss)
+        else:
+            c, sc = part(b[s:e])
+            cs[:] = np.asarray(c).reshape(-1)
+            ss[:] = np.asarray(sc).reshape(-1)
         _let_go(b[s:e])
     return codes, scales, b"", b""
 
@@ -368,10 +374,16 @@ class MXFP4(BlockType):
     placement = (MXFP4_DATA.word, _P["ROW_MAJOR"], 0)
 
     def write(self, planes, nb):
+        if native.fp4_blocks_on() and _u8(planes[0]).size == 16 * nb \
+                and _u8(planes[1]).size == nb:  # one C pass (tests/test_ggml_unblock.py)
+            return native.fp4_block(self.name, _u8(planes[0]), _u8(planes[1]), nb)
         return _blocks([_plane(planes, 1, nb), _halves_inv(_codes(planes, nb, 4, 32))], nb,
                        self.block_bytes)
 
     def unblock(self, b):
+        if native.fp4_blocks_on():
+            return _in_steps(b, 16, 1, lambda *a: native.fp4_unblock_into(self.name, *a),
+                             into=True)
         return _in_steps(b, 16, 1, lambda p: (_nibbles_inv(_nibbles_halves(p[:, 1:])), p[:, 0]))
 
 
@@ -389,8 +401,8 @@ class NVFP4(BlockType):
         if data.size != nb * 32 or sc.shape != (nb, 4):
             raise ValueError(f"NVFP4: {data.size} code bytes and {sc.size} scales for {nb} "
                              "blocks")
-        if native.nvfp4_blocks_on():    # the same bytes, one C pass (tests/test_ggml_unblock.py)
-            return native.nvfp4_block(data, np.ascontiguousarray(sc), nb)
+        if native.fp4_blocks_on():      # the same bytes, one C pass (tests/test_ggml_unblock.py)
+            return native.fp4_block(self.name, data, np.ascontiguousarray(sc), nb)
         x = data.view("<u8") if data.ctypes.data % 8 == 0 else data.copy().view("<u8")
         out = np.empty((nb, 36), np.uint8)
         out[:, :4] = sc
@@ -398,8 +410,10 @@ class NVFP4(BlockType):
         return out
 
     def unblock(self, b):
-        return _in_steps(b, 32, 4, native.nvfp4_unblock if native.nvfp4_blocks_on()
-                         else _nvfp4_unblock)
+        if native.fp4_blocks_on():
+            return _in_steps(b, 32, 4, lambda *a: native.fp4_unblock_into(self.name, *a),
+                             into=True)
+        return _in_steps(b, 32, 4, _nvfp4_unblock)
 
 
 class Q4_K(BlockType):

@@ -158,26 +158,29 @@ def ggml_kernels_on() -> bool:
     return _kernels is not None and NATIVE and _ggml_ok and hasattr(_kernels, "decode_ggml")
 
 
-def nvfp4_blocks_on() -> bool:
-    """Whether the NVFP4 block kernels (planes <-> ggml blocks) are built and on."""
-    return ggml_kernels_on() and hasattr(_kernels, "nvfp4_block")
+#: the ggml 4-bit types with C block kernels -> their block's bytes
+FP4_BLOCKS = {"NVFP4": 36, "MXFP4": 17}
 
 
-def nvfp4_block(codes, scales, nb: int) -> np.ndarray:
-    """``nb`` NVFP4 ggml blocks, (nb, 36) bytes, from the canonical planes:
-    ``codes`` nb·32 bytes (LSB-first), ``scales`` nb·4 E4M3 bytes."""
-    out = np.empty((nb, 36), np.uint8)
-    _kernels.nvfp4_block(codes, scales, out)
+def fp4_blocks_on() -> bool:
+    """Whether the C block kernels of :data:`FP4_BLOCKS` (planes <-> ggml
+    blocks) are built and on."""
+    return ggml_kernels_on() and hasattr(_kernels, "mxfp4_block")
+
+
+def fp4_block(name: str, codes, scales, nb: int) -> np.ndarray:
+    """``nb`` ggml blocks of type ``name`` (:data:`FP4_BLOCKS`) from the
+    canonical planes: ``codes`` (LSB-first) and ``scales``, of exactly the
+    blocks' sizes."""
+    out = np.empty((nb, FP4_BLOCKS[name]), np.uint8)
+    getattr(_kernels, f"{name.lower()}_block")(codes, scales, out)
     return out
 
 
-def nvfp4_unblock(blocks) -> tuple[np.ndarray, np.ndarray]:
-    """The canonical planes (codes, scales) of (nb, 36) NVFP4 ggml blocks."""
-    b = np.ascontiguousarray(blocks)
-    nb = b.size // 36
-    codes, scales = np.empty(nb * 32, np.uint8), np.empty(nb * 4, np.uint8)
-    _kernels.nvfp4_unblock(b, codes, scales)
-    return codes, scales
+def fp4_unblock_into(name: str, blocks, codes: np.ndarray, scales: np.ndarray) -> None:
+    """The canonical planes of (nb, block bytes) ggml blocks of type ``name``
+    written into ``codes`` and ``scales``."""
+    getattr(_kernels, f"{name.lower()}_unblock")(np.ascontiguousarray(blocks), codes, scales)
 
 
 def ggml_kind(name: str) -> int | None:

@@ -81,40 +81,47 @@ def test_native_kind_is_native_types_answer(grade, shape, tmp_path):
         assert native_kind(b) == native_type(b, relayout=True)[0] == want[0]
 
 
+@pytest.mark.parametrize("name", ["NVFP4", "MXFP4"])
 @pytest.mark.parametrize("nb", [1, 2, 33, 1000])
-def test_nvfp4_block_kernels_equal_the_numpy_path(monkeypatch, nb):
-    """The C kernels that write and read NVFP4 blocks (grit.native.nvfp4_block,
-    nvfp4_unblock) give the bytes of the numpy path, both ways, on random
-    planes and on codes with every nibble value at every position."""
+def test_fp4_block_kernels_equal_the_numpy_path(monkeypatch, name, nb):
+    """The C kernels that write and read NVFP4 and MXFP4 blocks
+    (grit.native.fp4_block, fp4_unblock_into) give the bytes of the numpy
+    path, both ways, on random planes and on codes with every nibble value
+    at every position."""
     from grit import native
-    if not native.nvfp4_blocks_on():
-        pytest.skip("the native NVFP4 block kernels are not built")
-    t = ggml.TYPES["NVFP4"]
+    if not native.fp4_blocks_on():
+        pytest.skip("the native 4-bit block kernels are not built")
+    t = ggml.TYPES[name]
+    cb, sb = (32, 4) if name == "NVFP4" else (16, 1)
     rng = np.random.default_rng(nb)
-    codes = rng.integers(0, 256, nb * 32, dtype=np.uint8)
+    codes = rng.integers(0, 256, nb * cb, dtype=np.uint8)
     if nb >= 33:            # block b, byte j: the nibbles (b + j) % 16 and (b + 2j) % 16
-        b, j = np.meshgrid(np.arange(33), np.arange(32), indexing="ij")
-        codes[:33 * 32] = (((b + j) % 16) | (((b + 2 * j) % 16) << 4)).reshape(-1)
-    scales = rng.integers(0, 256, nb * 4, dtype=np.uint8)
+        b, j = np.meshgrid(np.arange(33), np.arange(cb), indexing="ij")
+        codes[:33 * cb] = (((b + j) % 16) | (((b + 2 * j) % 16) << 4)).reshape(-1)
+    scales = rng.integers(0, 256, nb * sb, dtype=np.uint8)
     planes = (codes.tobytes(), scales.tobytes(), b"", b"")
     fast = t.write(planes, nb)
     fast_back = t.unblock(fast)
-    monkeypatch.setattr(native, "nvfp4_blocks_on", lambda: False)
+    monkeypatch.setattr(native, "fp4_blocks_on", lambda: False)
     slow = t.write(planes, nb)
-    assert fast.shape == slow.shape == (nb, 36)
+    assert fast.shape == slow.shape == (nb, t.block_bytes)
     assert fast.tobytes() == slow.tobytes()
     slow_back = t.unblock(slow)
     assert [bytes(p) for p in fast_back] == [bytes(p) for p in slow_back] == list(planes)
 
 
-def test_nvfp4_block_kernels_refuse_sizes_that_do_not_match():
+def test_fp4_block_kernels_refuse_sizes_that_do_not_match():
     from grit import _kernels, native
-    if not native.nvfp4_blocks_on():
-        pytest.skip("the native NVFP4 block kernels are not built")
+    if not native.fp4_blocks_on():
+        pytest.skip("the native 4-bit block kernels are not built")
     out = np.empty((2, 36), np.uint8)
-    with pytest.raises(ValueError, match="2 blocks need 64 code and 8 scale bytes"):
+    with pytest.raises(ValueError, match="nvfp4: 2 blocks need 64 code and 8 scale bytes"):
         _kernels.nvfp4_block(bytes(63), bytes(8), out)
     with pytest.raises(ValueError, match="not a multiple of 36"):
         _kernels.nvfp4_unblock(bytes(71), np.empty(64, np.uint8), np.empty(8, np.uint8))
     with pytest.raises(ValueError, match="scale bytes"):
         _kernels.nvfp4_unblock(bytes(72), np.empty(64, np.uint8), np.empty(9, np.uint8))
+    with pytest.raises(ValueError, match="mxfp4: 3 blocks need 48 code and 3 scale bytes"):
+        _kernels.mxfp4_block(bytes(48), bytes(2), np.empty((3, 17), np.uint8))
+    with pytest.raises(ValueError, match="not a multiple of 17"):
+        _kernels.mxfp4_unblock(bytes(18), np.empty(16, np.uint8), np.empty(1, np.uint8))

@@ -411,6 +411,13 @@ GRIT_HIDDEN void grit_k_nvfp4_block(const unsigned char *codes, const unsigned c
                                     unsigned char *out, size_t blocks);
 GRIT_HIDDEN void grit_k_nvfp4_unblock(const unsigned char *blocks, unsigned char *codes,
                                       unsigned char *scales, size_t nb);
+/* MXFP4 (ggml.c): blocks of one E8M0 scale then 16 bytes of codes in halves
+ * order over 32 (byte k: code k low, code k + 16 high) <-> the canonical
+ * planes (16 code bytes and 1 scale byte a block). */
+GRIT_HIDDEN void grit_k_mxfp4_block(const unsigned char *codes, const unsigned char *scales,
+                                    unsigned char *out, size_t blocks);
+GRIT_HIDDEN void grit_k_mxfp4_unblock(const unsigned char *blocks, unsigned char *codes,
+                                      unsigned char *scales, size_t nb);
 
 /* ------------------------------------------------------------------------
  * The relayout kernels (relayout.c, docs/placements.md): byte moves into a

@@ -750,3 +750,29 @@ grit_k_nvfp4_unblock(const unsigned char *blocks, unsigned char *codes, unsigned
         }
     }
 }
+
+void
+grit_k_mxfp4_block(const unsigned char *codes, const unsigned char *scales, unsigned char *out,
+                   size_t blocks)
+{
+    for (size_t b = 0; b < blocks; b++) {
+        unsigned char *o = out + 17 * b;
+        uint64_t w0 = load_le64(codes + 16 * b), w1 = load_le64(codes + 16 * b + 8);
+        o[0] = scales[b];
+        store_le64(o + 1, spread16(w0 & 0xFFFFFFFFu) | spread16(w1 & 0xFFFFFFFFu) << 4);
+        store_le64(o + 9, spread16(w0 >> 32) | spread16(w1 >> 32) << 4);
+    }
+}
+
+void
+grit_k_mxfp4_unblock(const unsigned char *blocks, unsigned char *codes, unsigned char *scales,
+                     size_t nb)
+{
+    for (size_t b = 0; b < nb; b++) {
+        const unsigned char *s = blocks + 17 * b;
+        uint64_t y0 = load_le64(s + 1), y1 = load_le64(s + 9);
+        scales[b] = s[0];
+        store_le64(codes + 16 * b, gather16(y0) | gather16(y1) << 32);
+        store_le64(codes + 16 * b + 8, gather16(y0 >> 4) | gather16(y1 >> 4) << 32);
+    }
+}

@@ -32,38 +32,52 @@ grit_py_decode_ggml(PyObject *self, PyObject *args)
     return res;
 }
 
-/* the exact sizes of nb NVFP4 blocks and of their planes, else ValueError */
+/* A 4-bit type's blocks of `bb` bytes: `cb` code bytes and `sb` scale bytes each. */
+typedef struct {
+    const char *name;
+    Py_ssize_t bb, cb, sb;
+    void (*block)(const unsigned char *, const unsigned char *, unsigned char *, size_t);
+    void (*unblock)(const unsigned char *, unsigned char *, unsigned char *, size_t);
+} fp4_kind;
+
+static const fp4_kind NVFP4 = {"nvfp4", 36, 32, 4, grit_k_nvfp4_block,
+                               grit_k_nvfp4_unblock};
+static const fp4_kind MXFP4 = {"mxfp4", 17, 16, 1, grit_k_mxfp4_block,
+                               grit_k_mxfp4_unblock};
+
+/* the exact sizes of nb blocks and of their planes, else ValueError */
 static int
-nvfp4_sizes(Py_ssize_t blocks_len, Py_ssize_t codes_len, Py_ssize_t scales_len, size_t *nb)
+fp4_sizes(const fp4_kind *k, Py_ssize_t blocks_len, Py_ssize_t codes_len,
+          Py_ssize_t scales_len, size_t *nb)
 {
-    if (!whole(blocks_len, 36, "blocks")) {
+    if (!whole(blocks_len, k->bb, "blocks")) {
         return 0;
     }
-    Py_ssize_t n = blocks_len / 36;
-    if (codes_len != 32 * n || scales_len != 4 * n) {
-        PyErr_Format(PyExc_ValueError, "nvfp4: %zd blocks need %zd code and %zd scale bytes, "
-                     "got %zd and %zd", n, 32 * n, 4 * n, codes_len, scales_len);
+    Py_ssize_t n = blocks_len / k->bb;
+    if (codes_len != k->cb * n || scales_len != k->sb * n) {
+        PyErr_Format(PyExc_ValueError, "%s: %zd blocks need %zd code and %zd scale bytes, "
+                     "got %zd and %zd", k->name, n, k->cb * n, k->sb * n, codes_len,
+                     scales_len);
         return 0;
     }
     *nb = (size_t)n;
     return 1;
 }
 
-PyObject *
-grit_py_nvfp4_block(PyObject *self, PyObject *args)
+static PyObject *
+fp4_block(const fp4_kind *k, PyObject *args)
 {
     Py_buffer codes, scales, out;
     size_t nb;
-    (void)self;
     if (!PyArg_ParseTuple(args, "y*y*w*", &codes, &scales, &out)) {
         return NULL;
     }
     PyObject *res = NULL;
-    if (nvfp4_sizes(out.len, codes.len, scales.len, &nb)) {
+    if (fp4_sizes(k, out.len, codes.len, scales.len, &nb)) {
         const unsigned char *c = codes.buf, *s = scales.buf;
         unsigned char *o = out.buf;
         Py_BEGIN_ALLOW_THREADS
-        grit_k_nvfp4_block(c, s, o, nb);
+        k->block(c, s, o, nb);
         Py_END_ALLOW_THREADS
         res = Py_NewRef(Py_None);
     }
@@ -73,21 +87,20 @@ grit_py_nvfp4_block(PyObject *self, PyObject *args)
     return res;
 }
 
-PyObject *
-grit_py_nvfp4_unblock(PyObject *self, PyObject *args)
+static PyObject *
+fp4_unblock(const fp4_kind *k, PyObject *args)
 {
     Py_buffer blocks, codes, scales;
     size_t nb;
-    (void)self;
     if (!PyArg_ParseTuple(args, "y*w*w*", &blocks, &codes, &scales)) {
         return NULL;
     }
     PyObject *res = NULL;
-    if (nvfp4_sizes(blocks.len, codes.len, scales.len, &nb)) {
+    if (fp4_sizes(k, blocks.len, codes.len, scales.len, &nb)) {
         const unsigned char *b = blocks.buf;
         unsigned char *c = codes.buf, *s = scales.buf;
         Py_BEGIN_ALLOW_THREADS
-        grit_k_nvfp4_unblock(b, c, s, nb);
+        k->unblock(b, c, s, nb);
         Py_END_ALLOW_THREADS
         res = Py_NewRef(Py_None);
     }
@@ -95,4 +108,32 @@ grit_py_nvfp4_unblock(PyObject *self, PyObject *args)
     PyBuffer_Release(&codes);
     PyBuffer_Release(&scales);
     return res;
+}
+
+PyObject *
+grit_py_nvfp4_block(PyObject *self, PyObject *args)
+{
+    (void)self;
+    return fp4_block(&NVFP4, args);
+}
+
+PyObject *
+grit_py_nvfp4_unblock(PyObject *self, PyObject *args)
+{
+    (void)self;
+    return fp4_unblock(&NVFP4, args);
+}
+
+PyObject *
+grit_py_mxfp4_block(PyObject *self, PyObject *args)
+{
+    (void)self;
+    return fp4_block(&MXFP4, args);
+}
+
+PyObject *
+grit_py_mxfp4_unblock(PyObject *self, PyObject *args)
+{
+    (void)self;
+    return fp4_unblock(&MXFP4, args);
 }

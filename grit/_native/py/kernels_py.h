@@ -49,6 +49,8 @@ GRIT_HIDDEN PyObject *grit_py_decode_i8s24(PyObject *self, PyObject *args);
 GRIT_HIDDEN PyObject *grit_py_decode_ggml(PyObject *self, PyObject *args);  /* ggml.c */
 GRIT_HIDDEN PyObject *grit_py_nvfp4_block(PyObject *self, PyObject *args);  /* ggml.c */
 GRIT_HIDDEN PyObject *grit_py_nvfp4_unblock(PyObject *self, PyObject *args);
+GRIT_HIDDEN PyObject *grit_py_mxfp4_block(PyObject *self, PyObject *args);
+GRIT_HIDDEN PyObject *grit_py_mxfp4_unblock(PyObject *self, PyObject *args);
 GRIT_HIDDEN PyObject *grit_py_encode_mxfp4(PyObject *self, PyObject *args);
 GRIT_HIDDEN PyObject *grit_py_encode_nvf4(PyObject *self, PyObject *args);
 GRIT_HIDDEN PyObject *grit_py_encode_q4ks(PyObject *self, PyObject *args);
