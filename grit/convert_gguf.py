@@ -32,10 +32,12 @@ re-derives every verdict (``verify``).
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
 import os
+import posixpath
 import re
 import shutil
 import tempfile
@@ -48,17 +50,20 @@ import numpy as np
 from . import conventions
 from . import convert as _convert
 from .array import GritArray, canonical, concat
+from .conventions.grit import CONVENTION as _GRIT
 from ._files import loads_json
 from .errors import GritError, GritUsageError
+from .descriptor import F_INTERLEAVED
+from .facts import canonical_words, is_canonical
 from .fingerprint import LANES, digests
-from .facts import is_canonical
-from .io import load as _load
+from .ggml import unblocked
 from .io import safetensors as _st
-from .io import save as _save
 from .io.dtypes import ST_DTYPES
-from .io.gguf import KV_CONVERT, GGUFValue, companion_names
+from .io.gguf import KV_CONVERT, GGUFValue, Unread, companion_names, read_files
 from .io.gguf import read as _read_gguf
 from .io.gguf_file import ValueType, read_gguf
+from .io.gguf_split import (SHARD_NAME, SPLIT_COUNT, SPLIT_NO, Split, shard_counts, shard_name,
+                            shards, write_outline)
 from .io.gguf_writer import gguf_py as _gguf
 from .io.gguf_writer import native_kind, save_gguf
 from .io.hub import HubPath, is_hub, is_remote
@@ -1214,35 +1219,70 @@ def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family,
 
 
 def is_gguf_source(src: str) -> bool:
-    """Whether ``src`` is a GGUF file: a local one, or an ``https://`` URL or
-    ``hf://`` file whose name ends in ``.gguf``."""
+    """Whether ``src`` is a GGUF source: a local ``.gguf`` file (a model of
+    one file, or any shard of a split one), a local folder holding
+    ``.gguf`` files and no ``.safetensors`` file (the shards of one model),
+    or an ``https://`` URL or ``hf://`` file whose name ends in ``.gguf``."""
     if is_remote(src):
         return src.split("?")[0].lower().endswith(".gguf")
+    if os.path.isdir(src):
+        try:
+            names = os.listdir(src)
+        except OSError:
+            return False
+        return any(n.lower().endswith(".gguf") for n in names) and \
+            not any(n.endswith(".safetensors") for n in names)
     return os.path.isfile(src) and src.lower().endswith(".gguf")
 
 
 @contextmanager
 def _local_gguf(src: str, work_parent: str) -> Iterator[str]:
-    """The GGUF file ``src`` as a local path: a remote one read once, in
-    ranged reads of at most ``grit.convert.SPOOL_CHUNK`` bytes (``spool_into``),
-    into a spool folder in ``work_parent`` (refused without room for it and
-    an output of its size), removed after."""
+    """The GGUF source ``src`` as a local path: a remote file read once, in
+    ranged reads of at most ``grit.convert.SPOOL_CHUNK`` bytes
+    (``spool_into``), into a spool folder in ``work_parent`` (refused
+    without room for it and an output of its size), removed after.  A
+    remote shard of a split model (``split.count`` over 1) brings its
+    sibling shards, read the same way under their own names, after a check
+    that there is room for them all."""
     if not is_remote(src):
         yield src
         return
     os.makedirs(work_parent, exist_ok=True)
     spool = tempfile.mkdtemp(prefix=".grit-gguf-spool-", dir=work_parent)
     try:
-        got = Location.of(src).open(src)
-        free = shutil.disk_usage(spool).free
-        if free < 2 * got.size:
-            raise GritUsageError(f"{work_parent}: {free} bytes free; converting the remote "
-                                 f"GGUF needs {2 * got.size} (its spool and the output)")
-        path = os.path.join(spool, GGUF_FILE)
+        loc = Location.of(src)
+        got = loc.open(src)
+        _room_for(spool, work_parent, got.size)
+        m = SHARD_NAME.fullmatch(posixpath.basename(loc.bare))
+        path = os.path.join(spool, GGUF_FILE if m is None else m.group(0))
         _convert.spool_into(path, got)
+        f = read_gguf(path)
+        count = f.value(SPLIT_COUNT)
+        if m is not None and isinstance(count, int) and not isinstance(count, bool) \
+                and count > 1:
+            no, count, _ = shard_counts(f)
+            want = shard_name(m.group(1), no, count)
+            if want != m.group(0):
+                raise GritUsageError(f"{src}: {SPLIT_NO} = {no} and {SPLIT_COUNT} = {count}: "
+                                     f"the shard's name must be {want}")
+            others = [(n, loc.open(loc.sibling(n))) for n in
+                      (shard_name(m.group(1), i, count) for i in range(count)) if n != want]
+            _room_for(spool, work_parent, got.size + sum(s.size for _, s in others))
+            for n, s in others:
+                _convert.spool_into(os.path.join(spool, n), s)
         yield path
     finally:
         shutil.rmtree(spool, ignore_errors=True)
+
+
+def _room_for(spool: str, work_parent: str, size: int) -> None:
+    """Refuse when the spool's file system has no room for ``size`` bytes
+    of remote GGUF and an output of their size."""
+    free = shutil.disk_usage(spool).free + sum(
+        e.stat().st_size for e in os.scandir(spool) if e.is_file())
+    if free < 2 * size:
+        raise GritUsageError(f"{work_parent}: {free} bytes free; converting the remote "
+                             f"GGUF needs {2 * size} (its spool and the output)")
 
 
 def _family_of_arch(arch: str) -> Family:
@@ -1274,54 +1314,177 @@ def _hf_names(fam: Family, nblocks: int) -> dict[str, str]:
     return back
 
 
-def _from_gguf_tensors(src: str) -> tuple[dict[str, Any], dict, Family, dict[str, Any]]:
-    """The GGUF file ``src`` as Hugging Face named tensors (rows and norms put
-    back), a config.json built from its KV entries, its family, and the
-    recorded divisors by weight name."""
-    got = _load(src)
-    meta = got.metadata
-    archv = meta.get("general.architecture")
-    if archv is None or not isinstance(archv.value, str):
-        raise GritUsageError(f"{src}: no general.architecture")
-    arch = archv.value
-    fam = _family_of_arch(arch)
-    nb = _kv_int(meta, f"{arch}.block_count", MAX_BLOCKS)
-    heads = _kv_int(meta, f"{arch}.attention.head_count")
-    kvh = (_kv_int(meta, f"{arch}.attention.head_count_kv")
-           if f"{arch}.attention.head_count_kv" in meta else heads)
-    h = {"num_attention_heads": heads, "num_key_value_heads": kvh}
-    names = _hf_names(fam, nb)
-    fields = read_gguf(src)
-    notes = {k[len(KV_CONVERT):]: fields.value(k) for k in fields.fields
-             if k.startswith(KV_CONVERT)}
-    out: dict[str, Any] = {}
-    companions = {c.scale for c in got.companions.values() if c.attached}
-    for gname, v in got.items():
-        if gname in companions or gname == "rope_freqs.weight":
-            continue
-        base, dot, suffix = gname.rpartition(".")
-        hf = names.get(base)
-        if hf is None:
-            raise GritUsageError(f"{src}: tensor {gname!r} has no Hugging Face name in the "
-                                 f"{arch} architecture")
-        name = f"{hf}.{suffix}"
-        heads_n = _qk_heads(name, fam, h)
+def _canonical_of(a: GritArray) -> GritArray:
+    """``grit.array.canonical(a)``, for a tensor of a zero-copy ggml type
+    with a direct inverse (NVFP4, MXFP4: ``grit.ggml.unblocked``, one pass
+    over the blocks, where the general relayout holds several times the
+    tensor) built by it: the same descriptor and planes (tests prove it)."""
+    planes = unblocked(a)
+    if planes is None:
+        return canonical(a)
+    d = a.descriptor
+    data, scale, meta = canonical_words(d)
+    return GritArray(d.replace(placement_data=data, placement_scale=scale, placement_meta=meta,
+                               flags=d.flags & ~F_INTERLEAVED), a.shape, planes)
+
+
+def _for_emitter(conv: str, v: GritArray) -> GritArray:
+    """The array the emitter of convention ``conv`` is handed: the GRIT
+    convention's stores it as it is (the GGUF's placement kept); any other
+    reads its canonical planes, built here by :func:`_canonical_of` (the
+    same planes its own ``canonical`` would build)."""
+    return v if conv == _GRIT.name else _canonical_of(v)
+
+
+def _as_held(a: GritArray, b) -> GritArray:
+    """Source array ``a`` in the placement output array ``b`` holds it in:
+    ``a`` itself where the placements are the same (the GRIT convention's
+    output), else its canonical form (:func:`_canonical_of`), so that the
+    proof compares planes without the general relayout."""
+    if isinstance(b, GritArray) and b.descriptor.placements == a.descriptor.placements:
+        return a
+    return _canonical_of(a)
+
+
+#: BF16 elements checked for NaNs per step (bounded temporaries)
+_BF16_STEP = 1 << 22
+
+
+class _FromGGUF:
+    """A GGUF source (a file, or the shards of a split model:
+    ``grit.io.gguf_split``) as Hugging Face named tensors, read one tensor
+    at a time: its family, the config.json built from its KV entries, the
+    recorded divisors by weight name, and :meth:`tensors`, each call a new
+    pass over the file(s)."""
+
+    def __init__(self, src: "str | Split") -> None:
+        self.split = shards(src) if isinstance(src, str) else src
+        self.path = self.split.paths[0]       # the KV entries, the tokenizer
+        got = read_files(self.split.files, lazy=True)
+        raise_first(got.problems)
+        meta = got.tensors.metadata
+        archv = meta.get("general.architecture")
+        if archv is None or not isinstance(archv.value, str):
+            raise GritUsageError(f"{src}: no general.architecture")
+        arch = self.arch = archv.value
+        fam = self.fam = _family_of_arch(arch)
+        nb = _kv_int(meta, f"{arch}.block_count", MAX_BLOCKS)
+        heads = _kv_int(meta, f"{arch}.attention.head_count")
+        kvh = (_kv_int(meta, f"{arch}.attention.head_count_kv")
+               if f"{arch}.attention.head_count_kv" in meta else heads)
+        self.h = {"num_attention_heads": heads, "num_key_value_heads": kvh}
+        self.names = names = _hf_names(fam, nb)
+        fields = self.split.files[0]
+        self.notes = {k[len(KV_CONVERT):]: fields.value(k) for k in fields.fields
+                      if k.startswith(KV_CONVERT)}
+        self.cfg = _config_from_kv(meta, arch, fam)
+        self.divs = {names.get(g.rpartition(".")[0], "") + "." + g.rpartition(".")[2]: d
+                     for g, d in ((k[len("divisor."):], d) for k, d in self.notes.items()
+                                  if k.startswith("divisor."))}
+        # where each tensor's bytes lie: given back once its weight is handled
+        self.spans: dict[str, tuple[Any, int, int]] = {
+            t.name: (f.source, f.data_start + t.offset, t.nbytes)
+            for f in self.split.files for t in f.tensors}
+        self.sources = [f.source for f in self.split.files if isinstance(f.source, LocalFile)]
+
+    def tensors(self) -> Iterator[tuple[str, str, Any]]:
+        """(Hugging Face name, GGUF name, tensor) of every tensor in file
+        order, each built when it is reached (the query/key rows and
+        Gemma 3's norms put back, plain tensors narrowed to their recorded
+        dtype) and held by nothing here once yielded: a caller that drops
+        it holds one tensor at a time."""
+        got = read_files(self.split.files, lazy=True)
+        raise_first(got.problems)
+        tensors = got.tensors
+        companions = {c.scale for c in tensors.companions.values() if c.attached}
+        for gname in list(tensors):
+            v = tensors.pop(gname)
+            if gname in companions or gname == "rope_freqs.weight":
+                continue
+            base, _, suffix = gname.rpartition(".")
+            hf = self.names.get(base)
+            if hf is None:
+                raise GritUsageError(f"{self.path}: tensor {gname!r} has no Hugging Face name "
+                                     f"in the {self.arch} architecture")
+            name = f"{hf}.{suffix}"
+            yield name, gname, self._as_hf(name, gname, v, tensors.ggml_types.get(gname))
+            del v
+
+    def _as_hf(self, name: str, gname: str, v, ggml_type: str | None):
+        fam = self.fam
+        if isinstance(v, Unread):
+            keep = ggml_type == "BF16" and \
+                (self.notes.get(f"dtype.{gname}") or "BF16") == "BF16" and \
+                not (fam.norm_plus_one and gname.endswith("_norm.weight"))
+            raw = self._bf16(gname, v.shape) if keep else None
+            v = raw if raw is not None else v.read()
+        heads_n = _qk_heads(name, fam, self.h)
         if heads_n is not None:
             inv = np.argsort(qk_rows(v.shape[0], heads_n))
-            v = _permuted(v if isinstance(v, GritArray) else np.asarray(v), inv)
+            v = _permuted(_canonical_of(v) if isinstance(v, GritArray) else np.asarray(v), inv)
         if not isinstance(v, GritArray):
             v = np.asarray(v)
             if fam.norm_plus_one and gname.endswith("_norm.weight"):
                 v = (v.astype(np.float32) - np.float32(1)).astype(np.float32)
-            dt = notes.get(f"dtype.{gname}") or \
-                ("BF16" if got.ggml_types.get(gname) == "BF16" else None)
+            dt = self.notes.get(f"dtype.{gname}") or ("BF16" if ggml_type == "BF16" else None)
             v = _narrowed(v, dt)
-        out[name] = v
-    cfg = _config_from_kv(meta, arch, fam)
-    divs = {names.get(g.rpartition(".")[0], "") + "." + g.rpartition(".")[2]: d
-            for g, d in ((k[len("divisor."):], d) for k, d in notes.items()
-                         if k.startswith("divisor."))}
-    return out, cfg, fam, divs
+        return v
+
+    def stored_digests(self) -> dict[str, str]:
+        """The plane digest (§6.5) of every weight held as the GGUF's blocks
+        in place and not canonical (a zero-copy ggml type whose rows do not
+        move: the proof digests it apart from its comparison, which reads
+        the canonical planes), by Hugging Face name: :data:`LANES` weights
+        at a time (``grit.fingerprint.digests``: their FNV-1a chains
+        interleaved), each part's pages given back once hashed (the arrays
+        are views of the files: holding them holds no memory)."""
+        got = read_files(self.split.files, lazy=True)
+        raise_first(got.problems)
+        todo: list[tuple[str, GritArray]] = []
+        for gname, v in got.tensors.items():
+            base, _, suffix = gname.rpartition(".")
+            hf = f"{self.names.get(base)}.{suffix}"
+            if isinstance(v, GritArray) and not is_canonical(v.descriptor) and \
+                    base in self.names and _qk_heads(hf, self.fam, self.h) is None:
+                todo.append((hf, v))
+        del got
+        out: dict[str, str] = {}
+        for i in range(0, len(todo), LANES):
+            group = todo[i:i + LANES]
+            ds = digests([v.planes for _, v in group], done=self.release)
+            out.update((n, d.hex()) for (n, _), d in zip(group, ds))
+        return out
+
+    def _bf16(self, gname: str, shape) -> np.ndarray | None:
+        """BF16 tensor ``gname``'s bytes viewed as bfloat16, without a copy:
+        what widening it to F32 (as :func:`grit.io.gguf.read` does) and
+        narrowing it back to BF16 (:func:`_narrowed`) gives, where no
+        element is a NaN (the narrowing may change a NaN's bits, and the
+        wide tensor is kept then: this is None).  Tests compare the two on
+        every BF16 value."""
+        src, off, n = self.spans[gname]
+        view = src.view(off, n)
+        if view is None:
+            return None
+        u = np.frombuffer(view, "<u2")
+        for i in range(0, u.size, _BF16_STEP):
+            c = u[i:i + _BF16_STEP]
+            if np.any(((c & 0x7F80) == 0x7F80) & ((c & 0x7F) != 0)):
+                return None
+        return u.view(ST_DTYPES["BF16"].np_dtype()).reshape(shape)
+
+    def release(self, buf) -> None:
+        """Give back the pages of ``buf`` where it views one of the files'
+        maps (``MADV_DONTNEED``, :func:`_give_back_around`)."""
+        for s in self.sources:
+            _give_back_around(s, buf)
+
+    def done(self, gname: str) -> None:
+        """Give back the pages of GGUF tensor ``gname`` and its companions."""
+        for n in (gname, *companion_names(gname)):
+            span = self.spans.get(n)
+            if span is not None and isinstance(span[0], LocalFile) and span[2]:
+                _give_back_around(span[0], span[0].view(span[1], span[2]))
 
 
 def _narrowed(v: np.ndarray, dt: str | None) -> np.ndarray:
@@ -1335,23 +1498,21 @@ def _narrowed(v: np.ndarray, dt: str | None) -> np.ndarray:
     return n if np.array_equal(n.astype(np.float32).view(np.uint32), v.view(np.uint32)) else v
 
 
-def _with_divisors(em_tensors: dict, tensors: dict, divs: dict[str, str]) -> None:
-    """Put back the divisor each compressed-tensors NVFP4 weight's source
-    stored, where the emitter wrote its own (f32(1/s1)) and the recorded one
-    gives the same level-1 scale: f32(1/g) = s1."""
-    for name, bits in divs.items():
-        tn = name.removesuffix(".weight") + _DIVISOR_LEAF
-        a = tensors.get(name)
-        if tn not in em_tensors or not isinstance(a, GritArray) or not \
-                re.fullmatch(r"[0-9a-f]{8}", str(bits)):
-            continue
-        g = np.array([int(bits, 16)], "<u4").view(np.float32)
-        s1 = np.frombuffer(bytes(a.canonical().planes[2]), "<f4")
-        with np.errstate(all="ignore"):
-            inv = (np.float32(1) / g).astype(np.float32)
-        if s1.size == 1 and inv.view(np.uint32)[0] == s1.view(np.uint32)[0]:
-            old = np.asarray(em_tensors[tn])
-            em_tensors[tn] = g.reshape(old.shape).astype(old.dtype)
+def _with_divisor(em_tensors: dict, name: str, a: GritArray, divs: dict[str, str]) -> None:
+    """Put back the divisor the compressed-tensors NVFP4 weight ``name``'s
+    source stored, where the emitter wrote its own (f32(1/s1)) and the
+    recorded one gives the same level-1 scale: f32(1/g) = s1."""
+    bits = divs.get(name)
+    tn = name.removesuffix(".weight") + _DIVISOR_LEAF
+    if bits is None or tn not in em_tensors or not re.fullmatch(r"[0-9a-f]{8}", str(bits)):
+        return
+    g = np.array([int(bits, 16)], "<u4").view(np.float32)
+    s1 = np.frombuffer(bytes(a.canonical().planes[2]), "<f4")
+    with np.errstate(all="ignore"):
+        inv = (np.float32(1) / g).astype(np.float32)
+    if s1.size == 1 and inv.view(np.uint32)[0] == s1.view(np.uint32)[0]:
+        old = np.asarray(em_tensors[tn])
+        em_tensors[tn] = g.reshape(old.shape).astype(old.dtype)
 
 
 def _config_from_kv(meta, arch: str, fam: Family) -> dict:
@@ -1390,16 +1551,18 @@ _NOT_CONFIG = ("transformers_version", "_name_or_path", "dtype", "torch_dtype", 
                "model_type")
 
 
-def _tokenizer_back(src: str, work: str, cfg: dict) -> dict:
-    """The tokenizer of the GGUF file ``src`` (its ``tokenizer.ggml.*``
-    entries) as the tokenizer files transformers loads, written into
-    ``work`` by transformers' own GGUF reader (``AutoTokenizer`` with
+def _tokenizer_back(split: Split, work: str, cfg: dict) -> dict:
+    """The tokenizer of the GGUF source ``split`` (its ``tokenizer.ggml.*``
+    entries; the shards of a split model seen as one file, through
+    ``grit.io.gguf_split.write_outline``) as the tokenizer files
+    transformers loads, written into ``work`` by transformers' own GGUF
+    reader (``AutoTokenizer`` with
     ``gguf_file``, then ``save_pretrained``), and the config transformers
     reads from the GGUF under ``cfg``'s entries (where it names the same
     ``model_type``).  What was written, for the proof: ``files``, or
     ``none`` with the reason (transformers absent, or its reader refusing
     the file)."""
-    if "tokenizer.ggml.model" not in read_gguf(src).fields:
+    if "tokenizer.ggml.model" not in split.files[0].fields:
         return {"files": [], "none": "the GGUF holds no tokenizer (tokenizer.ggml.model)"}
     try:
         import transformers  # noqa: PLC0415 - optional: the tokenizer files only
@@ -1407,8 +1570,11 @@ def _tokenizer_back(src: str, work: str, cfg: dict) -> dict:
         return {"files": [], "none": "transformers is not installed"}
     view = tempfile.mkdtemp(prefix=".gguf-", dir=work)   # the GGUF alone: no file beside it
     try:
-        os.symlink(os.path.abspath(src), os.path.join(view, GGUF_FILE))
         try:
+            if len(split.paths) == 1:
+                os.symlink(os.path.abspath(split.paths[0]), os.path.join(view, GGUF_FILE))
+            else:       # (gguf-py's writer refuses a value or type it cannot write)
+                write_outline(split, os.path.join(view, GGUF_FILE))
             tok = transformers.AutoTokenizer.from_pretrained(view, gguf_file=GGUF_FILE)
             tcfg = transformers.AutoConfig.from_pretrained(view, gguf_file=GGUF_FILE).to_dict()
         except (ValueError, OSError, NotImplementedError) as e:
@@ -1464,49 +1630,217 @@ def _reloads(transformers, tok, folder: str) -> str | None:
     return None
 
 
+@dataclass
+class _GGUFPlan:
+    """A GGUF source checked against the target before anything is written:
+    the output file's layout (every entry's dtype, shape and offset,
+    :func:`grit.io.safetensors.layout` of the emitted tensors), each
+    weight's emitted tensors' names, and the plain tensors' shapes."""
+
+    layout: Any
+    emitted: dict[str, list[str]]
+    plain: dict[str, tuple[int, ...]]
+
+
+def _emitted(conv, name: str, v, divs: dict[str, str]) -> dict[str, Any]:
+    """The file tensors of one source tensor: a GRIT array through the
+    target convention's emitter (a compressed-tensors NVFP4 weight with its
+    recorded divisor), a plain one as it is."""
+    if not isinstance(v, GritArray):
+        return {name: v}
+    c = _for_emitter(conv.name, v)
+    em = conv.emit(name, c)
+    tensors = dict(em.tensors)
+    _with_divisor(tensors, name, c, divs)
+    return tensors
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """What the layout of an emitted file tensor is decided from: a GRIT
+    array's descriptor and plane sizes, or a plain tensor's dtype, and the
+    shape; never its bytes."""
+
+    shape: tuple[int, ...]
+    nbytes: int
+    dtype: Any = None
+    desc: Any = None
+    sizes: tuple[int, ...] = ()
+
+    @classmethod
+    def of(cls, t) -> "_Entry":
+        if isinstance(t, GritArray):
+            return cls(tuple(t.shape), sum(t.plane_bytes), desc=t.descriptor,
+                       sizes=tuple(t.plane_bytes))
+        x = np.asarray(t)
+        return cls(tuple(x.shape), x.nbytes, dtype=x.dtype)
+
+    def stand_in(self, zeros: memoryview):
+        """A tensor like the emitted one over the zero pages ``zeros``
+        (never touched: they take no memory)."""
+        if self.desc is not None:
+            return GritArray(self.desc, self.shape, [zeros[:n] for n in self.sizes])
+        return np.frombuffer(zeros, self.dtype, self.nbytes // self.dtype.itemsize
+                             ).reshape(self.shape)
+
+
+def _plan_from_gguf(g: _FromGGUF, to: str) -> _GGUFPlan:
+    """Emit every tensor of the GGUF source once, one at a time, each
+    weight's pages given back after: every refusal together (nothing is
+    written), else the output's layout."""
+    conv = conventions.by_name(to)
+    if conv.emit is None or conv.emit_config is None:
+        raise GritUsageError(f"convention {to!r} does not write tensors")
+    entries: dict[str, _Entry] = {}
+    emitted: dict[str, list[str]] = {}
+    plain: dict[str, tuple[int, ...]] = {}
+    refused: list[str] = []
+    for name, gname, v in g.tensors():
+        try:
+            out = _emitted(conv, name, v, g.divs)
+        except GritError as e:
+            refused.append(str(e).splitlines()[0])
+            continue
+        finally:
+            g.done(gname)
+        if isinstance(v, GritArray):
+            emitted[name] = list(out)
+        else:
+            plain[name] = tuple(np.shape(v))
+        for tn, t in out.items():
+            if tn in entries:
+                refused.append(f"{name}: file tensor {tn!r} is written twice")
+            entries[tn] = _Entry.of(t)
+        del v, out
+    if refused:
+        raise _convert._refused(to, refused)
+    zeros = _convert._zeros(max([e.nbytes for e in entries.values()], default=0))
+    lay, _ = _st.layout({tn: e.stand_in(zeros) for tn, e in entries.items()})
+    return _GGUFPlan(lay, emitted, plain)
+
+
+def _write_from_gguf(g: _FromGGUF, to: str, plan: _GGUFPlan, out: str) -> dict:
+    """Write the output file ``out`` tensor by tensor at the planned offsets
+    (the bytes ``grit.save`` writes for the same tensors): each tensor
+    emitted again, written (a buffer that views a GGUF file's map copied by
+    the kernel from file to file), its pages given back.
+    Returns each weight's :class:`~grit.conventions.Emitted` without its
+    tensors (for the config)."""
+    conv = conventions.by_name(to)
+    emit = conv.emit
+    if emit is None:                         # (refused by the plan already)
+        raise GritUsageError(f"convention {to!r} does not write tensors")
+    fds = [(s, os.open(s.name, os.O_RDONLY)) for s in g.sources]
+    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    weights: dict[str, Any] = {}
+    try:
+        os.ftruncate(fd, plan.layout.size)
+        _convert._pwrite(fd, plan.layout.head, 0)
+        for name, gname, v in g.tensors():
+            if isinstance(v, GritArray):
+                c = _for_emitter(to, v)
+                em = emit(name, c)
+                weights[name] = dataclasses.replace(em, tensors={})
+                items = dict(em.tensors)
+                _with_divisor(items, name, c, g.divs)
+                del em, c
+            else:
+                items = {name: v}
+            for tn, (dt, shape, buf) in _st.entries_of(items).items():
+                want = plan.layout.entries.get(tn)
+                u = np.ascontiguousarray(buf).reshape(-1).view(np.uint8) \
+                    if isinstance(buf, np.ndarray) else _convert._u8(buf)
+                if want is None or (want[0], tuple(want[1]), want[3]) != \
+                        (dt, tuple(shape), u.size):
+                    raise GritError(f"{name}: the emitted tensor {tn!r} ({dt} {list(shape)}) "
+                                    "is not the one planned before writing")
+                at = next(((sfd, off) for s, sfd in fds
+                           if u.size >= _convert._COPY_MIN
+                           and (off := s.locate(u)) is not None), (-1, None))
+                _convert._copy_or_write(at[0], at[1], fd, u, want[2])
+            del v, items
+            g.done(gname)
+    finally:
+        os.close(fd)
+        for _, sfd in fds:
+            os.close(sfd)
+    return weights
+
+
+def _prove_from_gguf(g: _FromGGUF, to: str, out: str) -> list[dict]:
+    """The proof entry of each weight, derived by reading the written file
+    back through the target convention's recogniser: per weight, one pass
+    digests the source's planes as the output holds them and compares the
+    output's with them (``grit.convert._digest_and_compare``), the verdict
+    derived (``grit.convert.quick_verdict``), the pages of both files given
+    back; the source's blocks as stored, where the output holds them
+    otherwise, digested beforehand a few weights at a time
+    (:meth:`_FromGGUF.stored_digests`)."""
+    stored = {} if to == _GRIT.name else g.stored_digests()
+    back, back_source = _convert._load_local(out)
+    release_b = getattr(back_source, "release", None)
+    weights = []
+    for name, gname, a in g.tensors():
+        if not isinstance(a, GritArray):
+            g.done(gname)
+            continue
+        b = _convert._built(back.pop(name, None))
+        if not isinstance(b, GritArray):
+            raise GritError(f"{name}: the written file does not read back as a GRIT array")
+        # the source as the output holds it, digested and compared with the output's
+        # planes in one pass; the source as stored digested apart where it is not that
+        ref = _as_held(a, b)
+        dref, same = _convert._digest_and_compare(ref, b, g.release, release_b)
+        weights.append({"name": name, "file": "model.safetensors",
+                        "source": _convert._side(a, dref if ref is a else stored.get(name)),
+                        "target": _convert._side(b, dref if same else None),
+                        "verdict": _convert.quick_verdict(ref, b, same)})
+        _convert._release(back_source, (b,))
+        del a, b, ref
+        g.done(gname)
+    return weights
+
+
 def from_gguf(src: str, dst: str, to: str, *, overwrite: bool = False,
               progress: Callable[[str], None] | None = None,
               fsync: bool = False) -> _convert.ConvertReport:
-    """Write the GGUF file ``src`` as the safetensors checkpoint folder ``dst``
-    in convention ``to`` (``model.safetensors``, ``config.json`` built from
-    the GGUF's KV entries, ``grit-proof.json``)."""
+    """Write the GGUF source ``src`` (a file, or the shards of a split model
+    named by any one of them or by their folder) as the safetensors
+    checkpoint folder ``dst`` in convention ``to`` (``model.safetensors``,
+    ``config.json`` built from the GGUF's KV entries, ``grit-proof.json``).
+    Three passes over the source, one tensor at a time, each tensor's pages
+    given back once it is handled: the check (every refusal before anything
+    is written, and the output's layout), the write, and the proof.
+    ``fsync``: as :func:`grit.convert.convert`'s."""
     if to not in _convert.TARGETS:
         raise GritUsageError(f"--to must be one of {', '.join(_convert.TARGETS)}, got {to!r}")
-    dst = _dst_free(dst, overwrite, [src])
-    tensors, cfg, fam, divs = _from_gguf_tensors(src)
+    split = shards(src)
+    dst = _dst_free(dst, overwrite, list(split.paths))
+    g = _FromGGUF(split)
     conv = _convert.TARGETS[to]
-    em = conventions.emit(conv, tensors)
-    _with_divisors(em.tensors, tensors, divs)
+    plan = _plan_from_gguf(g, conv)
+    cfg = g.cfg
 
     def fill(work: str) -> dict:
         if progress is not None:
             progress("model.safetensors")
         out = os.path.join(work, "model.safetensors")
-        _save(out, em.tensors)
-        back = _load(out)
-        weights = []
-        for name, e in em.weights.items():
-            a, b = tensors[name], back.get(name)
-            if not isinstance(b, GritArray):
-                raise GritError(f"{name}: the written file does not read back as a GRIT array")
-            weights.append({"name": name, "file": "model.safetensors",
-                            "source": _convert._side(a), "target": _convert._side(b),
-                            "verdict": _convert.quick_verdict(a, b),
-                            "exact_by_construction": e.exact, "notes": list(e.notes)})
-        plain = {n: tuple(np.shape(v)) for n, v in tensors.items()
-                 if not isinstance(v, GritArray)}
-        tokenizer = _tokenizer_back(src, work, cfg)
+        emitted = _write_from_gguf(g, conv, plan, out)
+        weights = [{**w, "exact_by_construction": emitted[w["name"]].exact,
+                    "notes": list(emitted[w["name"]].notes)}
+                   for w in _prove_from_gguf(g, conv, out)]
+        tokenizer = _tokenizer_back(g.split, work, cfg)
         emit_config = conventions.by_name(conv).emit_config
         if emit_config is None:
             raise GritUsageError(f"convention {conv!r} does not write tensors")
-        for fn, doc in emit_config(dict(em.weights), plain).items():
+        for fn, doc in emit_config(emitted, plan.plain).items():
             if fn == "config.json":
                 cfg.update(doc)
             else:
                 with open(os.path.join(work, fn), "w") as f:
                     json.dump(doc, f, indent=2)
         proof = {"schema": _convert.PROOF_SCHEMA, "to": conv, "from": "gguf",
-                 "arch": fam.arch.lower(), "weights": weights, "plain": sorted(plain),
+                 "arch": g.fam.arch.lower(), "weights": weights, "plain": sorted(plan.plain),
                  "tokenizer": tokenizer}
         _write_proof(work, proof, cfg)
         return proof
@@ -1530,13 +1864,31 @@ def verify(src: str, dst: str, proof: str | None = None) -> _convert.VerifyRepor
 
 def _verify_from_gguf(src: str, folder: str, doc: Mapping, problems: list[str]
                       ) -> _convert.VerifyReport:
-    tensors, _, _, _ = _from_gguf_tensors(src)
-    b = _load(os.path.join(folder, "model.safetensors"))
+    """The disagreements of a conversion from the GGUF source ``src`` with
+    its proof: one pass over the source, one weight at a time, each digested
+    and compared with the output's (:func:`_check_weight`), the pages of
+    both files given back."""
+    g = _FromGGUF(src)
+    b, b_source = _convert._load_local(os.path.join(folder, "model.safetensors"))
+    release_b = getattr(b_source, "release", None)
     claimed = {w.get("name"): w for w in doc["weights"] if isinstance(w, dict)}
-    srcw = {n for n, v in tensors.items() if isinstance(v, GritArray)}
+    srcw: set[str] = set()
+    found: dict[str, list[str]] = {}
+    for name, gname, v in g.tensors():
+        if isinstance(v, GritArray):
+            srcw.add(name)
+            if name in claimed:
+                y = _convert._built(b.pop(name, None))
+                _check_weight(name, claimed[name], v, _as_held(v, y), y,
+                              found.setdefault(name, []), g.release, release_b)
+                if isinstance(y, GritArray):
+                    _convert._release(b_source, (y,))
+                del y
+        del v
+        g.done(gname)
     _compare_sets(srcw, claimed, problems)
-    for name in sorted(srcw & set(claimed)):
-        _check_weight(name, claimed[name], tensors[name], tensors[name], b.get(name), problems)
+    for name in sorted(found):
+        problems.extend(found[name])
     return _convert.VerifyReport(problems, len(srcw & set(claimed)))
 
 

@@ -40,7 +40,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -61,7 +61,7 @@ from .source import ByteSource, Span
 from .problems import Problem, ProblemKind as K, Tally, raise_first
 from .safetensors import CheckFailed, renamed_error
 
-__all__ = ["load", "read", "read_source", "Unread", "Inexpressible",
+__all__ = ["load", "read", "read_source", "read_files", "Unread", "Inexpressible",
            "GGUFTensors", "GGUFContents", "GGUFValue", "GGUFMetadata", "metadata_of",
            "GGML_GRADES", "INEXPRESSIBLE", "ggml_placement", "KV_DESC", "KV_SHAPE", "KV_GRADE",
            "KV_LAYOUT", "KV_SCHEMA", "KV_DIGEST", "KV_CONVERT", "GGUF_MAGIC", "Companion",
@@ -275,13 +275,15 @@ class GGUFContents:
         return self.file.parsed
 
 
-def _tensor(f: GGUFFile, t: TensorInfo):
+def _tensor(f: GGUFFile, t: TensorInfo, lazy: bool = False):
     name = t.ggml_type
     shape = t.shape
     if f.buf is None:
         return _unread_tensor(f, t)
     if name in _PLAIN:
         return f.data(t, _PLAIN[name]).reshape(shape)
+    if name == "BF16" and lazy:
+        return Unread(t.name, name, shape, lambda: _tensor(f, t))
     if name == "BF16":
         u = f.data(t, np.uint16).astype(np.uint32) << np.uint32(16)
         out = u.view(np.float32).reshape(shape)
@@ -301,7 +303,8 @@ def _tensor(f: GGUFFile, t: TensorInfo):
 class Unread:
     """A plain tensor (F32, F16, BF16, F64, the integer types) of a file
     read through a source without a zero-copy view (a remote file), not
-    read by :func:`read_source`: ``read()`` reads it, giving the array
+    read by :func:`read_source`, or a BF16 tensor :func:`read_files` leaves
+    to be widened (``lazy``): ``read()`` reads it, giving the array
     :func:`read` gives for a local file."""
 
     name: str
@@ -514,21 +517,37 @@ def read_source(src: ByteSource, path: str | None = None) -> GGUFContents:
     return _contents(_read_file_source(src, path))
 
 
-def _contents(f: GGUFFile) -> GGUFContents:
+def read_files(files: Sequence[GGUFFile], *, lazy: bool = False) -> GGUFContents:
+    """The tensors of several walked GGUF files read as one file's: the KV
+    entries and the ``grit.*`` annotations of the first, the tensors of
+    each in turn (an NVFP4 tensor paired with its companion in any of
+    them), every file's problems (a model in gguf-split's shards:
+    ``grit.io.gguf_split``, which checks the files are the shards of one
+    model).  ``file`` is the first.  ``lazy``: a BF16 tensor, which is
+    widened into new memory, is an :class:`Unread` record widened when
+    read (a reader holding one tensor at a time)."""
+    if not files:
+        raise GritUsageError("no GGUF file to read")
+    return _contents(files[0], tuple(files[1:]), lazy)
+
+
+def _contents(f: GGUFFile, more: tuple[GGUFFile, ...] = (), lazy: bool = False
+              ) -> GGUFContents:
     path = f.path
-    problems = list(f.problems)
+    problems = [*f.problems, *(p for g in more for p in g.problems)]
     out = GGUFTensors()
     out.ggml_types = {}
     out.metadata = GGUFMetadata()
     out.companions = {}
-    if not f.parsed:
+    if not all(g.parsed for g in (f, *more)):
         return GGUFContents(f, out, problems)
     out.metadata = metadata_of(f)
     tally = Tally(problems)
     notes = _annotations(f, tally)
-    for t in f.tensors:
+    for g, t in ((g, t) for g in (f, *more) for t in g.tensors):
+        path = g.path
         try:
-            v = _annotated(f, t, notes) if t.name in notes["desc"] else _tensor(f, t)
+            v = _annotated(g, t, notes) if t.name in notes["desc"] else _tensor(g, t, lazy)
         except GritError as e:
             # a converted tensor whose planes fail the check: the check's own error
             kind = K.CHECK_FAILED if e.detail is not None else K.BAD_TENSOR
@@ -549,8 +568,9 @@ def _contents(f: GGUFFile) -> GGUFContents:
             v = _regraded(v, notes["grade"].get(t.name))
         out[t.name] = v
         out.ggml_types[t.name] = t.ggml_type
+    path = f.path
     _attach(out, notes["desc"], notes["grade"])
-    for name in sorted(set(notes["desc"]) - f.names):
+    for name in sorted(set(notes["desc"]) - f.names.union(*(g.names for g in more))):
         msg = f"GRIT annotation {KV_DESC}{name} names no tensor of the file"
         tally.add(problem(path, K.BAD_ANNOTATION, msg, name))
     tally.finish()
