@@ -298,6 +298,16 @@ def _unwind_on_termination() -> Iterator[None]:
             signal.signal(s, signal.SIG_DFL)
 
 
+def fsync_path(path: str, *, folder: bool = False) -> None:
+    """Flush the file (or with ``folder``, the folder's entries) at ``path``
+    to disk."""
+    fd = os.open(path, os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if folder else 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def atomic_write(path: str, write, *, by_name: bool = False) -> None:
     """Write through ``write(fileobj)`` into a temporary file in the target's
     folder, fsync, and rename it over ``path``: readers (including live
@@ -320,11 +330,7 @@ def _atomic_write(path: str, write, by_name: bool) -> None:
         if by_name:                      # the writer opens the file itself
             os.close(fd)
             write(tmp)
-            fd = os.open(tmp, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            fsync_path(tmp)
         else:
             with os.fdopen(fd, "wb") as f:
                 write(f)

@@ -50,7 +50,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from . import conventions
-from ._files import loads_json, read_regular
+from ._files import fsync_path, loads_json, read_regular
 from .array import GritArray, canonical, decode
 from .codec.encode import encode
 from .errors import GritError, GritUsageError
@@ -511,25 +511,17 @@ def staged(dst: str, fill: Callable[[str], dict], *, fsync: bool = False
         if fsync:
             for root, _, names in os.walk(work):
                 for n in names:
-                    _fsync(os.path.join(root, n), os.O_RDONLY)
-                _fsync(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+                    fsync_path(os.path.join(root, n))
+                fsync_path(root, folder=True)
         if os.path.exists(dst):
             shutil.rmtree(dst)
         os.replace(work, dst)
         if fsync:
-            _fsync(parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+            fsync_path(parent, folder=True)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
     return dst, got
-
-
-def _fsync(path: str, flags: int) -> None:
-    fd = os.open(path, flags)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def convert(src: str, dst: str, to: str, *, overwrite: bool = False,

@@ -158,8 +158,8 @@ def ggml_kernels_on() -> bool:
     return _kernels is not None and NATIVE and _ggml_ok and hasattr(_kernels, "decode_ggml")
 
 
-#: the ggml 4-bit types with C block kernels -> their block's bytes
-FP4_BLOCKS = {"NVFP4": 36, "MXFP4": 17}
+#: the ggml 4-bit types with C block kernels (their block sizes: grit.ggml_types)
+FP4_BLOCKS = ("NVFP4", "MXFP4")
 
 
 def fp4_blocks_on() -> bool:
@@ -172,7 +172,7 @@ def fp4_block(name: str, codes, scales, nb: int) -> np.ndarray:
     """``nb`` ggml blocks of type ``name`` (:data:`FP4_BLOCKS`) from the
     canonical planes: ``codes`` (LSB-first) and ``scales``, of exactly the
     blocks' sizes."""
-    out = np.empty((nb, FP4_BLOCKS[name]), np.uint8)
+    out = np.empty((nb, BY_NAME[name].block_bytes), np.uint8)
     getattr(_kernels, f"{name.lower()}_block")(codes, scales, out)
     return out
 
