@@ -64,3 +64,24 @@ def test_an_hf_shard_converts_as_the_local_shards(shards, hub, tmp_path):  # noq
     _same_output(tmp_path / "out", want)
     assert C.verify(src, str(tmp_path / "out")).ok
     assert not [n for n in os.listdir(tmp_path) if n.startswith(".grit")]
+
+
+def test_a_sibling_shard_that_stalls_is_a_remote_error_leaving_nothing(shards, tmp_path):
+    """The named shard comes at once; a sibling shard's body trickles a byte
+    every 0.2 s.  The read's deadline (the network policy's) ends it: a
+    RemoteError, and no output, staging folder or spool left beside DST."""
+    from grit.io.http import RemoteError, use_policy
+    _, paths = shards
+    s = Server()
+    out = tmp_path / "out"
+    out.mkdir()
+    try:
+        for n, data in _files(paths).items():
+            s.files["/r/" + n] = data
+        s.faults["/r/" + os.path.basename(paths[2])] = {"trickle": (1, 0.2)}
+        with use_policy(timeout=0.5, retries=0), pytest.raises(RemoteError):
+            C.convert(s.url("/r/" + os.path.basename(paths[0])), str(out / "ct"),
+                      "compressed-tensors")
+    finally:
+        s.close()
+    assert list(out.iterdir()) == []
