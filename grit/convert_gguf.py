@@ -1149,18 +1149,16 @@ def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family,
     built from the file's blocks and compared with the source's, then let
     go, the pages of the written file given back, and those of the source
     (``release``, :func:`_releaser`): memory stays at the weight being
-    proved.  The source digests of weights whose blocks are moved as they
-    are run a few weights at a time beforehand (their pages given back as
-    they go); a weight whose rows move is digested and compared in one pass
+    proved.  The source digests run a few weights at a time beforehand
+    (their pages given back as they go); a weight whose rows move is then
+    moved, and its target digested and compared in one pass
     (``grit.convert._digest_and_compare``)."""
     back, out_src, written = _read_back(path)
     weights, plain = [], []
     items = sorted(plan.items(), key=lambda kv: kv[1][1])
-    # the source digests of the blocks moved as they are, LANES weights at a time
-    # (grit.fingerprint.digests: their FNV-1a chains interleaved), each group's
-    # when its first weight is proved; a weight whose rows move is digested with
-    # the comparison below
-    whole = [(g, e[0]) for g, e in items if e[2] == "ggml" and e[3] is None]
+    # the source digests, LANES weights at a time (grit.fingerprint.digests: their
+    # FNV-1a chains interleaved), each group's when its first weight is proved
+    whole = [(g, e[0]) for g, e in items if e[2] == "ggml"]
     at = {g: i for i, (g, _) in enumerate(whole)}
     ahead: dict[str, str] = {}
 
@@ -1183,7 +1181,7 @@ def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family,
                 ref, dsrc = v, None
                 dref, same = source_digest(gname), _convert._same_planes(v.planes, b.planes)
             else:                               # the source's digest, then its rows moved
-                dsrc = _convert._planes_digest(v)
+                dsrc = source_digest(gname)
                 ref = _permuted(v, rows)
                 dref, same = _convert._digest_and_compare(ref, b, release, out_src.release
                                                           if out_src is not None else None)
