@@ -55,7 +55,7 @@ from ._files import loads_json
 from .errors import GritError, GritUsageError
 from .descriptor import F_INTERLEAVED
 from .facts import canonical_words, is_canonical
-from .fingerprint import LANES, digests
+from .fingerprint import LANES, digests, digests_compared
 from .ggml import unblocked
 from .io import safetensors as _st
 from .io.dtypes import ST_DTYPES
@@ -1767,17 +1767,36 @@ def _write_from_gguf(g: _FromGGUF, to: str, plan: _GGUFPlan, out: str) -> dict:
 
 def _prove_from_gguf(g: _FromGGUF, to: str, out: str) -> list[dict]:
     """The proof entry of each weight, derived by reading the written file
-    back through the target convention's recogniser: per weight, one pass
-    digests the source's planes as the output holds them and compares the
-    output's with them (``grit.convert._digest_and_compare``), the verdict
-    derived (``grit.convert.quick_verdict``), the pages of both files given
-    back; the source's blocks as stored, where the output holds them
-    otherwise, digested beforehand a few weights at a time
+    back through the target convention's recogniser: the source's planes as
+    the output holds them digested and the output's compared with them in
+    one pass (``grit.fingerprint.digests_compared``: up to LANES weights at
+    once, their FNV-1a chains interleaved, as many as hold no more built
+    planes together than :func:`_group_budget`), the verdict derived
+    (``grit.convert.quick_verdict``), the pages of both files given back;
+    the source's blocks as stored, where the output holds them otherwise,
+    digested beforehand a few weights at a time
     (:meth:`_FromGGUF.stored_digests`)."""
     stored = {} if to == _GRIT.name else g.stored_digests()
     back, back_source = _convert._load_local(out)
     release_b = getattr(back_source, "release", None)
-    weights = []
+    budget = _group_budget(g)
+    weights: list[dict] = []
+    group: list[tuple[str, str, GritArray, GritArray, GritArray]] = []
+
+    def prove() -> None:
+        got = digests_compared(
+            [ref.planes for _, _, _, ref, _ in group], [b.planes for *_, b in group],
+            step=_convert._RELEASE_STEP // LANES, done=g.release, done_other=release_b)
+        for (name, gname, a, ref, b), (d, same) in zip(group, got):
+            dref = d.hex()
+            weights.append({"name": name, "file": "model.safetensors",
+                            "source": _convert._side(a, dref if ref is a else stored.get(name)),
+                            "target": _convert._side(b, dref if same else None),
+                            "verdict": _convert.quick_verdict(ref, b, same)})
+            _convert._release(back_source, (b,))
+            g.done(gname)
+        group.clear()
+
     for name, gname, a in g.tensors():
         if not isinstance(a, GritArray):
             g.done(gname)
@@ -1785,18 +1804,35 @@ def _prove_from_gguf(g: _FromGGUF, to: str, out: str) -> list[dict]:
         b = _convert._built(back.pop(name, None))
         if not isinstance(b, GritArray):
             raise GritError(f"{name}: the written file does not read back as a GRIT array")
-        # the source as the output holds it, digested and compared with the output's
-        # planes in one pass; the source as stored digested apart where it is not that
+        # the group proved first when this weight's planes, built, would not fit beside it
+        if group and (len(group) == LANES or _held(a, b) + sum(
+                _held(x, y) for _, _, x, _, y in group) > budget):
+            prove()
+        # the source as the output holds it (built where it is not the source itself:
+        # the source's pages are then given back at once)
         ref = _as_held(a, b)
-        dref, same = _convert._digest_and_compare(ref, b, g.release, release_b)
-        weights.append({"name": name, "file": "model.safetensors",
-                        "source": _convert._side(a, dref if ref is a else stored.get(name)),
-                        "target": _convert._side(b, dref if same else None),
-                        "verdict": _convert.quick_verdict(ref, b, same)})
-        _convert._release(back_source, (b,))
+        if ref is not a:
+            g.done(gname)
+        group.append((name, gname, a, ref, b))
         del a, b, ref
-        g.done(gname)
+    if group:
+        prove()
     return weights
+
+
+def _held(a: GritArray, b: GritArray) -> int:
+    """About the bytes of the planes :func:`_as_held` builds for ``a`` beside
+    ``b``: none where it is ``a`` itself (views of its file), else the size
+    of ``a``'s planes."""
+    same = b.descriptor.placements == a.descriptor.placements
+    return 0 if same else int(sum(a.plane_bytes))
+
+
+def _group_budget(g: _FromGGUF) -> int:
+    """The most bytes of built planes the proof holds at once: the largest
+    tensor's, as proving that tensor alone holds (so memory stays within
+    twice the largest tensor and a constant)."""
+    return max((span[2] for span in g.spans.values()), default=0)
 
 
 def from_gguf(src: str, dst: str, to: str, *, overwrite: bool = False,
