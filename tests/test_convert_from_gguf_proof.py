@@ -90,3 +90,26 @@ def test_a_changed_byte_is_found_in_its_weight_alone(q8, tmp_path, monkeypatch, 
             assert w["verdict"]["verdict"] == "bit-exact", w["name"]
     # the proof says what the files hold: grit verify re-derives the same verdicts
     assert C.verify(q8, str(tmp_path / "out")).ok
+
+
+@pytest.mark.parametrize("lanes", (None, 1))
+def test_verify_finds_a_changed_byte_in_its_weight_alone(q8, tmp_path, monkeypatch, lanes):
+    """grit verify, grouped or one weight at a time: a clean conversion
+    holds; a byte changed in one weight's output is a problem of that
+    weight alone (its target digest and verdict)."""
+    if lanes is not None:
+        monkeypatch.setattr(CG, "LANES", lanes)
+    out = tmp_path / "out"
+    C.convert(q8, str(out), "compressed-tensors")
+    assert C.verify(q8, str(out)).ok
+    victim = "model.layers.0.mlp.gate_proj.weight"
+    a, b = _data_spans(str(out / "model.safetensors"))[victim]
+    with open(out / "model.safetensors", "r+b") as f:
+        f.seek(a + 7)
+        x = f.read(1)
+        f.seek(a + 7)
+        f.write(bytes([x[0] ^ 0x10]))
+    rep = C.verify(q8, str(out))
+    assert not rep.ok and rep.checked == 14
+    assert rep.problems and all(p.startswith(victim + ":") for p in rep.problems), rep.problems
+    assert any("target digest" in p for p in rep.problems)
