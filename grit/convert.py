@@ -1222,9 +1222,8 @@ def verify(src: str, dst: str, proof: str | None = None) -> VerifyReport:
                 a, a_source = _load_local(local)
                 ws = {n for n, v in a.items() if isinstance(v, (GritArray, Deferred))}
                 srcw |= ws
-                for name in sorted(ws & set(claimed)):
-                    found[name] = _verify_weight(name, claimed[name], a[name], b, a_source,
-                                                 b_sources)
+                found.update(_verify_weights(sorted(ws & set(claimed)), claimed, a, b,
+                                             a_source, b_sources))
                 for n in plain:
                     if n in a:
                         found_plain[n] = _verify_plain(n, a[n], b.get(n), a_source, b_sources)
@@ -1266,22 +1265,56 @@ def _release_any(sources: list, values) -> None:
         _release(s, values)
 
 
-def _verify_weight(name: str, w: Mapping, av, b: Mapping, a_source, b_sources: list
-                   ) -> list[str]:
+def _verify_weights(names: list[str], claimed: Mapping, a: Mapping, b: Mapping, a_source,
+                    b_sources: list) -> dict[str, list[str]]:
+    """:func:`_verify_weight` of each weight of ``names`` (source tensors
+    ``a``, output tensors ``b``): the weights that are arrays on both sides
+    as the files hold them digested and compared :data:`LANES` at a time in
+    one pass (``grit.fingerprint.digests_compared``: their FNV-1a chains
+    interleaved; the arrays are views of the files, so holding a group
+    holds no memory), the others (built by a converter) one at a time."""
+    out: dict[str, list[str]] = {}
+    release_b = lambda c: _release_any(b_sources, (c,))  # noqa: E731
+    whole = [n for n in names if isinstance(a[n], GritArray)
+             and isinstance(b.get(_output_name(n, claimed[n])), GritArray)]
+    for i in range(0, len(whole), LANES):
+        group = whole[i:i + LANES]
+        got = _digests_compared([a[n].planes for n in group],
+                                [b[_output_name(n, claimed[n])].planes for n in group],
+                                step=_RELEASE_STEP, done=getattr(a_source, "release", None),
+                                done_other=release_b)
+        for n, (d, same) in zip(group, got):
+            out[n] = _verify_weight(n, claimed[n], a[n], b, a_source, b_sources,
+                                    (d.hex(), same))
+    for n in names:
+        if n not in out:
+            out[n] = _verify_weight(n, claimed[n], a[n], b, a_source, b_sources)
+    return out
+
+
+def _output_name(name: str, w: Mapping) -> str:
+    """The name weight ``name`` reads back under in the output (its proof
+    entry's ``as``, where the convention names it otherwise)."""
+    return w["as"] if isinstance(w.get("as"), str) else name
+
+
+def _verify_weight(name: str, w: Mapping, av, b: Mapping, a_source, b_sources: list,
+                   known: tuple[str, bool] | None = None) -> list[str]:
     """The disagreements of one weight with its proof entry ``w``: its
     source (``av``) and output (in ``b``) digested and compared in one pass
-    (:func:`_digest_and_compare`, the pages given back every 8 MiB), the
-    output digested apart where its planes are not the source's, the
-    verdict re-derived (:func:`quick_verdict`, or :func:`requant_error`);
-    every page of both given back after."""
+    (:func:`_digest_and_compare`, the pages given back every 8 MiB; ``known``:
+    that pass's result, where the caller made it), the output digested
+    apart where its planes are not the source's, the verdict re-derived
+    (:func:`quick_verdict`, or :func:`requant_error`); every page of both
+    given back after."""
     problems: list[str] = []
-    y_raw = b.get(w["as"] if isinstance(w.get("as"), str) else name)
+    y_raw = b.get(_output_name(name, w))
     x, y = _built(av), _built(y_raw)
     if not isinstance(y, GritArray):
         _release(a_source, (x, av))
         return [f"{name}: the output holds no GRIT array under this name"]
     try:
-        da, same = _digest_and_compare(
+        da, same = known if known is not None else _digest_and_compare(
             x, y, getattr(a_source, "release", None),
             lambda c: _release_any(b_sources, (c,)))
         for side, got in (("source", _side(x, da)), ("target", _side(y, da if same else None))):

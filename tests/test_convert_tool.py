@@ -637,3 +637,44 @@ def test_the_pages_a_converted_weight_is_built_from_are_given_back(tmp_path, mon
     given.clear()
     assert verify(os.path.dirname(path), str(tmp_path / "g")).ok
     assert covered() == set(spans)
+
+
+@pytest.mark.parametrize("lanes", (None, 1))
+def test_verify_groups_weights_and_finds_a_change_in_its_weight_alone(tmp_path, monkeypatch,
+                                                                      lanes):
+    """grit verify digests and compares the weights of a file a few at once
+    (their chains interleaved) or, with one lane, one at a time: a clean
+    output holds either way, and a byte changed in one weight of a group is
+    a problem of that weight alone."""
+    import grit.convert as gc
+    seen: list[int] = []
+    real = gc._digests_compared
+
+    def counting(a, b, **kw):
+        seen.append(len(a))
+        return real(a, b, **kw)
+    monkeypatch.setattr(gc, "_digests_compared", counting)
+    if lanes is not None:
+        monkeypatch.setattr(gc, "LANES", lanes)
+    rng = np.random.default_rng(13)
+    desc = grit.GRADE_MXFP4.descriptor(group_axis=1)
+    src = tmp_path / "m.safetensors"
+    grit.save(str(src), {f"l{i}.weight": grit.GritArray(
+        desc, (32, 4096), [rng.integers(0, 256, 32 * 2048, dtype=np.uint8),
+                           rng.integers(120, 130, 32 * 128, dtype=np.uint8), b"", b""])
+        for i in range(5)})
+    out = tmp_path / "ct"
+    convert(str(src), str(out), "compressed-tensors")
+    seen.clear()
+    assert verify(str(src), str(out)).ok
+    assert seen == ([4, 1] if lanes is None else [1] * 5)
+    victim = "l2.weight"
+    starts = _starts(out / "m.safetensors")
+    at = starts["l2.weight_packed"] + 1000
+    raw = bytearray((out / "m.safetensors").read_bytes())
+    raw[at] ^= 0x40
+    (out / "m.safetensors").write_bytes(bytes(raw))
+    rep = verify(str(src), str(out))
+    assert not rep.ok and rep.checked == 5
+    assert rep.problems and all(p.startswith(victim + ":") for p in rep.problems), rep.problems
+    assert any("target digest" in p for p in rep.problems)
