@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -37,7 +38,8 @@ from .problems import raise_first
 from .source import limit
 
 __all__ = ["SPLIT_NO", "SPLIT_COUNT", "SPLIT_TENSORS", "SHARD_NAME", "Split", "shard_name",
-           "gguf_files", "shards", "shard_counts", "read_split", "load_split", "write_outline"]
+           "gguf_files", "shards", "shard_counts", "read_split", "load_split", "write_outline",
+           "ShardFacts", "facts", "Fault", "FAULTS", "faults", "choose"]
 
 #: the KV entries gguf-split writes in every shard (gguf-py's ``Keys.Split``)
 SPLIT_NO = "split.no"
@@ -103,80 +105,193 @@ def shard_counts(f: GGUFFile) -> tuple[int, int, int]:
     return no, count, total
 
 
-def shards(path: str) -> Split:
+@dataclass(frozen=True)
+class ShardFacts:
+    """What the checks across a split model's shards need of one walked
+    GGUF file: its path, its tensors' names, whether it carries
+    ``split.count`` (``split``) and, where its split entries can be read,
+    (split.no, split.count, split.tensors.count) — else ``bad`` says why
+    not (the message :func:`shard_counts` refuses them with, less the
+    path)."""
+
+    path: str
+    names: frozenset[str]
+    split: bool
+    counts: tuple[int, int, int] | None
+    bad: str | None = None
+
+
+def facts(f: GGUFFile) -> ShardFacts:
+    """The :class:`ShardFacts` of a walked GGUF file."""
+    try:
+        counts: tuple[int, int, int] | None = shard_counts(f)
+        bad = None
+    except GritUsageError as e:
+        text = str(e)
+        counts, bad = None, text.removeprefix(f"{f.path}: ")
+    return ShardFacts(f.path, frozenset(f.names), f.fields.get(SPLIT_COUNT) is not None,
+                      counts, bad)
+
+
+#: the kinds of :class:`Fault`
+FAULTS = ("entries", "name", "missing", "count", "number", "duplicate", "total")
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One way the shards of a split model disagree (:func:`faults`):
+    ``kind`` (one of :data:`FAULTS`), ``path`` the shard it was found in,
+    ``text`` what is wrong (``message`` names the shard first), ``tensor``
+    a tensor it concerns, ``detail`` its facts."""
+
+    kind: str
+    path: str
+    text: str
+    tensor: str | None = None
+    detail: dict = field(default_factory=dict)
+
+    @property
+    def message(self) -> str:
+        return f"{self.path}: {self.text}"
+
+
+def _shown(names: list[str], n: int = 5) -> str:
+    return ", ".join(names[:n]) + (" …" if len(names) > n else "")
+
+
+def faults(anchor: ShardFacts, *, facts_of: Callable[[str], ShardFacts | None],
+           present: Callable[[str], bool], sibling: Callable[[str], str],
+           name_of: Callable[[str], str] = os.path.basename) -> Iterator[Fault]:
+    """The faults of the split model ``anchor`` is a shard of, in the order
+    they are found (see the module docstring): its split entries, its name
+    against them, the shards missing, then shard by shard in ``split.no``
+    order its entries against the anchor's and its name, its tensors
+    against the shards before it, and the tensors held against
+    ``split.tensors.count``.  Nothing when ``anchor`` carries no
+    ``split.count`` (a model of one file).
+
+    ``facts_of(path)`` walks another shard (None: it could not be read,
+    reported elsewhere, and the total is not checked); ``present(path)``
+    says whether a shard is there; ``sibling(name)`` is the path of the
+    file ``name`` beside the anchor; ``name_of(path)`` a path's file name.
+    A generator: a caller that stops at the first fault walks no shard
+    after it."""
+    path = anchor.path
+    if not anchor.split:
+        return
+    if anchor.counts is None:
+        yield Fault("entries", path, anchor.bad or "")
+        return
+    no, count, total = anchor.counts
+    if count == 1:
+        if total != len(anchor.names):
+            yield Fault("total", path, f"{SPLIT_TENSORS} = {total}, but the file holds "
+                                       f"{len(anchor.names)} tensors",
+                        detail={"expected": total, "actual": len(anchor.names)})
+        return
+    m = SHARD_NAME.fullmatch(name_of(path))
+    if m is None or (int(m.group(2)), int(m.group(3))) != (no + 1, count):
+        yield Fault("name", path, f"{SPLIT_NO} = {no} and {SPLIT_COUNT} = {count}: the "
+                                  f"shard's name must end in -{no + 1:05d}-of-{count:05d}.gguf",
+                    detail={"split.no": no, "split.count": count})
+        return
+    names = [shard_name(m.group(1), i, count) for i in range(count)]
+    paths = [path if i == no else sibling(n) for i, n in enumerate(names)]
+    missing = [i for i, p in enumerate(paths) if i != no and not present(p)]
+    if missing:
+        gone = [names[i] for i in missing]
+        yield Fault("missing", path, f"shard(s) of the split model missing ({len(missing)} of "
+                                     f"{count}): {_shown(gone)}",
+                    detail={"missing": gone, "numbers": [i + 1 for i in missing],
+                            "count": count})
+    seen: dict[str, str] = {}
+    held, whole, over = 0, not missing, False
+    base = name_of(path)
+    for i, p in enumerate(paths):
+        if i in missing:
+            continue
+        f = anchor if i == no else facts_of(p)
+        if f is None:
+            whole = False
+            continue
+        if f.counts is None:
+            yield Fault("entries", p, f.bad or "")
+        elif f.counts[0] != i:
+            yield Fault("number", p, f"{SPLIT_NO} = {f.counts[0]}, but the file is named as "
+                                     f"shard {i + 1} of {count} ({SPLIT_NO} {i})",
+                        detail={"split.no": f.counts[0], "named": i})
+        elif f.counts[1:] != (count, total):
+            yield Fault("count", p, f"{SPLIT_COUNT} = {f.counts[1]} and {SPLIT_TENSORS} = "
+                                    f"{f.counts[2]}; the shard {base} says {count} and {total}",
+                        detail={"split.count": f.counts[1], "split.tensors.count": f.counts[2],
+                                "expected": [count, total], "anchor": path})
+        for t in sorted(f.names):
+            first = seen.setdefault(t, p)
+            if first != p:
+                yield Fault("duplicate", p, f"tensor {t!r} is also in the shard "
+                                            f"{name_of(first)}", t,
+                            {"shards": [first, p]})
+        held += len(f.names)
+        if held > total and not over:
+            over = True
+            yield Fault("total", p, f"the shards up to this one hold {held} tensors; "
+                                    f"{SPLIT_TENSORS} says {total}",
+                        detail={"expected": total, "actual": held})
+    if whole and not over and held != total:
+        yield Fault("total", paths[0], f"the {count} shards hold {held} tensors; "
+                                       f"{SPLIT_TENSORS} says {total}",
+                    detail={"expected": total, "actual": held})
+
+
+def choose(folder: str, names: Sequence[str]) -> str:
+    """Which of the GGUF files ``names`` (file names, sorted) in ``folder``
+    a folder stands for: its one file, or the first of the shards of one
+    model; anything else a GritUsageError."""
+    if not names:
+        raise GritUsageError(f"{folder}: holds no .gguf file")
+    if len(names) == 1:
+        return names[0]
+    named = [SHARD_NAME.fullmatch(n) for n in names]
+    heads = {(m.group(1), m.group(3)) for m in named if m is not None}
+    if None in named or len(heads) != 1:
+        raise GritUsageError(
+            f"{folder}: holds {len(names)} GGUF files that are not the shards of one model "
+            f"(PREFIX-0000i-of-0000N.gguf): {_shown(list(names), 6)}")
+    (prefix, n), = heads
+    want = {shard_name(prefix, i, int(n)) for i in range(int(n))}
+    if extra := sorted(set(names) - want):
+        raise GritUsageError(f"{folder}: beside the shards of {prefix}-*-of-{n}.gguf lie "
+                             f"other GGUF files: {', '.join(extra)}")
+    return min(names)
+
+
+def shards(path: str, first: GGUFFile | None = None) -> Split:
     """The shards of the model ``path`` is a shard of, or whose shards the
     folder ``path`` holds (a folder holding one GGUF file that is no shard:
     that file), every one walked and checked against the others (module
-    docstring)."""
+    docstring; the first fault :func:`faults` finds is a GritUsageError).
+    ``first``: ``path`` walked already."""
     if os.path.isdir(path):
         found = gguf_files(path)
-        if not found:
-            raise GritUsageError(f"{path}: holds no .gguf file")
-        named = [SHARD_NAME.fullmatch(os.path.basename(p)) for p in found]
-        heads = {(m.group(1), m.group(3)) for m in named if m is not None}
-        if len(found) == 1:
-            path = found[0]
-        elif None in named or len(heads) != 1:
-            raise GritUsageError(
-                f"{path}: holds {len(found)} GGUF files that are not the shards of one model "
-                f"(PREFIX-0000i-of-0000N.gguf): {', '.join(os.path.basename(p) for p in found[:6])}"
-                f"{' …' if len(found) > 6 else ''}")
-        else:
-            path = min(found)
-            (prefix, n), = heads
-            want = {shard_name(os.path.join(os.path.dirname(path), prefix), i, int(n))
-                    for i in range(int(n))}
-            if extra := sorted(set(found) - want):
-                raise GritUsageError(f"{path}: beside the shards of {prefix}-*-of-{n}.gguf lie "
-                                     f"other GGUF files: {', '.join(map(os.path.basename, extra))}")
-    first = _walked(path)
-    if first.fields.get(SPLIT_COUNT) is None:
+        path = os.path.join(path, choose(path, [os.path.basename(p) for p in found]))
+        first = None
+    if first is None:
+        first = _walked(path)
+    walked = {path: first}
+
+    def walk(p: str) -> ShardFacts:
+        walked[p] = _walked(p)
+        return facts(walked[p])
+
+    anchor = facts(first)
+    folder = os.path.dirname(path)
+    for fault in faults(anchor, facts_of=walk, present=os.path.isfile,
+                        sibling=lambda n: os.path.join(folder, n)):
+        raise GritUsageError(fault.message)
+    if anchor.counts is None or anchor.counts[1] == 1:
         return Split((path,), (first,))
-    no, count, total = shard_counts(first)
-    if count == 1:
-        if total != len(first.names):
-            raise GritUsageError(f"{path}: {SPLIT_TENSORS} = {total}, but the file holds "
-                                 f"{len(first.names)} tensors")
-        return Split((path,), (first,))
-    folder, base = os.path.split(path)
-    m = SHARD_NAME.fullmatch(base)
-    if m is None or (int(m.group(2)), int(m.group(3))) != (no + 1, count):
-        raise GritUsageError(f"{path}: {SPLIT_NO} = {no} and {SPLIT_COUNT} = {count}: the "
-                             f"shard's name must end in -{no + 1:05d}-of-{count:05d}.gguf")
-    prefix = os.path.join(folder, m.group(1))
-    paths = [shard_name(prefix, i, count) for i in range(count)]
-    missing = [p for p in paths if not os.path.isfile(p)]
-    if missing:
-        raise GritUsageError(f"{path}: shard(s) of the split model missing ({len(missing)} of "
-                             f"{count}): {', '.join(map(os.path.basename, missing[:5]))}"
-                             f"{' …' if len(missing) > 5 else ''}")
-    files: list[GGUFFile] = []
-    seen: dict[str, str] = {}
-    held = 0
-    for i, p in enumerate(paths):
-        f = first if p == path else _walked(p)
-        got = shard_counts(f)
-        if got[0] != i:
-            raise GritUsageError(f"{p}: {SPLIT_NO} = {got[0]}, but the file is named as "
-                                 f"shard {i + 1} of {count} ({SPLIT_NO} {i})")
-        if got[1:] != (count, total):
-            raise GritUsageError(f"{p}: {SPLIT_COUNT} = {got[1]} and {SPLIT_TENSORS} = "
-                                 f"{got[2]}; the shard {os.path.basename(path)} says {count} "
-                                 f"and {total}")
-        for name in sorted(f.names):
-            if name in seen:
-                raise GritUsageError(f"{p}: tensor {name!r} is also in the shard "
-                                     f"{os.path.basename(seen[name])}")
-            seen[name] = p
-        held += len(f.names)
-        if held > total:
-            raise GritUsageError(f"{p}: the shards up to this one hold {held} tensors; "
-                                 f"{SPLIT_TENSORS} says {total}")
-        files.append(f)
-    if held != total:
-        raise GritUsageError(f"{paths[0]}: the {count} shards hold {held} tensors; "
-                             f"{SPLIT_TENSORS} says {total}")
-    return Split(tuple(paths), tuple(files))
+    paths = sorted(walked)
+    return Split(tuple(paths), tuple(walked[p] for p in paths))
 
 
 def read_split(path: str, *, lazy: bool = False) -> tuple[Split, GGUFContents]:
