@@ -109,6 +109,7 @@ def _scan(paths: Iterable[str], deep: bool,
     for i, r in enumerate(_checked(model_files, deep, cache, jobs, progress, advance)):
         files.append(r.file)
         ckpts.shards.update(r.shards.shards)
+        ckpts.gguf.update(r.shards.gguf)
         ctx.merge(r.ctx)
         coverage[r.file.path] = r.coverage
         ranges[r.file.path] = r.ranges
