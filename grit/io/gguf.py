@@ -591,7 +591,12 @@ def load(path, *, strict: bool = False) -> GGUFTensors:
     GritError, ``.status`` its §7.1 status) — the file's other tensors are
     still loaded.  With ``strict=True`` either raises: GritGradeError naming
     the tensor and the reason, or the level-1 check's own GritError."""
-    got = read(path)
+    return loaded(read(path), strict=strict)
+
+
+def loaded(got: GGUFContents, *, strict: bool = False) -> GGUFTensors:
+    """What :func:`load` returns of contents read: the first problem
+    raised, and under ``strict`` an Inexpressible or CheckFailed record."""
     raise_first(got.problems)
     if strict:
         for v in got.tensors.values():

@@ -24,22 +24,25 @@ is a :class:`~grit.errors.GritUsageError` naming the shard.  A file without
 from __future__ import annotations
 
 import os
+import posixpath
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
 from ..errors import GritUsageError
-from .gguf import GGUFContents, GGUFTensors, read_files
+from .gguf import GGUFContents, GGUFTensors, loaded, read_files
 from .gguf_file import GGUFFile, read_gguf
 from .gguf_writer import gguf_py
+from .location import Location
 from .problems import raise_first
 from .source import limit
 
 __all__ = ["SPLIT_NO", "SPLIT_COUNT", "SPLIT_TENSORS", "SHARD_NAME", "Split", "shard_name",
            "gguf_files", "shards", "shard_counts", "read_split", "load_split", "write_outline",
-           "ShardFacts", "facts", "Fault", "FAULTS", "faults", "choose"]
+           "ShardFacts", "facts", "Fault", "FAULTS", "faults", "choose", "load",
+           "series", "series_faults"]
 
 #: the KV entries gguf-split writes in every shard (gguf-py's ``Keys.Split``)
 SPLIT_NO = "split.no"
@@ -243,6 +246,44 @@ def faults(anchor: ShardFacts, *, facts_of: Callable[[str], ShardFacts | None],
                     detail={"expected": total, "actual": held})
 
 
+def series(paths: Iterable[str]) -> list[list[str]]:
+    """The GGUF files ``paths`` grouped into split series: the files named
+    ``PREFIX-0000i-of-0000N.gguf`` with one folder, prefix and N together
+    (in name order), any other file alone; the groups in the order their
+    first file comes in ``paths``."""
+    out: dict[tuple[str, ...], list[str]] = {}
+    for p in paths:
+        loc = Location.of(p)
+        name = posixpath.basename(loc.bare)
+        m = SHARD_NAME.fullmatch(name)
+        key = (Location.of(loc.sibling(m.group(1))).key, m.group(3)) if m else (loc.key,)
+        out.setdefault(key, []).append(p)
+    return [sorted(g, key=lambda p: posixpath.basename(Location.of(p).bare))
+            for g in out.values()]
+
+
+def series_faults(members: Sequence[tuple[str, ShardFacts | None]]) -> Iterator[Fault]:
+    """The faults (:func:`faults`) of one series of GGUF files read
+    already (:func:`series`; ``None``: a file that could not be read), in
+    any location (local, https, hf://).  The anchor is the first file
+    whose split entries can be read; where none can, each file carrying
+    ``split.count`` is an ``entries`` fault; without ``split.count`` in
+    any, a model of one file each, no fault.  A shard not among
+    ``members`` is looked for beside the anchor."""
+    split = [fa for _, fa in members if fa is not None and fa.split]
+    anchor = next((fa for fa in split if fa.counts is not None), None)
+    if anchor is None:
+        for fa in split:
+            yield Fault("entries", fa.path, fa.bad or "")
+        return
+    by_key = {Location.of(p).key: fa for p, fa in members}
+    here = Location.of(anchor.path)
+    yield from faults(anchor, facts_of=lambda p: by_key.get(Location.of(p).key),
+                      present=lambda p: Location.of(p).key in by_key or here.exists(p),
+                      sibling=here.sibling,
+                      name_of=lambda p: posixpath.basename(Location.of(p).bare))
+
+
 def choose(folder: str, names: Sequence[str]) -> str:
     """Which of the GGUF files ``names`` (file names, sorted) in ``folder``
     a folder stands for: its one file, or the first of the shards of one
@@ -299,18 +340,36 @@ def read_split(path: str, *, lazy: bool = False) -> tuple[Split, GGUFContents]:
     folder holds: :func:`shards`) read as one GGUF file
     (:func:`grit.io.gguf.read_files`), without the ``split.*`` KV entries."""
     s = shards(path)
+    return s, _one_file(s, lazy)
+
+
+def _one_file(s: Split, lazy: bool = False) -> GGUFContents:
     got = read_files(s.files, lazy=lazy)
     for k in (SPLIT_NO, SPLIT_COUNT, SPLIT_TENSORS):
         got.tensors.metadata.pop(k, None)
-    return s, got
+    return got
 
 
-def load_split(path: str, *, lazy: bool = False) -> GGUFTensors:
+def load_split(path: str, *, lazy: bool = False, strict: bool = False) -> GGUFTensors:
     """:func:`read_split`'s tensors, the first problem raised (as
-    :func:`grit.io.gguf.load`)."""
+    :func:`grit.io.gguf.load`, ``strict`` as its)."""
     _, got = read_split(path, lazy=lazy)
-    raise_first(got.problems)
-    return got.tensors
+    return loaded(got, strict=strict)
+
+
+def load(path, *, strict: bool = False) -> GGUFTensors:
+    """``grit.load`` of a GGUF file or a folder: a file carrying
+    ``split.count`` (a shard of a split model, any one) or a folder of
+    GGUF files (:func:`shards`: its one file, or the shards of one model)
+    gives the model's tensors, every shard's, as :func:`load_split`; any
+    other file :func:`grit.io.gguf.load`'s (the header walked once)."""
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        return load_split(path, strict=strict)
+    f = read_gguf(path)
+    if not f.parsed or f.fields.get(SPLIT_COUNT) is None:
+        return loaded(read_files([f]), strict=strict)
+    return loaded(_one_file(shards(path, first=f)), strict=strict)
 
 
 def write_outline(s: Split, path: str) -> None:

@@ -29,14 +29,13 @@ header spans are kept here (:class:`Shard`).
 from __future__ import annotations
 
 import os
-import posixpath
 import re
 from dataclasses import dataclass, field
 from typing import AbstractSet
 
 from .analyses import Context
 from .findings import Finding
-from ..io.gguf_split import SHARD_NAME, Fault, ShardFacts, faults
+from ..io.gguf_split import Fault, ShardFacts, series, series_faults
 from ..io.gguf_split import facts as shard_facts
 from ..io.location import Location
 from .collect import Input, ShardIndex, checkpoint_of, index_of, is_shard, read_index
@@ -81,11 +80,6 @@ class Shard:
 
 def _key(path: str) -> str:
     return Location.of(path).key
-
-
-def _name(path: str) -> str:
-    """A path's file name (a URL's without its query)."""
-    return posixpath.basename(Location.of(path).bare)
 
 
 #: each kind of split GGUF fault (grit.io.gguf_split.FAULTS), its finding code
@@ -169,27 +163,12 @@ class Checkpoints:
         self._splits(ctx)
 
     def _splits(self, ctx: Context) -> None:
-        """The GGUF files, grouped by their split series
-        (``PREFIX-0000i-of-0000N.gguf`` in one folder; any other file
-        alone), each group checked as one split model: S160–S165."""
-        groups: dict[tuple[str, str], list[tuple[str, ShardFacts | None]]] = {}
-        for k, (path, fa) in self.gguf.items():
-            m = SHARD_NAME.fullmatch(_name(path))
-            g = (_key(checkpoint_of(path)), m.group(3)) if m is not None else (k, "")
-            groups.setdefault(g, []).append((path, fa))
-        for _, members in sorted(groups.items()):
-            members.sort(key=lambda m: _name(m[0]))
-            split = [fa for _, fa in members if fa is not None and fa.split]
-            anchor = next((fa for fa in split if fa.counts is not None), None)
-            if anchor is None:          # no member's split entries can be read
-                for fa in split:
-                    _split_finding(ctx, Fault("entries", fa.path, fa.bad or ""))
-                continue
-            by_key = {_key(p): fa for p, fa in members}
-            here = Location.of(anchor.path)
-            for fault in faults(anchor, facts_of=lambda p: by_key.get(_key(p)),
-                                present=lambda p: _key(p) in by_key or here.exists(p),
-                                sibling=here.sibling, name_of=_name):
+        """The GGUF files, grouped by their split series, each group
+        checked as one split model (grit.io.gguf_split.series_faults):
+        S160–S165."""
+        read = {path: fa for path, fa in self.gguf.values()}
+        for group in series(read):
+            for fault in series_faults([(p, read[p]) for p in group]):
                 _split_finding(ctx, fault)
 
     def _indexed(self, ctx: Context, ip: str, members: list[Shard]) -> None:
