@@ -31,18 +31,19 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from ..errors import GritUsageError
+from ..errors import GritError, GritUsageError
 from .gguf import GGUFContents, GGUFTensors, loaded, read_files
 from .gguf_file import GGUFFile, read_gguf
 from .gguf_writer import gguf_py
 from .location import Location
+from .remote import beside_signed
 from .problems import raise_first
 from .source import limit
 
 __all__ = ["SPLIT_NO", "SPLIT_COUNT", "SPLIT_TENSORS", "SHARD_NAME", "Split", "shard_name",
            "gguf_files", "shards", "shard_counts", "read_split", "load_split", "write_outline",
            "ShardFacts", "facts", "Fault", "FAULTS", "faults", "choose", "load",
-           "series", "series_faults"]
+           "series", "series_faults", "remote_folder"]
 
 #: the KV entries gguf-split writes in every shard (gguf-py's ``Keys.Split``)
 SPLIT_NO = "split.no"
@@ -269,7 +270,9 @@ def series_faults(members: Sequence[tuple[str, ShardFacts | None]]) -> Iterator[
     whose split entries can be read; where none can, each file carrying
     ``split.count`` is an ``entries`` fault; without ``split.count`` in
     any, a model of one file each, no fault.  A shard not among
-    ``members`` is looked for beside the anchor."""
+    ``members`` is looked for beside the anchor (not beside a pre-signed
+    URL, whose signature covers one object: a shard not asked for is not
+    claimed missing)."""
     split = [fa for _, fa in members if fa is not None and fa.split]
     anchor = next((fa for fa in split if fa.counts is not None), None)
     if anchor is None:
@@ -278,8 +281,14 @@ def series_faults(members: Sequence[tuple[str, ShardFacts | None]]) -> Iterator[
         return
     by_key = {Location.of(p).key: fa for p, fa in members}
     here = Location.of(anchor.path)
+
+    def present(p: str) -> bool:
+        # beside a pre-signed URL nothing is asked for: a shard not read is
+        # not known to be absent (and the total is not checked)
+        return Location.of(p).key in by_key or beside_signed(p) or here.exists(p)
+
     yield from faults(anchor, facts_of=lambda p: by_key.get(Location.of(p).key),
-                      present=lambda p: Location.of(p).key in by_key or here.exists(p),
+                      present=present,
                       sibling=here.sibling,
                       name_of=lambda p: posixpath.basename(Location.of(p).bare))
 
@@ -304,6 +313,31 @@ def choose(folder: str, names: Sequence[str]) -> str:
         raise GritUsageError(f"{folder}: beside the shards of {prefix}-*-of-{n}.gguf lie "
                              f"other GGUF files: {', '.join(extra)}")
     return min(names)
+
+
+def remote_folder(src: str) -> tuple[str, list[str]] | None:
+    """Where ``src`` names a remote folder that can be listed (an
+    ``hf://`` repository or a folder in one; an https URL names one file)
+    holding ``.gguf`` files and no ``.safetensors`` file: the folder, at
+    the commit its revision resolved to, and the GGUF file names in it
+    (sorted); else None (also where the location cannot answer: the
+    reader of ``src`` says why).  :func:`choose` tells which file the
+    folder stands for."""
+    loc = Location.of(src)
+    if not loc.remote or not loc.listable:
+        return None
+    try:
+        entry = loc.entry()
+        if entry.what != "folder":
+            return None
+        folder = entry.at.path.rstrip("/") + "/"
+        names = Location.of(folder).listing()
+    except GritError:
+        return None
+    ggufs = [n for n in names if n.lower().endswith(".gguf")]
+    if not ggufs or any(n.endswith(".safetensors") for n in names):
+        return None
+    return folder, ggufs
 
 
 def shards(path: str, first: GGUFFile | None = None) -> Split:
