@@ -15,12 +15,14 @@ from __future__ import annotations
 import os
 import shutil
 
+import numpy as np
 import pytest
 
 gguf = pytest.importorskip("gguf", reason="gguf-py is not installed")
 
 from grit.scan import scan  # noqa: E402
-from test_convert_gguf_split import _llama_q8, _names, _tensors_of, shard, split  # noqa: E402
+from test_convert_gguf_split import (_llama_q8, _names, _tensors_of, nvfp4,  # noqa: E402,F401
+                                     shard, split)
 
 #: the tensors of _llama_q8's model, and the Q8_0 ones (S602 notes, per shard)
 TENSORS = 20
@@ -248,3 +250,82 @@ def test_the_cli_reports_without_a_traceback(shards, tmp_path):
     assert r.exit_code == 1, r.output
     assert "S161" in r.output and "shard 1 of 3 is missing" in r.output
     assert "Traceback" not in r.output
+
+
+# ---------------------------------------------------------------------------
+# each shard checked as its part of the model: the first shard's KV entries,
+# annotations and recipe, companion scales in other shards
+
+
+def _model_findings(rep) -> list[tuple]:
+    """The findings that are the model's, not a file's: code, tensor and
+    message (the S602 notes are per file: one per shard and ggml type)."""
+    return sorted((f.code, f.tensor, f.message) for f in rep.findings if f.code != "S602")
+
+
+def test_a_mixed_recipe_across_shards_is_by_design(tmp_path):
+    """general.file_type (Q4_K_M) is in the first shard alone; the shard
+    holding the Q6_K ffn_down is judged by it as the unsplit file is: S302
+    (mixed by design), not S301."""
+    rng = np.random.default_rng(1)
+    q4, q6 = gguf.GGMLQuantizationType.Q4_K, gguf.GGMLQuantizationType.Q6_K
+    src = str(tmp_path / "one.gguf")
+    w = gguf.GGUFWriter(src, "llama")
+    w.add_file_type(gguf.LlamaFileType.MOSTLY_Q4_K_M)
+    for i, ty in enumerate((q4, q6)):
+        for name, t in ((f"blk.{i}.ffn_down.weight", ty), (f"blk.{i}.attn_q.weight", q4)):
+            be, bb = gguf.GGML_QUANT_SIZES[t]
+            w.add_tensor(name, rng.integers(0, 256, (4, 256 // be * bb), dtype=np.uint8),
+                         raw_dtype=t)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    paths = split(src, tmp_path / "sh", 2)
+    assert "blk.1.ffn_down.weight" in _names(paths)[1]
+    one, sh = scan([src]), scan([paths[1]])
+    assert "S302" in {f.code for f in one.findings}
+    assert _model_findings(sh) == _model_findings(one)
+    assert sh.exit_code() == one.exit_code()
+
+
+def test_grit_annotations_in_the_first_shard_hold_for_every_shard(tmp_path):
+    """A GRIT-annotated GGUF (grit.save_gguf) split by gguf-py: the grit.*
+    entries are in the first shard, the annotated tensors in all three;
+    scan, load and info see what they see of the unsplit file."""
+    import warnings
+
+    import grit
+    from test_io_gguf_grit import _arrays
+    src = str(tmp_path / "one.gguf")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")           # a payload ggml runtimes cannot use
+        grit.save_gguf(src, _arrays(), {"general.architecture": "llama"})
+    paths = split(src, tmp_path / "sh", 3)
+    assert "blk.0.tile" in _names(paths)[1] and "blk.0.assumed" in _names(paths)[2]
+    assert not [k for k in gguf.GGUFReader(paths[1]).fields if k.startswith("grit.")]
+    one, sh = scan([src]), scan([paths[2]])
+    assert _model_findings(sh) == _model_findings(one)
+    a, b = grit.load(src), grit.load(paths[1])
+    assert list(a) == list(b)
+    for k, v in a.items():
+        if isinstance(v, grit.GritArray):
+            assert isinstance(b[k], grit.GritArray) and b[k].descriptor == v.descriptor
+            assert np.array_equal(grit.decode(b[k]), grit.decode(v), equal_nan=True)
+    ia, ib = grit.info(src), grit.info(tmp_path / "sh")
+    assert [(r.name, r.kind, r.grade) for r in ia.tensors] == \
+        [(r.name, r.kind, r.grade) for r in ib.tensors]
+
+
+def test_an_nvfp4_companion_in_the_next_shard(nvfp4):  # noqa: F811
+    """An NVFP4 weight whose companion scale lies in the next shard: the
+    shards scan as the unsplit file does (no S603 'without a companion',
+    the same S604 and no grade drift), with the same coverage."""
+    src, _, paths = nvfp4
+    one, sh = scan([src]), scan([os.path.dirname(paths[0])])
+    assert _model_findings(sh) == _model_findings(one)
+    assert sh.exit_code() == one.exit_code()
+    total = {k: sum(c.checked for c in r.coverage.values()) for k, r in (("a", one), ("b", sh))}
+    assert total["a"] == total["b"]
+    inferred = [sum(sum(c.inferred.values()) for c in r.coverage.values()) for r in (one, sh)]
+    assert inferred[0] == inferred[1] > 0

@@ -43,7 +43,7 @@ from .source import limit
 __all__ = ["SPLIT_NO", "SPLIT_COUNT", "SPLIT_TENSORS", "SHARD_NAME", "Split", "shard_name",
            "gguf_files", "shards", "shard_counts", "read_split", "load_split", "write_outline",
            "ShardFacts", "facts", "Fault", "FAULTS", "faults", "choose", "load",
-           "series", "series_faults", "remote_folder"]
+           "series", "series_faults", "remote_folder", "views"]
 
 #: the KV entries gguf-split writes in every shard (gguf-py's ``Keys.Split``)
 SPLIT_NO = "split.no"
@@ -313,6 +313,42 @@ def choose(folder: str, names: Sequence[str]) -> str:
         raise GritUsageError(f"{folder}: beside the shards of {prefix}-*-of-{n}.gguf lie "
                              f"other GGUF files: {', '.join(extra)}")
     return min(names)
+
+
+def views(got: Sequence[GGUFContents]) -> list[GGUFContents] | None:
+    """Each shard of a split model, read on its own (``got``: every
+    shard's contents, in order), as its part of the model read as one
+    file: its own tensors, read with the first shard's ``grit.*``
+    annotations and each NVFP4 tensor paired with its companion scale in
+    whichever shard holds it (``tensors.model``: the whole model's), its
+    own walk's problems and those of its tensors (the first shard's also
+    the model's), ``model`` the first shard (the model's KV entries).
+    None where the files are not the sound shards of one model (one
+    unreadable, a fault of :func:`series_faults`; a model of one file):
+    each is then read as the file it is."""
+    files = [g.file for g in got]
+    if len(files) < 2 or not all(f.parsed for f in files) or \
+            next(series_faults([(f.path, facts(f)) for f in files]), None) is not None or \
+            any(f.fields.get(SPLIT_COUNT) is None for f in files):
+        return None
+    whole = read_files(files)
+    added = whole.problems[sum(len(f.problems) for f in files):]
+    every = set().union(*(f.names for f in files))
+    out = []
+    for i, f in enumerate(files):
+        t = GGUFTensors()
+        t.ggml_types, t.metadata, t.companions = {}, whole.tensors.metadata, {}
+        t.model = whole.tensors
+        for ti in f.tensors:
+            if ti.name in whole.tensors:
+                dict.__setitem__(t, ti.name, dict.__getitem__(whole.tensors, ti.name))
+                t.ggml_types[ti.name] = whole.tensors.ggml_types[ti.name]
+            if ti.name in whole.tensors.companions:
+                t.companions[ti.name] = whole.tensors.companions[ti.name]
+        mine = [p for p in added
+                if p.tensor in f.names or (i == 0 and p.tensor not in every)]
+        out.append(GGUFContents(f, t, [*f.problems, *mine], whole.annotated, files[0]))
+    return out
 
 
 def remote_folder(src: str) -> tuple[str, list[str]] | None:
