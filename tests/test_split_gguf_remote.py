@@ -150,3 +150,22 @@ def test_an_https_folder_url_names_one_file(shards):
         assert not CG.is_gguf_source(s.url("/r/"))
     finally:
         s.close()
+
+
+def test_an_https_shard_claiming_a_long_series_asks_for_none_of_it(shards, tmp_path):
+    """split.count 60000 (within what split.tensors.count allows) in a shard
+    named as the first of 60000 on a server that lists no folder: its
+    siblings are not asked for one by one (grit.io.gguf_split.MAX_PROBED),
+    none is claimed missing, and the scan is a few requests."""
+    _, paths = shards
+    p = str(tmp_path / "model-00001-of-60000.gguf")
+    shard(p, _tensors_of(paths[2]), no=0, count=60000, total=60000, kv_from=paths[0])
+    s = Server()
+    try:
+        s.files["/r/" + os.path.basename(p)] = open(p, "rb").read()
+        rep = scan([s.url("/r/" + os.path.basename(p))], cache=False)
+        assert len(rep.files) == 1 and rep.files[0].parsed
+        assert _codes(rep) == []
+        assert s.requests < 20
+    finally:
+        s.close()

@@ -329,3 +329,14 @@ def test_an_nvfp4_companion_in_the_next_shard(nvfp4):  # noqa: F811
     assert total["a"] == total["b"]
     inferred = [sum(sum(c.inferred.values()) for c in r.coverage.values()) for r in (one, sh)]
     assert inferred[0] == inferred[1] > 0
+
+
+def test_a_lone_shard_of_a_long_series_lists_the_first_missing(shards, tmp_path):
+    """A local shard saying it is 1 of 5000: one S161, its detail listing
+    the first 1000 missing shards and counting all 4999."""
+    p = str(tmp_path / "model-00001-of-05000.gguf")
+    shard(p, _tensors_of(shards[2]), no=0, count=5000, total=5000, kv_from=shards[0])
+    f = _one(scan([p]), "S161")
+    assert f.detail["missing_count"] == 4999
+    assert f.detail["numbers"][:3] == [2, 3, 4] and len(f.detail["numbers"]) == 1000
+    assert f.message.startswith("split model: shards 2, 3, 4,")

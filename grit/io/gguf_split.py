@@ -43,7 +43,7 @@ from .source import limit
 __all__ = ["SPLIT_NO", "SPLIT_COUNT", "SPLIT_TENSORS", "SHARD_NAME", "Split", "shard_name",
            "gguf_files", "shards", "shard_counts", "read_split", "load_split", "write_outline",
            "ShardFacts", "facts", "Fault", "FAULTS", "faults", "choose", "load",
-           "series", "series_faults", "remote_folder", "views"]
+           "series", "series_faults", "remote_folder", "views", "MAX_PROBED"]
 
 #: the KV entries gguf-split writes in every shard (gguf-py's ``Keys.Split``)
 SPLIT_NO = "split.no"
@@ -53,6 +53,9 @@ SPLIT_TENSORS = "split.tensors.count"
 SHARD_NAME = re.compile(r"(?s)(.+)-([0-9]{5})-of-([0-9]{5})\.gguf")
 #: the largest split.count (a u16)
 MAX_SPLIT = 65535
+#: the most shards of a series asked for one by one beside a file whose
+#: folder cannot be listed (an https URL); a longer series is not asked for
+MAX_PROBED = 256
 
 
 def shard_name(prefix: str, no: int, count: int) -> str:
@@ -271,7 +274,8 @@ def series_faults(members: Sequence[tuple[str, ShardFacts | None]]) -> Iterator[
     ``split.count`` is an ``entries`` fault; without ``split.count`` in
     any, a model of one file each, no fault.  A shard not among
     ``members`` is looked for beside the anchor (not beside a pre-signed
-    URL, whose signature covers one object: a shard not asked for is not
+    URL, whose signature covers one object, nor beside an https URL for a
+    series of over :data:`MAX_PROBED`: a shard not asked for is not
     claimed missing)."""
     split = [fa for _, fa in members if fa is not None and fa.split]
     anchor = next((fa for fa in split if fa.counts is not None), None)
@@ -282,10 +286,13 @@ def series_faults(members: Sequence[tuple[str, ShardFacts | None]]) -> Iterator[
     by_key = {Location.of(p).key: fa for p, fa in members}
     here = Location.of(anchor.path)
 
+    unasked = not here.listable and anchor.counts[1] > MAX_PROBED
+
     def present(p: str) -> bool:
-        # beside a pre-signed URL nothing is asked for: a shard not read is
-        # not known to be absent (and the total is not checked)
-        return Location.of(p).key in by_key or beside_signed(p) or here.exists(p)
+        # beside a pre-signed URL nothing is asked for, nor beside an https
+        # URL for a series longer than MAX_PROBED: a shard not read is not
+        # known to be absent (and the total is not checked)
+        return Location.of(p).key in by_key or unasked or beside_signed(p) or here.exists(p)
 
     yield from faults(anchor, facts_of=lambda p: by_key.get(Location.of(p).key),
                       present=present,

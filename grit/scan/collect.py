@@ -14,7 +14,7 @@ from ..io import sniff as _sniff_file
 from ..io.containers import GGUF, HEAD_BYTES, SAFETENSORS, Container, by_suffix, named, sniffed
 from ..io import remote as _remote
 from ..io.gguf import GGUFContents
-from ..io.gguf_split import SHARD_NAME, shard_name
+from ..io.gguf_split import MAX_PROBED, SHARD_NAME, shard_name
 from ..io.http import default_cache
 from ..io.location import Entry, Location, open_all
 from ..io.problems import ProblemKind
@@ -314,11 +314,6 @@ def expand(paths: Sequence[str], findings: list[Finding],
                                  f"{', '.join(os.path.basename(c) for c in context[:4])} "
                                  "are a model's context (config, tokenizer, README), not inputs")
     return out
-
-
-#: the most sibling shards of a split GGUF asked for one by one (a server
-#: that lists no folder: an https URL); a longer series is not expanded
-MAX_PROBED = 256
 
 
 def split_siblings(at: Location) -> list[str]:

@@ -82,6 +82,8 @@ def _key(path: str) -> str:
     return Location.of(path).key
 
 
+#: the missing shards an S161's detail lists (``missing_count`` counts them all)
+SHOWN_MISSING = 1000
 #: each kind of split GGUF fault (grit.io.gguf_split.FAULTS), its finding code
 SPLIT_CODES = {"entries": "S160", "missing": "S161", "count": "S162", "name": "S163",
                "number": "S163", "duplicate": "S164", "total": "S165"}
@@ -95,8 +97,12 @@ def _split_finding(ctx: Context, fault: Fault) -> None:
                 f"{', '.join(map(str, nums[:20]))}{' …' if len(nums) > 20 else ''} of "
                 f"{fault.detail['count']} {'are' if len(nums) > 1 else 'is'} missing: "
                 f"{_names(fault.detail['missing'])}")
-    ctx.add(SPLIT_CODES[fault.kind], fault.path, fault.tensor, text,
-            detail={"fault": fault.kind, **fault.detail})
+    detail = {"fault": fault.kind, **fault.detail}
+    for k in ("missing", "numbers"):          # a series of up to 65535: the first ones
+        if len(detail.get(k, ())) > SHOWN_MISSING:
+            detail[k] = detail[k][:SHOWN_MISSING]
+            detail["missing_count"] = len(fault.detail[k])
+    ctx.add(SPLIT_CODES[fault.kind], fault.path, fault.tensor, text, detail=detail)
 
 
 def _names(names: list[str]) -> str:
