@@ -18,27 +18,11 @@ from grit import convert_gguf as CG  # noqa: E402
 from grit.errors import GritUsageError  # noqa: E402
 from grit.scan import scan  # noqa: E402
 from http_server import Server  # noqa: E402
-from test_convert_gguf_split import (_llama_q8, _names, _same_output, _tensors_of,  # noqa: E402
-                                     shard, split)
+from test_convert_gguf_split import _names, _same_output, _tensors_of, shard  # noqa: E402
+from test_convert_gguf_split_remote import _files, shards  # noqa: E402,F401
 from test_scan_hub import REPO, hub, isolated  # noqa: E402,F401  (the Hub on loopback)
 
 SPLIT_CODES = {"S160", "S161", "S162", "S163", "S164", "S165"}
-
-
-@pytest.fixture
-def shards(tmp_path):
-    src = str(tmp_path / "one.gguf")
-    _llama_q8(src)
-    C.convert(src, str(tmp_path / "want"), "compressed-tensors")
-    return tmp_path / "want", split(src, tmp_path / "sh", 8)
-
-
-def _files(paths: list[str]) -> dict[str, bytes]:
-    out = {}
-    for p in paths:
-        with open(p, "rb") as f:
-            out[os.path.basename(p)] = f.read()
-    return out
 
 
 def _codes(rep) -> list[str]:
@@ -121,7 +105,7 @@ def test_a_broken_hf_split_is_a_finding(shards, hub, tmp_path):  # noqa: F811
     assert rep.exit_code() == 1
 
 
-def test_an_https_shard_brings_its_siblings_into_the_scan(shards):
+def test_an_https_shard_brings_its_siblings_into_the_scan(shards):  # noqa: F811
     _, paths = shards
     s = Server()
     try:
@@ -142,7 +126,7 @@ def test_an_https_shard_brings_its_siblings_into_the_scan(shards):
         s.close()
 
 
-def test_an_https_folder_url_names_one_file(shards):
+def test_an_https_folder_url_names_one_file(shards):  # noqa: F811
     """https names one file: a folder URL is not a GGUF source (its server
     lists nothing)."""
     s = Server()
@@ -152,7 +136,7 @@ def test_an_https_folder_url_names_one_file(shards):
         s.close()
 
 
-def test_an_https_shard_claiming_a_long_series_asks_for_none_of_it(shards, tmp_path):
+def test_an_https_shard_claiming_a_long_series_asks_for_none_of_it(shards, tmp_path):  # noqa: F811
     """split.count 60000 (within what split.tensors.count allows) in a shard
     named as the first of 60000 on a server that lists no folder: its
     siblings are not asked for one by one (grit.io.gguf_split.MAX_PROBED),

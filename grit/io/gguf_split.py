@@ -408,7 +408,7 @@ def shards(path: str, first: GGUFFile | None = None) -> Split:
         raise GritUsageError(fault.message)
     if anchor.counts is None or anchor.counts[1] == 1:
         return Split((path,), (first,))
-    paths = sorted(walked)
+    paths = sorted(walked, key=lambda p: shard_counts(walked[p])[0])     # split.no order
     return Split(tuple(paths), tuple(walked[p] for p in paths))
 
 
