@@ -153,3 +153,27 @@ def test_an_https_shard_claiming_a_long_series_asks_for_none_of_it(shards, tmp_p
         assert s.requests < 20
     finally:
         s.close()
+
+
+def test_info_of_remote_shards_describes_the_model(shards, hub, tmp_path):  # noqa: F811
+    """grit info of an hf:// folder of shards, and of one https shard: the
+    model, as the local folder's info gives it."""
+    import grit
+    _, paths = shards
+    local = grit.info(os.path.dirname(paths[0]))
+    want = [(r.name, r.kind, r.grade, r.shape, r.bytes) for r in local.tensors]
+    hub.commit(REPO, {f"sub/{n}": d for n, d in _files(paths).items()})
+    got = grit.info(f"hf://{REPO}/sub")
+    assert [(r.name, r.kind, r.grade, r.shape, r.bytes) for r in got.tensors] == want
+    assert got.totals == local.totals
+    (sp,) = got.splits
+    assert sp.shards == 3 and len(sp.files) == 3 and sp.path.endswith(os.path.basename(paths[0]))
+    s = Server()
+    try:
+        for n, data in _files(paths).items():
+            s.files["/r/" + n] = data
+        got = grit.info(s.url("/r/" + os.path.basename(paths[2])))
+        assert [(r.name, r.kind, r.grade, r.shape, r.bytes) for r in got.tensors] == want
+        assert got.splits[0].files == tuple(s.url("/r/" + os.path.basename(p)) for p in paths)
+    finally:
+        s.close()
