@@ -20,6 +20,15 @@ than a model's tensors allow (``split.tensors.count``, itself within
 and the shards' tensors ``split.tensors.count`` in all.  Any disagreement
 is a :class:`~grit.errors.GritUsageError` naming the shard.  A file without
 ``split.count`` (or with ``split.count`` 1) is a model of one file.
+
+The checks are one generator, :func:`faults`, over what each shard says
+(:class:`ShardFacts`): :func:`shards` raises its first fault (``grit
+convert``, ``grit.load`` through :func:`load`), ``grit scan`` reports every
+one (S160–S165) for the files :func:`series` groups, in any location
+(:func:`series_faults`), and ``grit info`` lists them.  :func:`views` gives
+each shard of a sound split model as its part of the model read as one file
+(what ``grit scan`` checks file by file); :func:`remote_folder` and
+:func:`choose` say which file an ``hf://`` folder stands for.
 """
 from __future__ import annotations
 
