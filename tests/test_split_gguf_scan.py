@@ -340,3 +340,18 @@ def test_a_lone_shard_of_a_long_series_lists_the_first_missing(shards, tmp_path)
     assert f.detail["missing_count"] == 4999
     assert f.detail["numbers"][:3] == [2, 3, 4] and len(f.detail["numbers"]) == 1000
     assert f.message.startswith("split model: shards 2, 3, 4,")
+
+
+def test_jobs_give_the_sequential_report(shards, tmp_path):
+    """A tree of a sound split model, a broken one and a file of one: the
+    report with --jobs 3 is the sequential one, finding for finding."""
+    root = tmp_path / "tree"
+    good = _copy(shards, root / "good")
+    bad = _copy(shards, root / "bad")
+    os.unlink(bad[1])
+    shutil.copy(os.path.join(os.path.dirname(os.path.dirname(shards[0])), "one.gguf"),
+                root / "one.gguf")
+    a, b = scan([str(root)]), scan([str(root)], jobs=3)
+    assert a.to_dict() == b.to_dict()
+    assert len(a.files) == 6 and _codes(a) == ["S161"]
+    assert _one(a, "S161").file == bad[0] and good[0] in [f.path for f in a.files]
