@@ -289,7 +289,8 @@ def test_a_mixed_recipe_across_shards_is_by_design(tmp_path):
     assert sh.exit_code() == one.exit_code()
 
 
-def test_grit_annotations_in_the_first_shard_hold_for_every_shard(tmp_path):
+@pytest.mark.parametrize("jobs", (1, 3))
+def test_grit_annotations_in_the_first_shard_hold_for_every_shard(tmp_path, jobs):
     """A GRIT-annotated GGUF (grit.save_gguf) split by gguf-py: the grit.*
     entries are in the first shard, the annotated tensors in all three;
     scan, load and info see what they see of the unsplit file."""
@@ -304,7 +305,7 @@ def test_grit_annotations_in_the_first_shard_hold_for_every_shard(tmp_path):
     paths = split(src, tmp_path / "sh", 3)
     assert "blk.0.tile" in _names(paths)[1] and "blk.0.assumed" in _names(paths)[2]
     assert not [k for k in gguf.GGUFReader(paths[1]).fields if k.startswith("grit.")]
-    one, sh = scan([src]), scan([paths[2]])
+    one, sh = scan([src]), scan([paths[2]], jobs=jobs)   # jobs: the shards read on threads
     assert _model_findings(sh) == _model_findings(one)
     a, b = grit.load(src), grit.load(paths[1])
     assert list(a) == list(b)

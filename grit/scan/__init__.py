@@ -37,7 +37,7 @@ import types
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence, TypeVar
 
 from ..errors import GritError, GritUsageError
 from ..grade import grade_scope
@@ -54,6 +54,8 @@ from .findings import (CATEGORIES, REGISTRY, SEVERITY, Category, Finding, ScanKi
                        Severity)
 from .output import SCHEMA_VERSION, Coverage, Ranges, ScanReport, account, attach_ranges, exit_code
 from .output.record import ByteRange, Record
+
+_T = TypeVar("_T")
 
 #: what :func:`scan` returns (its findings typed by ``Report.records()``)
 Report = ScanReport
@@ -164,7 +166,7 @@ def _checked(model_files: Sequence[str], deep: bool, cache: bool, jobs: int,
         for u in units:
             if progress is not None:
                 progress(i, n, u[0])
-            for k, r in enumerate(_check_unit(u, deep, cache, advance)):
+            for k, r in enumerate(_check_unit(u, deep, cache, advance, jobs)):
                 if progress is not None and k:
                     progress(i, n, u[k])
                 i += 1
@@ -180,7 +182,7 @@ def _checked(model_files: Sequence[str], deep: bool, cache: bool, jobs: int,
                 if q is None:
                     break
                 ahead.append((q, pool.submit(contextvars.copy_context().run, _check_unit,
-                                             q, deep, cache, advance)))
+                                             q, deep, cache, advance, jobs)))
             u, fut = ahead.popleft()
             if progress is not None:
                 progress(i, n, u[0])
@@ -195,18 +197,21 @@ def _checked(model_files: Sequence[str], deep: bool, cache: bool, jobs: int,
 
 
 def _check_unit(paths: list[str], deep: bool, cache: bool,
-                advance: Callable[[int], None] | None = None) -> list[_Checked]:
+                advance: Callable[[int], None] | None = None, jobs: int = 1
+                ) -> list[_Checked]:
     """One file's :func:`_check_file`; or the files of one gguf-split
     series read together, inside one grade and layout scope (the grades
     a split model's first shard carries are its other shards' too), and,
     where they are the sound shards of one model, each shard checked as
     its part of the model read as one file (grit.io.gguf_split.views: the
     first shard's annotations and KV entries, companion scales in other
-    shards); otherwise each as the file it is."""
+    shards); otherwise each as the file it is.  With ``jobs`` > 1 the
+    series' files are read, and then checked, up to ``jobs`` at a time (on
+    threads of their own, each in a copy of this context: the one scope)."""
     if len(paths) == 1:
         return [_check_file(paths[0], deep, cache, advance)]
     with grade_scope(), layout_scope():
-        inps = [open_input(p, cache) for p in paths]
+        inps = _each(open_input, [(p, cache) for p in paths], jobs)
         got = [i.gguf for i in inps]
         if all(g is not None and i.file.parsed for g, i in zip(got, inps)):
             try:
@@ -215,7 +220,20 @@ def _check_unit(paths: list[str], deep: bool, cache: bool,
                 joined = None
             for inp, c in zip(inps, joined or ()):
                 inp.contents = c
-        return [_finish(inp, deep, advance) for inp in inps]
+        return _each(_finish, [(inp, deep, advance) for inp in inps], jobs)
+
+
+def _each(fn: Callable[..., _T], args: Sequence[tuple], jobs: int) -> list[_T]:
+    """``fn(*a)`` for each ``a`` of ``args``, in order: here (``jobs`` 1),
+    or up to ``jobs`` at a time on threads of a pool of their own (not the
+    shared one, whose threads may be waiting on this call), each in a copy
+    of the caller's context."""
+    if jobs == 1 or len(args) == 1:
+        return [fn(*a) for a in args]
+    with ThreadPoolExecutor(max_workers=min(jobs, len(args)),
+                            thread_name_prefix="grit-scan-shard") as ex:
+        futs = [ex.submit(contextvars.copy_context().run, fn, *a) for a in args]
+        return [f.result() for f in futs]
 
 
 #: the threads of the pool every scan of this process shares (each scan keeps
