@@ -62,8 +62,8 @@ from .io.dtypes import ST_DTYPES
 from .io.gguf import KV_CONVERT, GGUFValue, Unread, companion_names, read_files
 from .io.gguf import read as _read_gguf
 from .io.gguf_file import ValueType, read_gguf
-from .io.gguf_split import (SHARD_NAME, SPLIT_COUNT, SPLIT_NO, Split, shard_counts, shard_name,
-                            shards, write_outline)
+from .io.gguf_split import (SHARD_NAME, SPLIT_COUNT, SPLIT_NO, Split, choose, remote_folder,
+                            shard_counts, shard_name, shards, write_outline)
 from .io.gguf_writer import gguf_py as _gguf
 from .io.gguf_writer import native_kind, save_gguf
 from .io.hub import HubPath, is_hub, is_remote
@@ -1218,11 +1218,12 @@ def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family,
 
 def is_gguf_source(src: str) -> bool:
     """Whether ``src`` is a GGUF source: a local ``.gguf`` file (a model of
-    one file, or any shard of a split one), a local folder holding
-    ``.gguf`` files and no ``.safetensors`` file (the shards of one model),
-    or an ``https://`` URL or ``hf://`` file whose name ends in ``.gguf``."""
+    one file, or any shard of a split one), a local or ``hf://`` folder
+    holding ``.gguf`` files and no ``.safetensors`` file (the shards of one
+    model: ``grit.io.gguf_split.remote_folder``), or an ``https://`` URL or
+    ``hf://`` file whose name ends in ``.gguf``."""
     if is_remote(src):
-        return src.split("?")[0].lower().endswith(".gguf")
+        return src.split("?")[0].lower().endswith(".gguf") or remote_folder(src) is not None
     if os.path.isdir(src):
         try:
             names = os.listdir(src)
@@ -1241,10 +1242,13 @@ def _local_gguf(src: str, work_parent: str) -> Iterator[str]:
     without room for it and an output of its size), removed after.  A
     remote shard of a split model (``split.count`` over 1) brings its
     sibling shards, read the same way under their own names, after a check
-    that there is room for them all."""
+    that there is room for them all; an ``hf://`` folder of them, the file
+    it stands for (``grit.io.gguf_split.choose``) and so every shard."""
     if not is_remote(src):
         yield src
         return
+    if (folder := remote_folder(src)) is not None:
+        src = Location.of(folder[0]).sibling(choose(src, folder[1]))
     os.makedirs(work_parent, exist_ok=True)
     spool = tempfile.mkdtemp(prefix=".grit-gguf-spool-", dir=work_parent)
     try:
