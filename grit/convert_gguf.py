@@ -59,13 +59,14 @@ from .fingerprint import LANES, digests, digests_compared
 from .ggml import unblocked
 from .io import safetensors as _st
 from .io.dtypes import ST_DTYPES
-from .io.gguf import KV_CONVERT, GGUFValue, Unread, companion_names, read_files
+from .io.gguf import (KV_CONVERT, GGUFValue, Unread, companion_names, nvfp4_scaled_grade,
+                      read_files)
 from .io.gguf import read as _read_gguf
 from .io.gguf_file import ValueType, read_gguf
 from .io.gguf_split import (SHARD_NAME, SPLIT_COUNT, SPLIT_NO, Split, choose, remote_folder,
                             shard_counts, shard_name, shards, write_outline)
 from .io.gguf_writer import gguf_py as _gguf
-from .io.gguf_writer import native_kind, save_gguf
+from .io.gguf_writer import LazyPlain, native_kind, save_gguf
 from .io.hub import HubPath, is_hub, is_remote
 from .io.location import Location
 from .io.source import LocalFile
@@ -100,16 +101,21 @@ class Family:
     defaults: tuple[tuple[str, Any], ...] = ()
     #: transformers' ``model_type`` of ``hf`` (its config class)
     model_type: str = ""
+    #: a mixture-of-experts model: each MoE block's per-expert projections
+    #: stacked into one 3-D tensor each (:func:`_expert_stacks`)
+    moe: bool = False
 
 
 #: Hugging Face ``architectures[0]`` -> how llama.cpp writes it
-#: (convert_hf_to_gguf: LlamaModel for Llama and Mistral, Qwen2Model,
-#: Qwen3Model, Gemma3Model)
+#: (convert_hf_to_gguf: LlamaModel for Llama, Mistral and Mixtral, Qwen2Model,
+#: Qwen3Model, Qwen3MoeModel, Gemma3Model)
 FAMILIES: dict[str, Family] = {f.hf: f for f in (
     Family("LlamaForCausalLM", "LLAMA", permute_qk=True),
     Family("MistralForCausalLM", "LLAMA", permute_qk=True),
+    Family("MixtralForCausalLM", "LLAMA", permute_qk=True, moe=True),
     Family("Qwen2ForCausalLM", "QWEN2"),
     Family("Qwen3ForCausalLM", "QWEN3"),
+    Family("Qwen3MoeForCausalLM", "QWEN3MOE", moe=True),
     Family("Gemma3ForCausalLM", "GEMMA3", norm_plus_one=True, model_type="gemma3_text",
            defaults=(("max_position_embeddings", 131072), ("num_attention_heads", 8),
                      ("rms_norm_eps", 1e-6), ("head_dim", 256), ("num_key_value_heads", 4),
@@ -143,7 +149,13 @@ MAX_BLOCKS = 1 << 14
 #: the config.json entries read as counts, and as reals
 _INT_KEYS = ("num_hidden_layers", "max_position_embeddings", "hidden_size", "intermediate_size",
              "num_attention_heads", "num_key_value_heads", "head_dim", "vocab_size",
-             "sliding_window")
+             "sliding_window", "num_local_experts", "num_experts", "n_routed_experts",
+             "num_experts_per_tok", "num_experts_per_token", "top_k_experts",
+             "moe_intermediate_size", "shared_expert_intermediate_size")
+#: the config.json entries of the expert count and of the experts used per
+#: token, in the order llama.cpp's converter looks for them (find_hparam)
+_EXPERT_COUNT = ("num_local_experts", "num_experts", "n_routed_experts")
+_EXPERTS_USED = ("num_experts_per_tok", "num_experts_per_token", "top_k_experts")
 _REAL_KEYS = ("rope_theta", "rope_local_base_freq", "rms_norm_eps", "final_logit_softcapping")
 
 
@@ -168,6 +180,11 @@ def _hparams(cfg: dict, fam: Family) -> dict:
                               not math.isfinite(v)):
             raise GritUsageError(f"--to gguf: config.json's {k} is {v!r}, not a number")
     return h
+
+
+def _first(h: dict, keys: tuple[str, ...]) -> int | None:
+    """The value of the first of ``keys`` config.json sets (not null)."""
+    return next((h[k] for k in keys if h.get(k) is not None), None)
 
 
 def _need(h: dict, key: str, fam: Family) -> Any:
@@ -308,6 +325,15 @@ def _kv(w, fam: Family, h: dict, ftype: int, name: str) -> np.ndarray | None:
         w.add_rope_freq_base_swa(float(swa["rope_theta"]))
     if h.get("rms_norm_eps") is not None:
         w.add_layer_norm_rms_eps(float(h["rms_norm_eps"]))
+    if _first(h, _EXPERT_COUNT) is not None:       # TextModel.set_gguf_parameters
+        w.add_expert_count(int(_first(h, _EXPERT_COUNT) or 0))
+    if _first(h, _EXPERTS_USED) is not None:
+        w.add_expert_used_count(int(_first(h, _EXPERTS_USED) or 0))
+    if fam.arch == "QWEN3MOE":                      # Qwen2MoeModel.set_gguf_parameters
+        if h.get("moe_intermediate_size") is not None:
+            w.add_expert_feed_forward_length(int(h["moe_intermediate_size"]))
+        if h.get("shared_expert_intermediate_size") is not None:
+            w.add_expert_shared_feed_forward_length(int(h["shared_expert_intermediate_size"]))
     if h.get("head_dim") is not None:
         w.add_key_length(int(h["head_dim"]))
         w.add_value_length(int(h["head_dim"]))
@@ -552,14 +578,15 @@ _PLAIN = ("float32", "float16", "bfloat16")
 
 
 def _plain_how(x: np.ndarray, gname: str, fam: Family) -> str:
-    """How plain tensor ``x`` is written: 1-D tensors and norms as F32
-    (``f32``: widened exactly), Gemma 3's norms as f32(w + 1) (``f32+1``),
-    any other tensor in its own dtype (``copy``)."""
+    """How plain tensor ``x`` is written: 1-D tensors, norms and an MoE
+    block's router (``ffn_gate_inp``) as F32 (``f32``: widened exactly),
+    Gemma 3's norms as f32(w + 1) (``f32+1``), any other tensor in its own
+    dtype (``copy``)."""
     if str(x.dtype) not in _PLAIN:
         raise GritUsageError(f"{gname}: a {x.dtype} tensor; llama.cpp's unquantised tensors "
                              "are F32, F16 or BF16, and grit does not round one into them")
     norm = gname.endswith("_norm.weight")
-    if x.ndim <= 1 or norm:
+    if x.ndim <= 1 or norm or gname.endswith(".ffn_gate_inp.weight"):   # (a router: F32)
         return "f32+1" if fam.norm_plus_one and norm else "f32"
     return "copy"
 
@@ -611,9 +638,15 @@ def _plan_gguf(tensors: dict[str, Any], fam: Family, h: dict, nblocks: int,
     gguf = _gguf()
     tmap = gguf.get_tensor_name_map(gguf.MODEL_ARCH[fam.arch], nblocks)
     plan: dict[str, tuple[Any, str, str, np.ndarray | None]] = {}
-    refused: list[str] = []
+    stacks, refused = _expert_stacks(tensors, fam, h)
+    first = {ex.names[0]: merged for merged, ex in stacks.items()}
     kinds: dict[str, str] = {}
     for name, v in tensors.items():
+        if fam.moe and _EXPERT.match(name):          # stacked (or refused) with its block
+            if name in first:
+                _plan_experts(plan, refused, kinds, tmap, first[name], stacks[first[name]],
+                              fam, release)
+            continue
         if name.endswith(".rotary_emb.inv_freq") or \
                 name.endswith((".k_scale", ".v_scale", ".input_scale", ".input_global_scale")):
             continue                # llama.cpp's converter drops these as well
@@ -649,6 +682,41 @@ def _plan_gguf(tensors: dict[str, Any], fam: Family, h: dict, nblocks: int,
     return plan, refused, kinds
 
 
+def _plan_experts(plan: dict, refused: list[str], kinds: dict[str, str], tmap, merged: str,
+                  ex: "_Experts", fam: Family, release: Callable[[Any], None] | None) -> None:
+    """Plan the stacked expert tensor ``merged`` (:func:`_plan_gguf`'s
+    entry: the :class:`_Experts`, its name, ``ggml`` or the plain
+    transform, no rows), or add why it cannot be written to ``refused``."""
+    gname = tmap.get_name(merged, try_suffixes=(".weight", ".bias"))
+    if gname is None:
+        refused.append(f"{merged}: llama.cpp's {fam.arch.lower()} architecture has no "
+                       "tensor of this name (gguf-py's tensor-name map)")
+        return
+    if ex.dtype is not None:
+        try:
+            how = _plain_how(np.asarray(ex.parts[0]), gname, fam)
+        except GritUsageError as e:
+            refused.append(str(e))
+            return
+        if how != "copy":
+            refused.append(f"{merged}: experts of {ex.parts[0].ndim} axis are not what "
+                           "llama.cpp stacks")
+            return
+        plan[gname] = (ex, merged, how, None)
+        return
+    got = [_ggml_check(n, a, release) for n, a in zip(ex.names, ex.parts)]
+    whys = [why for _, why in got if why is not None]
+    if whys:
+        refused.extend(whys)
+        return
+    kind = got[0][0]
+    if native_kind(ex.stacked()) != kind:
+        refused.append(f"{merged}: its experts ({kind}) stacked are no ggml {kind} tensor")
+        return
+    kinds[gname] = str(kind)
+    plan[gname] = (ex, merged, "ggml", None)
+
+
 def _ftype(plan, types: dict[str, str]) -> int:
     """general.file_type: the ggml type of the quantised weights, else the
     dtype of the plain 2-D ones (convert_hf_to_gguf's ftype)."""
@@ -666,6 +734,175 @@ def _ftype(plan, types: dict[str, str]) -> int:
     if np.dtype(np.float16) in dts:
         return int(gguf.LlamaFileType.MOSTLY_F16)
     return int(gguf.LlamaFileType.ALL_F32)
+
+
+# ---------------------------------------------------------------------------
+# mixture-of-experts: each MoE block's experts stacked into one 3-D tensor
+
+
+#: a per-expert projection of a Hugging Face MoE checkpoint:
+#: ``model.layers.N.mlp.experts.E.gate_proj.weight`` (Qwen3-MoE),
+#: ``model.layers.N.block_sparse_moe.experts.E.w1.weight`` (Mixtral)
+_EXPERT = re.compile(r"^(model\.layers\.(\d+)\.(?:mlp|block_sparse_moe)\.experts)\.(\d+)\."
+                     r"(\w+)\.weight$")
+
+
+class _Experts:
+    """The source weights of one stacked expert tensor (llama.cpp's
+    ``blk.N.ffn_{gate,up,down}_exps``), expert 0 first: GRIT arrays of one
+    descriptor and shape, or plain tensors of one dtype and shape.  The
+    stacked tensor (:meth:`stacked`) is their planes (or values) one after
+    the other along a new leading axis: nothing re-derived."""
+
+    def __init__(self, names: list[str], parts: list[Any]) -> None:
+        self.names, self.parts = names, parts
+        first = parts[0]
+        self.shape = (len(parts), *first.shape)
+        self.dtype = None if isinstance(first, GritArray) else np.asarray(first).dtype
+        self.ndim = len(self.shape)
+
+    def descriptor(self):
+        """The stacked GRIT array's descriptor (canonical placement, groups
+        along the last axis): the experts' grade, or for NVFP4 with a
+        per-tensor scale (k1=0) the grade whose level-1 groups are the
+        experts (k1 = an expert's level-0 groups), the scale of each expert
+        the companion ``<base>.scale`` llama.cpp multiplies by, one value
+        per expert."""
+        a = self.parts[0]
+        g = a.grade
+        if g["s1"] is not None and str(g["k1"]) == "0" and native_kind(a) == "NVFP4":
+            g = nvfp4_scaled_grade(a.size // 16)
+        return g.descriptor(group_axis=len(self.shape) - 1)
+
+    def stacked(self, release: Callable[[Any], None] | None = None):
+        """The stacked tensor, deferred: a GRIT array whose planes are built
+        where they are read (and not kept), or a plain tensor built when the
+        file reaches it; each expert's pages handed to ``release`` once
+        copied.  Memory: the stacked tensor and one expert."""
+        if self.dtype is not None:
+            def values() -> np.ndarray:
+                out = np.empty(self.shape, self.dtype)
+                for i, x in enumerate(self.parts):
+                    out[i] = x
+                    if release is not None:
+                        _give_back(release, x)
+                return out
+            return LazyPlain(self.shape, self.dtype, values)
+
+        def build() -> tuple:
+            outs: list[np.ndarray] = []
+            for i, a in enumerate(self.parts):
+                planes = canonical(a).planes
+                if not outs:
+                    outs = [np.empty(len(self.parts) * len(memoryview(p).cast("B")), np.uint8)
+                            for p in planes]
+                for out, p in zip(outs, planes):
+                    n = out.size // len(self.parts)
+                    if n:
+                        out[i * n:(i + 1) * n] = np.frombuffer(p, np.uint8)
+                if release is not None:
+                    _give_back(release, a)
+            return tuple(outs)
+        return GritArray.deferred(self.descriptor(), self.shape, build)
+
+    def expert(self, b, i: int):
+        """Expert ``i`` of the stacked tensor ``b`` as read back from the
+        GGUF, as its source is: a GRIT array of the source's canonical
+        descriptor and shape over the i-th share of each of ``b``'s
+        canonical planes (level-1: the i-th companion value), or the i-th
+        plain tensor; None where ``b`` is not such a stack."""
+        x = self.parts[i]
+        if not isinstance(x, GritArray):
+            return b[i] if isinstance(b, np.ndarray) and b.shape == self.shape else None
+        if not isinstance(b, GritArray) or tuple(b.shape) != self.shape:
+            return None
+        c = canonical(b)
+        n = len(self.parts)
+        planes = []
+        for p in c.planes:
+            u = np.frombuffer(p, np.uint8) if len(memoryview(p).cast("B")) else \
+                np.zeros(0, np.uint8)
+            if u.size % n:
+                return None
+            k = u.size // n
+            planes.append(u[i * k:(i + 1) * k])
+        d = x.descriptor if is_canonical(x.descriptor) else canonical(x).descriptor
+        try:
+            return GritArray(d, x.shape, planes)
+        except GritError:
+            return None
+
+
+def _expert_stacks(tensors: Mapping[str, Any], fam: Family, h: dict
+                   ) -> tuple[dict[str, _Experts], list[str]]:
+    """(the stacked tensor's Hugging Face name -> its experts, the refusals)
+    of an MoE family's checkpoint, as llama.cpp's converter stacks them
+    (Qwen2MoeModel / LlamaModel ``modify_tensors``: ``torch.stack`` of every
+    expert of a block's projection, expert 0 first; ``_flush_nvfp4_experts``
+    for NVFP4 blocks, each expert's scale one value of the companion).
+    Refused: a block whose experts are not 0 .. n-1 of config.json's
+    expert count, or differ in shape or format."""
+    if not fam.moe:
+        return {}, []
+    n = _first(h, _EXPERT_COUNT)
+    found: dict[str, dict[int, tuple[str, Any]]] = {}
+    for name, v in tensors.items():
+        m = _EXPERT.match(name)
+        if m is not None:
+            found.setdefault(f"{m.group(1)}.{m.group(4)}.weight", {})[int(m.group(3))] = (name, v)
+    out: dict[str, _Experts] = {}
+    refused: list[str] = []
+    for merged, ex in found.items():
+        if n is None or sorted(ex) != list(range(n)):
+            refused.append(f"{merged}: experts {sorted(ex)[:8]} in the checkpoint, "
+                           f"config.json's expert count ({'/'.join(_EXPERT_COUNT)}) is {n}: "
+                           "llama.cpp stacks experts 0 .. n-1 into one tensor")
+            continue
+        names = [ex[i][0] for i in range(n)]
+        parts = [ex[i][1] for i in range(n)]
+        why = _unstackable(names, parts)
+        if why is not None:
+            refused.append(f"{merged}: {why}")
+            continue
+        out[merged] = _Experts(names, parts)
+    return out, refused
+
+
+def _unstackable(names: list[str], parts: list[Any]) -> str | None:
+    """Why the experts ``parts`` cannot be stacked into one ggml tensor
+    (None: they can): every one a GRIT array of one grade, group axis last
+    and one shape, or a plain tensor of one dtype and shape; a GRIT grade
+    with a level-1 scale only as NVFP4's per-tensor one (k1=0)."""
+    first = parts[0]
+
+    def what(x) -> str:
+        if isinstance(x, GritArray):
+            return f"{x.grade.canonical} {list(x.shape)} (groups on axis {x.group_axis})"
+        if isinstance(x, np.ndarray):
+            return f"{x.dtype} {list(x.shape)}"
+        return getattr(x, "reason", None) or type(x).__name__
+
+    for name, x in zip(names[1:], parts[1:]):
+        same = (isinstance(x, GritArray) and isinstance(first, GritArray)
+                and x.grade.decode_projection == first.grade.decode_projection
+                and x.grade.canonical == first.grade.canonical
+                and x.shape == first.shape and x.group_axis == first.group_axis) or \
+            (isinstance(x, np.ndarray) and isinstance(first, np.ndarray)
+             and x.dtype == first.dtype and x.shape == first.shape)
+        if not same:
+            return (f"its experts differ ({names[0]}: {what(first)}; {name}: {what(x)}); "
+                    "llama.cpp stacks them into one tensor of one type and shape")
+    if isinstance(first, GritArray):
+        g = first.grade
+        if first.group_axis != first.ndim - 1:
+            return f"{names[0]}: groups on axis {first.group_axis}, not along the rows"
+        if g["s1"] is not None and not (str(g["k1"]) == "0" and native_kind(first) == "NVFP4"):
+            return (f"{names[0]}: grade {g.canonical} has a level-1 scale that no stacked "
+                    "ggml tensor holds (llama.cpp holds NVFP4's per-tensor scale, one "
+                    "value per expert)")
+    elif not isinstance(first, np.ndarray):
+        return f"{names[0]}: {what(first)} (not a tensor grit can write)"
+    return None
 
 
 # ---------------------------------------------------------------------------
@@ -884,7 +1121,9 @@ def _prepared(src: _Local) -> _Prepared:
     if freqs is not None:
         out["rope_freqs.weight"] = freqs
     for gname, (v, _, how, rows) in plan.items():
-        if how == "ggml":
+        if isinstance(v, _Experts):
+            out[gname] = v.stacked(release)
+        elif how == "ggml":
             out[gname] = v if rows is None else _permuted_later(v, rows, release)
         else:
             out[gname] = _plain_out(v, how, rows)
@@ -1041,9 +1280,14 @@ def _input_scales(plan: dict, types: dict[str, str], scalars: dict
     ``input_global_scale`` g as f32(1/g); left out when it is one value
     within 1e-6 of 1 (``_write_scale_tensor``)."""
     out: dict[str, tuple[np.ndarray, str, str]] = {}
-    for gname, (_, name, how, _) in plan.items():
+    for gname, (v, name, how, _) in plan.items():
         got = scalars.get(name) or {}
         if how != "ggml" or types.get(gname) != "NVFP4":
+            continue
+        if isinstance(v, _Experts):
+            per = _expert_input_scales(v, scalars)
+            if per is not None:
+                out[gname.removesuffix(".weight") + ".input_scale"] = per
             continue
         if ".input_scale" in got:
             v, leaf, t = got[".input_scale"], ".input_scale", "f32"
@@ -1058,6 +1302,40 @@ def _input_scales(plan: dict, types: dict[str, str], scalars: dict
         out[gname.removesuffix(".weight") + ".input_scale"] = (
             v, name.removesuffix(".weight") + leaf, t)
     return out
+
+
+def _expert_input_scales(ex: "_Experts", scalars: dict
+                         ) -> tuple[np.ndarray, str, str] | None:
+    """The stacked NVFP4 experts' activation scales as llama.cpp's converter
+    writes them (``_flush_nvfp4_experts``): one F32 value per expert, its
+    ``input_scale`` or f32(1/g) of its ``input_global_scale`` (1 where it
+    has neither), left out where none has one or all are within
+    ``np.allclose`` of 1 (``_write_scales_tensor``)."""
+    vals, leaves = [], set()
+    for n in ex.names:
+        got = scalars.get(n) or {}
+        if ".input_scale" in got:
+            v, leaf = got[".input_scale"], ".input_scale"
+        elif ".input_global_scale" in got:
+            with np.errstate(all="ignore"):
+                v = (np.float32(1) / got[".input_global_scale"]).astype(np.float32)
+            leaf = ".input_global_scale"
+        else:
+            vals.append(np.float32(1))
+            continue
+        leaves.add(leaf)
+        with np.errstate(all="ignore"):
+            vals.append(np.float32(v.astype(np.float32).sum(dtype=np.float32)))
+    x = np.array(vals, np.float32)
+    if not leaves or np.allclose(x, 1.0, atol=1e-6):
+        return None
+    if len(leaves) > 1:
+        raise GritUsageError(f"{ex.names[0]}: the experts' activation scales are of two "
+                             "kinds (input_scale and input_global_scale)")
+    (leaf,) = leaves
+    m = _EXPERT.match(ex.names[0])
+    base = f"{m.group(1)}.*.{m.group(4)}" if m else ex.names[0].removesuffix(".weight")
+    return x, base + leaf, "1/x" if leaf == ".input_global_scale" else "f32"
 
 
 def _source_notes(plan: dict, scalars: dict[str, dict[str, np.ndarray]]) -> dict[str, str]:
@@ -1158,7 +1436,7 @@ def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family,
     items = sorted(plan.items(), key=lambda kv: kv[1][1])
     # the source digests, LANES weights at a time (grit.fingerprint.digests: their
     # FNV-1a chains interleaved), each group's when its first weight is proved
-    whole = [(g, e[0]) for g, e in items if e[2] == "ggml"]
+    whole = [(g, e[0]) for g, e in items if e[2] == "ggml" and not isinstance(e[0], _Experts)]
     at = {g: i for i, (g, _) in enumerate(whole)}
     ahead: dict[str, str] = {}
 
@@ -1172,7 +1450,9 @@ def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family,
     for gname, (v, name, how, rows) in items:
         b = back.get(gname)
         back.pop(gname)         # its planes, once built, go with it: one weight's at a time
-        if how == "ggml":
+        if isinstance(v, _Experts):
+            _prove_experts(v, gname, b, back.ggml_types.get(gname), how, weights, plain, release)
+        elif how == "ggml":
             if not isinstance(b, GritArray):
                 raise GritError(f"{gname}: the written GGUF does not read back as a GRIT array")
             b.planes                            # built from the blocks: the file's pages
@@ -1210,6 +1490,65 @@ def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family,
         plain.append({"name": leaf, "gguf_name": gname, "transform": how, "rows": None})
     return {"schema": _convert.PROOF_SCHEMA, "to": TARGET, "arch": fam.arch.lower(),
             "weights": weights, "plain": plain}
+
+
+def _prove_experts(ex: "_Experts", gname: str, b, ggml_type, how: str, weights: list,
+                   plain: list, release: Callable[[Any], None] | None) -> None:
+    """The proof entries of a stacked expert tensor ``b`` as read back: one
+    per source expert (docs/spec-decisions.md), its ``expert`` index in the
+    stack, the source's digest and the digest of its share of the stack
+    (:meth:`_Experts.expert`), compared in one pass, and the verdict."""
+    for i, (name, x) in enumerate(zip(ex.names, ex.parts)):
+        y = ex.expert(b, i)
+        if isinstance(x, GritArray):
+            if not isinstance(y, GritArray):
+                raise GritError(f"{gname}: the written GGUF does not read back as the stacked "
+                                f"experts (expert {i}, {name})")
+            dsrc, same = _convert._digest_and_compare(x, y, release)
+            weights.append({"name": name, "gguf_name": gname, "expert": i,
+                            "ggml_type": ggml_type, "rows": None,
+                            "source": _convert._side(x, dsrc),
+                            "target": _convert._side(y, dsrc if same else None),
+                            "verdict": _convert.quick_verdict(x, y, same),
+                            "exact_by_construction": True, "notes": []})
+        else:
+            why = "it is not the stacked experts" if y is None else \
+                _plain_entry(np.asarray(x), y, how, None)
+            if why is not None:
+                raise GritError(f"{gname}: the written GGUF does not read back as the "
+                                f"source's {name} (expert {i}): {why}")
+            plain.append({"name": name, "gguf_name": gname, "expert": i, "transform": how,
+                          "rows": None})
+        del y
+        if release is not None:
+            _give_back(release, x)
+
+
+def _verify_experts(ex: "_Experts", gname: str, b, how: str, claimed: dict,
+                    problems: list[str], release: Callable[[Any], None] | None) -> int:
+    """:func:`_verify_local` of a stacked expert tensor: each source expert
+    against its share of the written stack (:meth:`_Experts.expert`) and
+    its proof entry (:func:`_check_weight`).  Returns the weights checked."""
+    checked = 0
+    for i, (name, x) in enumerate(zip(ex.names, ex.parts)):
+        y = ex.expert(b, i)
+        if isinstance(x, GritArray):
+            if name in claimed:
+                checked += 1
+                if (claimed[name].get("gguf_name"), claimed[name].get("expert")) != (gname, i):
+                    problems.append(f"{name}: the proof places it at "
+                                    f"{claimed[name].get('gguf_name')} expert "
+                                    f"{claimed[name].get('expert')}, not {gname} expert {i}")
+                _check_weight(name, claimed[name], x, x, y, problems, release)
+        else:
+            why = "the GGUF holds no stacked experts under this name" if y is None else \
+                _plain_entry(np.asarray(x), y, how, None)
+            if why is not None:
+                problems.append(f"{gname} expert {i} ({name}): {why}")
+        del y
+        if release is not None:
+            _give_back(release, x)
+    return checked
 
 
 # ---------------------------------------------------------------------------
@@ -2002,7 +2341,9 @@ def _verify_local(local: _Local, folder: str, doc: dict, problems: list[str]
     for gname, (v, name, how, rows) in plan.items():
         b = back.get(gname)
         back.pop(gname, None)   # one weight's built planes at a time
-        if how == "ggml":
+        if isinstance(v, _Experts):
+            checked += _verify_experts(v, gname, b, how, claimed, problems, release)
+        elif how == "ggml":
             if name in claimed:
                 checked += 1
                 ref = v if rows is None else _permuted(v, rows)

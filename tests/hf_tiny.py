@@ -37,7 +37,17 @@ FAMILIES = {
     "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", QWEN2_RE),
     "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", QWEN2_RE),
     "gemma3": ("Gemma3TextConfig", "Gemma3ForCausalLM", LLAMA3_RE),
+    "qwen3moe": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", QWEN2_RE),
+    "mixtral": ("MixtralConfig", "MixtralForCausalLM", LLAMA3_RE),
 }
+
+#: mixture-of-experts family -> (the MoE block's name in the checkpoint, the
+#: expert's gate, up and down projections' names): the per-expert layout of
+#: Hugging Face checkpoints (transformers fuses the experts when it loads them)
+MOE = {"qwen3moe": ("mlp", ("gate_proj", "up_proj", "down_proj")),
+       "mixtral": ("block_sparse_moe", ("w1", "w3", "w2"))}
+#: experts per MoE block, experts per token, and each expert's MLP width
+N_EXPERTS, TOP_K, EXPERT_FF = 4, 2, 64
 
 #: NVFP4 weights args (compressed-tensors' nvfp4-pack-quantized)
 NVFP4 = dict(num_bits=4, type="float", strategy="tensor_group", group_size=16, symmetric=True)
@@ -76,6 +86,12 @@ def build(family: str, *, seed: int = 0, layers: int = 2):
               initializer_range=0.25)
     if family == "gemma3":
         kw.update(sliding_window=64, query_pre_attn_scalar=32)
+    if family == "qwen3moe":
+        kw.update(num_experts=N_EXPERTS, num_experts_per_tok=TOP_K,
+                  moe_intermediate_size=EXPERT_FF)
+    if family == "mixtral":
+        kw.update(num_local_experts=N_EXPERTS, num_experts_per_tok=TOP_K,
+                  intermediate_size=EXPERT_FF)
     cfg = getattr(transformers, cfg_name)(**kw)
     cfg.architectures = [model_name]
     torch.manual_seed(seed)
@@ -84,7 +100,31 @@ def build(family: str, *, seed: int = 0, layers: int = 2):
         for n, p in model.named_parameters():
             if n.endswith("norm.weight"):
                 p.copy_(torch.rand_like(p.float()).to(p.dtype) * 0.5 + 0.5)
+    if family in MOE:
+        _per_expert(model, MOE[family][1])
     return model, tok
+
+
+def _per_expert(model, names: tuple[str, str, str]) -> None:
+    """Each MoE block's fused experts (transformers' 3-D ``gate_up_proj`` and
+    ``down_proj``) as one module per expert holding three Linear layers
+    named ``names`` (gate, up, down), the layout Hugging Face checkpoints
+    store and compressed-tensors quantises (its targets are Linear layers).
+    The model is for saving only: its MoE blocks no longer run."""
+    for layer in model.model.layers:
+        fused = layer.mlp.experts
+        n_ff = fused.down_proj.shape[-1]
+        experts = torch.nn.ModuleList()
+        for e in range(fused.gate_up_proj.shape[0]):
+            m = torch.nn.Module()
+            for name, w in zip(names, (fused.gate_up_proj[e, :n_ff], fused.gate_up_proj[e, n_ff:],
+                                       fused.down_proj[e])):
+                lin = torch.nn.Linear(w.shape[1], w.shape[0], bias=False, dtype=w.dtype)
+                with torch.no_grad():
+                    lin.weight.copy_(w)
+                setattr(m, name, lin)
+            experts.append(m)
+        layer.mlp.experts = experts
 
 
 def quantise(model, args: dict, fmt: str, *, activations: dict | None = None) -> None:
@@ -123,6 +163,8 @@ def write_model(path: str, family: str, *, fmt: str | None = "nvfp4-pack-quantiz
         quantise(model, NVFP4 if fmt.startswith("nvfp4") else MXFP4, fmt,
                  activations=dict(NVFP4, dynamic="local") if w4a4 else None)
     sd = {k: v.contiguous() for k, v in model.state_dict().items()}
+    if family in MOE:            # the checkpoint's name of the MoE block (transformers': mlp)
+        sd = {k.replace(".mlp.", f".{MOE[family][0]}."): v for k, v in sd.items()}
     save_file(sd, os.path.join(path, "model.safetensors"), metadata={"format": "pt"})
     if fmt is not None:
         model._ct_compressor.update_config(path)

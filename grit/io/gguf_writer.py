@@ -229,6 +229,36 @@ class _Written:
             self.release(x.reshape(-1).view(np.uint8))
 
 
+class LazyPlain:
+    """A plain tensor :func:`save_gguf` writes as an ndarray of ``dtype`` and
+    ``shape``, built by ``build()`` when the file reaches it and let go once
+    written (so a writer holds no more than the tensor being written)."""
+
+    def __init__(self, shape: tuple[int, ...], dtype, build: Callable[[], np.ndarray]) -> None:
+        self.shape, self.dtype, self.build = tuple(shape), np.dtype(dtype), build
+
+
+class _WrittenLazy:
+    """A :class:`LazyPlain` as GGUFWriter takes a tensor: its bytes (a BF16
+    one's as byte rows), built and checked against the planned shape when
+    the file reaches it."""
+
+    def __init__(self, v: LazyPlain, bf16: bool) -> None:
+        self.v, self.bf16 = v, bf16
+        self.shape = _byte_shape(v.shape, 1, 2) if bf16 else v.shape
+        self.dtype = np.dtype(np.uint8) if bf16 else v.dtype.newbyteorder("<")
+        self.nbytes = int(np.prod(v.shape, dtype=np.int64)) * v.dtype.itemsize
+
+    def tofile(self, f) -> None:
+        x = self.v.build()
+        if not isinstance(x, np.ndarray) or x.shape != self.v.shape or x.dtype != self.v.dtype:
+            raise GritError("a deferred plain tensor was built with another shape or dtype")
+        y = np.ascontiguousarray(x)
+        if y.dtype.kind in "fiu":
+            y = y.astype(y.dtype.newbyteorder("<"), copy=False)
+        y.tofile(f)
+
+
 def _native(a: GritArray, relayout: bool):
     """:func:`native_type`, with the array whose planes gave the blocks
     (``a`` or its canonical form: the companion scale is its scale1)."""
@@ -486,6 +516,13 @@ def save_gguf(path, tensors, metadata=None, *, arch: str | None = None,
                 raise GritUsageError(f"tensor {name!r}: {raw.size} bytes do not fit "
                                      f"{v.ggml_type} of shape {tuple(v.shape)}")
             plan.append((name, raw.reshape(shp), gguf.GGMLQuantizationType[v.ggml_type]))
+        elif isinstance(v, LazyPlain):
+            plain = _plain_type(v.dtype)
+            if plain is None or not v.shape:
+                raise GritUsageError(f"tensor {name!r}: a deferred tensor is F16/BF16/F32/F64/"
+                                     f"I8..I64 of at least one axis, not {v.dtype}")
+            plan.append((name, _WrittenLazy(v, plain == "BF16"),
+                         gguf.GGMLQuantizationType.BF16 if plain == "BF16" else None))
         elif isinstance(v, np.ndarray):
             plain = _plain_type(v.dtype)
             if plain is None:
