@@ -12,7 +12,10 @@ reads them (convert_hf_to_gguf's ``LlamaModel.permute``: rows are moved whole,
 each with its block scales).  A plain tensor keeps its dtype (BF16, F16,
 F32); a 1-D one and a norm are widened to F32 (exact), as llama.cpp needs
 them; Gemma 3's RMS norms are stored as 1 + w (llama.cpp's convention, one
-binary32 addition).  The architecture's KV entries come from config.json
+binary32 addition).  A mixture-of-experts model's per-expert projections
+are stacked into llama.cpp's 3-D ``ffn_*_exps`` tensors (:class:`_Experts`:
+the experts' blocks one after another, an NVFP4 companion of one scale per
+expert).  The architecture's KV entries come from config.json
 through gguf-py's GGUFWriter helpers, the tokenizer from tokenizer.model
 (SentencePiece) or tokenizer.json (byte-level BPE) as llama.cpp's converter
 reads them, through gguf-py's vocab classes.  What llama.cpp cannot load — an
@@ -1627,12 +1630,15 @@ def _room_for(spool: str, work_parent: str, size: int) -> None:
 
 
 def _family_of_arch(arch: str) -> Family:
-    for f in FAMILIES.values():
+    """The family a GGUF architecture is named back into (not a
+    mixture-of-experts one: its stacked experts are not unstacked)."""
+    back = [f for f in FAMILIES.values() if not f.moe]
+    for f in back:
         if f.arch.lower() == arch:
             return f
     raise GritUsageError(f"GGUF architecture {arch!r} is not one grit names back into "
                          "Hugging Face tensors (" +
-                         ", ".join(sorted({f.arch.lower() for f in FAMILIES.values()})) + ")")
+                         ", ".join(sorted({f.arch.lower() for f in back})) + ")")
 
 
 def _kv_int(meta, key: str, top: int = 2**31 - 1) -> int:
@@ -1744,6 +1750,10 @@ class _FromGGUF:
                 continue
             base, _, suffix = gname.rpartition(".")
             hf = self.names.get(base)
+            if base.endswith("_exps"):
+                raise GritUsageError(f"{self.path}: tensor {gname!r} is a mixture-of-experts "
+                                     "block's stacked experts, which grit does not write back "
+                                     "as Hugging Face's per-expert tensors")
             if hf is None:
                 raise GritUsageError(f"{self.path}: tensor {gname!r} has no Hugging Face name "
                                      f"in the {self.arch} architecture")

@@ -1,0 +1,329 @@
+"""grit convert --to gguf of mixture-of-experts models (grit.convert_gguf,
+docs/convert.md "GGUF"): Qwen3-MoE and Mixtral, each MoE block's experts
+stacked into llama.cpp's 3-D ``blk.N.ffn_{gate,up,down}_exps`` tensors.
+
+Sources are tiny transformers models in the per-expert layout of Hugging
+Face checkpoints, quantised by compressed-tensors itself
+(tests/hf_tiny.py).  Targets are checked by gguf-py's GGUFReader and
+``gguf.quants.dequantize``; where GRIT_LLAMA_CPP names a llama.cpp tree, by
+its convert_hf_to_gguf.py (byte for byte); where llama-cpp-python is
+installed, by llama.cpp running the GGUF.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch", reason="torch (CPU) is not installed")
+pytest.importorskip("transformers", reason="transformers is not installed")
+pytest.importorskip("tokenizers", reason="tokenizers is not installed")
+pytest.importorskip("compressed_tensors", reason="compressed-tensors is not installed")
+gguf = pytest.importorskip("gguf", reason="gguf-py is not installed")
+
+import grit  # noqa: E402
+from grit import convert as C  # noqa: E402
+from grit import convert_gguf as CG  # noqa: E402
+from grit.errors import GritUsageError  # noqa: E402
+from test_convert_gguf import (HERE, _ct_nvfp4_level0, _f32_twin, _llama_cpp_dir,  # noqa: E402
+                               _raw_safetensors, _same_tensors, _ulps)
+
+#: source name -> (family, compressed-tensors format or None for bfloat16, W4A4)
+SOURCES = {"qwen3moe": ("qwen3moe", "nvfp4-pack-quantized", False),
+           "mixtral": ("mixtral", "nvfp4-pack-quantized", False),
+           "qwen3moe-mxfp4": ("qwen3moe", "mxfp4-pack-quantized", False),
+           "qwen3moe-w4a4": ("qwen3moe", "nvfp4-pack-quantized", True),
+           "mixtral-bf16": ("mixtral", None, False)}
+#: family -> (gguf architecture, the checkpoint's MoE block, its gate/up/down
+#: names, llama.cpp's pre-tokenizer)
+FAM = {"qwen3moe": ("qwen3moe", "mlp", ("gate_proj", "up_proj", "down_proj"), "qwen2"),
+       "mixtral": ("llama", "block_sparse_moe", ("w1", "w3", "w2"), "llama-bpe")}
+N_EXPERTS, LAYERS = 4, 2
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    import hf_tiny
+    assert hf_tiny.N_EXPERTS == N_EXPERTS
+    assert all(hf_tiny.MOE[f] == FAM[f][1:3] for f in FAM)
+    root = tmp_path_factory.mktemp("moe")
+    made: dict[str, str] = {}
+
+    def get(name: str) -> str:
+        if name not in made:
+            fam, fmt, w4a4 = SOURCES[name]
+            made[name] = hf_tiny.write_model(str(root / name), fam, fmt=fmt, w4a4=w4a4,
+                                             seed=list(SOURCES).index(name) + 20)
+        return made[name]
+    return get
+
+
+@pytest.fixture(scope="module")
+def converted(models, tmp_path_factory):
+    root = tmp_path_factory.mktemp("moe-gguf")
+    done: dict[str, tuple] = {}
+
+    def get(name: str):
+        if name not in done:
+            src = models(name)
+            done[name] = (src, str(root / name), C.convert(src, str(root / name), "gguf"))
+        return done[name]
+    return get
+
+
+def _expert(fam: str, layer: int, e: int, proj: int) -> str:
+    _, block, names, _ = FAM[fam]
+    return f"model.layers.{layer}.{block}.experts.{e}.{names[proj]}"
+
+
+def _tensors(dst: str) -> dict:
+    return {t.name: t for t in gguf.GGUFReader(os.path.join(dst, CG.GGUF_FILE)).tensors}
+
+
+@pytest.mark.parametrize("name", ("qwen3moe", "mixtral", "qwen3moe-mxfp4"))
+def test_stacked_experts_read_by_gguf_py(converted, name):
+    """Each block's experts are one 3-D tensor of the experts' ggml type,
+    expert 0 first; gguf-py's dequantisation of expert e's share is
+    grit.decode of the source's expert e bit for bit (but for ggml's +0 for
+    the code of -0): for NVFP4 the blocks' values with the level-1 scale
+    taken out, the companion one f32(1/g) per expert, and the product within
+    the one ulp of docs/convert.md.  The router is F32, the KV entries
+    llama.cpp's; the proof has one entry per source expert."""
+    src, dst, rep = converted(name)
+    fam = SOURCES[name][0]
+    nvfp4 = SOURCES[name][1].startswith("nvfp4")
+    assert rep.counts == {"bit-exact": LAYERS * (4 + 3 * N_EXPERTS)}
+    arch = FAM[fam][0]
+    kv = {k: f.contents() for k, f in
+          gguf.GGUFReader(os.path.join(dst, CG.GGUF_FILE)).fields.items()}
+    assert kv["general.architecture"] == arch
+    assert kv[f"{arch}.expert_count"] == N_EXPERTS and kv[f"{arch}.expert_used_count"] == 2
+    if fam == "qwen3moe":
+        assert kv[f"{arch}.expert_feed_forward_length"] == 64
+    assert kv["general.file_type"] == int(gguf.LlamaFileType.MOSTLY_NVFP4 if nvfp4
+                                          else gguf.LlamaFileType.MOSTLY_MXFP4_MOE)
+    tensors = _tensors(dst)
+    raw = _raw_safetensors(os.path.join(src, "model.safetensors"))
+    arrays = grit.load(os.path.join(src, "model.safetensors"))
+    proof = {w["name"]: w for w in rep.proof["weights"]}
+    from grit.fingerprint import digest
+    for layer in range(LAYERS):
+        for proj, gn in enumerate(("gate", "up", "down")):
+            t = tensors[f"blk.{layer}.ffn_{gn}_exps.weight"]
+            assert t.tensor_type.name == ("NVFP4" if nvfp4 else "MXFP4")
+            got = gguf.quants.dequantize(t.data, t.tensor_type)
+            rows, cols = (64, 128) if gn != "down" else (128, 64)
+            assert got.shape == (N_EXPERTS, rows, cols)
+            comp = tensors.get(t.name.removesuffix(".weight") + ".scale")
+            assert (comp is not None) == nvfp4
+            for e in range(N_EXPERTS):
+                m = _expert(fam, layer, e, proj)
+                a = arrays[m + ".weight"]
+                ref = np.asarray(grit.decode(a), np.float32)
+                if nvfp4:
+                    # the blocks: codes times E4M3 scales, from the raw bytes and as
+                    # grit decodes the source's planes with its level-1 scale 1
+                    one = grit.GritArray(a.descriptor, a.shape,
+                                         (*a.planes[:2], np.float32(1).tobytes(), a.planes[3]))
+                    for want in (_ct_nvfp4_level0(raw, m), np.asarray(grit.decode(one))):
+                        nz = want != 0
+                        assert np.array_equal(got[e][nz].view(np.uint32),
+                                              want[nz].view(np.uint32)), m
+                        assert (got[e][~nz] == 0).all()
+                    g = np.frombuffer(raw[m + ".weight_global_scale"][2], np.float32)
+                    s1 = comp.data.reshape(-1)[e]
+                    assert s1.view(np.uint32) == (np.float32(1) / g).astype(np.float32).view(
+                        np.uint32)[0]
+                    prod, nz = got[e] * s1, ref != 0
+                    assert _ulps(prod[nz], ref[nz]) <= 1 and (prod[~nz] == 0).all(), m
+                else:
+                    nz = ref != 0
+                    assert np.array_equal(got[e][nz].view(np.uint32), ref[nz].view(np.uint32))
+                    assert (got[e][~nz] == 0).all()
+                w = proof[m + ".weight"]
+                assert (w["gguf_name"], w["expert"]) == (t.name, e)
+                assert w["source"]["digest"] == digest(a.planes).hex()
+            if nvfp4:
+                assert comp.data.shape == (N_EXPERTS,)
+        router = tensors[f"blk.{layer}.ffn_gate_inp.weight"]
+        block = FAM[fam][1]
+        import ml_dtypes
+        w = np.frombuffer(raw[f"model.layers.{layer}.{block}.gate.weight"][2],
+                          ml_dtypes.bfloat16).astype(np.float32)
+        assert router.tensor_type == gguf.GGMLQuantizationType.F32
+        assert router.data.reshape(-1).tobytes() == w.tobytes()
+    assert C.verify(src, dst).ok
+
+
+@pytest.fixture(scope="module")
+def llama_cpp_refs(models, tmp_path_factory):
+    """source name -> the GGUF llama.cpp's converter writes of it (one
+    process).  Its converter stacks NVFP4 experts named gate/up/down_proj
+    only (``_generate_nvfp4_tensors``): an NVFP4 Mixtral is compared
+    unquantised (mixtral-bf16) instead."""
+    d = _llama_cpp_dir()
+    root = tmp_path_factory.mktemp("moe-llama-cpp")
+    names = ("qwen3moe", "qwen3moe-w4a4", "mixtral-bf16")
+    args = [x for n in names for x in (models(n), str(root / f"{n}.gguf"),
+                                        FAM[SOURCES[n][0]][3])]
+    p = subprocess.run([sys.executable, os.path.join(HERE, "llama_cpp_convert.py"), d, *args],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return {n: str(root / f"{n}.gguf") for n in names}
+
+
+@pytest.mark.parametrize("name", ("qwen3moe", "qwen3moe-w4a4", "mixtral-bf16"))
+def test_byte_identical_to_llama_cpp_converter(converted, llama_cpp_refs, name):
+    """Every tensor (the stacked experts, their companions and activation
+    scales, the F32 router) and every KV entry but the name and size label
+    are what llama.cpp's converter writes."""
+    _, dst, _ = converted(name)
+    ours = os.path.join(dst, CG.GGUF_FILE)
+    _same_tensors(llama_cpp_refs[name], ours)
+    a, b = gguf.GGUFReader(llama_cpp_refs[name]), gguf.GGUFReader(ours)
+    for k, f in a.fields.items():
+        if k not in ("general.name", "general.size_label", "GGUF.kv_count"):
+            assert k in b.fields and b.fields[k].contents() == f.contents(), k
+    if name == "qwen3moe-w4a4":        # one activation scale per expert, f32(1/g)
+        t = _tensors(dst)["blk.0.ffn_up_exps.input_scale"]
+        raw = _raw_safetensors(os.path.join(converted(name)[0], "model.safetensors"))
+        g = np.array([np.frombuffer(raw[_expert("qwen3moe", 0, e, 1) + ".input_global_scale"][2],
+                                    np.float32)[0] for e in range(N_EXPERTS)], np.float32)
+        assert t.data.view(np.uint32).tolist() == (np.float32(1) / g).view(np.uint32).tolist()
+
+
+def _rotated(src: str, dst: str, fam: str) -> str:
+    """``src`` with expert e's tensors named expert (e + 1) mod n: the same
+    weights, experts in another order."""
+    from safetensors.torch import load_file, save_file
+    shutil.copytree(src, dst)
+    block = FAM[fam][1]
+    sd = load_file(os.path.join(src, "model.safetensors"))
+    out = {}
+    for k, v in sd.items():
+        parts = k.split(".")
+        if f".{block}.experts." in k:
+            i = parts.index("experts") + 1
+            parts[i] = str((int(parts[i]) + 1) % N_EXPERTS)
+        out[".".join(parts)] = v
+    save_file(out, os.path.join(dst, "model.safetensors"), metadata={"format": "pt"})
+    return dst
+
+
+@pytest.mark.parametrize("name", ("qwen3moe", "mixtral"))
+def test_llama_cpp_runs_the_moe_gguf(converted, name, tmp_path):
+    """llama.cpp's logits of the NVFP4 MoE GGUF against those of the same
+    weights as F32 (experts stacked as plain tensors): the same next
+    tokens, within the bound of its activation-quantising NVFP4 matmul;
+    the F32 weights with the experts in another order are visibly
+    otherwise (the order is what llama.cpp's router reads)."""
+    llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
+    src, dst, _ = converted(name)
+
+    def logits(path):
+        m = llama_cpp.Llama(model_path=path, n_ctx=64, logits_all=True, verbose=False,
+                            n_threads=1)
+        toks = [0, 5, 17, 42, 99, 250, 3, 7]
+        m.eval(toks)
+        return np.array(m.scores[:len(toks)], np.float32)
+    q = logits(os.path.join(dst, CG.GGUF_FILE))
+    f = logits(_f32_twin(src, str(tmp_path / "f32")))
+    bad = logits(_f32_twin(_rotated(src, str(tmp_path / "rot"), SOURCES[name][0]),
+                           str(tmp_path / "bad")))
+    scale = float(np.abs(f).max())
+    assert (q.argmax(-1) == f.argmax(-1)).all()
+    assert float(np.abs(q - f).max()) < 0.1 * scale
+    assert float(np.abs(bad - f).max()) > 0.3 * scale
+
+
+def _flip(path: str, tensor: str, at: int) -> None:
+    t = next(t for t in gguf.GGUFReader(path).tensors if t.name == tensor)
+    with open(path, "r+b") as f:
+        f.seek(int(t.data_offset) + at)
+        b = f.read(1)
+        f.seek(int(t.data_offset) + at)
+        f.write(bytes([b[0] ^ 0x11]))
+
+
+@pytest.mark.parametrize("where", ("blocks", "companion"))
+def test_verify_finds_a_changed_expert(converted, where, tmp_path):
+    """A byte of expert 2's blocks of blk.1.ffn_down_exps, or its value of
+    the companion scale, changed: verify fails naming that expert alone."""
+    src, dst, _ = converted("qwen3moe")
+    bad = str(tmp_path / "bad")
+    shutil.copytree(dst, bad)
+    path = os.path.join(bad, CG.GGUF_FILE)
+    if where == "blocks":      # 128 rows of 64 values: 36 bytes per row of NVFP4
+        _flip(path, "blk.1.ffn_down_exps.weight", 2 * 128 * 36 + 1000)
+    else:
+        _flip(path, "blk.1.ffn_down_exps.scale", 2 * 4 + 1)
+    rep = C.verify(src, bad)
+    assert not rep.ok
+    named = {p.split(":")[0] for p in rep.problems}
+    assert named == {"model.layers.1.mlp.experts.2.down_proj.weight"}, rep.problems
+
+
+def _edit(src: str, dst: str, change) -> str:
+    from safetensors.torch import load_file, save_file
+    shutil.copytree(src, dst)
+    sd = load_file(os.path.join(src, "model.safetensors"))
+    change(sd)
+    save_file(sd, os.path.join(dst, "model.safetensors"), metadata={"format": "pt"})
+    return dst
+
+
+def test_refusals(models, tmp_path):
+    """A block missing an expert, experts of two formats or of two shapes:
+    each a GritUsageError naming the stacked tensor, nothing written."""
+    import torch
+    q = "model.layers.1.mlp.experts"
+
+    def missing(sd):
+        for k in [k for k in sd if k.startswith(f"{q}.3.up_proj.")]:
+            del sd[k]
+
+    def plain_one(sd):              # expert 1's gate_proj as a bfloat16 weight
+        for k in [k for k in sd if k.startswith(f"{q}.1.gate_proj.")]:
+            del sd[k]
+        sd[f"{q}.1.gate_proj.weight"] = torch.zeros(64, 128, dtype=torch.bfloat16)
+
+    def narrower(sd):
+        k = "model.layers.0.block_sparse_moe.experts.2.w2.weight"
+        sd[k] = sd[k][:64].contiguous()
+    cases = [("qwen3moe", missing, f"{q}.up_proj.weight: experts [0, 1, 2]"),
+             ("qwen3moe", plain_one, f"{q}.gate_proj.weight: its experts differ"),
+             ("mixtral-bf16", narrower,
+              "model.layers.0.block_sparse_moe.experts.w2.weight: its experts differ")]
+    for i, (name, change, want) in enumerate(cases):
+        src = _edit(models(name), str(tmp_path / f"src{i}"), change)
+        with pytest.raises(GritUsageError) as e:
+            C.convert(src, str(tmp_path / f"o{i}"), "gguf")
+        assert want in str(e.value)
+        assert not os.path.exists(tmp_path / f"o{i}")
+    # an expert count config.json does not give
+    src = str(tmp_path / "nocount")
+    shutil.copytree(models("mixtral"), src)
+    with open(os.path.join(src, "config.json")) as f:
+        cfg = json.load(f)
+    cfg["num_local_experts"] = 8
+    with open(os.path.join(src, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    with pytest.raises(GritUsageError, match=r"experts \[0, 1, 2, 3\] .* is 8"):
+        C.convert(src, str(tmp_path / "o"), "gguf")
+
+
+def test_stacked_experts_are_not_written_back(converted, tmp_path):
+    """A GGUF of stacked experts converts back to no safetensors convention:
+    qwen3moe is not an architecture named back, and Mixtral's (llama)
+    stacked experts are refused by name; nothing is written."""
+    for name, want in (("qwen3moe", "'qwen3moe' is not one grit names back"),
+                       ("mixtral", "'blk.0.ffn_gate_exps.weight' is a mixture-of-experts")):
+        _, dst, _ = converted(name)
+        with pytest.raises(GritUsageError, match=want):
+            C.convert(os.path.join(dst, CG.GGUF_FILE), str(tmp_path / name), "grit")
+        assert not os.path.exists(tmp_path / name)
