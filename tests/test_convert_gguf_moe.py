@@ -327,3 +327,25 @@ def test_stacked_experts_are_not_written_back(converted, tmp_path):
         with pytest.raises(GritUsageError, match=want):
             C.convert(os.path.join(dst, CG.GGUF_FILE), str(tmp_path / name), "grit")
         assert not os.path.exists(tmp_path / name)
+
+
+def test_lazy_plain_tensor_is_written_as_the_ndarray(tmp_path):
+    """A plain tensor built when the file reaches it (how stacked plain
+    experts are written) gives the file its ndarray gives, byte for byte;
+    one built with another shape is an error, not a file."""
+    import ml_dtypes
+    from grit.errors import GritError
+    from grit.io.gguf_writer import LazyPlain, save_gguf
+    rng = np.random.default_rng(5)
+    xs = {"blk.0.ffn_up_exps.weight": rng.standard_normal((3, 8, 32)).astype(ml_dtypes.bfloat16),
+          "blk.0.ffn_down_exps.weight": rng.standard_normal((3, 32, 8)).astype(np.float32),
+          "blk.0.ffn_gate_exps.weight": rng.standard_normal((3, 8, 32)).astype(np.float16)}
+    save_gguf(tmp_path / "a.gguf", xs, arch="llama")
+    save_gguf(tmp_path / "b.gguf", {k: LazyPlain(x.shape, x.dtype, lambda x=x: x.copy())
+                                    for k, x in xs.items()}, arch="llama")
+    assert (tmp_path / "a.gguf").read_bytes() == (tmp_path / "b.gguf").read_bytes()
+    x = xs["blk.0.ffn_down_exps.weight"]
+    with pytest.raises(GritError, match="another shape"):
+        save_gguf(tmp_path / "c.gguf", {"t": LazyPlain(x.shape, x.dtype, lambda: x[:1])},
+                  arch="llama")
+    assert not (tmp_path / "c.gguf").exists()

@@ -1,0 +1,135 @@
+"""grit convert --to gguf of a mixture-of-experts checkpoint against
+llama.cpp's own converter, on the same synthetic checkpoint, in the same run.
+
+A Qwen3-MoE checkpoint in compressed-tensors NVFP4 (random packed codes,
+random positive E4M3 block scales, a global scale per weight) in the
+per-expert layout of Hugging Face checkpoints
+(``model.layers.N.mlp.experts.E.{gate,up,down}_proj``), in shards with an
+index, is written under ``$TMPDIR`` as bench_convert_gguf.py writes its
+Llama checkpoint; both converters stack each block's experts into one 3-D
+tensor.  Measured as there (each converter in a fresh process, interleaved,
+median of ``--repeat``): wall time, GB/s, CPU time, peak RSS and peak
+anonymous RSS against the largest tensor — a stacked expert tensor, which
+grit builds whole (its experts' planes one after another) while it is
+written — and whether the two GGUFs hold the same tensors.
+
+    python bench/bench_convert_gguf_moe.py --layers 4 --experts 64 --llama-cpp /path/to/llama.cpp
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import tempfile
+
+import numpy as np
+
+import _measure  # bench/: the child's measurements
+from bench_convert_gguf import _QCONFIG, _write_shard, run, same_tensors, tokenizer
+
+
+def make(folder: str, layers: int, hidden: int, heads: int, kv: int, experts: int, ff: int,
+         per_shard: int) -> tuple[int, int]:
+    """The checkpoint (shards of ``per_shard`` layers and their index);
+    returns (its model bytes, the largest tensor's bytes as written: a
+    stacked expert tensor's blocks)."""
+    os.makedirs(folder)
+    vocab = tokenizer(folder)
+    hd = hidden // heads
+    rng = np.random.default_rng(0)
+    shapes = {"self_attn.q_proj": (heads * hd, hidden), "self_attn.k_proj": (kv * hd, hidden),
+              "self_attn.v_proj": (kv * hd, hidden), "self_attn.o_proj": (hidden, heads * hd)}
+    for e in range(experts):
+        shapes.update({f"mlp.experts.{e}.gate_proj": (ff, hidden),
+                       f"mlp.experts.{e}.up_proj": (ff, hidden),
+                       f"mlp.experts.{e}.down_proj": (hidden, ff)})
+    groups = [list(range(i, min(i + per_shard, layers))) for i in range(0, layers, per_shard)]
+    wmap: dict[str, str] = {}
+    for s, group in enumerate(groups):
+        fn = f"model-{s + 1:05d}-of-{len(groups):05d}.safetensors"
+        ts: list[tuple[str, str, list[int]]] = []
+        if s == 0:
+            ts.append(("model.embed_tokens.weight", "BF16", [vocab, hidden]))
+        for i in group:
+            p = f"model.layers.{i}."
+            ts += [(p + "input_layernorm.weight", "BF16", [hidden]),
+                   (p + "post_attention_layernorm.weight", "BF16", [hidden]),
+                   (p + "self_attn.q_norm.weight", "BF16", [hd]),
+                   (p + "self_attn.k_norm.weight", "BF16", [hd]),
+                   (p + "mlp.gate.weight", "BF16", [experts, hidden])]
+            for m, (r, c) in shapes.items():
+                ts += [(p + m + ".weight_packed", "U8", [r, c // 2]),
+                       (p + m + ".weight_scale", "F8_E4M3", [r, c // 16]),
+                       (p + m + ".weight_global_scale", "F32", [1])]
+        if s == len(groups) - 1:
+            ts += [("model.norm.weight", "BF16", [hidden]),
+                   ("lm_head.weight", "BF16", [vocab, hidden])]
+        _write_shard(os.path.join(folder, fn), ts, rng)
+        wmap.update({n: fn for n, _, _ in ts})
+    with open(os.path.join(folder, "model.safetensors.index.json"), "w") as f:
+        json.dump({"metadata": {}, "weight_map": wmap}, f)
+    cfg = {"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe",
+           "hidden_size": hidden, "intermediate_size": 4 * ff, "moe_intermediate_size": ff,
+           "num_experts": experts, "num_experts_per_tok": min(8, experts),
+           "num_hidden_layers": layers, "num_attention_heads": heads,
+           "num_key_value_heads": kv, "head_dim": hd, "max_position_embeddings": 8192,
+           "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "vocab_size": vocab,
+           "bos_token_id": 0, "eos_token_id": 1, "tie_word_embeddings": False,
+           "torch_dtype": "bfloat16", "quantization_config": _QCONFIG}
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=1)
+    total = sum(os.path.getsize(os.path.join(folder, n)) for n in os.listdir(folder)
+                if n.endswith(".safetensors"))
+    return total, experts * ff * hidden * 9 // 16      # NVFP4: 36 bytes per 64 values
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--hidden", type=int, default=2048)
+    ap.add_argument("--heads", type=int, default=32)
+    ap.add_argument("--kv-heads", type=int, default=4)
+    ap.add_argument("--experts", type=int, default=64)
+    ap.add_argument("--expert-ff", type=int, default=768)
+    ap.add_argument("--layers-per-shard", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--llama-cpp", default=os.environ.get("GRIT_LLAMA_CPP", ""))
+    args = ap.parse_args()
+    if not os.path.isfile(os.path.join(args.llama_cpp, "convert_hf_to_gguf.py")):
+        raise SystemExit("--llama-cpp (or GRIT_LLAMA_CPP) names no llama.cpp tree with "
+                         "convert_hf_to_gguf.py")
+    load0 = os.getloadavg()
+    with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR")) as tmp:
+        src = os.path.join(tmp, "src")
+        total, largest = make(src, args.layers, args.hidden, args.heads, args.kv_heads,
+                              args.experts, args.expert_ff, args.layers_per_shard)
+        print(f"checkpoint: {total / 1e9:.2f} GB compressed-tensors NVFP4 Qwen3-MoE, "
+              f"{args.layers} layers of {args.experts} experts, largest tensor (stacked "
+              f"experts) {largest / 2**20:.1f} MiB; median of {args.repeat}; "
+              f"{os.cpu_count()} CPUs")
+        rows: dict[str, list[dict]] = {}
+        outs = {m: os.path.join(tmp, m) for m in ("grit", "llama.cpp")}
+        for k in range(args.repeat):                 # interleaved: load drifts alike
+            for mode, dst in outs.items():
+                if k:
+                    shutil.rmtree(dst, ignore_errors=True)
+                rows.setdefault(mode, []).append(run(mode, src, dst, args.llama_cpp))
+        load1 = os.getloadavg()
+        same, n = same_tensors(os.path.join(outs["grit"], "model.gguf"),
+                               os.path.join(outs["llama.cpp"], "model.gguf"))
+        print(f"{'':10} {'wall s':>7} {'GB/s':>6} {'CPU s':>7} {'RSS MiB':>8} "
+              f"{'÷ largest':>9} {'anon MiB':>9} {'÷ largest':>9}")
+        for mode, runs in rows.items():
+            m = _measure.medians(runs)
+            wall, cpu, rss, anon = m["wall"], m["cpu"], m["rss"], m["anon"]
+            print(f"{mode:10} {wall:7.2f} {total / wall / 1e9:6.2f} {cpu:7.2f} "
+                  f"{rss / 2**20:8.0f} {rss / largest:9.2f} {anon / 2**20:9.0f} "
+                  f"{anon / largest:9.2f}")
+        print(f"the two GGUFs' {n} tensors (name, ggml type, shape, bytes): "
+              f"{'identical' if same else 'DIFFER'}")
+        print(f"load average (1 min) before {load0[0]:.2f}, after {load1[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
