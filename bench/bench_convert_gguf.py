@@ -220,27 +220,36 @@ def main() -> None:
               f"{len([n for n in os.listdir(src) if n.endswith('.safetensors')])} shards, "
               f"largest tensor {largest / 2**20:.1f} MiB; median of {args.repeat}; "
               f"{os.cpu_count()} CPUs")
-        rows: dict[str, list[dict]] = {}
-        outs = {m: os.path.join(tmp, m) for m in ("grit", "llama.cpp")}
-        for k in range(args.repeat):                 # interleaved: load drifts alike
-            for mode, dst in outs.items():
-                if k:
-                    shutil.rmtree(dst, ignore_errors=True)
-                rows.setdefault(mode, []).append(run(mode, src, dst, args.llama_cpp))
-        load1 = os.getloadavg()
-        same, n = same_tensors(os.path.join(outs["grit"], "model.gguf"),
-                               os.path.join(outs["llama.cpp"], "model.gguf"))
-        print(f"{'':10} {'wall s':>7} {'GB/s':>6} {'CPU s':>7} {'RSS MiB':>8} "
-              f"{'÷ largest':>9} {'anon MiB':>9} {'÷ largest':>9}")
-        for mode, runs in rows.items():
-            m = _measure.medians(runs)
-            wall, cpu, rss, anon = m["wall"], m["cpu"], m["rss"], m["anon"]
-            print(f"{mode:10} {wall:7.2f} {total / wall / 1e9:6.2f} {cpu:7.2f} "
-                  f"{rss / 2**20:8.0f} {rss / largest:9.2f} {anon / 2**20:9.0f} "
-                  f"{anon / largest:9.2f}")
-        print(f"the two GGUFs' {n} tensors (name, ggml type, shape, bytes): "
-              f"{'identical' if same else 'DIFFER'}")
-        print(f"load average (1 min) before {load0[0]:.2f}, after {load1[0]:.2f}")
+        compare(tmp, src, total, largest, args.repeat, args.llama_cpp, load0)
+
+
+def compare(tmp: str, src: str, total: int, largest: int, repeat: int, llama_cpp: str,
+            load0: tuple) -> None:
+    """Both converters on checkpoint ``src`` (``total`` model bytes, the
+    largest tensor ``largest`` bytes), interleaved, ``repeat`` times each,
+    their outputs in ``tmp``: the table of medians, whether the two GGUFs
+    hold the same tensors, and the load average since ``load0``."""
+    rows: dict[str, list[dict]] = {}
+    outs = {m: os.path.join(tmp, m) for m in ("grit", "llama.cpp")}
+    for k in range(repeat):                      # interleaved: load drifts alike
+        for mode, dst in outs.items():
+            if k:
+                shutil.rmtree(dst, ignore_errors=True)
+            rows.setdefault(mode, []).append(run(mode, src, dst, llama_cpp))
+    load1 = os.getloadavg()
+    same, n = same_tensors(os.path.join(outs["grit"], "model.gguf"),
+                           os.path.join(outs["llama.cpp"], "model.gguf"))
+    print(f"{'':10} {'wall s':>7} {'GB/s':>6} {'CPU s':>7} {'RSS MiB':>8} "
+          f"{'÷ largest':>9} {'anon MiB':>9} {'÷ largest':>9}")
+    for mode, runs in rows.items():
+        m = _measure.medians(runs)
+        wall, cpu, rss, anon = m["wall"], m["cpu"], m["rss"], m["anon"]
+        print(f"{mode:10} {wall:7.2f} {total / wall / 1e9:6.2f} {cpu:7.2f} "
+              f"{rss / 2**20:8.0f} {rss / largest:9.2f} {anon / 2**20:9.0f} "
+              f"{anon / largest:9.2f}")
+    print(f"the two GGUFs' {n} tensors (name, ggml type, shape, bytes): "
+          f"{'identical' if same else 'DIFFER'}")
+    print(f"load average (1 min) before {load0[0]:.2f}, after {load1[0]:.2f}")
 
 
 if __name__ == "__main__":

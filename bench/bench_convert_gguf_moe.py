@@ -20,13 +20,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import tempfile
 
 import numpy as np
 
-import _measure  # bench/: the child's measurements
-from bench_convert_gguf import _QCONFIG, _write_shard, run, same_tensors, tokenizer
+from bench_convert_gguf import _QCONFIG, _write_shard, compare, tokenizer
 
 
 def make(folder: str, layers: int, hidden: int, heads: int, kv: int, experts: int, ff: int,
@@ -108,28 +106,7 @@ def main() -> None:
               f"{args.layers} layers of {args.experts} experts, largest tensor (stacked "
               f"experts) {largest / 2**20:.1f} MiB; median of {args.repeat}; "
               f"{os.cpu_count()} CPUs")
-        rows: dict[str, list[dict]] = {}
-        outs = {m: os.path.join(tmp, m) for m in ("grit", "llama.cpp")}
-        for k in range(args.repeat):                 # interleaved: load drifts alike
-            for mode, dst in outs.items():
-                if k:
-                    shutil.rmtree(dst, ignore_errors=True)
-                rows.setdefault(mode, []).append(run(mode, src, dst, args.llama_cpp))
-        load1 = os.getloadavg()
-        same, n = same_tensors(os.path.join(outs["grit"], "model.gguf"),
-                               os.path.join(outs["llama.cpp"], "model.gguf"))
-        print(f"{'':10} {'wall s':>7} {'GB/s':>6} {'CPU s':>7} {'RSS MiB':>8} "
-              f"{'÷ largest':>9} {'anon MiB':>9} {'÷ largest':>9}")
-        for mode, runs in rows.items():
-            m = _measure.medians(runs)
-            wall, cpu, rss, anon = m["wall"], m["cpu"], m["rss"], m["anon"]
-            print(f"{mode:10} {wall:7.2f} {total / wall / 1e9:6.2f} {cpu:7.2f} "
-                  f"{rss / 2**20:8.0f} {rss / largest:9.2f} {anon / 2**20:9.0f} "
-                  f"{anon / largest:9.2f}")
-        print(f"the two GGUFs' {n} tensors (name, ggml type, shape, bytes): "
-              f"{'identical' if same else 'DIFFER'}")
-        print(f"load average (1 min) before {load0[0]:.2f}, after {load1[0]:.2f}")
-
+        compare(tmp, src, total, largest, args.repeat, args.llama_cpp, load0)
 
 if __name__ == "__main__":
     main()

@@ -59,11 +59,10 @@ from .errors import GritError, GritUsageError
 from .descriptor import F_INTERLEAVED
 from .facts import canonical_words, is_canonical
 from .fingerprint import LANES, digests, digests_compared
-from .ggml import unblocked
+from .ggml import TYPES, unblocked
 from .io import safetensors as _st
 from .io.dtypes import ST_DTYPES
-from .io.gguf import (KV_CONVERT, GGUFValue, Unread, companion_names, nvfp4_scaled_grade,
-                      read_files)
+from .io.gguf import KV_CONVERT, GGUFValue, Unread, companion_names, read_files
 from .io.gguf import read as _read_gguf
 from .io.gguf_file import ValueType, read_gguf
 from .io.gguf_split import (SHARD_NAME, SPLIT_COUNT, SPLIT_NO, Split, choose, remote_folder,
@@ -753,9 +752,13 @@ _EXPERT = re.compile(r"^(model\.layers\.(\d+)\.(?:mlp|block_sparse_moe)\.experts
 class _Experts:
     """The source weights of one stacked expert tensor (llama.cpp's
     ``blk.N.ffn_{gate,up,down}_exps``), expert 0 first: GRIT arrays of one
-    descriptor and shape, or plain tensors of one dtype and shape.  The
-    stacked tensor (:meth:`stacked`) is their planes (or values) one after
-    the other along a new leading axis: nothing re-derived."""
+    grade and shape, or plain tensors of one dtype and shape.  The stacked
+    tensor (:meth:`stacked`) is their planes (or values) one after the
+    other along a new leading axis: nothing re-derived.  NVFP4 experts with
+    a per-tensor scale (``scaled``) stack as ggml's NVFP4 blocks, their
+    level-1 scales the companion ``<base>.scale`` of one value per expert
+    (:meth:`companion`), as llama.cpp's ``_flush_nvfp4_experts`` writes
+    them."""
 
     def __init__(self, names: list[str], parts: list[Any]) -> None:
         self.names, self.parts = names, parts
@@ -763,19 +766,25 @@ class _Experts:
         self.shape = (len(parts), *first.shape)
         self.dtype = None if isinstance(first, GritArray) else np.asarray(first).dtype
         self.ndim = len(self.shape)
+        self.scaled = isinstance(first, GritArray) and first.grade["s1"] is not None and \
+            str(first.grade["k1"]) == "0" and native_kind(first) == "NVFP4"
 
     def descriptor(self):
-        """The stacked GRIT array's descriptor (canonical placement, groups
-        along the last axis): the experts' grade, or for NVFP4 with a
-        per-tensor scale (k1=0) the grade whose level-1 groups are the
-        experts (k1 = an expert's level-0 groups), the scale of each expert
-        the companion ``<base>.scale`` llama.cpp multiplies by, one value
-        per expert."""
-        a = self.parts[0]
-        g = a.grade
-        if g["s1"] is not None and str(g["k1"]) == "0" and native_kind(a) == "NVFP4":
-            g = nvfp4_scaled_grade(a.size // 16)
+        """The stacked GRIT array's descriptor: the experts' grade (for
+        ``scaled`` experts, the NVFP4 blocks' one-level grade), canonical
+        placement, groups along the last axis.  (One level-1 group per
+        expert is not v1's to say for an expert of over 2^16 groups: k1 is
+        a uint16.)"""
+        g = TYPES["NVFP4"].grade if self.scaled else self.parts[0].grade
         return g.descriptor(group_axis=len(self.shape) - 1)
+
+    def companion(self) -> np.ndarray | None:
+        """The ``scaled`` experts' level-1 scales, one F32 per expert (None
+        for other experts)."""
+        if not self.scaled:
+            return None
+        return np.array([np.frombuffer(canonical(a).planes[2], "<f4")[0] for a in self.parts],
+                        np.float32)
 
     def stacked(self, release: Callable[[Any], None] | None = None):
         """The stacked tensor, deferred: a GRIT array whose planes are built
@@ -791,11 +800,12 @@ class _Experts:
                         _give_back(release, x)
                 return out
             return LazyPlain(self.shape, self.dtype, values)
+        keep = 2 if self.scaled else 4             # (the level-1 scales: the companion)
 
         def build() -> tuple:
             outs: list[np.ndarray] = []
             for i, a in enumerate(self.parts):
-                planes = canonical(a).planes
+                planes = canonical(a).planes[:keep]
                 if not outs:
                     outs = [np.empty(len(self.parts) * len(memoryview(p).cast("B")), np.uint8)
                             for p in planes]
@@ -805,30 +815,35 @@ class _Experts:
                         out[i * n:(i + 1) * n] = np.frombuffer(p, np.uint8)
                 if release is not None:
                     _give_back(release, a)
-            return tuple(outs)
+            return (*outs, *(b"",) * (4 - keep))
         return GritArray.deferred(self.descriptor(), self.shape, build)
 
-    def expert(self, b, i: int):
+    def expert(self, b, i: int, companion=None):
         """Expert ``i`` of the stacked tensor ``b`` as read back from the
         GGUF, as its source is: a GRIT array of the source's canonical
         descriptor and shape over the i-th share of each of ``b``'s
-        canonical planes (level-1: the i-th companion value), or the i-th
-        plain tensor; None where ``b`` is not such a stack."""
+        canonical planes (a ``scaled`` expert's level-1 scale the i-th value
+        of ``companion``, the written ``<base>.scale``), or the i-th plain
+        tensor; None where ``b`` is not such a stack."""
         x = self.parts[i]
         if not isinstance(x, GritArray):
             return b[i] if isinstance(b, np.ndarray) and b.shape == self.shape else None
         if not isinstance(b, GritArray) or tuple(b.shape) != self.shape:
             return None
-        c = canonical(b)
         n = len(self.parts)
-        planes = []
-        for p in c.planes:
+        planes: list[Any] = []
+        for p in canonical(b).planes[:2 if self.scaled else 4]:
             u = np.frombuffer(p, np.uint8) if len(memoryview(p).cast("B")) else \
                 np.zeros(0, np.uint8)
             if u.size % n:
                 return None
             k = u.size // n
             planes.append(u[i * k:(i + 1) * k])
+        if self.scaled:
+            c = np.asarray(companion) if isinstance(companion, np.ndarray) else None
+            if c is None or c.dtype != np.float32 or c.size != n:
+                return None
+            planes += [c.reshape(-1)[i:i + 1].astype("<f4").tobytes(), b""]
         d = x.descriptor if is_canonical(x.descriptor) else canonical(x).descriptor
         try:
             return GritArray(d, x.shape, planes)
@@ -1126,6 +1141,9 @@ def _prepared(src: _Local) -> _Prepared:
     for gname, (v, _, how, rows) in plan.items():
         if isinstance(v, _Experts):
             out[gname] = v.stacked(release)
+            comp = v.companion()
+            if comp is not None:
+                out[companion_names(gname)[0]] = comp
         elif how == "ggml":
             out[gname] = v if rows is None else _permuted_later(v, rows, release)
         else:
@@ -1454,7 +1472,8 @@ def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family,
         b = back.get(gname)
         back.pop(gname)         # its planes, once built, go with it: one weight's at a time
         if isinstance(v, _Experts):
-            _prove_experts(v, gname, b, back.ggml_types.get(gname), how, weights, plain, release)
+            _prove_experts(v, gname, b, back.get(companion_names(gname)[0]),
+                           back.ggml_types.get(gname), how, weights, plain, release)
         elif how == "ggml":
             if not isinstance(b, GritArray):
                 raise GritError(f"{gname}: the written GGUF does not read back as a GRIT array")
@@ -1495,14 +1514,15 @@ def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family,
             "weights": weights, "plain": plain}
 
 
-def _prove_experts(ex: "_Experts", gname: str, b, ggml_type, how: str, weights: list,
+def _prove_experts(ex: "_Experts", gname: str, b, comp, ggml_type, how: str, weights: list,
                    plain: list, release: Callable[[Any], None] | None) -> None:
-    """The proof entries of a stacked expert tensor ``b`` as read back: one
-    per source expert (docs/spec-decisions.md), its ``expert`` index in the
-    stack, the source's digest and the digest of its share of the stack
-    (:meth:`_Experts.expert`), compared in one pass, and the verdict."""
+    """The proof entries of a stacked expert tensor ``b`` (and its companion
+    ``comp``) as read back: one per source expert (docs/spec-decisions.md),
+    its ``expert`` index in the stack, the source's digest and the digest
+    of its share of the stack (:meth:`_Experts.expert`), compared in one
+    pass, and the verdict."""
     for i, (name, x) in enumerate(zip(ex.names, ex.parts)):
-        y = ex.expert(b, i)
+        y = ex.expert(b, i, comp)
         if isinstance(x, GritArray):
             if not isinstance(y, GritArray):
                 raise GritError(f"{gname}: the written GGUF does not read back as the stacked "
@@ -1527,14 +1547,15 @@ def _prove_experts(ex: "_Experts", gname: str, b, ggml_type, how: str, weights: 
             _give_back(release, x)
 
 
-def _verify_experts(ex: "_Experts", gname: str, b, how: str, claimed: dict,
+def _verify_experts(ex: "_Experts", gname: str, b, comp, how: str, claimed: dict,
                     problems: list[str], release: Callable[[Any], None] | None) -> int:
-    """:func:`_verify_local` of a stacked expert tensor: each source expert
-    against its share of the written stack (:meth:`_Experts.expert`) and
-    its proof entry (:func:`_check_weight`).  Returns the weights checked."""
+    """:func:`_verify_local` of a stacked expert tensor ``b`` and its
+    companion ``comp``: each source expert against its share of the written
+    stack (:meth:`_Experts.expert`) and its proof entry
+    (:func:`_check_weight`).  Returns the weights checked."""
     checked = 0
     for i, (name, x) in enumerate(zip(ex.names, ex.parts)):
-        y = ex.expert(b, i)
+        y = ex.expert(b, i, comp)
         if isinstance(x, GritArray):
             if name in claimed:
                 checked += 1
@@ -2352,7 +2373,8 @@ def _verify_local(local: _Local, folder: str, doc: dict, problems: list[str]
         b = back.get(gname)
         back.pop(gname, None)   # one weight's built planes at a time
         if isinstance(v, _Experts):
-            checked += _verify_experts(v, gname, b, how, claimed, problems, release)
+            checked += _verify_experts(v, gname, b, back.get(companion_names(gname)[0]), how,
+                                       claimed, problems, release)
         elif how == "ggml":
             if name in claimed:
                 checked += 1
