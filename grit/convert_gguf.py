@@ -327,10 +327,11 @@ def _kv(w, fam: Family, h: dict, ftype: int, name: str) -> np.ndarray | None:
         w.add_rope_freq_base_swa(float(swa["rope_theta"]))
     if h.get("rms_norm_eps") is not None:
         w.add_layer_norm_rms_eps(float(h["rms_norm_eps"]))
-    if _first(h, _EXPERT_COUNT) is not None:       # TextModel.set_gguf_parameters
-        w.add_expert_count(int(_first(h, _EXPERT_COUNT) or 0))
-    if _first(h, _EXPERTS_USED) is not None:
-        w.add_expert_used_count(int(_first(h, _EXPERTS_USED) or 0))
+    n_expert, n_used = _first(h, _EXPERT_COUNT), _first(h, _EXPERTS_USED)
+    if n_expert is not None:                        # TextModel.set_gguf_parameters
+        w.add_expert_count(int(n_expert))
+    if n_used is not None:
+        w.add_expert_used_count(int(n_used))
     if fam.arch == "QWEN3MOE":                      # Qwen2MoeModel.set_gguf_parameters
         if h.get("moe_intermediate_size") is not None:
             w.add_expert_feed_forward_length(int(h["moe_intermediate_size"]))
@@ -783,8 +784,8 @@ class _Experts:
         for other experts)."""
         if not self.scaled:
             return None
-        return np.array([np.frombuffer(canonical(a).planes[2], "<f4")[0] for a in self.parts],
-                        np.float32)
+        return np.array([np.frombuffer(canonical(a).transient_planes()[2], "<f4")[0]
+                         for a in self.parts], np.float32)
 
     def stacked(self, release: Callable[[Any], None] | None = None):
         """The stacked tensor, deferred: a GRIT array whose planes are built
@@ -805,7 +806,7 @@ class _Experts:
         def build() -> tuple:
             outs: list[np.ndarray] = []
             for i, a in enumerate(self.parts):
-                planes = canonical(a).planes[:keep]
+                planes = canonical(a).transient_planes()[:keep]   # (a source keeps none)
                 if not outs:
                     outs = [np.empty(len(self.parts) * len(memoryview(p).cast("B")), np.uint8)
                             for p in planes]
@@ -832,7 +833,7 @@ class _Experts:
             return None
         n = len(self.parts)
         planes: list[Any] = []
-        for p in canonical(b).planes[:2 if self.scaled else 4]:
+        for p in canonical(b).planes[:2 if self.scaled else 4]:     # (b itself: canonical)
             u = np.frombuffer(p, np.uint8) if len(memoryview(p).cast("B")) else \
                 np.zeros(0, np.uint8)
             if u.size % n:
@@ -902,7 +903,6 @@ def _unstackable(names: list[str], parts: list[Any]) -> str | None:
 
     for name, x in zip(names[1:], parts[1:]):
         same = (isinstance(x, GritArray) and isinstance(first, GritArray)
-                and x.grade.decode_projection == first.grade.decode_projection
                 and x.grade.canonical == first.grade.canonical
                 and x.shape == first.shape and x.group_axis == first.group_axis) or \
             (isinstance(x, np.ndarray) and isinstance(first, np.ndarray)
@@ -1521,6 +1521,8 @@ def _prove_experts(ex: "_Experts", gname: str, b, comp, ggml_type, how: str, wei
     its ``expert`` index in the stack, the source's digest and the digest
     of its share of the stack (:meth:`_Experts.expert`), compared in one
     pass, and the verdict."""
+    if isinstance(b, GritArray):            # once: each expert reads a share of it
+        b = canonical(b)
     for i, (name, x) in enumerate(zip(ex.names, ex.parts)):
         y = ex.expert(b, i, comp)
         if isinstance(x, GritArray):
@@ -1554,6 +1556,8 @@ def _verify_experts(ex: "_Experts", gname: str, b, comp, how: str, claimed: dict
     stack (:meth:`_Experts.expert`) and its proof entry
     (:func:`_check_weight`).  Returns the weights checked."""
     checked = 0
+    if isinstance(b, GritArray):            # once: each expert reads a share of it
+        b = canonical(b)
     for i, (name, x) in enumerate(zip(ex.names, ex.parts)):
         y = ex.expert(b, i, comp)
         if isinstance(x, GritArray):

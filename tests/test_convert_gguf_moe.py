@@ -349,3 +349,35 @@ def test_lazy_plain_tensor_is_written_as_the_ndarray(tmp_path):
         save_gguf(tmp_path / "c.gguf", {"t": LazyPlain(x.shape, x.dtype, lambda: x[:1])},
                   arch="llama")
     assert not (tmp_path / "c.gguf").exists()
+
+
+def test_experts_of_over_2_16_groups(tmp_path):
+    """An NVFP4 expert of 1024 x 1024 (65536 groups, more than a uint16 k1
+    counts) stacks as ggml's blocks and a companion of one F32 per expert
+    (GRIT's reader then reads the blocks and the companion apart); each
+    expert's share of what is written, with its companion value, is the
+    source expert's planes, and gguf-py's dequantisation times the
+    companion is its decode within one ulp."""
+    from grit.io.gguf_writer import save_gguf
+    rng = np.random.default_rng(9)
+    parts = [grit.encode(rng.standard_normal((1024, 1024)).astype(np.float32) * (e + 1),
+                         grit.GRADE_NVF4) for e in range(2)]
+    ex = CG._Experts([f"e{e}" for e in range(2)], parts)
+    comp = ex.companion()
+    path = tmp_path / "x.gguf"
+    save_gguf(path, {"blk.0.ffn_up_exps.weight": ex.stacked(),
+                     "blk.0.ffn_up_exps.scale": comp}, arch="qwen3moe", relayout=True)
+    t = {t.name: t for t in gguf.GGUFReader(path).tensors}
+    assert t["blk.0.ffn_up_exps.weight"].tensor_type.name == "NVFP4"
+    assert t["blk.0.ffn_up_exps.scale"].data.tolist() == comp.tolist()
+    got = gguf.quants.dequantize(t["blk.0.ffn_up_exps.weight"].data, gguf.GGMLQuantizationType.NVFP4)
+    back = grit.load(str(path))
+    b = back["blk.0.ffn_up_exps.weight"]
+    for e, a in enumerate(parts):
+        y = ex.expert(b, e, back["blk.0.ffn_up_exps.scale"])
+        assert y.descriptor == a.descriptor
+        assert [bytes(p) for p in y.planes] == [bytes(p) for p in a.planes]
+        ref = np.asarray(grit.decode(a), np.float32)
+        prod, nz = got[e] * comp[e], ref != 0
+        assert _ulps(prod[nz], ref[nz]) <= 1 and (prod[~nz] == 0).all()
+    assert ex.expert(b, 0, comp[:1]) is None          # a companion of another size
