@@ -1514,6 +1514,20 @@ def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family,
             "weights": weights, "plain": plain}
 
 
+def _canonical_once(b):
+    """Stacked tensor ``b`` as read back, in the canonical placement: a
+    ggml block type's by its direct inverse (``grit.ggml.unblocked``:
+    memory of the tensor's planes, where a relayout takes several times
+    that), else ``canonical``; anything but a GRIT array as it is."""
+    if not isinstance(b, GritArray) or is_canonical(b.descriptor):
+        return b
+    one = unblocked(b)
+    if one is None:
+        return canonical(b)
+    return GritArray(b.grade.descriptor(group_axis=b.ndim - 1), b.shape,
+                     (*one, *(b"",) * (4 - len(one))))
+
+
 def _prove_experts(ex: "_Experts", gname: str, b, comp, ggml_type, how: str, weights: list,
                    plain: list, release: Callable[[Any], None] | None) -> None:
     """The proof entries of a stacked expert tensor ``b`` (and its companion
@@ -1521,8 +1535,7 @@ def _prove_experts(ex: "_Experts", gname: str, b, comp, ggml_type, how: str, wei
     its ``expert`` index in the stack, the source's digest and the digest
     of its share of the stack (:meth:`_Experts.expert`), compared in one
     pass, and the verdict."""
-    if isinstance(b, GritArray):            # once: each expert reads a share of it
-        b = canonical(b)
+    b = _canonical_once(b)                  # each expert reads a share of it
     for i, (name, x) in enumerate(zip(ex.names, ex.parts)):
         y = ex.expert(b, i, comp)
         if isinstance(x, GritArray):
@@ -1556,8 +1569,7 @@ def _verify_experts(ex: "_Experts", gname: str, b, comp, how: str, claimed: dict
     stack (:meth:`_Experts.expert`) and its proof entry
     (:func:`_check_weight`).  Returns the weights checked."""
     checked = 0
-    if isinstance(b, GritArray):            # once: each expert reads a share of it
-        b = canonical(b)
+    b = _canonical_once(b)                  # each expert reads a share of it
     for i, (name, x) in enumerate(zip(ex.names, ex.parts)):
         y = ex.expert(b, i, comp)
         if isinstance(x, GritArray):
