@@ -106,11 +106,14 @@ class Family:
     #: a mixture-of-experts model: each MoE block's per-expert projections
     #: stacked into one 3-D tensor each (:func:`_expert_stacks`)
     moe: bool = False
+    #: gpt-oss: the experts stacked already, gate and up interleaved in one
+    #: ``gate_up_proj`` (:class:`_GateUp`)
+    gpt_oss: bool = False
 
 
 #: Hugging Face ``architectures[0]`` -> how llama.cpp writes it
 #: (convert_hf_to_gguf: LlamaModel for Llama, Mistral and Mixtral, Qwen2Model,
-#: Qwen3Model, Qwen3MoeModel, Gemma3Model)
+#: Qwen3Model, Qwen3MoeModel, GptOssModel, Gemma3Model)
 FAMILIES: dict[str, Family] = {f.hf: f for f in (
     Family("LlamaForCausalLM", "LLAMA", permute_qk=True),
     Family("MistralForCausalLM", "LLAMA", permute_qk=True),
@@ -118,6 +121,7 @@ FAMILIES: dict[str, Family] = {f.hf: f for f in (
     Family("Qwen2ForCausalLM", "QWEN2"),
     Family("Qwen3ForCausalLM", "QWEN3"),
     Family("Qwen3MoeForCausalLM", "QWEN3MOE", moe=True),
+    Family("GptOssForCausalLM", "GPT_OSS", moe=True, gpt_oss=True),
     Family("Gemma3ForCausalLM", "GEMMA3", norm_plus_one=True, model_type="gemma3_text",
            defaults=(("max_position_embeddings", 131072), ("num_attention_heads", 8),
                      ("rms_norm_eps", 1e-6), ("head_dim", 256), ("num_key_value_heads", 4),
@@ -332,6 +336,9 @@ def _kv(w, fam: Family, h: dict, ftype: int, name: str) -> np.ndarray | None:
         w.add_expert_count(int(n_expert))
     if n_used is not None:
         w.add_expert_used_count(int(n_used))
+    if fam.arch == "GPT_OSS":                       # GptOssModel.set_gguf_parameters
+        w.add_sliding_window(int(_need(h, "sliding_window", fam)))
+        w.add_expert_feed_forward_length(int(_need(h, "intermediate_size", fam)))
     if fam.arch == "QWEN3MOE":                      # Qwen2MoeModel.set_gguf_parameters
         if h.get("moe_intermediate_size") is not None:
             w.add_expert_feed_forward_length(int(h["moe_intermediate_size"]))
@@ -581,15 +588,15 @@ _PLAIN = ("float32", "float16", "bfloat16")
 
 
 def _plain_how(x: np.ndarray, gname: str, fam: Family) -> str:
-    """How plain tensor ``x`` is written: 1-D tensors, norms and an MoE
-    block's router (``ffn_gate_inp``) as F32 (``f32``: widened exactly),
+    """How plain tensor ``x`` is written: 1-D tensors, biases, norms and an
+    MoE block's router (``ffn_gate_inp``) as F32 (``f32``: widened exactly),
     Gemma 3's norms as f32(w + 1) (``f32+1``), any other tensor in its own
     dtype (``copy``)."""
     if str(x.dtype) not in _PLAIN:
         raise GritUsageError(f"{gname}: a {x.dtype} tensor; llama.cpp's unquantised tensors "
                              "are F32, F16 or BF16, and grit does not round one into them")
     norm = gname.endswith("_norm.weight")
-    if x.ndim <= 1 or norm or gname.endswith(".ffn_gate_inp.weight"):   # (a router: F32)
+    if x.ndim <= 1 or norm or gname.endswith((".ffn_gate_inp.weight", ".bias")):
         return "f32+1" if fam.norm_plus_one and norm else "f32"
     return "copy"
 
@@ -650,10 +657,13 @@ def _plan_gguf(tensors: dict[str, Any], fam: Family, h: dict, nblocks: int,
                 _plan_experts(plan, refused, kinds, tmap, first[name], stacks[first[name]],
                               fam, release)
             continue
+        if fam.gpt_oss and _plan_gate_up(plan, refused, kinds, tmap, name, v, release):
+            continue
         if name.endswith(".rotary_emb.inv_freq") or \
                 name.endswith((".k_scale", ".v_scale", ".input_scale", ".input_global_scale")):
             continue                # llama.cpp's converter drops these as well
-        gname = tmap.get_name(name, try_suffixes=(".weight", ".bias"))
+        gname = tmap.get_name(_gpt_oss_name(name) if fam.gpt_oss else name,
+                              try_suffixes=(".weight", ".bias"))
         if gname is None:
             refused.append(f"{name}: llama.cpp's {fam.arch.lower()} architecture has no "
                            "tensor of this name (gguf-py's tensor-name map)")
@@ -923,6 +933,120 @@ def _unstackable(names: list[str], parts: list[Any]) -> str | None:
     return None
 
 
+# gpt-oss: its checkpoint's experts are stacked already (``mlp.experts.
+# gate_up_proj`` [expert, 2 x ff, hidden] in gpt-oss's own MXFP4 blocks, gate
+# and up rows interleaved), as GptOssModel writes them
+
+
+def _gpt_oss_name(name: str) -> str:
+    """The name gpt-oss's tensor ``name`` has in gguf-py's tensor-name map
+    (GptOssModel's ``filter_tensors`` / ``modify_tensors``): ``sinks`` a
+    ``.weight``, ``down_proj`` (blocks) ``down_proj.weight``,
+    ``down_proj_bias`` ``down_proj.bias``."""
+    if name.endswith(".self_attn.sinks"):
+        return name + ".weight"
+    if name.endswith(".experts.down_proj"):
+        return name + ".weight"
+    if name.endswith(".experts.down_proj_bias"):
+        return name.removesuffix("_bias") + ".bias"
+    return name
+
+
+class _GateUp:
+    """Half ``part`` (0: gate, the even rows of axis 1; 1: up, the odd
+    ones) of gpt-oss's ``gate_up_proj`` (a GRIT array [E, 2F, H], groups
+    along the last axis) or of its ``gate_up_proj_bias`` (plain [E, 2F]),
+    as GptOssModel splits them (``[:, ::2]`` and ``[:, 1::2]``): each
+    plane's rows of bytes moved, nothing re-derived.  ``pair`` is the other
+    half's GGUF name."""
+
+    def __init__(self, src: Any, part: int, pair: str) -> None:
+        self.src, self.part, self.pair = src, part, pair
+        self.shape = (src.shape[0], src.shape[1] // 2, *src.shape[2:])
+        self.dtype = None if isinstance(src, GritArray) else np.asarray(src).dtype
+
+    def written(self, release: Callable[[Any], None] | None = None):
+        """The half as written: plain, now (F32, a bias); a GRIT array,
+        deferred, its planes built where they are read and not kept."""
+        if self.dtype is not None:
+            return np.asarray(self.src[:, self.part::2], np.float32)
+        a, part, rows = self.src, self.part, self.shape[0] * self.shape[1]
+
+        def build() -> tuple:
+            out = []
+            for p in canonical(a).transient_planes():
+                u = _plane_u8(p)
+                out.append(np.ascontiguousarray(u.reshape(rows, 2, -1)[:, part]).reshape(-1)
+                           if u.size else b"")
+            if release is not None:
+                _give_back(release, a)
+            return tuple(out)
+        return GritArray.deferred(a.grade.descriptor(group_axis=a.ndim - 1), self.shape, build)
+
+    @staticmethod
+    def joined(x: GritArray, gate, up) -> GritArray | None:
+        """Source ``x``'s gate_up_proj as the two halves ``gate`` and ``up``
+        read back give it: their rows interleaved again, under ``x``'s
+        canonical descriptor (None where they are not such halves)."""
+        if not all(isinstance(b, GritArray) and tuple(b.shape) ==
+                   (x.shape[0], x.shape[1] // 2, *x.shape[2:]) for b in (gate, up)):
+            return None
+        rows = x.shape[0] * x.shape[1] // 2
+        planes = []
+        for p, q in zip(_canonical_once(gate).planes, _canonical_once(up).planes):
+            u, v = _plane_u8(p), _plane_u8(q)
+            if u.size != v.size or u.size % rows:
+                return None
+            planes.append(np.stack([u.reshape(rows, -1), v.reshape(rows, -1)], axis=1)
+                          .reshape(-1) if u.size else b"")
+        d = x.descriptor if is_canonical(x.descriptor) else canonical(x).descriptor
+        try:
+            return GritArray(d, x.shape, planes)
+        except GritError:
+            return None
+
+
+def _plane_u8(p) -> np.ndarray:
+    return np.frombuffer(p, np.uint8) if len(memoryview(p).cast("B")) else np.zeros(0, np.uint8)
+
+
+def _plan_gate_up(plan: dict, refused: list[str], kinds: dict[str, str], tmap, name: str, v,
+                  release: Callable[[Any], None] | None) -> bool:
+    """Plan gpt-oss's ``gate_up_proj`` (or its bias) ``name`` as llama.cpp's
+    ``ffn_gate_exps`` and ``ffn_up_exps`` (each a :class:`_GateUp`, the
+    gate's entry under the source name: the proof's, which joins both), or
+    add why not to ``refused``; False: ``name`` is neither."""
+    bias = name.endswith(".experts.gate_up_proj_bias")
+    if not (bias or name.endswith(".experts.gate_up_proj")):
+        return False
+    stem = name.removesuffix("_bias").removesuffix(".gate_up_proj") + "."
+    suffix = ".bias" if bias else ".weight"
+    gnames = [tmap.get_name(stem + p + suffix, try_suffixes=(".weight", ".bias"))
+              for p in ("gate_proj", "up_proj")]
+    if None in gnames:
+        refused.append(f"{name}: gguf-py's tensor-name map names no gate/up experts for it")
+        return True
+    if not isinstance(v, (GritArray, np.ndarray)) or len(v.shape) != (2 if bias else 3) or \
+            v.shape[1] % 2:
+        refused.append(f"{name}: {getattr(v, 'reason', None) or list(getattr(v, 'shape', []))}"
+                       " is not gpt-oss's gate_up_proj (gate and up rows interleaved)")
+        return True
+    if not bias:
+        if not isinstance(v, GritArray):
+            refused.append(f"{name}: gpt-oss's unquantised experts ([expert, in, out]) are not "
+                           "written (grit moves the MXFP4 blocks of gpt-oss checkpoints)")
+            return True
+        kind, why = _ggml_check(name, v, release)
+        if why is not None or kind != "MXFP4":
+            refused.append(why or f"{name}: {kind}, not gpt-oss's MXFP4")
+            return True
+        kinds.update({g: "MXFP4" for g in gnames})
+    how = "f32" if bias else "ggml"
+    plan[gnames[0]] = (_GateUp(v, 0, gnames[1]), name, how, None)
+    plan[gnames[1]] = (_GateUp(v, 1, gnames[0]), name + "#up", how, None)
+    return True
+
+
 # ---------------------------------------------------------------------------
 # the source checkpoint: its files, local or remote, read as one
 
@@ -1144,6 +1268,8 @@ def _prepared(src: _Local) -> _Prepared:
             comp = v.companion()
             if comp is not None:
                 out[companion_names(gname)[0]] = comp
+        elif isinstance(v, _GateUp):
+            out[gname] = v.written(release)
         elif how == "ggml":
             out[gname] = v if rows is None else _permuted_later(v, rows, release)
         else:
@@ -1457,7 +1583,8 @@ def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family,
     items = sorted(plan.items(), key=lambda kv: kv[1][1])
     # the source digests, LANES weights at a time (grit.fingerprint.digests: their
     # FNV-1a chains interleaved), each group's when its first weight is proved
-    whole = [(g, e[0]) for g, e in items if e[2] == "ggml" and not isinstance(e[0], _Experts)]
+    whole = [(g, e[0]) for g, e in items
+             if e[2] == "ggml" and not isinstance(e[0], (_Experts, _GateUp))]
     at = {g: i for i, (g, _) in enumerate(whole)}
     ahead: dict[str, str] = {}
 
@@ -1474,6 +1601,8 @@ def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family,
         if isinstance(v, _Experts):
             _prove_experts(v, gname, b, back.get(companion_names(gname)[0]),
                            back.ggml_types.get(gname), how, weights, plain, release)
+        elif isinstance(v, _GateUp):
+            _prove_gate_up(v, gname, b, back, name, weights, plain, release)
         elif how == "ggml":
             if not isinstance(b, GritArray):
                 raise GritError(f"{gname}: the written GGUF does not read back as a GRIT array")
@@ -1560,6 +1689,57 @@ def _prove_experts(ex: "_Experts", gname: str, b, comp, ggml_type, how: str, wei
         del y
         if release is not None:
             _give_back(release, x)
+
+
+def _prove_gate_up(v: "_GateUp", gname: str, b, back, name: str, weights: list, plain: list,
+                   release: Callable[[Any], None] | None) -> None:
+    """The proof of gpt-oss's ``gate_up_proj`` (at its gate half ``gname``;
+    nothing at the up half): one entry, its target the two written halves'
+    rows interleaved again (:meth:`_GateUp.joined`); of its bias, one
+    ``plain`` entry per half, checked against the source's rows."""
+    x = v.src
+    if v.dtype is not None:
+        why = "it is no plain tensor" if not isinstance(b, np.ndarray) else \
+            _plain_entry(np.asarray(x[:, v.part::2]), b, "f32", None)
+        if why is not None:
+            raise GritError(f"{gname}: the written GGUF does not read back as the source's "
+                            f"{name}: {why}")
+        plain.append({"name": name.removesuffix("#up"), "gguf_name": gname, "transform": "f32",
+                      "rows": f"gpt-oss's {('gate', 'up')[v.part]} rows (axis 1, from "
+                              f"{v.part} step 2)"})
+        return
+    if v.part:
+        return
+    y = _GateUp.joined(x, b, back.get(v.pair))
+    if y is None:
+        raise GritError(f"{gname}, {v.pair}: the written GGUF does not read back as the "
+                        f"halves of {name}")
+    dsrc, same = _convert._digest_and_compare(x, y, release)
+    weights.append({"name": name, "gguf_name": gname, "gguf_names": [gname, v.pair],
+                    "ggml_type": "MXFP4", "rows": "gpt-oss's gate and up rows (axis 1) "
+                    "interleaved again", "source": _convert._side(x, dsrc),
+                    "target": _convert._side(y, dsrc if same else None),
+                    "verdict": _convert.quick_verdict(x, y, same),
+                    "exact_by_construction": True, "notes": []})
+
+
+def _verify_gate_up(v: "_GateUp", gname: str, b, back, name: str, claimed: dict,
+                    problems: list[str], release: Callable[[Any], None] | None) -> int:
+    """:func:`_verify_local` of a half of gpt-oss's ``gate_up_proj`` (or of
+    its bias): as :func:`_prove_gate_up` derives it, against the proof.
+    Returns the weights checked."""
+    x = v.src
+    if v.dtype is not None:
+        why = "the GGUF holds no plain tensor under this name" if not isinstance(
+            b, np.ndarray) else _plain_entry(np.asarray(x[:, v.part::2]), b, "f32", None)
+        if why is not None:
+            problems.append(f"{gname} ({name.removesuffix('#up')}): {why}")
+        return 0
+    if v.part or name not in claimed:
+        return 0
+    _check_weight(name, claimed[name], x, x, _GateUp.joined(x, b, back.get(v.pair)), problems,
+                  release)
+    return 1
 
 
 def _verify_experts(ex: "_Experts", gname: str, b, comp, how: str, claimed: dict,
@@ -2391,6 +2571,8 @@ def _verify_local(local: _Local, folder: str, doc: dict, problems: list[str]
         if isinstance(v, _Experts):
             checked += _verify_experts(v, gname, b, back.get(companion_names(gname)[0]), how,
                                        claimed, problems, release)
+        elif isinstance(v, _GateUp):
+            checked += _verify_gate_up(v, gname, b, back, name, claimed, problems, release)
         elif how == "ggml":
             if name in claimed:
                 checked += 1

@@ -39,6 +39,7 @@ FAMILIES = {
     "gemma3": ("Gemma3TextConfig", "Gemma3ForCausalLM", LLAMA3_RE),
     "qwen3moe": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", QWEN2_RE),
     "mixtral": ("MixtralConfig", "MixtralForCausalLM", LLAMA3_RE),
+    "gpt_oss": ("GptOssConfig", "GptOssForCausalLM", LLAMA3_RE),
 }
 
 #: mixture-of-experts family -> (the MoE block's name in the checkpoint, the
@@ -89,9 +90,11 @@ def build(family: str, *, seed: int = 0, layers: int = 2):
     if family == "qwen3moe":
         kw.update(num_experts=N_EXPERTS, num_experts_per_tok=TOP_K,
                   moe_intermediate_size=EXPERT_FF)
-    if family == "mixtral":
+    if family in ("mixtral", "gpt_oss"):
         kw.update(num_local_experts=N_EXPERTS, num_experts_per_tok=TOP_K,
                   intermediate_size=EXPERT_FF)
+    if family == "gpt_oss":
+        kw.update(sliding_window=64)
     cfg = getattr(transformers, cfg_name)(**kw)
     cfg.architectures = [model_name]
     torch.manual_seed(seed)
@@ -188,3 +191,33 @@ def sentencepiece_model(path: str) -> int:
     with open(os.path.join(path, "tokenizer.model"), "wb") as f:
         f.write(m.getvalue())
     return spm.SentencePieceProcessor(model_proto=m.getvalue()).vocab_size()
+
+
+def write_gpt_oss(path: str, *, seed: int = 0) -> str:
+    """The folder ``path`` holding a tiny gpt-oss model in gpt-oss's own MXFP4
+    layout (``quant_method: mxfp4``): each expert weight, transposed to
+    [expert, out, in] as gpt-oss checkpoints store it, encoded to MXFP4
+    (``grit.encode``) and written as ``<w>_blocks`` / ``<w>_scales`` by
+    grit's gpt-oss emitter; every other tensor bfloat16.  Returns ``path``."""
+    import numpy as np
+    import grit
+    from grit.conventions.gpt_oss import CONVENTION as GPT_OSS
+    model, tok = build("gpt_oss", seed=seed)
+    os.makedirs(path, exist_ok=True)
+    model.config.save_pretrained(path)
+    tok.save_pretrained(path)
+    sd = {k: v.contiguous() for k, v in model.state_dict().items()}
+    for k in [k for k in sd if k.endswith(("experts.gate_up_proj", "experts.down_proj"))]:
+        w = sd.pop(k).float().transpose(1, 2).contiguous().numpy()
+        for n, x in GPT_OSS.emit(k, grit.encode(w, grit.GRADE_MXFP4)).tensors.items():
+            sd[n] = torch.from_numpy(np.ascontiguousarray(x))
+    save_file(sd, os.path.join(path, "model.safetensors"), metadata={"format": "pt"})
+    with open(os.path.join(path, "config.json")) as f:
+        cfg = json.load(f)
+    cfg["architectures"] = [FAMILIES["gpt_oss"][1]]
+    cfg["quantization_config"] = {"quant_method": "mxfp4", "modules_to_not_convert": [
+        "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens",
+        "lm_head"]}
+    with open(os.path.join(path, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=2)
+    return path
