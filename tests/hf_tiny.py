@@ -210,7 +210,7 @@ def write_gpt_oss(path: str, *, seed: int = 0) -> str:
     for k in [k for k in sd if k.endswith(("experts.gate_up_proj", "experts.down_proj"))]:
         w = sd.pop(k).float().transpose(1, 2).contiguous().numpy()
         for n, x in GPT_OSS.emit(k, grit.encode(w, grit.GRADE_MXFP4)).tensors.items():
-            sd[n] = torch.from_numpy(np.ascontiguousarray(x))
+            sd[n] = torch.from_numpy(np.array(x))
     save_file(sd, os.path.join(path, "model.safetensors"), metadata={"format": "pt"})
     with open(os.path.join(path, "config.json")) as f:
         cfg = json.load(f)

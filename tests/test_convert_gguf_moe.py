@@ -38,11 +38,13 @@ SOURCES = {"qwen3moe": ("qwen3moe", "nvfp4-pack-quantized", False),
            "mixtral": ("mixtral", "nvfp4-pack-quantized", False),
            "qwen3moe-mxfp4": ("qwen3moe", "mxfp4-pack-quantized", False),
            "qwen3moe-w4a4": ("qwen3moe", "nvfp4-pack-quantized", True),
-           "mixtral-bf16": ("mixtral", None, False)}
+           "mixtral-bf16": ("mixtral", None, False),
+           "gpt-oss": ("gpt_oss", "mxfp4", False)}       # (gpt-oss's own MXFP4 layout)
 #: family -> (gguf architecture, the checkpoint's MoE block, its gate/up/down
 #: names, llama.cpp's pre-tokenizer)
 FAM = {"qwen3moe": ("qwen3moe", "mlp", ("gate_proj", "up_proj", "down_proj"), "qwen2"),
-       "mixtral": ("llama", "block_sparse_moe", ("w1", "w3", "w2"), "llama-bpe")}
+       "mixtral": ("llama", "block_sparse_moe", ("w1", "w3", "w2"), "llama-bpe"),
+       "gpt_oss": ("gpt-oss", "mlp", (), "llama-bpe")}
 N_EXPERTS, LAYERS = 4, 2
 
 
@@ -50,15 +52,17 @@ N_EXPERTS, LAYERS = 4, 2
 def models(tmp_path_factory):
     import hf_tiny
     assert hf_tiny.N_EXPERTS == N_EXPERTS
-    assert all(hf_tiny.MOE[f] == FAM[f][1:3] for f in FAM)
+    assert all(hf_tiny.MOE[f] == FAM[f][1:3] for f in FAM if f in hf_tiny.MOE)
     root = tmp_path_factory.mktemp("moe")
     made: dict[str, str] = {}
 
     def get(name: str) -> str:
         if name not in made:
             fam, fmt, w4a4 = SOURCES[name]
-            made[name] = hf_tiny.write_model(str(root / name), fam, fmt=fmt, w4a4=w4a4,
-                                             seed=list(SOURCES).index(name) + 20)
+            seed = list(SOURCES).index(name) + 20
+            made[name] = hf_tiny.write_gpt_oss(str(root / name), seed=seed) \
+                if fam == "gpt_oss" else \
+                hf_tiny.write_model(str(root / name), fam, fmt=fmt, w4a4=w4a4, seed=seed)
         return made[name]
     return get
 
@@ -168,7 +172,7 @@ def llama_cpp_refs(models, tmp_path_factory):
     unquantised (mixtral-bf16) instead."""
     d = _llama_cpp_dir()
     root = tmp_path_factory.mktemp("moe-llama-cpp")
-    names = ("qwen3moe", "qwen3moe-w4a4", "mixtral-bf16")
+    names = ("qwen3moe", "qwen3moe-w4a4", "mixtral-bf16", "gpt-oss")
     args = [x for n in names for x in (models(n), str(root / f"{n}.gguf"),
                                         FAM[SOURCES[n][0]][3])]
     p = subprocess.run([sys.executable, os.path.join(HERE, "llama_cpp_convert.py"), d, *args],
@@ -177,7 +181,7 @@ def llama_cpp_refs(models, tmp_path_factory):
     return {n: str(root / f"{n}.gguf") for n in names}
 
 
-@pytest.mark.parametrize("name", ("qwen3moe", "qwen3moe-w4a4", "mixtral-bf16"))
+@pytest.mark.parametrize("name", ("qwen3moe", "qwen3moe-w4a4", "mixtral-bf16", "gpt-oss"))
 def test_byte_identical_to_llama_cpp_converter(converted, llama_cpp_refs, name):
     """Every tensor (the stacked experts, their companions and activation
     scales, the F32 router) and every KV entry but the name and size label
@@ -215,15 +219,41 @@ def _rotated(src: str, dst: str, fam: str) -> str:
     return dst
 
 
-@pytest.mark.parametrize("name", ("qwen3moe", "mixtral"))
+def _gguf_py_f32(path: str, out: str, *, roll: bool = False) -> str:
+    """The GGUF ``path`` with every tensor as gguf-py dequantises it, F32,
+    and its KV entries, written by gguf-py (``roll``: each stacked expert
+    tensor's experts moved one place along)."""
+    r = gguf.GGUFReader(path)
+    w = gguf.GGUFWriter(out, r.fields["general.architecture"].contents())
+    for k, f in r.fields.items():
+        if k.startswith("GGUF.") or k == "general.architecture":
+            continue
+        vt = gguf.GGUFValueType(f.types[0])
+        w.add_key_value(k, f.contents(), vt,
+                        gguf.GGUFValueType(f.types[-1]) if vt == gguf.GGUFValueType.ARRAY
+                        else None)
+    for t in r.tensors:
+        x = np.asarray(gguf.quants.dequantize(t.data, t.tensor_type), np.float32)
+        w.add_tensor(t.name, np.roll(x, 1, axis=0) if roll and "_exps." in t.name else x)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return out
+
+
+@pytest.mark.parametrize("name", ("qwen3moe", "mixtral", "gpt-oss"))
 def test_llama_cpp_runs_the_moe_gguf(converted, name, tmp_path):
-    """llama.cpp's logits of the NVFP4 MoE GGUF against those of the same
-    weights as F32 (experts stacked as plain tensors): the same next
-    tokens, within the bound of its activation-quantising NVFP4 matmul;
-    the F32 weights with the experts in another order are visibly
-    otherwise (the order is what llama.cpp's router reads)."""
+    """llama.cpp's logits of the quantised MoE GGUF against those of the
+    same weights as F32 (the source's decode converted by grit, experts
+    stacked as plain tensors; for gpt-oss, whose unquantised layout grit
+    does not write, the GGUF's tensors dequantised by gguf-py): the same
+    next tokens, within the bound of its activation-quantising matmul; the
+    F32 weights with the experts in another order are visibly otherwise
+    (the order is what llama.cpp's router reads)."""
     llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
     src, dst, _ = converted(name)
+    ours = os.path.join(dst, CG.GGUF_FILE)
 
     def logits(path):
         m = llama_cpp.Llama(model_path=path, n_ctx=64, logits_all=True, verbose=False,
@@ -231,14 +261,24 @@ def test_llama_cpp_runs_the_moe_gguf(converted, name, tmp_path):
         toks = [0, 5, 17, 42, 99, 250, 3, 7]
         m.eval(toks)
         return np.array(m.scores[:len(toks)], np.float32)
-    q = logits(os.path.join(dst, CG.GGUF_FILE))
-    f = logits(_f32_twin(src, str(tmp_path / "f32")))
-    bad = logits(_f32_twin(_rotated(src, str(tmp_path / "rot"), SOURCES[name][0]),
-                           str(tmp_path / "bad")))
-    scale = float(np.abs(f).max())
-    assert (q.argmax(-1) == f.argmax(-1)).all()
-    assert float(np.abs(q - f).max()) < 0.1 * scale
+    q = logits(ours)
+    if name == "gpt-oss":
+        f = logits(_gguf_py_f32(ours, str(tmp_path / "f32.gguf")))
+        bad = logits(_gguf_py_f32(ours, str(tmp_path / "bad.gguf"), roll=True))
+    else:
+        f = logits(_f32_twin(src, str(tmp_path / "f32")))
+        bad = logits(_f32_twin(_rotated(src, str(tmp_path / "rot"), SOURCES[name][0]),
+                               str(tmp_path / "bad")))
+    scale, noise = float(np.abs(f).max()), float(np.abs(q - f).max())
+    assert noise < 0.1 * scale
     assert float(np.abs(bad - f).max()) > 0.3 * scale
+    # the same next token wherever the F32 logits' top two are further apart
+    # than twice the position's largest difference (elsewhere the quantised
+    # matmul may swap a near-tie of these random models)
+    top2 = np.sort(f, axis=-1)[:, -2:]
+    clear = top2[:, 1] - top2[:, 0] > 2 * np.abs(q - f).max(axis=-1)
+    assert clear.any()
+    assert (q.argmax(-1) == f.argmax(-1))[clear].all()
 
 
 def _flip(path: str, tensor: str, at: int) -> None:
@@ -388,3 +428,74 @@ def test_experts_of_over_2_16_groups(tmp_path):
         prod, nz = got[e] * comp[e], ref != 0
         assert _ulps(prod[nz], ref[nz]) <= 1 and (prod[~nz] == 0).all()
     assert ex.expert(b, 0, comp[:1]) is None          # a companion of another size
+
+
+
+def test_gpt_oss_read_by_gguf_py(converted):
+    """gpt-oss's stacked experts in its own MXFP4 layout: gate_up_proj's even
+    rows (axis 1) are ffn_gate_exps and its odd ones ffn_up_exps, down_proj
+    ffn_down_exps, each MXFP4 with gguf-py's dequantisation grit.decode of
+    the source's rows bit for bit (but for ggml's +0 for the code of -0);
+    the biases split likewise and F32, the sinks attn_sinks; the proof has
+    one entry for gate_up_proj."""
+    import ml_dtypes
+    src, dst, rep = converted("gpt-oss")
+    assert rep.counts == {"bit-exact": 2 * LAYERS}
+    kv = {k: f.contents() for k, f in
+          gguf.GGUFReader(os.path.join(dst, CG.GGUF_FILE)).fields.items()}
+    assert kv["general.architecture"] == "gpt-oss"
+    assert (kv["gpt-oss.expert_count"], kv["gpt-oss.expert_used_count"],
+            kv["gpt-oss.expert_feed_forward_length"], kv["gpt-oss.attention.sliding_window"]) \
+        == (N_EXPERTS, 2, 64, 64)
+    assert kv["general.file_type"] == int(gguf.LlamaFileType.MOSTLY_MXFP4_MOE)
+    tensors = _tensors(dst)
+    arrays = grit.load(os.path.join(src, "model.safetensors"))
+    raw = _raw_safetensors(os.path.join(src, "model.safetensors"))
+    for layer in range(LAYERS):
+        p = f"model.layers.{layer}."
+        gate_up = np.asarray(grit.decode(arrays[p + "mlp.experts.gate_up_proj"]), np.float32)
+        down = np.asarray(grit.decode(arrays[p + "mlp.experts.down_proj"]), np.float32)
+        bias = np.frombuffer(raw[p + "mlp.experts.gate_up_proj_bias"][2], ml_dtypes.bfloat16
+                             ).astype(np.float32).reshape(N_EXPERTS, -1)
+        for gn, want, b in (("gate", gate_up[:, 0::2], bias[:, 0::2]),
+                            ("up", gate_up[:, 1::2], bias[:, 1::2]), ("down", down, None)):
+            t = tensors[f"blk.{layer}.ffn_{gn}_exps.weight"]
+            assert t.tensor_type.name == "MXFP4"
+            got = gguf.quants.dequantize(t.data, t.tensor_type)
+            nz = want != 0
+            assert got.shape == want.shape
+            assert np.array_equal(got[nz].view(np.uint32), want[nz].view(np.uint32)), t.name
+            assert (got[~nz] == 0).all()
+            if b is not None:
+                tb = tensors[f"blk.{layer}.ffn_{gn}_exps.bias"]
+                assert tb.tensor_type == gguf.GGMLQuantizationType.F32
+                assert np.array_equal(tb.data.view(np.uint32), b.view(np.uint32))
+        sinks = tensors[f"blk.{layer}.attn_sinks.weight"]
+        assert sinks.data.tobytes() == np.frombuffer(raw[p + "self_attn.sinks"][2],
+                                                     ml_dtypes.bfloat16).astype(np.float32
+                                                                                ).tobytes()
+    w = {w["name"]: w for w in rep.proof["weights"]}["model.layers.1.mlp.experts.gate_up_proj"]
+    assert w["gguf_names"] == ["blk.1.ffn_gate_exps.weight", "blk.1.ffn_up_exps.weight"]
+    assert C.verify(src, dst).ok
+
+
+def test_gpt_oss_verify_finds_a_changed_half(converted, tmp_path):
+    """A byte of ffn_up_exps changed: verify names gate_up_proj, whose odd
+    rows it holds; an unquantised gpt-oss ([expert, in, out] experts) is
+    refused."""
+    src, dst, _ = converted("gpt-oss")
+    bad = str(tmp_path / "bad")
+    shutil.copytree(dst, bad)
+    _flip(os.path.join(bad, CG.GGUF_FILE), "blk.0.ffn_up_exps.weight", 777)
+    rep = C.verify(src, bad)
+    assert {p.split(":")[0] for p in rep.problems} == {"model.layers.0.mlp.experts.gate_up_proj"}
+    plain = str(tmp_path / "plain")
+    os.makedirs(plain)
+    t = grit.load(os.path.join(src, "model.safetensors"))
+    grit.save(os.path.join(plain, "model.safetensors"),
+              {k: np.asarray(grit.decode(v), np.float32).swapaxes(1, 2).copy()
+               if isinstance(v, grit.GritArray) else v for k, v in t.items()})
+    for n in ("tokenizer.json", "tokenizer_config.json", "config.json"):
+        shutil.copy(os.path.join(src, n), plain)
+    with pytest.raises(GritUsageError, match="unquantised experts"):
+        C.convert(plain, str(tmp_path / "o"), "gguf")
