@@ -15,7 +15,8 @@ them; Gemma 3's RMS norms are stored as 1 + w (llama.cpp's convention, one
 binary32 addition).  A mixture-of-experts model's per-expert projections
 are stacked into llama.cpp's 3-D ``ffn_*_exps`` tensors (:class:`_Experts`:
 the experts' blocks one after another, an NVFP4 companion of one scale per
-expert).  The architecture's KV entries come from config.json
+expert); gpt-oss's stacked ``gate_up_proj`` is split into its gate and up
+rows (:class:`_GateUp`).  The architecture's KV entries come from config.json
 through gguf-py's GGUFWriter helpers, the tokenizer from tokenizer.model
 (SentencePiece) or tokenizer.json (byte-level BPE) as llama.cpp's converter
 reads them, through gguf-py's vocab classes.  What llama.cpp cannot load — an
