@@ -208,19 +208,29 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--llama-cpp", default=os.environ.get("GRIT_LLAMA_CPP", ""))
     args = ap.parse_args()
-    if not os.path.isfile(os.path.join(args.llama_cpp, "convert_hf_to_gguf.py")):
+
+    def build(src: str) -> tuple[int, int, str]:
+        total, largest = make(src, args.layers, args.hidden, args.intermediate, args.heads,
+                              args.kv_heads, args.layers_per_shard)
+        n = len([n for n in os.listdir(src) if n.endswith(".safetensors")])
+        return total, largest, (f"{total / 1e9:.2f} GB compressed-tensors NVFP4 in {n} shards, "
+                                f"largest tensor {largest / 2**20:.1f} MiB")
+    bench(build, args.repeat, args.llama_cpp)
+
+
+def bench(build, repeat: int, llama_cpp: str) -> None:
+    """The checkpoint ``build(src)`` writes (returning its model bytes, its
+    largest tensor's bytes and a line saying what it is) in a temporary
+    folder, converted by both converters (:func:`compare`)."""
+    if not os.path.isfile(os.path.join(llama_cpp, "convert_hf_to_gguf.py")):
         raise SystemExit("--llama-cpp (or GRIT_LLAMA_CPP) names no llama.cpp tree with "
                          "convert_hf_to_gguf.py")
     load0 = os.getloadavg()
     with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR")) as tmp:
         src = os.path.join(tmp, "src")
-        total, largest = make(src, args.layers, args.hidden, args.intermediate, args.heads,
-                              args.kv_heads, args.layers_per_shard)
-        print(f"checkpoint: {total / 1e9:.2f} GB compressed-tensors NVFP4 in "
-              f"{len([n for n in os.listdir(src) if n.endswith('.safetensors')])} shards, "
-              f"largest tensor {largest / 2**20:.1f} MiB; median of {args.repeat}; "
-              f"{os.cpu_count()} CPUs")
-        compare(tmp, src, total, largest, args.repeat, args.llama_cpp, load0)
+        total, largest, what = build(src)
+        print(f"checkpoint: {what}; median of {repeat}; {os.cpu_count()} CPUs")
+        compare(tmp, src, total, largest, repeat, llama_cpp, load0)
 
 
 def compare(tmp: str, src: str, total: int, largest: int, repeat: int, llama_cpp: str,

@@ -20,11 +20,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import tempfile
 
 import numpy as np
 
-from bench_convert_gguf import _QCONFIG, _write_shard, compare, tokenizer
+from bench_convert_gguf import _QCONFIG, _write_shard, bench, tokenizer
 
 
 def make(folder: str, layers: int, hidden: int, heads: int, kv: int, experts: int, ff: int,
@@ -94,19 +93,15 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--llama-cpp", default=os.environ.get("GRIT_LLAMA_CPP", ""))
     args = ap.parse_args()
-    if not os.path.isfile(os.path.join(args.llama_cpp, "convert_hf_to_gguf.py")):
-        raise SystemExit("--llama-cpp (or GRIT_LLAMA_CPP) names no llama.cpp tree with "
-                         "convert_hf_to_gguf.py")
-    load0 = os.getloadavg()
-    with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR")) as tmp:
-        src = os.path.join(tmp, "src")
+
+    def build(src: str) -> tuple[int, int, str]:
         total, largest = make(src, args.layers, args.hidden, args.heads, args.kv_heads,
                               args.experts, args.expert_ff, args.layers_per_shard)
-        print(f"checkpoint: {total / 1e9:.2f} GB compressed-tensors NVFP4 Qwen3-MoE, "
-              f"{args.layers} layers of {args.experts} experts, largest tensor (stacked "
-              f"experts) {largest / 2**20:.1f} MiB; median of {args.repeat}; "
-              f"{os.cpu_count()} CPUs")
-        compare(tmp, src, total, largest, args.repeat, args.llama_cpp, load0)
+        return total, largest, (f"{total / 1e9:.2f} GB compressed-tensors NVFP4 Qwen3-MoE, "
+                                f"{args.layers} layers of {args.experts} experts, largest "
+                                f"tensor (stacked experts) {largest / 2**20:.1f} MiB")
+    bench(build, args.repeat, args.llama_cpp)
+
 
 if __name__ == "__main__":
     main()
