@@ -1016,8 +1016,13 @@ def _plan_gate_up(plan: dict, refused: list[str], kinds: dict[str, str], tmap, n
     """Plan gpt-oss's ``gate_up_proj`` (or its bias) ``name`` as llama.cpp's
     ``ffn_gate_exps`` and ``ffn_up_exps`` (each a :class:`_GateUp`, the
     gate's entry under the source name: the proof's, which joins both), or
-    add why not to ``refused``; False: ``name`` is neither."""
+    add why not to ``refused`` (also for an unquantised ``down_proj``,
+    which llama.cpp transposes); False: ``name`` is none of these."""
     bias = name.endswith(".experts.gate_up_proj_bias")
+    if name.endswith(".experts.down_proj") and not isinstance(v, GritArray):
+        refused.append(f"{name}: gpt-oss's unquantised experts ([expert, in, out]) are not "
+                       "written (grit moves the MXFP4 blocks of gpt-oss checkpoints)")
+        return True
     if not (bias or name.endswith(".experts.gate_up_proj")):
         return False
     stem = name.removesuffix("_bias").removesuffix(".gate_up_proj") + "."

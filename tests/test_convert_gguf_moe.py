@@ -497,5 +497,7 @@ def test_gpt_oss_verify_finds_a_changed_half(converted, tmp_path):
                if isinstance(v, grit.GritArray) else v for k, v in t.items()})
     for n in ("tokenizer.json", "tokenizer_config.json", "config.json"):
         shutil.copy(os.path.join(src, n), plain)
-    with pytest.raises(GritUsageError, match="unquantised experts"):
+    with pytest.raises(GritUsageError, match="unquantised experts") as e:
         C.convert(plain, str(tmp_path / "o"), "gguf")
+    for w in ("gate_up_proj", "down_proj"):
+        assert f"model.layers.1.mlp.experts.{w}: gpt-oss's unquantised" in str(e.value)
