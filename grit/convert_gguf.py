@@ -168,8 +168,9 @@ _REAL_KEYS = ("rope_theta", "rope_local_base_freq", "rms_norm_eps", "final_logit
 
 def _hparams(cfg: dict, fam: Family) -> dict:
     """The model's hyper-parameters: config.json (its ``text_config`` too)
-    over the family's defaults, each count a positive int below 2^31 and each
-    real a finite number, or a GritUsageError naming the entry."""
+    over the family's defaults, each count a positive int below 2^31 (the
+    expert counts: zero too) and each real a finite number, or a
+    GritUsageError naming the entry."""
     h = dict(fam.defaults)
     text = cfg.get("text_config")
     h.update(text if isinstance(text, dict) else {})
@@ -177,10 +178,11 @@ def _hparams(cfg: dict, fam: Family) -> dict:
     for k in _INT_KEYS:
         v = h.get(k)
         top = MAX_BLOCKS if k == "num_hidden_layers" else 2**31 - 1
+        low = 0 if k in _EXPERT_COUNT + _EXPERTS_USED else 1    # (a dense model's 0 experts)
         if v is not None and (isinstance(v, bool) or not isinstance(v, int) or
-                              not 0 < v <= top):
+                              not low <= v <= top):
             raise GritUsageError(f"--to gguf: config.json's {k} is {v!r}, not a count "
-                                 f"in 1..{top}")
+                                 f"in {low}..{top}")
     for k in _REAL_KEYS:
         v = h.get(k)
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or

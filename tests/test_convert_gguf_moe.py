@@ -355,6 +355,12 @@ def test_refusals(models, tmp_path):
         json.dump(cfg, f)
     with pytest.raises(GritUsageError, match=r"experts \[0, 1, 2, 3\] .* is 8"):
         C.convert(src, str(tmp_path / "o"), "gguf")
+    cfg["num_local_experts"] = "four"
+    with open(os.path.join(src, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    with pytest.raises(GritUsageError, match="num_local_experts is 'four', not a count"):
+        C.convert(src, str(tmp_path / "o"), "gguf")
+    assert not os.path.exists(tmp_path / "o")
 
 
 def test_stacked_experts_are_not_written_back(converted, tmp_path):
