@@ -107,7 +107,9 @@ def _write_shard(path: str, tensors: list[tuple[str, str, list[int]]],
         f.write(struct.pack("<Q", len(hj)) + hj)
         for name, dt, shape in tensors:
             n = int(np.prod(shape))
-            if dt == "U8":                       # packed E2M1 codes
+            if dt == "U8" and name.endswith("_scales"):   # E8M0 exponents near 2^0
+                x = rng.integers(0x70, 0x88, n, dtype=np.uint8)
+            elif dt == "U8":                     # packed E2M1 codes
                 x = rng.integers(0, 256, n, dtype=np.uint8)
             elif dt == "F8_E4M3":                # positive, finite, not 0x7F
                 x = rng.integers(0x30, 0x48, n, dtype=np.uint8)
