@@ -990,21 +990,24 @@ class _GateUp:
     def joined(x: GritArray, gate, up) -> GritArray | None:
         """Source ``x``'s gate_up_proj as the two halves ``gate`` and ``up``
         read back give it: their rows interleaved again, under ``x``'s
-        canonical descriptor (None where they are not such halves)."""
+        canonical descriptor (None where they are not such halves).  Memory:
+        the result and one half in the canonical placement."""
         if not all(isinstance(b, GritArray) and tuple(b.shape) ==
                    (x.shape[0], x.shape[1] // 2, *x.shape[2:]) for b in (gate, up)):
             return None
         rows = x.shape[0] * x.shape[1] // 2
-        planes = []
-        for p, q in zip(_canonical_once(gate).planes, _canonical_once(up).planes):
-            u, v = _plane_u8(p), _plane_u8(q)
-            if u.size != v.size or u.size % rows:
-                return None
-            planes.append(np.stack([u.reshape(rows, -1), v.reshape(rows, -1)], axis=1)
-                          .reshape(-1) if u.size else b"")
+        out: list[np.ndarray] = []
+        for part, half in enumerate((gate, up)):
+            for i, p in enumerate(_canonical_once(half).planes):
+                u = _plane_u8(p)
+                if u.size % rows or (part and out[i].size != 2 * u.size):
+                    return None
+                if not part:
+                    out.append(np.empty(2 * u.size, np.uint8))
+                out[i].reshape(rows, 2, -1)[:, part] = u.reshape(rows, -1)
         d = x.descriptor if is_canonical(x.descriptor) else canonical(x).descriptor
         try:
-            return GritArray(d, x.shape, planes)
+            return GritArray(d, x.shape, [o if o.size else b"" for o in out])
         except GritError:
             return None
 
@@ -1629,7 +1632,7 @@ def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family,
                             "rows": _rows_note(rows),
                             "source": _convert._side(v, dref if dsrc is None else dsrc),
                             "target": _convert._side(b, dref if same else None),
-                            "verdict": _convert.quick_verdict(ref, b, same),
+                            "verdict": _verdict(ref, b, same),
                             "exact_by_construction": True, "notes": []})
             del ref, b
         else:
@@ -1649,6 +1652,17 @@ def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family,
         plain.append({"name": leaf, "gguf_name": gname, "transform": how, "rows": None})
     return {"schema": _convert.PROOF_SCHEMA, "to": TARGET, "arch": fam.arch.lower(),
             "weights": weights, "plain": plain}
+
+
+def _verdict(ref: GritArray, b: GritArray, same: bool) -> dict:
+    """``grit.convert.quick_verdict`` of the source as written ``ref`` and
+    the array read back ``b``, ``b`` moved into the canonical placement by
+    :func:`_canonical_once` where its planes are not ``ref``'s (a ggml
+    block type's direct inverse, where a relayout holds several times the
+    tensor)."""
+    if same:
+        return _convert.quick_verdict(ref, b, same)
+    return _convert.quick_verdict(ref, _canonical_once(b))
 
 
 def _canonical_once(b):
@@ -2547,7 +2561,7 @@ def _check_weight(name: str, w: dict, x, ref, y, problems: list[str],
             if (w.get(side) or {}).get(k) != got[k]:
                 problems.append(f"{name}: {side} {k} is {got[k]}, the proof says "
                                 f"{(w.get(side) or {}).get(k)}")
-    v = _convert.quick_verdict(ref, y, same)
+    v = _verdict(ref, y, same)
     if v != w.get("verdict"):
         problems.append(f"{name}: the decodes give {v}, the proof says {w.get('verdict')}")
 
