@@ -1,10 +1,11 @@
 """grit convert --to gguf of mixture-of-experts models (grit.convert_gguf,
 docs/convert.md "GGUF"): Qwen3-MoE and Mixtral, each MoE block's experts
-stacked into llama.cpp's 3-D ``blk.N.ffn_{gate,up,down}_exps`` tensors.
+stacked into llama.cpp's 3-D ``blk.N.ffn_{gate,up,down}_exps`` tensors, and
+gpt-oss, whose experts are stacked already (its gate_up_proj split).
 
 Sources are tiny transformers models in the per-expert layout of Hugging
-Face checkpoints, quantised by compressed-tensors itself
-(tests/hf_tiny.py).  Targets are checked by gguf-py's GGUFReader and
+Face checkpoints, quantised by compressed-tensors itself, and a gpt-oss in
+its own MXFP4 layout (tests/hf_tiny.py).  Targets are checked by gguf-py's GGUFReader and
 ``gguf.quants.dequantize``; where GRIT_LLAMA_CPP names a llama.cpp tree, by
 its convert_hf_to_gguf.py (byte for byte); where llama-cpp-python is
 installed, by llama.cpp running the GGUF.
