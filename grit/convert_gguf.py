@@ -784,12 +784,13 @@ def _needs(src: "_Local") -> dict[str, frozenset[tuple[int, str]]]:
     entries its name prefixes (a GRIT file's planes)."""
     got, _ = _recognised(src.paths, src.headers)
     where = {n: i for i, h in enumerate(src.headers) for n in h.entries}
-    out = {n: frozenset({(where[n], n)}) if n in where else
-           frozenset((i, e) for e, i in where.items() if e.startswith(n + "."))
-           for n in got}
-    for r in (getattr(got, "recognised", None) or {}).values():
-        if r.kind in ("inferred", "converted"):
-            out[r.name] = frozenset((where[t], t) for t in r.tensors if t in where)
+    out = {r.name: frozenset((where[t], t) for t in r.tensors if t in where)
+           for r in (getattr(got, "recognised", None) or {}).values()
+           if r.kind in ("inferred", "converted")}
+    for n in got:
+        if n not in out:
+            out[n] = frozenset({(where[n], n)}) if n in where else \
+                frozenset((i, e) for e, i in where.items() if e.startswith(n + "."))
     return {n: d for n, d in out.items() if d}
 
 
@@ -1140,13 +1141,16 @@ def _streamed(local: _Local, p: _Prepared, path: str, release: Callable[[Any], N
         for k in d & large.keys():
             last[k] = max(last[k], group[g])
     punch = _can_punch(local.folder)
-    sizes = [h.size for h in local.headers]
-    need = os.path.getsize(path) + (max(sizes) if punch else sum(sizes))
+    # the spool's large tensors on disk at once: while file k is read, its own and
+    # those of earlier files a later weight still reads (or, without holes, all)
+    held = [sum(sp[1] for x, sp in large.items()
+                if x[0] == k or (x[0] < k and (last[x] >= k or not punch))) for k in range(n)]
+    need = os.path.getsize(path) + max(held)
     free = shutil.disk_usage(local.folder).free
     if free < need:
         raise GritUsageError(f"{os.path.dirname(local.folder)}: {free} bytes free; converting "
-                             f"the remote checkpoint needs {need} (the GGUF and "
-                             f"{'its largest model file' if punch else 'its model files'})")
+                             f"the remote checkpoint needs {need} (the GGUF and at most "
+                             f"{max(held)} bytes of model files at once)")
     extra = [g for g in p.out if g not in p.plan]        # rope_freqs, activation scales
     parts: list[dict] = []
     for k in range(n):

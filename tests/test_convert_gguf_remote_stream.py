@@ -242,29 +242,36 @@ def test_a_server_failing_within_a_shard_is_a_remote_error_leaving_nothing(
 
 
 def test_too_little_disk_is_refused_before_a_weight_is_read(three, tmp_path, monkeypatch):
-    """Free disk below the GGUF and the largest shard: a usage error naming
-    both numbers, after the check (headers, small tensors, the files beside)
-    and before any large tensor's byte is sent; nothing is left."""
+    """Free disk below what the GGUF and the spool need at once: a usage
+    error, after the check (headers, small tensors, the files beside) and
+    before any large tensor's byte is sent; nothing is left.  Free disk of
+    the GGUF and the largest shard is enough (with holes punched)."""
     d, files, local = three
     sent = _sent_ranges(monkeypatch)
-    need = os.path.getsize(local / CG.GGUF_FILE) + max(os.path.getsize(d / f) for f in files)
+    gguf = os.path.getsize(local / CG.GGUF_FILE)
+    free = [gguf]
     real = shutil.disk_usage
 
     def usage(path):
-        return real(path)._replace(free=need - 1)
+        return real(path)._replace(free=free[0])
     monkeypatch.setattr(CG.shutil, "disk_usage", usage)
     s = Server()
     try:
         for n in os.listdir(d):
             s.files[f"/ckpt/{n}"] = (d / n).read_bytes()
-        with pytest.raises(GritUsageError, match=f"{need - 1} bytes free.*needs {need}"
-                           if CG._can_punch(str(tmp_path)) else "bytes free"):
-            C.convert(s.url("/ckpt/model.safetensors.index.json"), str(tmp_path / "out"), "gguf")
+        url = s.url("/ckpt/model.safetensors.index.json")
+        with pytest.raises(GritUsageError, match=rf"{gguf} bytes free; converting the remote "
+                           r"checkpoint needs \d+ \(the GGUF and at most \d+ bytes of model"):
+            C.convert(url, str(tmp_path / "out"), "gguf")
         for fn, spans in _large_spans(d, files).items():
             c = _sent_coverage(sent, s.files[f"/ckpt/{fn}"])
             for a, b in spans:
                 assert c[a:b].max() == 0, (fn, a, b)
+        assert not os.path.exists(tmp_path / "out")
+        assert not [n for n in os.listdir(tmp_path) if n.startswith(".grit")]
+        if CG._can_punch(str(tmp_path)):
+            free[0] = gguf + max(os.path.getsize(d / f) for f in files)
+            C.convert(url, str(tmp_path / "out"), "gguf")
+            _same_output(tmp_path / "out", local)
     finally:
         s.close()
-    assert not os.path.exists(tmp_path / "out")
-    assert not [n for n in os.listdir(tmp_path) if n.startswith(".grit")]
