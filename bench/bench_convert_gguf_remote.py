@@ -99,19 +99,14 @@ def run(src: str, parent: str) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--layers", type=int, default=16)
-    ap.add_argument("--hidden", type=int, default=4096)
-    ap.add_argument("--intermediate", type=int, default=14336)
-    ap.add_argument("--heads", type=int, default=32)
-    ap.add_argument("--kv-heads", type=int, default=8)
+    ap.add_argument("--layers", type=int, default=16, help="of a Llama 3 8B's sizes")
     ap.add_argument("--layers-per-shard", type=int, default=4)
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
     load0 = os.getloadavg()
     with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR")) as tmp:
         src = os.path.join(tmp, "src")
-        total, largest = make(src, args.layers, args.hidden, args.intermediate, args.heads,
-                              args.kv_heads, args.layers_per_shard)
+        total, largest = make(src, args.layers, 4096, 14336, 32, 8, args.layers_per_shard)
         shards = [os.path.getsize(os.path.join(src, n)) for n in os.listdir(src)
                   if n.endswith(".safetensors")]
         server = subprocess.Popen([sys.executable, "-c", _SERVER, src,

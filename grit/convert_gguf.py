@@ -909,7 +909,11 @@ def _fill(src: _Local, i: int) -> None:
     bounded ranged reads: ``grit.convert.spool_into``); its header and small
     tensors must be the image's."""
     path, f = src.paths[i], src.remote[i]
-    _convert.spool_into(path, Location.of(f).open(f), over=True)
+    got = Location.of(f).open(f)
+    if got.size != src.headers[i].size:
+        raise GritError(f"{f}: {got.size} bytes now, {src.headers[i].size} when its header "
+                        "was read")
+    _convert.spool_into(path, got, over=True)
     h = hashlib.sha256()
     with open(path, "rb") as got:
         h.update(got.read(src.headers[i].start))
