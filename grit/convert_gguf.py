@@ -1165,9 +1165,11 @@ def _streamed(local: _Local, p: _Prepared, path: str, release: Callable[[Any], N
                             "headers and small tensors planned")
         mine = [g for g in q.plan if group[g] == k]
         write = {g: q.out[g] for g in q.out if g in mine or (k == 0 and g in extra)}
-        save_gguf(path, write, q.meta, relayout=True, notes=q.notes, release=release, at=at)
-        parts.append(_gguf_proof(q.tensors, {g: q.plan[g] for g in mine},
-                                 q.inputs if k == 0 else {}, path, q.fam, release))
+        if write or not parts:
+            save_gguf(path, write, q.meta, relayout=True, notes=q.notes, release=release,
+                      at=at)
+            parts.append(_gguf_proof(q.tensors, {g: q.plan[g] for g in mine},
+                                     q.inputs if k == 0 else {}, path, q.fam, release))
         del q, write
         if punch:
             _drop(local, [x for x, j in last.items() if j == k], large)
