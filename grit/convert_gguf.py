@@ -1135,7 +1135,10 @@ def _streamed(local: _Local, p: _Prepared, path: str, release: Callable[[Any], N
     n = len(local.remote)
     needs = _needs(local)
     every = frozenset((i, e) for i, h in enumerate(local.headers) for e in h.entries)
-    deps = {g: needs.get(e[1], every) for g, e in p.plan.items()}
+    # a tensor written from one source tensor reads that tensor's files; any other
+    # (built from several, or not named by the source) is taken to read every file
+    deps = {g: needs.get(e[1], every) if e[0] is p.tensors.get(e[1]) else every
+            for g, e in p.plan.items()}
     group = {g: max((i for i, _ in d), default=0) for g, d in deps.items()}
     # each large file tensor: the last model file whose group reads it
     large = {(i, e): h.span(e) for i, h in enumerate(local.headers) for e in h.entries

@@ -275,3 +275,35 @@ def test_too_little_disk_is_refused_before_a_weight_is_read(three, tmp_path, mon
             _same_output(tmp_path / "out", local)
     finally:
         s.close()
+
+
+def test_a_tensor_built_from_several_source_tensors_waits_for_every_shard(
+        three, tmp_path, monkeypatch, punches):
+    """A planned tensor that is not one of the source's own (here a copy of
+    model.norm.weight, as a tensor built from several would be) may read any
+    shard: it is written once the last is read, and no large tensor is given
+    back before — the output is still the local conversion's."""
+    d, files, local = three
+    real = CG._prepared
+
+    def prepared(src):
+        p = real(src)
+        g = next(g for g, e in p.plan.items() if e[1] == "model.norm.weight")
+        v, name, how, rows = p.plan[g]
+        p.plan[g] = (v.copy(), name, how, rows)
+        return p
+    monkeypatch.setattr(CG, "_prepared", prepared)
+    seen = _watch(monkeypatch, tmp_path, files)
+    s = Server()
+    try:
+        for n in os.listdir(d):
+            s.files[f"/ckpt/{n}"] = (d / n).read_bytes()
+        C.convert(s.url("/ckpt/model.safetensors.index.json"), str(tmp_path / "out"), "gguf")
+    finally:
+        s.close()
+    _same_output(tmp_path / "out", local)
+    large = [sum(e["data_offsets"][1] - e["data_offsets"][0] for e in _header(d / fn).values()
+                 if e["data_offsets"][1] - e["data_offsets"][0] > SMALL) for fn in files]
+    held = [h for k, h in seen if k == len(files) - 1]
+    assert held and all(h[j] >= large[j] for h in held
+                        for j in range(len(files) - 1))     # every earlier shard kept
