@@ -13,9 +13,11 @@ Rows:
   ext dig+cmp×K grit.fingerprint.digests_compared of the same K arrays, each
                 compared with a copy in the same loop (grit convert's proof),
                 K = 1 to 4
-  … wide / mul  where the machine has AVX-512 VNNI, the two rows above with
-                the chain-and-sums loop (fnv_wide.c) and with the interleaved
-                128-bit multiplies (fnv_multi.c)
+  … avx512 / avx2 / mul
+                where the machine has a chain-and-sums loop (fnv_wide.c:
+                AVX-512 VNNI, AVX2), the two rows above with each loop it
+                has and with the interleaved 128-bit multiplies
+                (fnv_multi.c)
   plain C       the §6.1 loop (unsigned __int128, h *= prime), built here with
                 `cc -O2 -ffp-contract=off -shared -fPIC` and called via ctypes
   memcpy        np.copyto of the same buffer (an upper bound for any pass)
@@ -143,9 +145,10 @@ def main(argv=None) -> int:
         record("ext fnv1a128", sec)
         ext = fp._native
         was = ext.fnv_wide() if hasattr(ext, "fnv_wide") else False
-        # the chain-and-sums loop (AVX-512 VNNI, where the machine has it), then the
+        # each chain-and-sums loop the machine has (AVX-512 VNNI, AVX2), then the
         # interleaved 128-bit multiplies ("mul" rows)
-        for tag, wide in ((" wide", True), (" mul", False)) if was else (("", False),):
+        loops = [(f" {loop}", loop) for loop in getattr(ext, "FNV_WIDE_LOOPS", ())]
+        for tag, wide in [*loops, (" mul", False)] if was else [("", False)]:
             if was:
                 ext.fnv_wide(wide)
             for k in range(2, fp.LANES + 1):
@@ -170,7 +173,7 @@ def main(argv=None) -> int:
                     return 1
                 record(f"ext dig+cmp×{k}{tag}", sec)
         if was:
-            ext.fnv_wide(True)
+            ext.fnv_wide(was)
     else:
         record("ext digest", reason=fp_reason)
         record("ext fnv1a128", reason=fp_reason)

@@ -15,3 +15,9 @@ FNV128_IMPL: str
 NOGIL_BYTES: int
 FNV_MULTI_IMPL: str
 FNV_MULTI_LANES: int
+#: the chain-and-sums loops this machine has the instructions of, and those
+#: that passed their self-check at import ("avx512", "avx2"), fastest first
+FNV_WIDE_CPU: tuple[str, ...]
+FNV_WIDE_LOOPS: tuple[str, ...]
+
+def fnv_wide(on: bool | str | None = ..., /) -> str | bool: ...

@@ -368,7 +368,9 @@ def scan_cmd(paths, deep: bool, fmt: str | None, as_json: bool, exit_policy: str
     order), a manifest (a JSON list of paths, or one path per line), an
     http(s) URL of a safetensors or GGUF file (read by Range requests: the
     header alone at level 1), or a Hub repository hf://ORG/REPO[@REVISION][/PATH]
-    (pip install 'grit-tensor[hub]'; read at one commit).  Input files are opened
+    (pip install 'grit-tensor[hub]'; read at one commit).  A shard of a split
+    GGUF model (NAME-00001-of-0000N.gguf) brings its sibling shards: the model
+    is scanned as one checkpoint (S160-S165).  Input files are opened
     read-only and never modified.
 
     \b
@@ -893,8 +895,9 @@ def info_cmd(paths, as_json: bool, no_cache: bool) -> None:
 
     PATH is what grit scan takes: a .safetensors or .gguf file, a folder (its
     shards, with their index), a *.safetensors.index.json, an http(s) URL or
-    hf://ORG/REPO[@REVISION][/PATH].  Headers alone are read (and the few
-    small tensors a convention is recognised by).
+    hf://ORG/REPO[@REVISION][/PATH]; a shard of a split GGUF model (or its
+    folder) is the model, every shard listed.  Headers alone are read (and
+    the few small tensors a convention is recognised by).
 
     \b
     Per tensor: parameters, shape, the name the ecosystem knows its format by

@@ -44,7 +44,7 @@ import sys
 import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Container, Iterator, Mapping
 
 import numpy as np
 
@@ -56,15 +56,15 @@ from ._files import loads_json
 from .errors import GritError, GritUsageError
 from .descriptor import F_INTERLEAVED
 from .facts import canonical_words, is_canonical
-from .fingerprint import LANES, digests
+from .fingerprint import LANES, digests, digests_compared
 from .ggml import unblocked
 from .io import safetensors as _st
 from .io.dtypes import ST_DTYPES
 from .io.gguf import KV_CONVERT, GGUFValue, Unread, companion_names, read_files
 from .io.gguf import read as _read_gguf
 from .io.gguf_file import ValueType, read_gguf
-from .io.gguf_split import (SHARD_NAME, SPLIT_COUNT, SPLIT_NO, Split, shard_counts, shard_name,
-                            shards, write_outline)
+from .io.gguf_split import (SHARD_NAME, SPLIT_COUNT, SPLIT_NO, Split, choose, remote_folder,
+                            shard_counts, shard_name, shards, write_outline)
 from .io.gguf_writer import gguf_py as _gguf
 from .io.gguf_writer import native_kind, save_gguf
 from .io.hub import HubPath, is_hub, is_remote
@@ -1362,18 +1362,16 @@ def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family,
     built from the file's blocks and compared with the source's, then let
     go, the pages of the written file given back, and those of the source
     (``release``, :func:`_releaser`): memory stays at the weight being
-    proved.  The source digests of weights whose blocks are moved as they
-    are run a few weights at a time beforehand (their pages given back as
-    they go); a weight whose rows move is digested and compared in one pass
+    proved.  The source digests run a few weights at a time beforehand
+    (their pages given back as they go); a weight whose rows move is then
+    moved, and its target digested and compared in one pass
     (``grit.convert._digest_and_compare``)."""
     back, out_src, written = _read_back(path)
     weights, plain = [], []
     items = sorted(plan.items(), key=lambda kv: kv[1][1])
-    # the source digests of the blocks moved as they are, LANES weights at a time
-    # (grit.fingerprint.digests: their FNV-1a chains interleaved), each group's
-    # when its first weight is proved; a weight whose rows move is digested with
-    # the comparison below
-    whole = [(g, e[0]) for g, e in items if e[2] == "ggml" and e[3] is None]
+    # the source digests, LANES weights at a time (grit.fingerprint.digests: their
+    # FNV-1a chains interleaved), each group's when its first weight is proved
+    whole = [(g, e[0]) for g, e in items if e[2] == "ggml"]
     at = {g: i for i, (g, _) in enumerate(whole)}
     ahead: dict[str, str] = {}
 
@@ -1396,7 +1394,7 @@ def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family,
                 ref, dsrc = v, None
                 dref, same = source_digest(gname), _convert._same_planes(v.planes, b.planes)
             else:                               # the source's digest, then its rows moved
-                dsrc = _convert._planes_digest(v)
+                dsrc = source_digest(gname)
                 ref = _permuted(v, rows)
                 dref, same = _convert._digest_and_compare(ref, b, release, out_src.release
                                                           if out_src is not None else None)
@@ -1433,11 +1431,12 @@ def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family,
 
 def is_gguf_source(src: str) -> bool:
     """Whether ``src`` is a GGUF source: a local ``.gguf`` file (a model of
-    one file, or any shard of a split one), a local folder holding
-    ``.gguf`` files and no ``.safetensors`` file (the shards of one model),
-    or an ``https://`` URL or ``hf://`` file whose name ends in ``.gguf``."""
+    one file, or any shard of a split one), a local or ``hf://`` folder
+    holding ``.gguf`` files and no ``.safetensors`` file (the shards of one
+    model: ``grit.io.gguf_split.remote_folder``), or an ``https://`` URL or
+    ``hf://`` file whose name ends in ``.gguf``."""
     if is_remote(src):
-        return src.split("?")[0].lower().endswith(".gguf")
+        return src.split("?")[0].lower().endswith(".gguf") or remote_folder(src) is not None
     if os.path.isdir(src):
         try:
             names = os.listdir(src)
@@ -1456,10 +1455,13 @@ def _local_gguf(src: str, work_parent: str) -> Iterator[str]:
     without room for it and an output of its size), removed after.  A
     remote shard of a split model (``split.count`` over 1) brings its
     sibling shards, read the same way under their own names, after a check
-    that there is room for them all."""
+    that there is room for them all; an ``hf://`` folder of them, the file
+    it stands for (``grit.io.gguf_split.choose``) and so every shard."""
     if not is_remote(src):
         yield src
         return
+    if (folder := remote_folder(src)) is not None:
+        src = Location.of(folder[0]).sibling(choose(src, folder[1]))
     os.makedirs(work_parent, exist_ok=True)
     spool = tempfile.mkdtemp(prefix=".grit-gguf-spool-", dir=work_parent)
     try:
@@ -1982,36 +1984,91 @@ def _write_from_gguf(g: _FromGGUF, to: str, plan: _GGUFPlan, out: str) -> dict:
 
 def _prove_from_gguf(g: _FromGGUF, to: str, out: str) -> list[dict]:
     """The proof entry of each weight, derived by reading the written file
-    back through the target convention's recogniser: per weight, one pass
-    digests the source's planes as the output holds them and compares the
-    output's with them (``grit.convert._digest_and_compare``), the verdict
-    derived (``grit.convert.quick_verdict``), the pages of both files given
-    back; the source's blocks as stored, where the output holds them
-    otherwise, digested beforehand a few weights at a time
+    back through the target convention's recogniser: the source's planes as
+    the output holds them digested and the output's compared with them
+    (:func:`_compared`), the verdict derived (``grit.convert.quick_verdict``);
+    the source's blocks as stored, where the output holds them otherwise,
+    digested beforehand a few weights at a time
     (:meth:`_FromGGUF.stored_digests`)."""
     stored = {} if to == _GRIT.name else g.stored_digests()
     back, back_source = _convert._load_local(out)
-    release_b = getattr(back_source, "release", None)
-    weights = []
-    for name, gname, a in g.tensors():
-        if not isinstance(a, GritArray):
-            g.done(gname)
-            continue
-        b = _convert._built(back.pop(name, None))
+    weights: list[dict] = []
+    for name, a, ref, b, dref, same in _compared(g, back, back_source):
         if not isinstance(b, GritArray):
             raise GritError(f"{name}: the written file does not read back as a GRIT array")
-        # the source as the output holds it, digested and compared with the output's
-        # planes in one pass; the source as stored digested apart where it is not that
-        ref = _as_held(a, b)
-        dref, same = _convert._digest_and_compare(ref, b, g.release, release_b)
         weights.append({"name": name, "file": "model.safetensors",
                         "source": _convert._side(a, dref if ref is a else stored.get(name)),
                         "target": _convert._side(b, dref if same else None),
                         "verdict": _convert.quick_verdict(ref, b, same)})
-        _convert._release(back_source, (b,))
-        del a, b, ref
-        g.done(gname)
     return weights
+
+
+def _compared(g: _FromGGUF, back, back_source, want: Container[str] | None = None,
+              seen: set[str] | None = None
+              ) -> Iterator[tuple[str, GritArray, GritArray, Any, str, bool]]:
+    """(name, source, the source as the output holds it, the output's array
+    or what ``back`` holds under the name, the digest of the third, whether
+    the output's planes are its bytes) of each source weight (those in
+    ``want``, by default all; ``seen`` gets every source weight's name) in
+    file order: up to LANES weights digested
+    and compared at once (``grit.fingerprint.digests_compared``: their FNV-1a
+    chains interleaved), as many as the planes built for them fit in
+    :func:`_group_budget` (the group handled before the next weight's are
+    built); the pages of both files given back as they go, and each GGUF
+    tensor's once it is handled."""
+    release_b = getattr(back_source, "release", None)
+    budget = _group_budget(g)
+    group: list[tuple[str, str, GritArray, GritArray, Any]] = []
+
+    def handled() -> Iterator[tuple[str, GritArray, GritArray, Any, str, bool]]:
+        pairs = [(ref, b) for _, _, _, ref, b in group if isinstance(b, GritArray)]
+        got = iter(digests_compared([r.planes for r, _ in pairs], [b.planes for _, b in pairs],
+                                    step=_convert._RELEASE_STEP // LANES, done=g.release,
+                                    done_other=release_b))
+        for name, gname, a, ref, b in group:
+            if isinstance(b, GritArray):
+                d, same = next(got)
+                yield name, a, ref, b, d.hex(), same
+                _convert._release(back_source, (b,))
+            else:
+                yield name, a, ref, b, "", False
+            g.done(gname)
+        group.clear()
+
+    for name, gname, a in g.tensors():
+        if seen is not None and isinstance(a, GritArray):
+            seen.add(name)
+        if not isinstance(a, GritArray) or (want is not None and name not in want):
+            g.done(gname)
+            continue
+        b = _convert._built(back.pop(name, None))
+        # the group handled first when this weight's planes, built, would not fit beside it
+        if group and (len(group) == LANES or _held(a, b) + sum(
+                _held(x, y) for _, _, x, _, y in group) > budget):
+            yield from handled()
+        # the source as the output holds it (built where it is not the source itself:
+        # the source's pages are then given back at once)
+        ref = _as_held(a, b)
+        if ref is not a:
+            g.done(gname)
+        group.append((name, gname, a, ref, b))
+        del a, b, ref
+    yield from handled()
+
+
+def _held(a: GritArray, b) -> int:
+    """About the bytes of the planes :func:`_as_held` builds for ``a`` beside
+    ``b``: none where it is ``a`` itself (views of its file), else the size
+    of ``a``'s planes."""
+    same = isinstance(b, GritArray) and b.descriptor.placements == a.descriptor.placements
+    return 0 if same else int(sum(a.plane_bytes))
+
+
+def _group_budget(g: _FromGGUF) -> int:
+    """The most bytes of built planes the proof holds at once: the largest
+    tensor's, as proving that tensor alone holds (so memory stays within
+    twice the largest tensor and a constant)."""
+    return max((span[2] for span in g.spans.values()), default=0)
 
 
 def from_gguf(src: str, dst: str, to: str, *, overwrite: bool = False,
@@ -2078,27 +2135,17 @@ def verify(src: str, dst: str, proof: str | None = None) -> _convert.VerifyRepor
 def _verify_from_gguf(src: str, folder: str, doc: Mapping, problems: list[str]
                       ) -> _convert.VerifyReport:
     """The disagreements of a conversion from the GGUF source ``src`` with
-    its proof: one pass over the source, one weight at a time, each digested
-    and compared with the output's (:func:`_check_weight`), the pages of
-    both files given back."""
+    its proof: one pass over the source, each weight the proof names
+    digested and compared with the output's a few at a time
+    (:func:`_compared`), its claims checked (:func:`_check_weight`), the
+    pages of both files given back."""
     g = _FromGGUF(src)
     b, b_source = _convert._load_local(os.path.join(folder, "model.safetensors"))
-    release_b = getattr(b_source, "release", None)
     claimed = {w.get("name"): w for w in doc["weights"] if isinstance(w, dict)}
     srcw: set[str] = set()
     found: dict[str, list[str]] = {}
-    for name, gname, v in g.tensors():
-        if isinstance(v, GritArray):
-            srcw.add(name)
-            if name in claimed:
-                y = _convert._built(b.pop(name, None))
-                _check_weight(name, claimed[name], v, _as_held(v, y), y,
-                              found.setdefault(name, []), g.release, release_b)
-                if isinstance(y, GritArray):
-                    _convert._release(b_source, (y,))
-                del y
-        del v
-        g.done(gname)
+    for name, x, ref, y, dref, same in _compared(g, b, b_source, claimed, srcw):
+        _check_weight(name, claimed[name], x, ref, y, found.setdefault(name, []), dref, same)
     _compare_sets(srcw, claimed, problems)
     for name in sorted(found):
         problems.extend(found[name])
@@ -2113,21 +2160,26 @@ def _compare_sets(srcw: set, claimed: dict, problems: list[str]) -> None:
 
 
 def _check_weight(name: str, w: dict, x, ref, y, problems: list[str],
+                  dref: str | None = None, same: bool | None = None,
                   release: Callable[[Any], None] | None = None,
                   release_out: Callable[[Any], None] | None = None) -> None:
     """The disagreements of one weight with its proof entry ``w``: ``x`` the
-    source, ``ref`` the source as the output should hold it (``x`` or its
-    rows moved), ``y`` the output.  ``ref`` is digested and compared with
-    ``y`` in one pass (``grit.convert._digest_and_compare``), the pages of
-    ``x``'s file handed to ``release`` and of ``y``'s to ``release_out`` as
-    it goes; ``y`` is digested apart where it is not ``ref``'s bytes, and
-    the verdict re-derived (``grit.convert.quick_verdict``)."""
+    source, ``ref`` the source as the output should hold it (``x``, its
+    rows moved, or its canonical form), ``y`` the output.  ``dref`` and
+    ``same``: ``ref``'s digest and whether ``y``'s planes are its bytes,
+    where the caller has them; else ``ref`` is digested and compared with
+    ``y`` here in one pass (``grit.convert._digest_and_compare``), the pages
+    of ``x``'s file handed to ``release`` and of ``y``'s to ``release_out``
+    as it goes.  ``x`` is digested apart where it is not ``ref``, ``y``
+    where it is not ``ref``'s bytes, and the verdict re-derived
+    (``grit.convert.quick_verdict``)."""
     if not isinstance(y, GritArray):
         problems.append(f"{name}: the output holds no GRIT array under this name")
         return
     dx = None if ref is x else _convert._planes_digest(x)
-    dref, same = _convert._digest_and_compare(ref, y, release if ref is x else None,
-                                              release_out)
+    if dref is None or same is None:
+        dref, same = _convert._digest_and_compare(ref, y, release if ref is x else None,
+                                                  release_out)
     for side, got in (("source", _convert._side(x, dref if dx is None else dx)),
                       ("target", _convert._side(y, dref if same else None))):
         for k in ("gid", "grade", "digest", "shape"):
@@ -2167,8 +2219,8 @@ def _verify_local(local: _Local, folder: str, doc: dict, problems: list[str]
             if name in claimed:
                 checked += 1
                 ref = v if rows is None else _permuted(v, rows)
-                _check_weight(name, claimed[name], v, ref, b, problems, release,
-                              getattr(out_src, "release", None))
+                _check_weight(name, claimed[name], v, ref, b, problems, release=release,
+                              release_out=getattr(out_src, "release", None))
         elif not isinstance(b, np.ndarray):
             problems.append(f"{gname}: the GGUF holds no plain tensor under this name")
         else:

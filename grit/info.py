@@ -26,7 +26,7 @@ import os
 import sys
 import types
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from .array import GritArray
 from .descriptor import Descriptor
@@ -36,14 +36,16 @@ from .errors import GritError
 from ._files import GritFileError
 from .grade import Grade, grade_scope, lookup_grade
 from .io import remote as _remote
-from .io.gguf import GGUFContents, Inexpressible
+from .io.gguf import GGUFContents, Inexpressible, read_files
+from .io.gguf_file import GGUFFile
+from .io.gguf_split import SPLIT_COUNT, facts, series, series_faults
 from .io.http import default_cache
 from .io.recognise import recognise_file
 from .io.safetensors import CheckFailed, SafetensorsFile
 from .placement.expr import layout_scope
 from .scan.collect import Input, ScannedFile, expand, open_input, read_index
 
-__all__ = ["info", "Info", "TensorRow", "FileRow", "IndexRow", "Totals", "TypeRow",
+__all__ = ["info", "Info", "TensorRow", "FileRow", "IndexRow", "SplitRow", "Totals", "TypeRow",
            "InfoInputError", "SCHEMA", "render", "size_text", "EXIT_OK", "EXIT_UNREADABLE"]
 
 #: the ``schema`` of :meth:`Info.to_dict` (docs/info.md, "JSON")
@@ -143,6 +145,22 @@ class IndexRow:
 
 
 @dataclass(frozen=True)
+class SplitRow:
+    """A GGUF model in gguf-split's shards (grit.io.gguf_split): its first
+    shard, ``split.count`` (``shards``), the shard files read (``files``,
+    in order) and ``split.tensors.count``."""
+
+    path: str
+    shards: int
+    files: tuple[str, ...]
+    tensors: int
+
+    def to_dict(self) -> dict:
+        return {"path": self.path, "shards": self.shards, "files": list(self.files),
+                "tensors": self.tensors}
+
+
+@dataclass(frozen=True)
 class TypeRow:
     """The rows of one (ecosystem name, grade) together."""
 
@@ -189,8 +207,10 @@ class Info:
     """What :func:`info` found: ``files`` (each model file), ``indexes``
     (the shard indexes among the inputs), ``tensors`` (the rows, file by
     file in file order), ``totals``, ``by_type`` (the rows grouped by
-    ecosystem name and grade) and ``problems`` (what the readers found
-    wrong in files they could still read: one line each)."""
+    ecosystem name and grade), ``problems`` (what the readers found
+    wrong in files they could still read: one line each) and ``splits``
+    (the GGUF models in gguf-split's shards: one row each, its shards'
+    files among ``files``)."""
 
     inputs: tuple[str, ...]
     files: tuple[FileRow, ...]
@@ -199,6 +219,8 @@ class Info:
     totals: Totals
     by_type: tuple[TypeRow, ...]
     problems: tuple[str, ...] = ()
+    #: the GGUF models in gguf-split's shards among the files
+    splits: tuple[SplitRow, ...] = ()
 
     def to_dict(self) -> dict:
         """The documented JSON shape (docs/info.md, "JSON"), ``schema``
@@ -208,7 +230,8 @@ class Info:
                 "indexes": [i.to_dict() for i in self.indexes],
                 "tensors": [t.to_dict() for t in self.tensors],
                 "by_type": [t.to_dict() for t in self.by_type],
-                "totals": self.totals.to_dict(), "problems": list(self.problems)}
+                "totals": self.totals.to_dict(), "problems": list(self.problems),
+                "splits": [s.to_dict() for s in self.splits]}
 
 
 # ---------------------------------------------------------------------------
@@ -250,30 +273,41 @@ def _known_as(desc: Descriptor | None) -> str:
 
 def _gguf_rows(inp: Input) -> list[TensorRow]:
     got: GGUFContents = inp.gguf  # type: ignore[assignment]
-    path = inp.file.path
+    return _ggml_rows(got, [(inp.file.path, got.file)])
+
+
+def _ggml_rows(got: GGUFContents, files: Sequence[tuple[str, GGUFFile]]) -> list[TensorRow]:
+    """The rows of GGUF contents read from ``files`` (one file, or the
+    shards of a split model read as one), each tensor's row naming the
+    file that holds it."""
     rows = []
-    for t in got.file.tensors:
-        v = got.tensors.get(t.name)
-        shape: tuple[int, ...] = tuple(t.shape)
-        ecosystem, conv, kind, reason = t.ggml_type or f"type {t.type_id}", "ggml", "plain", None
-        desc = None
-        if isinstance(v, GritArray):
-            desc, shape = v.descriptor, tuple(v.shape)
-            if t.name in got.annotated:
-                kind, conv, ecosystem = "grit", "grit", _known_as(desc)
-            else:            # the blocks are the planes, or their bits are moved
-                kind = "inferred" if t.ggml_type in ZERO_COPY else "converted"
-        elif isinstance(v, Inexpressible):
-            kind, reason = "inexpressible", v.reason
-        elif isinstance(v, CheckFailed):
-            kind, conv, reason = "unreadable", "grit", str(v.error).splitlines()[0]
-            shape = tuple(v.shape)
-        elif v is None:
-            kind, reason = "unreadable", "its bytes cannot be read as its ggml type"
-        grade, canonical, gid = _grade_of(desc)
-        rows.append(TensorRow(t.name, path, kind, conv, ecosystem, grade, canonical, gid,
-                              shape, _numel(shape), t.nbytes, (t.name,), reason))
+    for path, f in files:
+        for t in f.tensors:
+            rows.append(_ggml_row(got, path, t))
     return rows
+
+
+def _ggml_row(got: GGUFContents, path: str, t) -> TensorRow:
+    v = got.tensors.get(t.name)
+    shape: tuple[int, ...] = tuple(t.shape)
+    ecosystem, conv, kind, reason = t.ggml_type or f"type {t.type_id}", "ggml", "plain", None
+    desc = None
+    if isinstance(v, GritArray):
+        desc, shape = v.descriptor, tuple(v.shape)
+        if t.name in got.annotated:
+            kind, conv, ecosystem = "grit", "grit", _known_as(desc)
+        else:            # the blocks are the planes, or their bits are moved
+            kind = "inferred" if t.ggml_type in ZERO_COPY else "converted"
+    elif isinstance(v, Inexpressible):
+        kind, reason = "inexpressible", v.reason
+    elif isinstance(v, CheckFailed):
+        kind, conv, reason = "unreadable", "grit", str(v.error).splitlines()[0]
+        shape = tuple(v.shape)
+    elif v is None:
+        kind, reason = "unreadable", "its bytes cannot be read as its ggml type"
+    grade, canonical, gid = _grade_of(desc)
+    return TensorRow(t.name, path, kind, conv, ecosystem, grade, canonical, gid,
+                     shape, _numel(shape), t.nbytes, (t.name,), reason)
 
 
 def _span_bytes(f: SafetensorsFile, name: str | None) -> int:
@@ -339,20 +373,65 @@ ROWS: dict[str, Callable[[Input], list[TensorRow]]] = {
 # the inputs
 
 
-def _file(path: str, cache: bool) -> tuple[FileRow, list[TensorRow], list[str]]:
-    """One model file read (inside its own grade and layout scope, as grit
-    scan reads it: the grades one file carries name no other file's)."""
-    with grade_scope(), layout_scope():
-        inp = open_input(path, cache)
-        if not inp.file.parsed or inp.container is None:
-            raise InfoInputError(path, inp.file.error or "not a model file grit reads")
-        rows = ROWS[inp.container.name](inp)
-    contents: Any = inp.contents
-    problems = [f"{path}: {p.tensor + ': ' if p.tensor else ''}{p.message}"
-                for p in contents.problems]
+def _opened(path: str, cache: bool) -> Input:
+    inp = open_input(path, cache)
+    if not inp.file.parsed or inp.container is None:
+        raise InfoInputError(path, inp.file.error or "not a model file grit reads")
+    return inp
+
+
+def _file_row(inp: Input, rows: Sequence[TensorRow]) -> FileRow:
     src = inp.source
     size = src.size if src is not None else 0
-    return FileRow(path, inp.file.format or "?", size, len(rows)), rows, problems
+    return FileRow(inp.file.path, inp.file.format or "?", size,
+                   sum(r.file == inp.file.path for r in rows))
+
+
+def _problem_lines(path: str, problems) -> list[str]:
+    return [f"{path}: {p.tensor + ': ' if p.tensor else ''}{p.message}" for p in problems]
+
+
+def _model(paths: Sequence[str], cache: bool
+           ) -> tuple[list[FileRow], list[TensorRow], list[str], SplitRow | None]:
+    """The files of one model read — one file, or the GGUF files of one
+    split series (grit.io.gguf_split.series) — inside one grade and layout
+    scope, as grit scan reads them (the grades one model carries name no
+    other's).  A split model's shards are read as one file (its KV entries
+    and grit.* annotations the first shard's, an NVFP4 tensor paired with
+    its companion in any shard), after the checks grit convert makes
+    (grit.io.gguf_split.series_faults): a shard missing is an
+    InfoInputError, since totals without it would mislead; any other fault
+    a problem line."""
+    with grade_scope(), layout_scope():
+        inps = [_opened(p, cache) for p in paths]
+        gg = [i for i in inps if i.gguf is not None]
+        if not gg or not any(SPLIT_COUNT in i.gguf.file.fields for i in gg):  # type: ignore
+            out_rows: list[TensorRow] = []
+            files, problems = [], []
+            for inp in inps:
+                rows = ROWS[inp.container.name](inp)  # type: ignore[union-attr]
+                out_rows += rows
+                files.append(_file_row(inp, rows))
+                problems += _problem_lines(inp.file.path, inp.contents.problems)
+            return files, out_rows, problems, None
+        walked = [(i.file.path, i.gguf.file) for i in gg]  # type: ignore[union-attr]
+        faults = list(series_faults([(p, facts(f)) for p, f in walked]))
+        for fault in faults:
+            if fault.kind == "missing":
+                raise InfoInputError(fault.path, fault.text)
+        got = read_files([f for _, f in walked])
+        rows = _ggml_rows(got, walked)
+        holder = {t: p for p, f in walked for t in f.names}
+        problems = [f"{fault.path}: {fault.text}" for fault in faults]
+        for pr in got.problems:
+            problems += _problem_lines(holder.get(pr.tensor or "", walked[0][0]), [pr])
+        files = [_file_row(i, rows) for i in gg]
+        first = gg[0].gguf.file  # type: ignore[union-attr]
+        count, total = first.value(SPLIT_COUNT), first.value("split.tensors.count")
+        split = SplitRow(walked[0][0], count if isinstance(count, int) else len(gg),
+                         tuple(p for p, _ in walked),
+                         total if isinstance(total, int) else len(rows))
+        return files, rows, problems, split
 
 
 def _index(path: str) -> IndexRow:
@@ -408,15 +487,17 @@ def info(paths: "str | os.PathLike | Iterable[str | os.PathLike]", *,
         if not model_files:
             why = findings[0].message if findings else "no model file"
             raise InfoInputError(given[0], why)
-        files, rows, problems = [], [], []
-        for p in model_files:
-            fr, rs, ps = _file(p, cache)
-            files.append(fr)
+        files, rows, problems, splits = [], [], [], []
+        for group in series(model_files):
+            fr, rs, ps, sp = _model(group, cache)
+            files.extend(fr)
             rows.extend(rs)
             problems.extend(ps)
+            if sp is not None:
+                splits.append(sp)
         indexes = tuple(_index(p) for p in index_paths)
     return Info(tuple(given), tuple(files), indexes, tuple(rows), _totals(rows),
-                _by_type(rows), tuple(problems))
+                _by_type(rows), tuple(problems), tuple(splits))
 
 
 # ---------------------------------------------------------------------------
@@ -465,6 +546,9 @@ def render(got: Info, printable: Callable[[str], str] = str) -> str:
                        f"{P(r.convention or '-'):<{wc}}  {r.bytes:>13,}  "
                        f"{r.grade or '-':<{wg}}  {P(r.name)}"
                        + (f"  ({P(r.reason)})" if r.reason else ""))
+    for sp in got.splits:
+        out.append(f"* {P(sp.path)}: split GGUF model, {sp.shards} shards "
+                   f"({len(sp.files)} read), {sp.tensors} tensor(s) in all")
     for ix in got.indexes:
         out.append(f"* {P(ix.path)}: " + (f"unreadable index: {P(ix.error)}" if ix.error else
                    f"shard index, {ix.tensors} tensor(s)"

@@ -54,6 +54,9 @@ def test_an_https_file_converts_as_the_same_local_file(tmp_path, monkeypatch):
     assert cfg["quantization_config"]["format"] == "mxfp4-pack-quantized"
     local = convert(str(d), str(tmp_path / "ct-local"), "compressed-tensors")
     assert local.proof["weights"] == rep.proof["weights"]
+    # the same file: the data section placed alike (from the image)
+    assert (tmp_path / "ct" / "model.safetensors").read_bytes() == \
+        (tmp_path / "ct-local" / "model.safetensors").read_bytes()
     assert verify(str(d), str(tmp_path / "ct")).ok
 
 
@@ -150,6 +153,8 @@ def test_a_sharded_hf_repository_is_read_once_and_its_files_beside_are_copied(
             assert (tmp_path / "ct" / n).read_bytes() == data, n
     local = convert(str(d), str(tmp_path / "ct-local"), "compressed-tensors")
     assert local.proof["weights"] == rep.proof["weights"]
+    for n in names:     # the same files: the data section placed alike (from the image)
+        assert (tmp_path / "ct" / n).read_bytes() == (tmp_path / "ct-local" / n).read_bytes()
     assert verify(str(d), str(tmp_path / "ct")).ok
 
 

@@ -395,8 +395,57 @@ def test_planes_copied_file_to_file_are_the_bytes_save_writes(tmp_path, monkeypa
     assert (calls == [64 * 4096]) if copy != "absent" else not calls   # the 256 KiB codes
     em = conventions.emit("compressed-tensors", dict(grit.load(str(src))))
     grit.save(str(tmp_path / "saved.safetensors"), em.tensors)
-    assert (tmp_path / "saved.safetensors").read_bytes() == \
-        (tmp_path / "ct" / "m.safetensors").read_bytes()
+    saved, out = _parts(tmp_path / "saved.safetensors"), _parts(tmp_path / "ct" / "m.safetensors")
+    # the same header (but for the spaces that place the data section) and data
+    assert out[0].rstrip(b" ") == saved[0].rstrip(b" ") and out[1] == saved[1]
+
+
+def _parts(path) -> tuple[bytes, bytes]:
+    """(header, data section) of a safetensors file."""
+    raw = path.read_bytes()
+    n = int.from_bytes(raw[:8], "little")
+    return raw[8:8 + n], raw[8 + n:]
+
+
+def _starts(path) -> dict[str, int]:
+    """Each entry's offset in the safetensors file ``path``, from its header."""
+    head = _parts(path)[0]
+    return {k: 8 + len(head) + e["data_offsets"][0]
+            for k, e in json.loads(head).items() if k != "__metadata__"}
+
+
+def test_copied_tensors_keep_their_place_in_the_page(tmp_path):
+    """The output's header is padded so that the tensors copied from the
+    source lie at the same offset within a 4096-byte page as in the source
+    (a copy that keeps it runs faster); the official safetensors reader
+    reads the file as the emitted tensors, and the padding is spaces."""
+    from safetensors.numpy import load_file
+
+    from grit import conventions
+    rng = np.random.default_rng(12)
+    src = tmp_path / "m.safetensors"
+    # a small plain tensor first, so that the data section starts unaligned
+    grit.save(str(src), {"x.weight": grit.GritArray(
+        grit.GRADE_MXFP4.descriptor(group_axis=1), (64, 8192),
+        [rng.integers(0, 256, 64 * 4096, dtype=np.uint8),
+         rng.integers(120, 130, 64 * 256, dtype=np.uint8), b"", b""]),
+        "b": rng.standard_normal(3).astype(np.float32)})
+    convert(str(src), str(tmp_path / "ct"), "compressed-tensors")
+    a, b = _starts(src), _starts(tmp_path / "ct" / "m.safetensors")
+    assert b["x.weight_packed"] % 4096 == a["x.weight.grit.data"] % 4096
+    # without the padding the codes would not keep their place (the check is not vacuous)
+    em = conventions.emit("compressed-tensors", dict(grit.load(str(src))))
+    grit.save(str(tmp_path / "saved.safetensors"), em.tensors)
+    assert _starts(tmp_path / "saved.safetensors")["x.weight_packed"] % 4096 != \
+        a["x.weight.grit.data"] % 4096
+    head = _parts(tmp_path / "ct" / "m.safetensors")[0]
+    assert len(head) % 8 == 0 and head == head.rstrip(b" ") + b" " * (len(head) - len(
+        head.rstrip(b" ")))
+    got = load_file(str(tmp_path / "ct" / "m.safetensors"))
+    want = load_file(str(tmp_path / "saved.safetensors"))
+    assert sorted(got) == sorted(want)
+    for k in want:
+        assert got[k].dtype == want[k].dtype and np.array_equal(got[k], want[k]), k
 
 
 def test_the_proof_pass_hashes_compares_and_gives_back_every_byte(monkeypatch):
@@ -588,3 +637,44 @@ def test_the_pages_a_converted_weight_is_built_from_are_given_back(tmp_path, mon
     given.clear()
     assert verify(os.path.dirname(path), str(tmp_path / "g")).ok
     assert covered() == set(spans)
+
+
+@pytest.mark.parametrize("lanes", (None, 1))
+def test_verify_groups_weights_and_finds_a_change_in_its_weight_alone(tmp_path, monkeypatch,
+                                                                      lanes):
+    """grit verify digests and compares the weights of a file a few at once
+    (their chains interleaved) or, with one lane, one at a time: a clean
+    output holds either way, and a byte changed in one weight of a group is
+    a problem of that weight alone."""
+    import grit.convert as gc
+    seen: list[int] = []
+    real = gc._digests_compared
+
+    def counting(a, b, **kw):
+        seen.append(len(a))
+        return real(a, b, **kw)
+    monkeypatch.setattr(gc, "_digests_compared", counting)
+    if lanes is not None:
+        monkeypatch.setattr(gc, "LANES", lanes)
+    rng = np.random.default_rng(13)
+    desc = grit.GRADE_MXFP4.descriptor(group_axis=1)
+    src = tmp_path / "m.safetensors"
+    grit.save(str(src), {f"l{i}.weight": grit.GritArray(
+        desc, (32, 4096), [rng.integers(0, 256, 32 * 2048, dtype=np.uint8),
+                           rng.integers(120, 130, 32 * 128, dtype=np.uint8), b"", b""])
+        for i in range(5)})
+    out = tmp_path / "ct"
+    convert(str(src), str(out), "compressed-tensors")
+    seen.clear()
+    assert verify(str(src), str(out)).ok
+    assert seen == ([4, 1] if lanes is None else [1] * 5)
+    victim = "l2.weight"
+    starts = _starts(out / "m.safetensors")
+    at = starts["l2.weight_packed"] + 1000
+    raw = bytearray((out / "m.safetensors").read_bytes())
+    raw[at] ^= 0x40
+    (out / "m.safetensors").write_bytes(bytes(raw))
+    rep = verify(str(src), str(out))
+    assert not rep.ok and rep.checked == 5
+    assert rep.problems and all(p.startswith(victim + ":") for p in rep.problems), rep.problems
+    assert any("target digest" in p for p in rep.problems)

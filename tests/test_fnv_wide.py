@@ -1,8 +1,10 @@
-"""The chain-and-sums FNV-1a-128 loop (grit/_native/core/fnv_wide.c, used by
+"""The chain-and-sums FNV-1a-128 loops (grit/_native/core/fnv_wide.c, used by
 fnv1a128_many and fnv1a128_many_cmp for long segments where the machine has
-AVX-512 VNNI) against an FNV-1a-128 written here from §6.1's constants, and
-against the interleaved multiplies of fnv_multi.c (the general path) on the
-same messages.  Skipped, saying why, where the machine lacks the loop."""
+AVX-512 VNNI, or AVX2) against an FNV-1a-128 written here from §6.1's
+constants, and against the interleaved multiplies of fnv_multi.c (the
+general path) on the same messages: every test runs each loop the machine
+has.  Skipped, saying why, where the machine lacks a loop; a loop the
+machine has that failed its self-check at import fails."""
 from __future__ import annotations
 
 import numpy as np
@@ -25,28 +27,32 @@ def ref_fnv128(data: bytes, h: int = OFFSET) -> int:
     return h
 
 
-@pytest.fixture(scope="module")
-def ext():
+@pytest.fixture(scope="module", params=("avx512", "avx2"))
+def ext(request):
+    """grit._ext with the loop ``request.param`` switched on."""
     if not fp.NATIVE:
         pytest.skip("the native extension is not built")
     from grit import _ext
+    loop = request.param
+    if loop not in _ext.FNV_WIDE_CPU:
+        pytest.skip(f"this machine (or this build) has no {loop} loop: another loop, or the "
+                    "interleaved multiplies, run instead")
+    assert loop in _ext.FNV_WIDE_LOOPS, f"the {loop} loop failed its self-check at import"
     was = _ext.fnv_wide()
-    if not _ext.FNV_WIDE_CPU:
-        pytest.skip("this machine (or this build) has no AVX-512 VNNI: the interleaved "
-                    "loop runs instead")
-    assert _ext.fnv_wide(True), "the chain-and-sums loop failed its self-check at import"
+    _ext.fnv_wide(loop)
     yield _ext
     _ext.fnv_wide(was)
 
 
 def _both(ext, states, streams, lanes, others=None):
-    """(the values with the chain-and-sums loop, with the general one)"""
+    """(the values with the chain-and-sums loop switched on, with the general one)"""
+    loop = ext.fnv_wide()
     got = []
-    for on in (True, False):
+    for on in (loop, False):
         ext.fnv_wide(on)
         got.append(ext.fnv1a128_many(states, streams, lanes) if others is None
                    else ext.fnv1a128_many_cmp(states, streams, others, lanes))
-    ext.fnv_wide(True)
+    ext.fnv_wide(loop)
     return got
 
 
@@ -113,3 +119,25 @@ def test_long_messages_equal_the_general_path(ext):
     on, off = _both(ext, [OFFSET] * 5, [[m] for m in msgs], 4)
     assert on == off
     assert on == [fp.fnv1a128(m) for m in msgs]         # the one-stream loop (fnv.c)
+
+
+def test_the_switch_names_the_loops():
+    """fnv_wide() names the loop in use; True picks the fastest that passed
+    (the first of FNV_WIDE_LOOPS), False none, a name that loop; a loop the
+    machine lacks is a ValueError."""
+    if not fp.NATIVE:
+        pytest.skip("the native extension is not built")
+    from grit import _ext
+    was = _ext.fnv_wide()
+    try:
+        assert set(_ext.FNV_WIDE_LOOPS) <= set(_ext.FNV_WIDE_CPU) <= {"avx512", "avx2"}
+        assert _ext.fnv_wide(True) == (_ext.FNV_WIDE_LOOPS[0] if _ext.FNV_WIDE_LOOPS
+                                       else False)
+        assert _ext.fnv_wide(False) is False and _ext.fnv_wide() is False
+        for loop in _ext.FNV_WIDE_LOOPS:
+            assert _ext.fnv_wide(loop) == loop == _ext.fnv_wide()
+        for bad in ({"avx512", "avx2"} - set(_ext.FNV_WIDE_LOOPS)) | {"sse9"}:
+            with pytest.raises(ValueError, match="no loop"):
+                _ext.fnv_wide(bad)
+    finally:
+        _ext.fnv_wide(was)

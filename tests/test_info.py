@@ -273,7 +273,7 @@ def test_cli_json_is_the_record_and_exit_codes(gguf_path, tmp_path):
     assert doc == json.loads(json.dumps(info(gguf_path).to_dict()))
     assert doc["schema"] == SCHEMA
     assert set(doc) == {"schema", "inputs", "files", "indexes", "tensors", "by_type", "totals",
-                        "problems"}
+                        "problems", "splits"}
     assert set(doc["tensors"][0]) == {"name", "file", "kind", "convention", "ecosystem",
                                       "known_as", "grade", "canonical", "grade_id", "shape",
                                       "parameters", "bytes", "tensors", "reason"}

@@ -388,3 +388,31 @@ def test_saved_file_has_the_mode_open_would_give(tmp_path):
     mask = os.umask(0)
     os.umask(mask)
     assert stat.S_IMODE(os.stat(p).st_mode) == 0o666 & ~mask
+
+
+def test_layout_places_the_data_section_where_asked():
+    """``layout(data_at=r)`` pads the header with spaces so that the data
+    section starts at r modulo DATA_PERIOD, every entry still aligned; a
+    file filled at the layout's offsets is read by the official reader as
+    the tensors, and a residue that is not a multiple of 8 is refused."""
+    from safetensors.numpy import load as st_load
+
+    from grit.io.safetensors import DATA_PERIOD, layout
+    x = {"a": np.arange(5, dtype=np.float32), "b": np.arange(7, dtype=np.int16)}
+    plain, _ = layout(x)
+    for r in (0, 8, 1000, 2232, DATA_PERIOD - 8, len(plain.head) % DATA_PERIOD):
+        lay, entries = layout(x, data_at=r)
+        start = min(off for _, _, off, _ in lay.entries.values())
+        assert start % DATA_PERIOD == r and start == len(lay.head)
+        assert 0 <= len(lay.head) - len(plain.head) < DATA_PERIOD
+        assert lay.head[len(plain.head):] == b" " * (len(lay.head) - len(plain.head))
+        buf = bytearray(lay.size)
+        buf[:len(lay.head)] = lay.head
+        for n, (_, _, off, nb) in lay.entries.items():
+            assert off % entries[n][2].dtype.itemsize == 0     # aligned for its dtype
+            buf[off:off + nb] = np.ascontiguousarray(entries[n][2]).tobytes()
+        got = st_load(bytes(buf))
+        assert all(np.array_equal(got[k], v) and got[k].dtype == v.dtype for k, v in x.items())
+    for bad in (4, -8, DATA_PERIOD):
+        with pytest.raises(grit.GritUsageError, match="data_at"):
+            layout(x, data_at=bad)

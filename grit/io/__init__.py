@@ -22,7 +22,7 @@ from typing import Any
 from .._files import check_tensors, open_regular
 from ..errors import GritUsageError
 from . import gguf_writer as _gguf_writer
-from .containers import HEAD_BYTES, SAFETENSORS, by_suffix, named, sniffed
+from .containers import CONTAINERS, HEAD_BYTES, SAFETENSORS, by_suffix, named, sniffed
 from .location import Location
 from .safetensors import GritFileError
 
@@ -49,7 +49,10 @@ def load(path, **options):
     reader says what is wrong with it).
 
     GGUF: see :func:`grit.io.gguf.load` (``strict=False`` by default: a ggml
-    type v1 cannot express becomes an ``Inexpressible`` record).
+    type v1 cannot express becomes an ``Inexpressible`` record); any shard
+    of a model in gguf-split's shards (``split.count`` over 1), or a folder
+    holding them, gives every shard's tensors, the shards checked against
+    each other first (:func:`grit.io.gguf_split.load`).
     safetensors: see :func:`grit.io.safetensors.load` (``strict=True`` by
     default: a GRIT tensor failing its level-1 check raises; ``strict=False``
     returns a ``CheckFailed`` record in its place).  A safetensors file
@@ -66,6 +69,14 @@ def load(path, **options):
     ``load_source`` (safetensors)."""
     if isinstance(path, str) and Location.of(path).remote:
         return _load_remote(path, **options)
+    if isinstance(path, (str, os.PathLike)) and os.path.isdir(path):
+        c = next((c for c in CONTAINERS if c.holds is not None and c.holds(os.fspath(path))),
+                 None)
+        if c is None:
+            raise GritUsageError(f"cannot read {os.fspath(path)!r}: a folder; grit.load reads "
+                                 "a model file, or a folder of GGUF files (one model, or the "
+                                 "shards of one)")
+        return c.load(os.fspath(path), **options)
     try:
         head, size = _head(path)
     except (OSError, TypeError) as e:

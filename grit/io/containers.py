@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 from ..errors import GritUsageError
 from . import gguf as _gguf
+from . import gguf_split as _gguf_split
 from . import gguf_writer as _gguf_writer
 from . import safetensors as _st
 from .recognise import with_recognised
@@ -52,6 +53,9 @@ class Container:
     load_source: Callable[..., Any] | None = None
     #: whether the quantisation conventions apply (the config.json beside it)
     conventions: bool = False
+    #: ``holds(folder)``: whether a local folder is one model of this
+    #: container, which ``load`` then takes (None: a folder is not)
+    holds: Callable[[str], bool] | None = None
 
 
 
@@ -86,7 +90,8 @@ def _save_safetensors(path, tensors, metadata=None, **options) -> None:
 
 GGUF = Container(
     "gguf", (".gguf",), lambda head, size: head[:4] == _gguf.GGUF_MAGIC, 4, _gguf.read,
-    _gguf.read_source, _gguf.load, _gguf_writer.save_gguf, lambda got: got.file.source)
+    _gguf.read_source, _gguf_split.load, _gguf_writer.save_gguf, lambda got: got.file.source,
+    holds=lambda folder: bool(_gguf_split.gguf_files(folder)))
 SAFETENSORS = Container(
     "safetensors", (".safetensors",), _st.is_safetensors, 9, _st.read, _st.read_source,
     _load_safetensors, _save_safetensors, lambda f: f.source,

@@ -175,6 +175,9 @@ class GGUFTensors(MappedTensors):
     ggml_types: dict[str, str]
     metadata: "GGUFMetadata"
     companions: "dict[str, Companion]"
+    #: one shard's tensors of a split model (grit.io.gguf_split.views): the
+    #: whole model's, where a companion scale in another shard is found
+    model: "GGUFTensors | None" = None
 
     @property
     def inexpressible(self) -> list[Inexpressible]:
@@ -269,6 +272,14 @@ class GGUFContents:
     tensors: GGUFTensors
     problems: list[Problem]
     annotated: frozenset = frozenset()
+    #: one shard of a split model (grit.io.gguf_split.views): the first
+    #: shard, whose KV entries are the model's (None: ``file`` is the model)
+    model: GGUFFile | None = None
+
+    @property
+    def kv(self) -> GGUFFile:
+        """The file whose KV entries are the model's."""
+        return self.model if self.model is not None else self.file
 
     @property
     def parsed(self) -> bool:
@@ -591,7 +602,12 @@ def load(path, *, strict: bool = False) -> GGUFTensors:
     GritError, ``.status`` its §7.1 status) — the file's other tensors are
     still loaded.  With ``strict=True`` either raises: GritGradeError naming
     the tensor and the reason, or the level-1 check's own GritError."""
-    got = read(path)
+    return loaded(read(path), strict=strict)
+
+
+def loaded(got: GGUFContents, *, strict: bool = False) -> GGUFTensors:
+    """What :func:`load` returns of contents read: the first problem
+    raised, and under ``strict`` an Inexpressible or CheckFailed record."""
     raise_first(got.problems)
     if strict:
         for v in got.tensors.values():

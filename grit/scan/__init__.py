@@ -37,12 +37,13 @@ import types
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence, TypeVar
 
 from ..errors import GritError, GritUsageError
 from ..grade import grade_scope
 from ..placement.expr import layout_scope
 from ..io import remote as _remote
+from ..io.gguf_split import series, views
 from ..io.http import default_cache
 from . import analyses as _an
 from . import deep as _deep
@@ -53,6 +54,8 @@ from .findings import (CATEGORIES, REGISTRY, SEVERITY, Category, Finding, ScanKi
                        Severity)
 from .output import SCHEMA_VERSION, Coverage, Ranges, ScanReport, account, attach_ranges, exit_code
 from .output.record import ByteRange, Record
+
+_T = TypeVar("_T")
 
 #: what :func:`scan` returns (its findings typed by ``Report.records()``)
 Report = ScanReport
@@ -109,6 +112,7 @@ def _scan(paths: Iterable[str], deep: bool,
     for i, r in enumerate(_checked(model_files, deep, cache, jobs, progress, advance)):
         files.append(r.file)
         ckpts.shards.update(r.shards.shards)
+        ckpts.gguf.update(r.shards.gguf)
         ctx.merge(r.ctx)
         coverage[r.file.path] = r.coverage
         ranges[r.file.path] = r.ranges
@@ -148,35 +152,88 @@ class _Checked:
 def _checked(model_files: Sequence[str], deep: bool, cache: bool, jobs: int,
              progress: Callable[[int, int, str], None] | None,
              advance: Callable[[int], None] | None = None) -> Iterator[_Checked]:
-    """Each model file's :func:`_check_file`, in input order: one after the
-    other in this thread (``jobs`` 1), or ``jobs`` at a time on the pool the
-    process's scans share (:func:`_pool`), at most ``jobs`` files submitted
-    ahead of the one taken next.  Each thread task runs in a copy of the
-    caller's context (the grade and layout scopes it is inside)."""
+    """Each model file's checks, unit by unit in input order (a unit: one
+    file, or the GGUF files of one gguf-split series, :func:`_check_unit`):
+    one after the other in this thread (``jobs`` 1), or ``jobs`` units at a
+    time on the pool the process's scans share (:func:`_pool`), at most
+    ``jobs`` units submitted ahead of the one taken next.  Each thread task
+    runs in a copy of the caller's context (the grade and layout scopes it
+    is inside)."""
     n = len(model_files)
-    if jobs == 1 or n <= 1:
-        for i, p in enumerate(model_files):
+    units = series(model_files)
+    i = 0
+    if jobs == 1 or len(units) <= 1:
+        for u in units:
             if progress is not None:
-                progress(i, n, p)
-            yield _check_file(p, deep, cache, advance)
+                progress(i, n, u[0])
+            for k, r in enumerate(_check_unit(u, deep, cache, advance, jobs)):
+                if progress is not None and k:
+                    progress(i, n, u[k])
+                i += 1
+                yield r
         return
-    ahead: deque[Future[_Checked]] = deque()
+    ahead: deque[tuple[list[str], Future[list[_Checked]]]] = deque()
     pool = _pool()
     try:
-        todo = iter(model_files)
-        for i, p in enumerate(model_files):
+        todo = iter(units)
+        for _ in units:
             while len(ahead) < jobs:
                 q = next(todo, None)
                 if q is None:
                     break
-                ahead.append(pool.submit(contextvars.copy_context().run, _check_file,
-                                         q, deep, cache, advance))
+                ahead.append((q, pool.submit(contextvars.copy_context().run, _check_unit,
+                                             q, deep, cache, advance, jobs)))
+            u, fut = ahead.popleft()
             if progress is not None:
-                progress(i, n, p)
-            yield ahead.popleft().result()
+                progress(i, n, u[0])
+            for k, r in enumerate(fut.result()):
+                if progress is not None and k:
+                    progress(i, n, u[k])
+                i += 1
+                yield r
     finally:                 # an error (or a caller that stops): drop what waits
-        for fut in ahead:
+        for _, fut in ahead:
             fut.cancel()
+
+
+def _check_unit(paths: list[str], deep: bool, cache: bool,
+                advance: Callable[[int], None] | None = None, jobs: int = 1
+                ) -> list[_Checked]:
+    """One file's :func:`_check_file`; or the files of one gguf-split
+    series read together, inside one grade and layout scope (the grades
+    a split model's first shard carries are its other shards' too), and,
+    where they are the sound shards of one model, each shard checked as
+    its part of the model read as one file (grit.io.gguf_split.views: the
+    first shard's annotations and KV entries, companion scales in other
+    shards); otherwise each as the file it is.  With ``jobs`` > 1 the
+    series' files are read, and then checked, up to ``jobs`` at a time (on
+    threads of their own, each in a copy of this context: the one scope)."""
+    if len(paths) == 1:
+        return [_check_file(paths[0], deep, cache, advance)]
+    with grade_scope(), layout_scope():
+        inps = _each(open_input, [(p, cache) for p in paths], jobs)
+        got = [i.gguf for i in inps]
+        if all(g is not None and i.file.parsed for g, i in zip(got, inps)):
+            try:
+                joined = views(got)  # type: ignore[arg-type]
+            except _BAD_INPUT:              # the files' own checks report it
+                joined = None
+            for inp, c in zip(inps, joined or ()):
+                inp.contents = c
+        return _each(_finish, [(inp, deep, advance) for inp in inps], jobs)
+
+
+def _each(fn: Callable[..., _T], args: Sequence[tuple], jobs: int) -> list[_T]:
+    """``fn(*a)`` for each ``a`` of ``args``, in order: here (``jobs`` 1),
+    or up to ``jobs`` at a time on threads of a pool of their own (not the
+    shared one, whose threads may be waiting on this call), each in a copy
+    of the caller's context."""
+    if jobs == 1 or len(args) == 1:
+        return [fn(*a) for a in args]
+    with ThreadPoolExecutor(max_workers=min(jobs, len(args)),
+                            thread_name_prefix="grit-scan-shard") as ex:
+        futs = [ex.submit(contextvars.copy_context().run, fn, *a) for a in args]
+        return [f.result() for f in futs]
 
 
 #: the threads of the pool every scan of this process shares (each scan keeps
@@ -202,28 +259,35 @@ def _check_file(p: str, deep: bool, cache: bool,
                 advance: Callable[[int], None] | None = None) -> _Checked:
     """Read one model file and run its per-file analyses (and, under
     ``deep``, its deep checks) on a fresh Context."""
-    ctx = _an.Context(deep)
-    ckpts = _shards.Checkpoints()
     # the grades and layouts a file carries are known while that file is
     # read and checked, never for the next one: a verdict does not depend on
     # file order
     with grade_scope(), layout_scope():
-        inp = _one_file(ctx, p, deep, ckpts, cache, advance)
-        try:
-            cov, rs = account(inp, ctx.findings)
-        except _BAD_INPUT:                   # the readers' records are odd: count
-            inp.contents = None              # the file as not checkable
-            cov, rs = account(inp, ())
-        # the file's own findings get their byte ranges now; only the GRIT
-        # tensors' ranges are kept, for the findings made across files
-        attach_ranges(ctx.findings, {p: rs})
-        kept = {t.name: rs[t.name] for t in ctx.tensors if t.name in rs}
+        return _finish(open_input(p, cache), deep, advance)
+
+
+def _finish(inp: Input, deep: bool, advance: Callable[[int], None] | None = None) -> _Checked:
+    """The per-file analyses (and deep checks) of a file read, on a fresh
+    Context, and its byte accounting."""
+    ctx = _an.Context(deep)
+    ckpts = _shards.Checkpoints()
+    p = inp.file.path
+    _one_file(ctx, inp, deep, ckpts, advance)
+    try:
+        cov, rs = account(inp, ctx.findings)
+    except _BAD_INPUT:                   # the readers' records are odd: count
+        inp.contents = None              # the file as not checkable
+        cov, rs = account(inp, ())
+    # the file's own findings get their byte ranges now; only the GRIT
+    # tensors' ranges are kept, for the findings made across files
+    attach_ranges(ctx.findings, {p: rs})
+    kept = {t.name: rs[t.name] for t in ctx.tensors if t.name in rs}
     return _Checked(inp.file, ctx, ckpts, cov, kept)
 
 
-def _one_file(ctx: _an.Context, p: str, deep: bool, ckpts: _shards.Checkpoints,
-              cache: bool = True, advance: Callable[[int], None] | None = None) -> Input:
-    inp = open_input(p, cache)
+def _one_file(ctx: _an.Context, inp: Input, deep: bool, ckpts: _shards.Checkpoints,
+              advance: Callable[[int], None] | None = None) -> Input:
+    p = inp.file.path
     ckpts.note(inp)
     for f in inp.findings:
         ctx.keep(f)

@@ -384,7 +384,8 @@ def _companions(ctx: Context, path: str, got: GGUFContents, ctx_ckpt: str = "") 
             # one scale for the whole tensor: its value, read from the companion
             # itself (small), not from the attached array's planes (building
             # those would read the whole tensor)
-            v = np.asarray(got.tensors.get(c.scale), dtype="<f4").reshape(-1)
+            whole = got.tensors.model if got.tensors.model is not None else got.tensors
+            v = np.asarray(whole.get(c.scale), dtype="<f4").reshape(-1)
             if v.size == 1:
                 ctx.companion_scales.append((ctx_ckpt, path, c.scale, float(v[0])))
         if c.scale is not None and c.scale != companion_names(name)[0]:
@@ -436,9 +437,9 @@ def _gguf(ctx: Context, inp: Input) -> None:
     rec, path = inp.file, inp.file.path
     for p in got.problems:
         _problem(ctx, path, p, _GGUF_CODES)
-    ft = got.file.value("general.file_type")
+    ft = got.kv.value("general.file_type")      # a split model's: its first shard's
     file_type = ft if isinstance(ft, int) and not isinstance(ft, bool) else None
-    recorded = _digests(got.file.fields, got.file.value)
+    recorded = _digests(got.kv.fields, got.kv.value)
     lost = [p for p in got.problems
             if p.kind in (PK.BAD_TENSOR, PK.PAST_END, PK.CHECK_FAILED) and p.tensor]
     failed = {p.tensor for p in lost}

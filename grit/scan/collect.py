@@ -14,6 +14,7 @@ from ..io import sniff as _sniff_file
 from ..io.containers import GGUF, HEAD_BYTES, SAFETENSORS, Container, by_suffix, named, sniffed
 from ..io import remote as _remote
 from ..io.gguf import GGUFContents
+from ..io.gguf_split import MAX_PROBED, SHARD_NAME, shard_name
 from ..io.http import default_cache
 from ..io.location import Entry, Location, open_all
 from ..io.problems import ProblemKind
@@ -274,6 +275,8 @@ def expand(paths: Sequence[str], findings: list[Finding],
                                            else ""))
         elif name.endswith(MODEL_SUFFIXES) or (at.free_reads and sniff(p) is not None):
             add(at.path)
+            for q in split_siblings(at):
+                add(q)
         elif name.endswith(INDEX_SUFFIX):
             index(at)
         elif not at.listable:            # a URL names one file: its reader says what it is
@@ -310,6 +313,34 @@ def expand(paths: Sequence[str], findings: list[Finding],
         bad("S803", context[0], f"{len(context)} file(s) named and none a model file: "
                                  f"{', '.join(os.path.basename(c) for c in context[:4])} "
                                  "are a model's context (config, tokenizer, README), not inputs")
+    return out
+
+
+def split_siblings(at: Location) -> list[str]:
+    """The other shards of the gguf-split series a named GGUF file
+    belongs to by its name (``PREFIX-0000i-of-0000N.gguf``), those that
+    are there, in order: a folder that can be listed is listed once; beside
+    an https URL (none beside a pre-signed one) each is asked for, for a
+    series of at most :data:`MAX_PROBED`.  Whether the files really are
+    the shards of one model is grit.scan.shards' check."""
+    m = SHARD_NAME.fullmatch(os.path.basename(at.bare))
+    if m is None:
+        return []
+    n = int(m.group(3))
+    names = [shard_name(m.group(1), i, n) for i in range(n)]
+    if at.listable:
+        try:
+            there = set(at.listing())
+        except (OSError, GritError):
+            return []
+        return [at.sibling(x) for x in names if x != m.group(0) and x in there]
+    if n > MAX_PROBED:
+        return []
+    out = []
+    for x in names:
+        q = at.sibling(x)
+        if x != m.group(0) and at.is_file(q):
+            out.append(q)
     return out
 
 

@@ -387,6 +387,54 @@ REGISTRY: dict[str, FindingSpec] = _specs(
      "missing from the folder, or the members disagree on M.",
      "The checkpoint lacks the tensors of the missing member.",
      "Fetch the missing shard, or rename the shards consistently."),
+    # -- 1. structural, checkpoint-wide: a GGUF model in gguf-split's shards
+    ("S160", C.STRUCTURAL, V.STRUCTURAL, K.BAD_HEADER,
+     "split GGUF shard's split entries cannot be read",
+     "A GGUF file of a split model (llama.cpp's gguf-split: `PREFIX-0000i-of-0000N.gguf`) "
+     "carries `split.count` but its `split.no`, `split.count` or `split.tensors.count` is "
+     "absent, not an integer or out of range (`split.tensors.count` within the tensor cap, "
+     "`split.count` within 1…65535 and what the tensors allow, `split.no` below "
+     "`split.count`), or a file of the series lacks the entries altogether.",
+     "llama.cpp finds a model's shards and counts its tensors by these entries; it refuses "
+     "the model (`grit convert` and `grit.load` do too).",
+     "Re-split the model with `llama-gguf-split` (or gguf-py's `GGUFWriter(split_max_tensors"
+     "=…)`)."),
+    ("S161", C.STRUCTURAL, V.STRUCTURAL, K.TRUNCATED,
+     "split GGUF model has shards missing",
+     "A shard of a split GGUF model says the model has `split.count` = N shards, and some of "
+     "`PREFIX-00001-of-0000N.gguf` … `PREFIX-0000N-of-0000N.gguf` are not beside it (the "
+     "message and `detail.numbers` say which). The shards present are still scanned, "
+     "tensor by tensor.",
+     "llama.cpp refuses to load the model; the missing shards' tensors are nowhere.",
+     "Fetch the missing shards."),
+    ("S162", C.STRUCTURAL, V.STRUCTURAL, K.BAD_HEADER,
+     "split GGUF shards disagree on the model's counts",
+     "A shard's `split.count` or `split.tensors.count` differs from the first shard's.",
+     "The shards were not split from one model, or one was rewritten: llama.cpp refuses "
+     "the model.",
+     "Re-split the model, or fetch the shard again."),
+    ("S163", C.STRUCTURAL, V.STRUCTURAL, K.BAD_HEADER,
+     "split GGUF shard's number is not its name's",
+     "A shard's `split.no` (from 0) is not the number in its file name (from 1), or a file "
+     "whose `split.count` is over 1 is not named `PREFIX-0000i-of-0000N.gguf` with its "
+     "`split.no` + 1 and `split.count`.",
+     "llama.cpp opens shard i by its name: a renamed shard puts tensors in the wrong place "
+     "or makes the model unloadable.",
+     "Rename the shard to the name its split entries give."),
+    ("S164", C.STRUCTURAL, V.STRUCTURAL, K.OVERLAP,
+     "tensor in two shards of a split GGUF model",
+     "Two shards of one split GGUF model both hold a tensor of the same name (both shards "
+     "are named).",
+     "Which copy a loader uses depends on the loader; llama.cpp refuses a duplicated tensor "
+     "name.",
+     "Re-split the model from its unsplit file."),
+    ("S165", C.STRUCTURAL, V.STRUCTURAL, K.BAD_HEADER,
+     "split GGUF shards' tensors are not split.tensors.count",
+     "The shards of a split GGUF model hold more tensors in all than their "
+     "`split.tensors.count` says (found as soon as the shards read so far exceed it), or, "
+     "every shard present and read, fewer; for `split.count` 1, the file's own tensors.",
+     "llama.cpp checks the count when it loads the shards and refuses the model.",
+     "Re-split the model from its unsplit file."),
     # -- 2. cross-file
     ("S201", C.CROSS_FILE, V.DISAGREEMENT, K.GID_MISMATCH,
      "same tensor name, different gid across files",

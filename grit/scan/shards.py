@@ -15,6 +15,12 @@ once:
   short shards counted over the checkpoint (how many, the bytes missing, the
   tensors cut), members missing from a ``-NNNNN-of-MMMMM`` series.
 
+A GGUF model in llama.cpp's gguf-split shards (``PREFIX-0000i-of-0000N.gguf``)
+is checked as ``grit.io.gguf_split`` checks it before reading it
+(:func:`grit.io.gguf_split.faults`: the split entries, the shards missing,
+the counts, the numbers against the names, a tensor in two shards, the
+tensors in all), each fault a finding (S160–S165) instead of a refusal.
+
 A checkpoint is the shards :func:`grit.scan.collect.checkpoint_of` groups,
 with the index beside them (found whether a shard, the folder or the index
 itself was named).  Shards are read once, by the per-file pass; only their
@@ -29,6 +35,8 @@ from typing import AbstractSet
 
 from .analyses import Context
 from .findings import Finding
+from ..io.gguf_split import Fault, ShardFacts, series, series_faults
+from ..io.gguf_split import facts as shard_facts
 from ..io.location import Location
 from .collect import Input, ShardIndex, checkpoint_of, index_of, is_shard, read_index
 
@@ -74,6 +82,29 @@ def _key(path: str) -> str:
     return Location.of(path).key
 
 
+#: the missing shards an S161's detail lists (``missing_count`` counts them all)
+SHOWN_MISSING = 1000
+#: each kind of split GGUF fault (grit.io.gguf_split.FAULTS), its finding code
+SPLIT_CODES = {"entries": "S160", "missing": "S161", "count": "S162", "name": "S163",
+               "number": "S163", "duplicate": "S164", "total": "S165"}
+
+
+def _split_finding(ctx: Context, fault: Fault) -> None:
+    text = fault.text
+    if fault.kind == "missing":
+        nums = fault.detail["numbers"]
+        text = (f"split model: shard{'s' if len(nums) > 1 else ''} "
+                f"{', '.join(map(str, nums[:20]))}{' …' if len(nums) > 20 else ''} of "
+                f"{fault.detail['count']} {'are' if len(nums) > 1 else 'is'} missing: "
+                f"{_names(fault.detail['missing'])}")
+    detail = {"fault": fault.kind, **fault.detail}
+    for k in ("missing", "numbers"):          # a series of up to 65535: the first ones
+        if len(detail.get(k, ())) > SHOWN_MISSING:
+            detail[k] = detail[k][:SHOWN_MISSING]
+            detail["missing_count"] = len(fault.detail[k])
+    ctx.add(SPLIT_CODES[fault.kind], fault.path, fault.tensor, text, detail=detail)
+
+
 def _names(names: list[str]) -> str:
     shown = ", ".join(repr(n) for n in names[:SHOWN])
     return shown + (f" and {len(names) - SHOWN} more" if len(names) > SHOWN else "")
@@ -85,9 +116,18 @@ class Checkpoints:
 
     indexes: list[str] = field(default_factory=list)
     shards: dict[str, Shard] = field(default_factory=dict)     # realpath -> shard
+    #: realpath -> a scanned GGUF file's path and split facts (None: unreadable)
+    gguf: dict[str, tuple[str, ShardFacts | None]] = field(default_factory=dict)
 
     def note(self, inp: Input) -> None:
-        """Keep the spans of one scanned file (safetensors only)."""
+        """Keep the spans of one scanned safetensors file, the split facts
+        of one GGUF file."""
+        if inp.file.format == "gguf":
+            got = inp.gguf
+            self.gguf[_key(inp.file.path)] = (
+                inp.file.path, shard_facts(got.file) if got is not None and inp.file.parsed
+                else None)
+            return
         if inp.file.format != "safetensors":
             return
         f = inp.safetensors
@@ -126,6 +166,16 @@ class Checkpoints:
                 continue
             if len(members) > 1 or _MEMBER.match(os.path.basename(members[0].path)):
                 self._shards(ctx, checkpoint_of(members[0].path), members)
+        self._splits(ctx)
+
+    def _splits(self, ctx: Context) -> None:
+        """The GGUF files, grouped by their split series, each group
+        checked as one split model (grit.io.gguf_split.series_faults):
+        S160–S165."""
+        read = {path: fa for path, fa in self.gguf.values()}
+        for group in series(read):
+            for fault in series_faults([(p, read[p]) for p in group]):
+                _split_finding(ctx, fault)
 
     def _indexed(self, ctx: Context, ip: str, members: list[Shard]) -> None:
         folder = Location.of(ip)

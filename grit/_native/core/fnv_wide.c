@@ -22,7 +22,9 @@
  *     a table, which VPDPWSSD (AVX-512 VNNI) adds up 32 bytes at a time:
  *     C is written in eight signed 16-bit digits (C = sum_i c_i 2^(16 i)
  *     mod 2^128, c_i in [-2^15, 2^15)), and each instruction adds
- *     d_j c_i + d_(j+1) c_i' into a 32-bit lane of digit i's sum.
+ *     d_j c_i + d_(j+1) c_i' into a 32-bit lane of digit i's sum.  Where
+ *     the machine has AVX2 but not that, VPMADDWD and VPADDD do the same
+ *     16 bytes an instruction pair (the same lanes' sums, the same bounds).
  *
  * A message goes in blocks of BLOCK bytes: the chain of a block is written
  * into a small buffer of t bytes, and the sums read it CHUNK bytes at a
@@ -30,8 +32,8 @@
  * its multiplies and the vector unit does the sums meanwhile.  At the end
  * of a block, h = h * P^BLOCK + sum (128-bit arithmetic, once a block).
  * Bounds: |d c| < 2^23, a lane adds two products per instruction and
- * BLOCK / CHUNK = 32 instructions a block: |lane| < 2^29; the sixteen lanes
- * of a digit are added in 64 bits.
+ * BLOCK / CHUNK = 32 instructions a block (AVX2: 64 instructions of half the
+ * lanes): |lane| < 2^30; the lanes of a digit are added in 64 bits.
  *
  * The comparison (q non-NULL) reads 32 bytes of the other message beside
  * the 32 of the message the sums load, and ORs their xor into a register.
@@ -46,6 +48,8 @@
 #include <string.h>
 
 int grit_fnv_wide = 0;
+int grit_fnv_wide_passed = 0;
+int grit_fnv_wide_cpu = 0;
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) \
     && defined(__SIZEOF_INT128__) && !defined(GRIT_FNV_NO_WIDE)
@@ -62,6 +66,7 @@ __extension__ typedef __int128 i128_w;
 #define LAG 2
 
 #define TARGET_WIDE __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
+#define TARGET_AVX2 __attribute__((target("avx2")))
 
 static const u128_w PRIME = ((u128_w)1 << 88) | FNV128_PRIME_LOW;
 
@@ -118,6 +123,21 @@ digits_sum(const __m512i *acc)
     return s;
 }
 
+/* the same for AVX2's eight lanes a digit */
+TARGET_AVX2 static inline u128_w
+digits_sum_avx2(const __m256i *acc)
+{
+    u128_w s = 0;
+    for (int i = 0; i < DIGITS; i++) {
+        __m256i w = _mm256_add_epi64(_mm256_cvtepi32_epi64(_mm256_castsi256_si128(acc[i])),
+                                     _mm256_cvtepi32_epi64(_mm256_extracti128_si256(acc[i], 1)));
+        __m128i v = _mm_add_epi64(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1));
+        int64_t x = _mm_cvtsi128_si64(v) + _mm_cvtsi128_si64(_mm_unpackhi_epi64(v, v));
+        s += (u128_w)(i128_w)x << (16 * i);
+    }
+    return s;
+}
+
 /* one chain step of lane k at byte j */
 #define CHAIN(k)                                                        \
     do {                                                                \
@@ -145,10 +165,35 @@ digits_sum(const __m512i *acc)
         }                                                               \
     } while (0)
 
+/* AVX2: the sums of lane k's 32 bytes at w, in two halves of 16 */
+#define DOT2(k, i)                                                                      \
+    acc[k][i] = _mm256_add_epi32(acc[k][i], _mm256_add_epi32(                           \
+        _mm256_madd_epi16(dl, _mm256_load_si256((const __m256i *)&DIG[i][w])),          \
+        _mm256_madd_epi16(dh, _mm256_load_si256((const __m256i *)&DIG[i][w + 16]))))
+
+#define SUMS_AVX2(k, CMP)                                                               \
+    do {                                                                                \
+        __m256i b_ = _mm256_loadu_si256((const __m256i *)(p##k + w));                   \
+        __m256i t_ = _mm256_load_si256((const __m256i *)(tb[k] + w));                   \
+        __m256i tl = _mm256_cvtepu8_epi16(_mm256_castsi256_si128(t_));                  \
+        __m256i th = _mm256_cvtepu8_epi16(_mm256_extracti128_si256(t_, 1));             \
+        __m256i dl = _mm256_sub_epi16(tl, _mm256_xor_si256(                             \
+            tl, _mm256_cvtepu8_epi16(_mm256_castsi256_si128(b_))));                     \
+        __m256i dh = _mm256_sub_epi16(th, _mm256_xor_si256(                             \
+            th, _mm256_cvtepu8_epi16(_mm256_extracti128_si256(b_, 1))));                \
+        DOT2(k, 0); DOT2(k, 1); DOT2(k, 2); DOT2(k, 3);                                 \
+        DOT2(k, 4); DOT2(k, 5); DOT2(k, 6); DOT2(k, 7);                                 \
+        if (CMP) {                                                                      \
+            diff[k] = _mm256_or_si256(diff[k], _mm256_xor_si256(                        \
+                b_, _mm256_loadu_si256((const __m256i *)(q##k + w))));                  \
+        }                                                                               \
+    } while (0)
+
 /* A kernel for K lanes; CHAINS: the lanes' chain steps, SUMSK(CMP): their
- * sums.  Only whole blocks (n a multiple of BLOCK). */
-#define WIDE_KERNEL(NAME, K, CHAINS, SUMSK, CMP)                                        \
-TARGET_WIDE static void                                                                 \
+ * sums, in TARGET's vectors VEC (VZERO a zero one, DSUM the sum of a
+ * lane's digits).  Only whole blocks (n a multiple of BLOCK). */
+#define WIDE_KERNEL(NAME, K, CHAINS, SUMSK, CMP, TARGET, VEC, VZERO, DSUM)              \
+TARGET static void                                                                      \
 NAME(uint64_t *hi, uint64_t *lo, uint64_t *d, const unsigned char *const *p,            \
      const unsigned char *const *q, size_t n)                                           \
 {                                                                                       \
@@ -167,10 +212,10 @@ NAME(uint64_t *hi, uint64_t *lo, uint64_t *d, const unsigned char *const *p,    
         diff[k] = _mm256_setzero_si256();                                               \
     }                                                                                   \
     for (; n >= BLOCK; n -= BLOCK) {                                                    \
-        __m512i acc[K][DIGITS];                                                         \
+        VEC acc[K][DIGITS];                                                             \
         for (int k = 0; k < K; k++) {                                                   \
             for (int i = 0; i < DIGITS; i++) {                                          \
-                acc[k][i] = _mm512_setzero_si512();                                     \
+                acc[k][i] = VZERO();                                                    \
             }                                                                           \
         }                                                                               \
         uint32_t L0 = (uint32_t)h[0], L1 = (uint32_t)h[K > 1],                          \
@@ -188,7 +233,7 @@ NAME(uint64_t *hi, uint64_t *lo, uint64_t *d, const unsigned char *const *p,    
             }                                                                           \
         }                                                                               \
         for (int k = 0; k < K; k++) {                                                   \
-            h[k] = h[k] * P_BLOCK + digits_sum(acc[k]);                                 \
+            h[k] = h[k] * P_BLOCK + DSUM(acc[k]);                                       \
         }                                                                               \
         p0 += BLOCK; p1 += BLOCK; p2 += BLOCK; p3 += BLOCK;                             \
         if (CMP) {                                                                      \
@@ -213,19 +258,39 @@ NAME(uint64_t *hi, uint64_t *lo, uint64_t *d, const unsigned char *const *p,    
 #define SUMS3(C) SUMS(0, C); SUMS(1, C); SUMS(2, C)
 #define SUMS4(C) SUMS(0, C); SUMS(1, C); SUMS(2, C); SUMS(3, C)
 
-WIDE_KERNEL(wide1, 1, CHAINS1, SUMS1, 0)
-WIDE_KERNEL(wide2, 2, CHAINS2, SUMS2, 0)
-WIDE_KERNEL(wide3, 3, CHAINS3, SUMS3, 0)
-WIDE_KERNEL(wide4, 4, CHAINS4, SUMS4, 0)
-WIDE_KERNEL(wide1_cmp, 1, CHAINS1, SUMS1, 1)
-WIDE_KERNEL(wide2_cmp, 2, CHAINS2, SUMS2, 1)
-WIDE_KERNEL(wide3_cmp, 3, CHAINS3, SUMS3, 1)
-WIDE_KERNEL(wide4_cmp, 4, CHAINS4, SUMS4, 1)
+#define V512 TARGET_WIDE, __m512i, _mm512_setzero_si512, digits_sum
+#define V256 TARGET_AVX2, __m256i, _mm256_setzero_si256, digits_sum_avx2
+#define S2_1(C) SUMS_AVX2(0, C)
+#define S2_2(C) SUMS_AVX2(0, C); SUMS_AVX2(1, C)
+#define S2_3(C) SUMS_AVX2(0, C); SUMS_AVX2(1, C); SUMS_AVX2(2, C)
+#define S2_4(C) SUMS_AVX2(0, C); SUMS_AVX2(1, C); SUMS_AVX2(2, C); SUMS_AVX2(3, C)
+
+/* (the macro's arguments spelled out: V512 / V256 expand only in a second pass) */
+#define KERNEL(...) WIDE_KERNEL(__VA_ARGS__)
+KERNEL(wide1, 1, CHAINS1, SUMS1, 0, V512)
+KERNEL(wide2, 2, CHAINS2, SUMS2, 0, V512)
+KERNEL(wide3, 3, CHAINS3, SUMS3, 0, V512)
+KERNEL(wide4, 4, CHAINS4, SUMS4, 0, V512)
+KERNEL(wide1_cmp, 1, CHAINS1, SUMS1, 1, V512)
+KERNEL(wide2_cmp, 2, CHAINS2, SUMS2, 1, V512)
+KERNEL(wide3_cmp, 3, CHAINS3, SUMS3, 1, V512)
+KERNEL(wide4_cmp, 4, CHAINS4, SUMS4, 1, V512)
+KERNEL(avx2_1, 1, CHAINS1, S2_1, 0, V256)
+KERNEL(avx2_2, 2, CHAINS2, S2_2, 0, V256)
+KERNEL(avx2_3, 3, CHAINS3, S2_3, 0, V256)
+KERNEL(avx2_4, 4, CHAINS4, S2_4, 0, V256)
+KERNEL(avx2_1_cmp, 1, CHAINS1, S2_1, 1, V256)
+KERNEL(avx2_2_cmp, 2, CHAINS2, S2_2, 1, V256)
+KERNEL(avx2_3_cmp, 3, CHAINS3, S2_3, 1, V256)
+KERNEL(avx2_4_cmp, 4, CHAINS4, S2_4, 1, V256)
 
 typedef void (*wide_fn)(uint64_t *, uint64_t *, uint64_t *, const unsigned char *const *,
                         const unsigned char *const *, size_t);
-static const wide_fn WIDE[2][5] = {{NULL, wide1, wide2, wide3, wide4},
-                                   {NULL, wide1_cmp, wide2_cmp, wide3_cmp, wide4_cmp}};
+/* WIDE[kernel - 1][compare][lanes]: FNV_WIDE_AVX512, FNV_WIDE_AVX2 */
+static const wide_fn WIDE[2][2][5] = {
+    {{NULL, wide1, wide2, wide3, wide4}, {NULL, wide1_cmp, wide2_cmp, wide3_cmp, wide4_cmp}},
+    {{NULL, avx2_1, avx2_2, avx2_3, avx2_4},
+     {NULL, avx2_1_cmp, avx2_2_cmp, avx2_3_cmp, avx2_4_cmp}}};
 
 void
 fnv128_wide(int k, uint64_t *hi, uint64_t *lo, uint64_t *d, const unsigned char *const *p,
@@ -233,7 +298,7 @@ fnv128_wide(int k, uint64_t *hi, uint64_t *lo, uint64_t *d, const unsigned char 
 {
     size_t whole = n - n % BLOCK;
     if (whole) {
-        WIDE[q != NULL][k](hi, lo, d, p, q, whole);
+        WIDE[grit_fnv_wide - 1][q != NULL][k](hi, lo, d, p, q, whole);
     }
     for (int j = 0; j < k && whole < n; j++) {      /* the rest, byte by byte */
         fnv128_t st = {hi[j], lo[j]};
@@ -285,13 +350,27 @@ self_check(void)
 int
 fnv128_wide_init(void)
 {
+    int has[2] = {__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")
+                  && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni"),
+                  __builtin_cpu_supports("avx2") != 0};
     grit_fnv_wide = 0;
-    if (!(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")
-          && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni"))) {
+    grit_fnv_wide_passed = 0;
+    grit_fnv_wide_cpu = has[0] << FNV_WIDE_AVX512 | has[1] << FNV_WIDE_AVX2;
+    if (!has[0] && !has[1]) {
         return 0;
     }
     build_tables();
-    grit_fnv_wide = self_check();
+    for (int kernel = FNV_WIDE_AVX2; kernel >= FNV_WIDE_AVX512; kernel--) {
+        if (has[kernel - 1]) {          /* each loop the machine has, checked on its own */
+            grit_fnv_wide = kernel;
+            if (self_check()) {
+                grit_fnv_wide_passed |= 1 << kernel;
+            }
+        }
+    }
+    /* the fastest that passed */
+    grit_fnv_wide = grit_fnv_wide_passed & (1 << FNV_WIDE_AVX512) ? FNV_WIDE_AVX512
+                  : grit_fnv_wide_passed & (1 << FNV_WIDE_AVX2) ? FNV_WIDE_AVX2 : 0;
     return grit_fnv_wide ? 1 : -1;
 }
 

@@ -529,14 +529,44 @@ py_fnv1a128_many_cmp(PyObject *self, PyObject *args)
 }
 
 /* whether this machine has the chain-and-sums loop (fnv_wide.h) */
-static int wide_available;
 
 PyDoc_STRVAR(fnv_wide_doc,
-"fnv_wide(on=None, /) -> bool\n\n"
-"Whether fnv1a128_many and fnv1a128_many_cmp run the chain-and-sums loop\n"
-"(AVX-512 VNNI: the same values, faster) for long segments.  With on given,\n"
-"switch it on (where the machine has it) or off first.  For tests that\n"
-"compare the two paths; not thread-safe while a digest runs.");
+"fnv_wide(on=None, /) -> str | bool\n\n"
+"The chain-and-sums loop fnv1a128_many and fnv1a128_many_cmp run for long\n"
+"segments ('avx512': AVX-512 VNNI; 'avx2': AVX2 -- the same values, faster\n"
+"than the interleaved multiplies), or False for none.  With on given, switch\n"
+"first: True for the fastest this machine passed, False for none, or a\n"
+"loop's name (ValueError where it did not pass: FNV_WIDE_LOOPS).  For tests\n"
+"that compare the paths; not thread-safe while a digest runs.");
+
+/* the names of the loops, by their number in fnv_wide.h */
+static const char *const WIDE_NAMES[] = {NULL, "avx512", "avx2"};
+
+static int wide_best;   /* the loop fnv128_wide_init chose (0: none) */
+
+/* the names of the loops whose bit is set in mask, fastest first (NULL: an
+ * error, which PyModule_AddObject passes on) */
+static PyObject *
+wide_names(int mask)
+{
+    int n = 0;
+    for (int i = FNV_WIDE_AVX512; i <= FNV_WIDE_AVX2; i++) {
+        n += (mask >> i) & 1;
+    }
+    PyObject *t = PyTuple_New(n);
+    n = 0;
+    for (int i = FNV_WIDE_AVX512; t != NULL && i <= FNV_WIDE_AVX2; i++) {
+        if ((mask >> i) & 1) {
+            PyObject *name = PyUnicode_FromString(WIDE_NAMES[i]);
+            if (name == NULL) {
+                Py_CLEAR(t);
+                break;
+            }
+            PyTuple_SET_ITEM(t, n++, name);
+        }
+    }
+    return t;
+}
 
 static PyObject *
 py_fnv_wide(PyObject *self, PyObject *args)
@@ -546,14 +576,29 @@ py_fnv_wide(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "|O:fnv_wide", &on)) {
         return NULL;
     }
-    if (on != Py_None) {
+    if (PyUnicode_Check(on)) {
+        int kernel = 0;
+        for (int i = FNV_WIDE_AVX512; i <= FNV_WIDE_AVX2; i++) {
+            if (PyUnicode_CompareWithASCIIString(on, WIDE_NAMES[i]) == 0) {
+                kernel = i;
+            }
+        }
+        if (!kernel || !(grit_fnv_wide_passed & (1 << kernel))) {
+            PyErr_Format(PyExc_ValueError, "fnv_wide: no loop %R on this machine", on);
+            return NULL;
+        }
+        grit_fnv_wide = kernel;
+    } else if (on != Py_None) {
         int v = PyObject_IsTrue(on);
         if (v < 0) {
             return NULL;
         }
-        grit_fnv_wide = v && wide_available;
+        grit_fnv_wide = v ? wide_best : 0;
     }
-    return PyBool_FromLong(grit_fnv_wide);
+    if (!grit_fnv_wide) {
+        Py_RETURN_FALSE;
+    }
+    return PyUnicode_FromString(WIDE_NAMES[grit_fnv_wide]);
 }
 
 static PyMethodDef ext_methods[] = {
@@ -585,8 +630,8 @@ PyInit__ext(void)
                         "grit._ext failed the FNV-1a self-check (§6.1)");
         return NULL;
     }
-    int wide = fnv128_wide_init();
-    wide_available = wide == 1;
+    fnv128_wide_init();
+    wide_best = grit_fnv_wide;
     if (SIXTY_FOUR == NULL) {
         SIXTY_FOUR = PyLong_FromLong(64);
         if (SIXTY_FOUR == NULL) {
@@ -605,9 +650,8 @@ PyInit__ext(void)
         || PyModule_AddIntConstant(m, "NOGIL_BYTES", (long)GRIT_NOGIL_BYTES) < 0
         || PyModule_AddStringConstant(m, "FNV_MULTI_IMPL", grit_fnv_multi_impl) < 0
         || PyModule_AddIntConstant(m, "FNV_MULTI_LANES", FNV_MULTI_LANES) < 0
-        /* 1: the machine has the chain-and-sums loop's instructions (and the
-         * build has the loop), whether or not it passed its self-check */
-        || PyModule_AddIntConstant(m, "FNV_WIDE_CPU", wide != 0) < 0) {
+        || PyModule_AddObject(m, "FNV_WIDE_CPU", wide_names(grit_fnv_wide_cpu)) < 0
+        || PyModule_AddObject(m, "FNV_WIDE_LOOPS", wide_names(grit_fnv_wide_passed)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -159,7 +159,9 @@ def _account_gguf(inp: Input, fs: list[Finding], cov: Coverage, ranges: Ranges) 
     if got is None:
         return
     from_grit = got.annotated
-    companions = {c.scale for c in getattr(got.tensors, "companions", {}).values()
+    # (a split model's shard: the companions of the model, wherever their tensor is)
+    whole = got.tensors.model if got.tensors.model is not None else got.tensors
+    companions = {c.scale for c in getattr(whole, "companions", {}).values()
                   if c.attached and c.scale is not None}
     for x in fs:
         if x.category is Category.INFERRED:
