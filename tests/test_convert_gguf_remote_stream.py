@@ -307,3 +307,24 @@ def test_a_tensor_built_from_several_source_tensors_waits_for_every_shard(
     held = [h for k, h in seen if k == len(files) - 1]
     assert held and all(h[j] >= large[j] for h in held
                         for j in range(len(files) - 1))     # every earlier shard kept
+
+
+def test_a_shard_that_completes_no_weight(model, tmp_path, monkeypatch):  # noqa: F811
+    """The second of three shards holds one large tensor of a weight whose
+    other tensors lie in the first and the third: nothing is written when
+    it is read, the tensor is kept until the third is, and the output is
+    the local conversion's."""
+    monkeypatch.setattr(C, "SMALL_MAX", SMALL)
+    d = tmp_path / "ckpt"
+    files = shard(model, d, at=[4, 5])
+    assert list(_header(d / files[1])) == ["model.layers.0.mlp.down_proj.weight_packed"]
+    C.convert(str(d), str(tmp_path / "local"), "gguf")
+    s = Server()
+    try:
+        for n in os.listdir(d):
+            s.files[f"/ckpt/{n}"] = (d / n).read_bytes()
+        C.convert(s.url("/ckpt/model.safetensors.index.json"), str(tmp_path / "out"), "gguf")
+    finally:
+        s.close()
+    _same_output(tmp_path / "out", tmp_path / "local")
+    assert not [n for n in os.listdir(tmp_path) if n.startswith(".grit")]
