@@ -1163,7 +1163,8 @@ def _streamed(local: _Local, p: _Prepared, path: str, release: Callable[[Any], N
     for k in range(n):
         _fill(local, k)
         q = _prepared(local)
-        if list(q.out) != list(p.out) or q.meta != p.meta or q.notes != p.notes:
+        if list(q.out) != list(p.out) or q.plan.keys() != p.plan.keys() or \
+                q.meta != p.meta or q.notes != p.notes:
             raise GritError(f"{local.remote[k]}: the checkpoint reads otherwise than its "
                             "headers and small tensors planned")
         mine = [g for g in q.plan if group[g] == k]
