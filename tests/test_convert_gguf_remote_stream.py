@@ -328,3 +328,37 @@ def test_a_shard_that_completes_no_weight(model, tmp_path, monkeypatch):  # noqa
         s.close()
     _same_output(tmp_path / "out", tmp_path / "local")
     assert not [n for n in os.listdir(tmp_path) if n.startswith(".grit")]
+
+
+def test_a_shard_changed_after_the_check_is_refused_leaving_nothing(three, tmp_path,
+                                                                    monkeypatch):
+    """The server's second shard changes (a small tensor: a global scale)
+    between the check, which planned the GGUF from it, and its read: a
+    GritError naming the file, and nothing left beside DST."""
+    from grit.errors import GritError
+    d, files, _ = three
+    s = Server()
+    real = CG._fill
+    path = f"/ckpt/{files[1]}"
+
+    def changed(local, i):
+        if i == 1:
+            h = _header(d / files[1])
+            n = next(k for k in h if k.endswith("weight_global_scale"))
+            start = 8 + struct.unpack("<Q", s.files[path][:8])[0] + h[n]["data_offsets"][0]
+            b = bytearray(s.files[path])
+            b[start] ^= 1
+            s.files[path] = bytes(b)
+        return real(local, i)
+    monkeypatch.setattr(CG, "_fill", changed)
+    out = tmp_path / "o"
+    out.mkdir()
+    try:
+        for n in os.listdir(d):
+            s.files[f"/ckpt/{n}"] = (d / n).read_bytes()
+        with pytest.raises(GritError, match=rf"{files[1]}: its header or small tensors "
+                           "changed while it was read"):
+            C.convert(s.url("/ckpt/model.safetensors.index.json"), str(out / "g"), "gguf")
+    finally:
+        s.close()
+    assert list(out.iterdir()) == []
