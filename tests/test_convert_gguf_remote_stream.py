@@ -38,6 +38,15 @@ from test_scan_hub import REPO, hub, isolated  # noqa: E402,F401  (the Hub on lo
 CUTS = [4, 28]
 
 
+def _serve(d) -> Server:
+    """A loopback server of the folder ``d``'s files under /ckpt/ (the
+    folder's own name, so general.name is the local conversion's)."""
+    s = Server()
+    for n in os.listdir(d):
+        s.files[f"/ckpt/{n}"] = (d / n).read_bytes()
+    return s
+
+
 @pytest.fixture
 def three(model, tmp_path, monkeypatch):  # noqa: F811
     """(the folder of the checkpoint in three shards (:data:`CUTS`) — named
@@ -167,10 +176,8 @@ def test_an_https_index_streams_one_shard_at_a_time(three, tmp_path, monkeypatch
     monkeypatch.setattr(C, "SPOOL_CHUNK", 1 << 12)
     seen = _watch(monkeypatch, tmp_path, files)
     sent = _sent_ranges(monkeypatch)
-    s = Server()
+    s = _serve(d)
     try:
-        for n in os.listdir(d):
-            s.files[f"/ckpt/{n}"] = (d / n).read_bytes()
         rep = C.convert(s.url("/ckpt/model.safetensors.index.json"), str(tmp_path / "out"), "gguf")
         assert rep.counts == {"bit-exact": 14}
         for fn, spans in _large_spans(d, files).items():
@@ -218,7 +225,7 @@ def test_a_server_failing_within_a_shard_is_a_remote_error_leaving_nothing(
     from grit.io.http import RemoteError, use_policy
     d, files, _ = three
     monkeypatch.setattr(C, "SPOOL_CHUNK", 1 << 12)
-    s = Server()
+    s = _serve(d)
     real = CG._fill
 
     def failing(local, i):
@@ -229,8 +236,6 @@ def test_a_server_failing_within_a_shard_is_a_remote_error_leaving_nothing(
     out = tmp_path / "o"
     out.mkdir()
     try:
-        for n in os.listdir(d):
-            s.files[f"/ckpt/{n}"] = (d / n).read_bytes()
         t = time.monotonic()
         with use_policy(timeout=0.5, retries=0), pytest.raises(RemoteError):
             C.convert(s.url("/ckpt/model.safetensors.index.json"), str(out / "g"), "gguf")
@@ -255,10 +260,8 @@ def test_too_little_disk_is_refused_before_a_weight_is_read(three, tmp_path, mon
     def usage(path):
         return real(path)._replace(free=free[0])
     monkeypatch.setattr(CG.shutil, "disk_usage", usage)
-    s = Server()
+    s = _serve(d)
     try:
-        for n in os.listdir(d):
-            s.files[f"/ckpt/{n}"] = (d / n).read_bytes()
         url = s.url("/ckpt/model.safetensors.index.json")
         with pytest.raises(GritUsageError, match=rf"{gguf} bytes free; converting the remote "
                            r"checkpoint needs \d+ \(the GGUF and at most \d+ bytes of model"):
@@ -294,10 +297,8 @@ def test_a_tensor_built_from_several_source_tensors_waits_for_every_shard(
         return p
     monkeypatch.setattr(CG, "_prepared", prepared)
     seen = _watch(monkeypatch, tmp_path, files)
-    s = Server()
+    s = _serve(d)
     try:
-        for n in os.listdir(d):
-            s.files[f"/ckpt/{n}"] = (d / n).read_bytes()
         C.convert(s.url("/ckpt/model.safetensors.index.json"), str(tmp_path / "out"), "gguf")
     finally:
         s.close()
@@ -319,10 +320,8 @@ def test_a_shard_that_completes_no_weight(model, tmp_path, monkeypatch):  # noqa
     files = shard(model, d, at=[4, 5])
     assert list(_header(d / files[1])) == ["model.layers.0.mlp.down_proj.weight_packed"]
     C.convert(str(d), str(tmp_path / "local"), "gguf")
-    s = Server()
+    s = _serve(d)
     try:
-        for n in os.listdir(d):
-            s.files[f"/ckpt/{n}"] = (d / n).read_bytes()
         C.convert(s.url("/ckpt/model.safetensors.index.json"), str(tmp_path / "out"), "gguf")
     finally:
         s.close()
@@ -337,7 +336,7 @@ def test_a_shard_changed_after_the_check_is_refused_leaving_nothing(three, tmp_p
     GritError naming the file, and nothing left beside DST."""
     from grit.errors import GritError
     d, files, _ = three
-    s = Server()
+    s = _serve(d)
     real = CG._fill
     path = f"/ckpt/{files[1]}"
 
@@ -354,8 +353,6 @@ def test_a_shard_changed_after_the_check_is_refused_leaving_nothing(three, tmp_p
     out = tmp_path / "o"
     out.mkdir()
     try:
-        for n in os.listdir(d):
-            s.files[f"/ckpt/{n}"] = (d / n).read_bytes()
         with pytest.raises(GritError, match=rf"{files[1]}: its header or small tensors "
                            "changed while it was read"):
             C.convert(s.url("/ckpt/model.safetensors.index.json"), str(out / "g"), "gguf")
