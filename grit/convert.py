@@ -680,11 +680,12 @@ def _open_remote(f: str):
     return Location.of(f).open(f)
 
 
-def spool_into(path: str, src) -> None:
-    """The byte source ``src`` into the new local file ``path``, each byte
-    read once, in ranged reads of at most :data:`SPOOL_CHUNK` bytes
-    (memory: one chunk)."""
-    with open(path, "xb") as out:
+def spool_into(path: str, src, *, over: bool = False) -> None:
+    """The byte source ``src`` into the new local file ``path`` (``over``:
+    over the existing file ``path``, from its start), each byte read once,
+    in ranged reads of at most :data:`SPOOL_CHUNK` bytes (memory: one
+    chunk)."""
+    with open(path, "r+b" if over else "xb") as out:
         for buf in src.stream(0, src.size, SPOOL_CHUNK):
             out.write(buf)
 

@@ -44,6 +44,7 @@ import os
 import posixpath
 import re
 import shutil
+import sys
 import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -1141,11 +1142,9 @@ class _Shards:
         return b"" if f is None else f.view(name)
 
 
-def _source(paths: list[str], hdrs: list[_st.SafetensorsFile]) -> tuple[dict[str, Any], dict]:
-    """The checkpoint's tensors (GRIT arrays and plain), as grit.load reads
-    one file but the shards recognised together (:class:`_Shards`;
-    config.json beside ``paths[0]``), and the per-tensor scalars of
-    :func:`_scalars`."""
+def _recognised(paths: list[str], hdrs: list[_st.SafetensorsFile]):
+    """(the checkpoint's tensors as ``with_recognised`` gives them, the
+    shards read as one file: :class:`_Shards`)."""
     parts = [_st.tensors_of(h) for h in hdrs]
     shards = _Shards(hdrs)
     kinds = {p.convention for p in parts}
@@ -1156,8 +1155,33 @@ def _source(paths: list[str], hdrs: list[_st.SafetensorsFile]) -> tuple[dict[str
     for p in parts:
         merged.update(p)
     merged._source = shards  # type: ignore[assignment]  # read as one file
-    got = with_recognised(paths[0], merged)
+    return with_recognised(paths[0], merged), shards
+
+
+def _source(paths: list[str], hdrs: list[_st.SafetensorsFile]) -> tuple[dict[str, Any], dict]:
+    """The checkpoint's tensors (GRIT arrays and plain), as grit.load reads
+    one file but the shards recognised together (:class:`_Shards`;
+    config.json beside ``paths[0]``), and the per-tensor scalars of
+    :func:`_scalars`."""
+    got, shards = _recognised(paths, hdrs)
     return dict(got), _scalars(shards, got)
+
+
+def _needs(src: "_Local") -> dict[str, frozenset[tuple[int, str]]]:
+    """Tensor name (as :func:`_source` names it) -> the (model file index,
+    file tensor) pairs its bytes lie in: a recognised weight's file tensors
+    (``Recognised.tensors``), any other tensor its own entry, or the
+    entries its name prefixes (a GRIT file's planes)."""
+    got, _ = _recognised(src.paths, src.headers)
+    where = {n: i for i, h in enumerate(src.headers) for n in h.entries}
+    out = {r.name: frozenset((where[t], t) for t in r.tensors if t in where)
+           for r in (getattr(got, "recognised", None) or {}).values()
+           if r.kind in ("inferred", "converted")}
+    for n in got:
+        if n not in out:
+            out[n] = frozenset({(where[n], n)}) if n in where else \
+                frozenset((i, e) for e, i in where.items() if e.startswith(n + "."))
+    return {n: d for n, d in out.items() if d}
 
 
 def _local_header(path: str) -> _st.SafetensorsFile:
@@ -1187,24 +1211,32 @@ def _fetch_beside(src: str, into: str) -> None:
 class _Local:
     """A checkpoint as --to gguf reads it: a local folder holding config.json
     and the tokenizer, the model files' local paths and parsed headers, and
-    the name general.name falls back to."""
+    the name general.name falls back to.  A remote checkpoint's model files
+    (``remote``, one URL each) are local images at first — the header and
+    the small tensors in place, every other byte a hole (:func:`_image_into`)
+    — each filled from its URL by :func:`_fill` (and its large tensors
+    punched out again by :func:`_drop`)."""
 
     folder: str
     paths: list[str]
     headers: list[_st.SafetensorsFile]
     name: str
+    remote: tuple[str, ...] = ()
+    #: per remote file: the SHA-256 of its image's bytes (header, small tensors)
+    marks: tuple[str, ...] = ()
 
 
 @contextmanager
-def _local(src: str, work_parent: str,
-           check: Callable[[_Local], Any] | None = None) -> Iterator[_Local]:
+def _local(src: str, work_parent: str, check: Callable[[_Local], Any] | None = None,
+           stream: bool = False) -> Iterator[_Local]:
     """The checkpoint ``src`` as local files.  A remote one (https, hf://)
     is spooled into a temporary folder in ``work_parent``, removed after:
-    the files of :data:`BESIDE` first, then ``check`` run over the model
-    files' headers and small tensors (the other bytes zero:
-    ``grit.convert.remote_image``), so a refusal reads nothing more; then,
-    with room for the spool and an output of its size, each model file
-    read once in bounded ranged reads."""
+    the files of :data:`BESIDE` first, then each model file's image (its
+    header and small tensors, the rest a hole: :func:`_image_into`) and
+    ``check`` run over them, so a refusal reads nothing more; then, with
+    room for the spool and an output of its size, each model file read
+    once in bounded ranged reads (:func:`_fill`) — or, with ``stream``, none
+    yet: the caller fills them one at a time (:func:`_streamed`)."""
     folder, files = _checkpoint_files(src)
     name = _model_name(folder)
     if not is_remote(folder):
@@ -1215,19 +1247,109 @@ def _local(src: str, work_parent: str,
     try:
         _fetch_beside(files[0], spool)
         paths = [os.path.join(spool, _convert._basename(f)) for f in files]
-        images = [_convert.remote_image(f) for f in files]
+        marks = tuple(_image_into(p, f) for f, p in zip(files, paths))
+        local = _Local(spool, paths, [_local_header(p) for p in paths], name, tuple(files),
+                       marks)
         if check is not None:
-            check(_Local(spool, paths, images, name))
-        need = 2 * sum(h.size for h in images)
-        free = shutil.disk_usage(spool).free
-        if free < need:
-            raise GritUsageError(f"{work_parent}: {free} bytes free; converting the remote "
-                                 f"checkpoint needs {need} (its spool and the GGUF)")
-        for f, p in zip(files, paths):
-            _convert.spool_into(p, Location.of(f).open(f))
-        yield _Local(spool, paths, [_local_header(p) for p in paths], name)
+            check(local)
+        if not stream:
+            need = 2 * sum(h.size for h in local.headers)
+            free = shutil.disk_usage(spool).free
+            if free < need:
+                raise GritUsageError(f"{work_parent}: {free} bytes free; converting the remote "
+                                     f"checkpoint needs {need} (its spool and the GGUF)")
+            for i in range(len(files)):
+                _fill(local, i)
+        yield local
     finally:
         shutil.rmtree(spool, ignore_errors=True)
+
+
+def _image_into(path: str, f: str) -> str:
+    """The new local file ``path`` as an image of the remote safetensors file
+    ``f`` (``grit.convert.remote_image``): its header and small tensors in
+    place, every other byte a hole (a sparse file of ``f``'s size, which
+    takes no disk until filled); returns the SHA-256 of the bytes written."""
+    img = _convert.remote_image(f)
+    if img.source is None:                   # (remote_image keeps its source)
+        raise GritError(f"{f}: no byte source")
+    h = hashlib.sha256()
+    with open(path, "xb") as out:
+        head = img.source.read(0, img.start, "the header")
+        out.write(head)
+        h.update(head)
+        for off, k in _small_spans(img):
+            b = off - img.start
+            out.seek(off)
+            out.write(img.buffer[b:b + k])
+            h.update(img.buffer[b:b + k])
+        out.truncate(img.size)
+    return h.hexdigest()
+
+
+def _small_spans(h: _st.SafetensorsFile) -> list[tuple[int, int]]:
+    """(offset, length) of each tensor of ``h`` a remote file's image holds
+    (at most ``grit.convert.SMALL_MAX`` bytes, ``remote_image``'s rule)."""
+    return sorted((off, k) for off, k in (h.span(n) for n in h.entries)
+                  if 0 < k <= _convert.SMALL_MAX)
+
+
+def _fill(src: _Local, i: int) -> None:
+    """Remote model file ``i`` read once into its image (every byte, in
+    bounded ranged reads: ``grit.convert.spool_into``); its header and small
+    tensors must be the image's."""
+    path, f = src.paths[i], src.remote[i]
+    got = Location.of(f).open(f)
+    if got.size != src.headers[i].size:
+        raise GritError(f"{f}: {got.size} bytes now, {src.headers[i].size} when its header "
+                        "was read")
+    _convert.spool_into(path, got, over=True)
+    h = hashlib.sha256()
+    with open(path, "rb") as got:
+        h.update(got.read(src.headers[i].start))
+        for off, k in _small_spans(src.headers[i]):
+            got.seek(off)
+            h.update(got.read(k))
+    if h.hexdigest() != src.marks[i]:
+        raise GritError(f"{f}: its header or small tensors changed while it was read")
+
+
+#: Linux's fallocate modes FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
+_PUNCH = 0x02 | 0x01
+
+
+def _punch(path: str, spans: list[tuple[int, int]]) -> bool:
+    """Give the disk blocks lying wholly inside each (offset, length) of
+    ``spans`` back to the file system (a hole: they read as zeros after,
+    through a map too); False where the system cannot (no fallocate or no
+    hole punching), the bytes then kept."""
+    import ctypes  # noqa: PLC0415 - fallocate(2): no os-module binding punches holes
+    fn = getattr(ctypes.CDLL(None, use_errno=True), "fallocate", None) \
+        if sys.platform == "linux" else None
+    if fn is None:
+        return False
+    fn.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64)
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        blk = os.fstat(fd).st_blksize or 4096
+        for off, n in spans:
+            a, b = -(-off // blk) * blk, (off + n) // blk * blk
+            if b > a and fn(fd, _PUNCH, a, b - a) != 0:
+                return False
+    finally:
+        os.close(fd)
+    return True
+
+
+def _can_punch(folder: str) -> bool:
+    """Whether ``folder``'s file system punches holes (:func:`_punch`)."""
+    fd, probe = tempfile.mkstemp(prefix=".grit-punch-", dir=folder)
+    try:
+        os.write(fd, bytes(1 << 16))
+        return _punch(probe, [(0, 1 << 16)])
+    finally:
+        os.close(fd)
+        os.unlink(probe)
 
 
 @dataclass
@@ -1362,12 +1484,13 @@ def to_gguf(src: str, dst: str, *, overwrite: bool = False,
     a shard index, an https URL or an hf:// name, with config.json and the
     tokenizer beside it) as the folder ``dst`` holding ``model.gguf``,
     ``config.json`` and ``grit-proof.json``.  A remote checkpoint is checked
-    from its headers and small tensors, then each model file read once into
-    a spool beside ``dst`` (:func:`_local`)."""
+    from its headers and small tensors (:func:`_local`), then streamed: one
+    model file at a time read into a spool beside ``dst``, its tensors
+    written and proved, its bytes given back (:func:`_streamed`)."""
     dst = os.path.abspath(dst)
     if os.path.exists(dst) and not overwrite:
         raise GritUsageError(f"{dst} exists (overwrite it with --force)")
-    with _local(src, os.path.dirname(dst) or ".", _prepared) as local:
+    with _local(src, os.path.dirname(dst) or ".", stream=True) as local:
         _dst_free(dst, overwrite, [local.folder, *local.paths])
         p = _prepared(local)
 
@@ -1375,16 +1498,107 @@ def to_gguf(src: str, dst: str, *, overwrite: bool = False,
             if progress is not None:
                 progress(GGUF_FILE)
             release = _releaser(local)
-            save_gguf(os.path.join(work, GGUF_FILE), p.out, p.meta, relayout=True,
-                      notes=p.notes, release=release)
-            proof = _gguf_proof(p.tensors, p.plan, p.inputs, os.path.join(work, GGUF_FILE),
-                                p.fam, release)
+            path = os.path.join(work, GGUF_FILE)
+            if local.remote:
+                proof = _streamed(local, p, path, release)
+            else:
+                save_gguf(path, p.out, p.meta, relayout=True, notes=p.notes, release=release)
+                proof = _gguf_proof(p.tensors, p.plan, p.inputs, path, p.fam, release)
             for k in ("quantization_config", "compression_config"):
                 p.cfg.pop(k, None)
             _write_proof(work, proof, p.cfg)
             return proof
         dst, proof = _convert.staged(dst, fill, fsync=fsync)
     return _convert.ConvertReport(dst, proof, _counts(proof))
+
+
+def _streamed(local: _Local, p: _Prepared, path: str, release: Callable[[Any], None]) -> dict:
+    """Write the GGUF ``path`` of the remote checkpoint ``local`` (still
+    images: :func:`_local` with ``stream``) planned as ``p``, reading each
+    model file once and holding at most one on disk: the header first, with
+    every tensor's data a hole (``save_gguf(data=False)``: the layout is
+    fixed by ``p``, from the headers and small tensors alone); then per
+    model file in order, filled (:func:`_fill`) and the checkpoint prepared
+    again over it (the check of its bytes, the tensors as written), the
+    tensors whose last model file it is (:func:`_needs`) written at their
+    offsets (``save_gguf(at=…)``) and proved (:func:`_gguf_proof`, reading
+    them back), and the large tensors no later tensor needs punched out of
+    the spool (:func:`_drop`).  Returns the proof, entry for entry the one
+    a local conversion of the same files makes."""
+    save_gguf(path, p.out, p.meta, relayout=True, notes=p.notes, data=False)
+    f = read_gguf(path)
+    at = {t.name: (f.data_start + t.offset, t.nbytes) for t in f.tensors}
+    del f
+    n = len(local.remote)
+    needs = _needs(local)
+    every = frozenset((i, e) for i, h in enumerate(local.headers) for e in h.entries)
+    # a tensor written from one source tensor reads that tensor's files; any other
+    # (built from several, or not named by the source) is taken to read every file
+    deps = {g: needs.get(e[1], every) if e[0] is p.tensors.get(e[1]) else every
+            for g, e in p.plan.items()}
+    group = {g: max((i for i, _ in d), default=0) for g, d in deps.items()}
+    # each large file tensor: the last model file whose group reads it
+    large = {(i, e): h.span(e) for i, h in enumerate(local.headers) for e in h.entries
+             if h.span(e)[1] > _convert.SMALL_MAX}
+    last = {k: k[0] for k in large}
+    for g, d in deps.items():
+        for k in d & large.keys():
+            last[k] = max(last[k], group[g])
+    punch = _can_punch(local.folder)
+    # the spool's large tensors on disk at once: while file k is read, its own and
+    # those of earlier files a later weight still reads (or, without holes, all)
+    held = [sum(sp[1] for x, sp in large.items()
+                if x[0] == k or (x[0] < k and (last[x] >= k or not punch))) for k in range(n)]
+    need = os.path.getsize(path) + max(held)
+    free = shutil.disk_usage(local.folder).free
+    if free < need:
+        raise GritUsageError(f"{os.path.dirname(local.folder)}: {free} bytes free; converting "
+                             f"the remote checkpoint needs {need} (the GGUF and at most "
+                             f"{max(held)} bytes of model files at once)")
+    extra = [g for g in p.out if g not in p.plan]        # rope_freqs, activation scales
+    parts: list[dict] = []
+    for k in range(n):
+        _fill(local, k)
+        q = _prepared(local)
+        if list(q.out) != list(p.out) or q.plan.keys() != p.plan.keys() or \
+                q.meta != p.meta or q.notes != p.notes:
+            raise GritError(f"{local.remote[k]}: the checkpoint reads otherwise than its "
+                            "headers and small tensors planned")
+        mine = [g for g in q.plan if group[g] == k]
+        write = {g: q.out[g] for g in q.out if g in mine or (k == 0 and g in extra)}
+        if write or not parts:
+            save_gguf(path, write, q.meta, relayout=True, notes=q.notes, release=release,
+                      at=at)
+            parts.append(_gguf_proof(q.tensors, {g: q.plan[g] for g in mine},
+                                     q.inputs if k == 0 else {}, path, q.fam, release))
+        del q, write
+        if punch:
+            _drop(local, [x for x, j in last.items() if j == k], large)
+    return _merged(parts, p)
+
+
+def _drop(local: _Local, done: list[tuple[int, str]], spans: dict) -> None:
+    """The large tensors ``done`` ((model file index, file tensor) pairs) no
+    longer needed: their disk blocks given back (:func:`_punch`)."""
+    by: dict[int, list[tuple[int, int]]] = {}
+    for i, e in done:
+        by.setdefault(i, []).append(spans[(i, e)])
+    for i, sp in by.items():
+        _punch(local.paths[i], sp)
+
+
+def _merged(parts: list[dict], p: _Prepared) -> dict:
+    """The proofs of :func:`_streamed`'s groups as the one proof
+    :func:`_gguf_proof` makes of the whole plan ``p``: weights and plain
+    tensors in its order (by source name), the activation scales last."""
+    order = {g: i for i, (g, _) in enumerate(sorted(p.plan.items(), key=lambda kv: kv[1][1]))}
+    order.update({g: len(order) + i for i, g in enumerate(sorted(p.inputs))})
+    weights = [w for part in parts for w in part["weights"]]
+    plain = [w for part in parts for w in part["plain"]]
+    if len(weights) + len(plain) != len(order):
+        raise GritError("the streamed proof does not cover every tensor written")
+    return {**parts[0], "weights": sorted(weights, key=lambda w: order[w["gguf_name"]]),
+            "plain": sorted(plain, key=lambda w: order[w["gguf_name"]])}
 
 
 def _dst_free(dst: str, overwrite: bool, inputs: list[str]) -> str:

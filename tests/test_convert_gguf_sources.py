@@ -55,17 +55,20 @@ def _header(path: str) -> tuple[dict, bytes]:
     return h, b[8 + n:]
 
 
-def shard(src: str, folder, parts: int = 2) -> list[str]:
+def shard(src: str, folder, parts: int = 2, at: list[int] | None = None) -> list[str]:
     """``src``'s model.safetensors cut into ``parts`` shards by name order
-    (so that a module's tensors fall into two of them), written byte for
-    byte with an index and the files beside it; returns the shard names."""
+    (so that a module's tensors fall into two of them; ``at``: the cuts, as
+    indices into the sorted names), written byte for byte with an index and
+    the files beside it; returns the shard names."""
     h, data = _header(os.path.join(src, "model.safetensors"))
     os.makedirs(folder)
     for n in os.listdir(src):
         if n != "model.safetensors":
             shutil.copy(os.path.join(src, n), folder)
     names = sorted(h)
-    cut = [names[i * len(names) // parts:(i + 1) * len(names) // parts] for i in range(parts)]
+    ends = [0, *(at or [i * len(names) // parts for i in range(1, parts)]), len(names)]
+    cut = [names[a:b] for a, b in zip(ends, ends[1:])]
+    parts = len(cut)
     wmap, files = {}, []
     for i, part in enumerate(cut):
         fn = f"model-{i + 1:05d}-of-{parts:05d}.safetensors"

@@ -397,7 +397,8 @@ def _writer_class(gguf):
 
 def save_gguf(path, tensors, metadata=None, *, arch: str | None = None,
               relayout: bool = False, notes: Mapping[str, str] | None = None,
-              release: Callable[[Any], None] | None = None) -> None:
+              release: Callable[[Any], None] | None = None, data: bool = True,
+              at: Mapping[str, tuple[int, int]] | None = None) -> None:
     """Write ``{name: GritArray | ndarray | Inexpressible}`` as a GGUF file
     with gguf-py's GGUFWriter (docs/file-format.md, "GGUF").
 
@@ -436,7 +437,14 @@ def save_gguf(path, tensors, metadata=None, *, arch: str | None = None,
     the file is written, a bounded number at a time; a deferred array's
     planes are built for that alone (``transient_planes``), never kept.
 
-    The file appears atomically."""
+    Positioned writes (:func:`_positioned`): ``data=False`` writes the file
+    with every tensor's data left a hole (a sparse file of the full size,
+    its header final); ``at`` (``{name: (offset, nbytes)}``, the file's own
+    tensor infos) writes no header but each of ``tensors``' data into the
+    existing file ``path`` at its offset, so a file can be filled a few
+    tensors at a time, in any order, and end as the one call's bytes.
+
+    The file appears atomically (but with ``at``: in place)."""
     gguf = gguf_py()
     path = os.fspath(path)
     if metadata is None:
@@ -575,10 +583,43 @@ def save_gguf(path, tensors, metadata=None, *, arch: str | None = None,
         for name, arr, raw_type in plan:
             if release is not None and isinstance(arr, np.ndarray):
                 arr = _Written(arr, release)
-            w.add_tensor(name, arr, raw_dtype=raw_type)
+            w.add_tensor(name, arr if data else _Hole(arr), raw_dtype=raw_type)
         w.write_header_to_file()
         w.write_kv_data_to_file()
         w.write_tensors_to_file()
         w.close()
 
+    if at is not None:
+        _positioned(path, plan, at, release)
+        return
     atomic_write(path, write, by_name=True)
+
+
+class _Hole:
+    """A tensor as GGUFWriter takes one whose data are not written: the
+    file is extended past them (a hole, read as zeros until written)."""
+
+    def __init__(self, x) -> None:
+        self.shape, self.dtype, self.nbytes = x.shape, x.dtype, x.nbytes
+
+    def tofile(self, f) -> None:
+        f.seek(self.nbytes, os.SEEK_CUR)
+        f.truncate()
+
+
+def _positioned(path: str, plan: list, at: Mapping[str, tuple[int, int]], release) -> None:
+    """Each planned tensor's data written into the existing GGUF ``path`` at
+    ``at[name]`` = (offset, nbytes), which must be the bytes it writes."""
+    with open(path, "r+b") as f:
+        for name, arr, _ in plan:
+            off, n = at.get(name, (-1, -1))
+            if off < 0 or int(arr.nbytes) != n:
+                raise GritError(f"tensor {name!r} ({arr.nbytes} bytes) is not one {path} "
+                                "holds in that size")
+            if release is not None and isinstance(arr, np.ndarray):
+                arr = _Written(arr, release)
+            f.seek(off)
+            arr.tofile(f)
+            f.flush()
+            if f.tell() != off + n:
+                raise GritError(f"tensor {name!r}: {f.tell() - off} bytes written, not {n}")
