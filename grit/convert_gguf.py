@@ -1557,6 +1557,7 @@ def _streamed(local: _Local, p: _Prepared, path: str, release: Callable[[Any], N
                              f"{max(held)} bytes of model files at once)")
     extra = [g for g in p.out if g not in p.plan]        # rope_freqs, activation scales
     parts: list[dict] = []
+    covered: list[set[str]] = []                         # the tensors each part proves
     for k in range(n):
         _fill(local, k)
         q = _prepared(local)
@@ -1571,10 +1572,11 @@ def _streamed(local: _Local, p: _Prepared, path: str, release: Callable[[Any], N
                       at=at)
             parts.append(_gguf_proof(q.tensors, {g: q.plan[g] for g in mine},
                                      q.inputs if k == 0 else {}, path, q.fam, release))
+            covered.append({*mine, *(q.inputs if k == 0 else ())})
         del q, write
         if punch:
             _drop(local, [x for x, j in last.items() if j == k], large)
-    return _merged(parts, p)
+    return _merged(parts, covered, p)
 
 
 def _drop(local: _Local, done: list[tuple[int, str]], spans: dict) -> None:
@@ -1587,16 +1589,18 @@ def _drop(local: _Local, done: list[tuple[int, str]], spans: dict) -> None:
         _punch(local.paths[i], sp)
 
 
-def _merged(parts: list[dict], p: _Prepared) -> dict:
-    """The proofs of :func:`_streamed`'s groups as the one proof
-    :func:`_gguf_proof` makes of the whole plan ``p``: weights and plain
-    tensors in its order (by source name), the activation scales last."""
+def _merged(parts: list[dict], covered: list[set[str]], p: _Prepared) -> dict:
+    """The proofs of :func:`_streamed`'s groups (``covered``: the tensors
+    each proves) as the one proof :func:`_gguf_proof` makes of the whole
+    plan ``p``: weights and plain tensors in its order (by source name; a
+    stacked expert tensor's entries, one per expert, all in one group, kept
+    in their order by the stable sort), the activation scales last."""
     order = {g: i for i, (g, _) in enumerate(sorted(p.plan.items(), key=lambda kv: kv[1][1]))}
     order.update({g: len(order) + i for i, g in enumerate(sorted(p.inputs))})
+    if sum(len(c) for c in covered) != len(order) or set().union(*covered) != set(order):
+        raise GritError("the streamed proof does not cover every tensor written")
     weights = [w for part in parts for w in part["weights"]]
     plain = [w for part in parts for w in part["plain"]]
-    if len(weights) + len(plain) != len(order):
-        raise GritError("the streamed proof does not cover every tensor written")
     return {**parts[0], "weights": sorted(weights, key=lambda w: order[w["gguf_name"]]),
             "plain": sorted(plain, key=lambda w: order[w["gguf_name"]])}
 

@@ -508,3 +508,32 @@ def test_gpt_oss_verify_finds_a_changed_half(converted, tmp_path):
         C.convert(plain, str(tmp_path / "o"), "gguf")
     for w in ("gate_up_proj", "down_proj"):
         assert f"model.layers.1.mlp.experts.{w}: gpt-oss's unquantised" in str(e.value)
+
+
+@pytest.mark.parametrize("name", ("qwen3moe", "gpt-oss"))
+def test_a_remote_moe_checkpoint_streams_to_the_local_output(converted, name, tmp_path,
+                                                             monkeypatch):
+    """An MoE checkpoint in three shards by the https URL of its index,
+    streamed one shard at a time: a stacked expert tensor (built from many
+    source tensors, in several shards) waits for every shard it needs, and
+    the GGUF and its proof are the local folder's conversion, byte for
+    byte, with no spool left."""
+    from http_server import Server
+    from test_convert_gguf_sources import SMALL, shard
+    src, _, _ = converted(name)
+    d = tmp_path / "ckpt"
+    shard(src, d, parts=3)
+    monkeypatch.setattr(C, "SMALL_MAX", SMALL)
+    local = C.convert(str(d), str(tmp_path / "local"), "gguf")
+    s = Server()
+    try:
+        for n in os.listdir(d):
+            s.files[f"/ckpt/{n}"] = (d / n).read_bytes()
+        rep = C.convert(s.url("/ckpt/model.safetensors.index.json"), str(tmp_path / "out"),
+                        "gguf")
+    finally:
+        s.close()
+    assert rep.counts == local.counts
+    for n in sorted(os.listdir(tmp_path / "local")):
+        assert (tmp_path / "out" / n).read_bytes() == (tmp_path / "local" / n).read_bytes(), n
+    assert not [n for n in os.listdir(tmp_path) if n.startswith(".grit")]
