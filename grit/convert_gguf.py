@@ -2593,6 +2593,7 @@ def _prove_from_gguf(g: _FromGGUF, to: str, out: str) -> list[dict]:
                         "source": _convert._side(a, dref if ref is a else stored.get(name)),
                         "target": _convert._side(b, dref if same else None),
                         "verdict": _convert.quick_verdict(ref, b, same)})
+        del a, ref, b               # not held while the next group's planes are built
     return weights
 
 
@@ -2739,6 +2740,7 @@ def _verify_from_gguf(src: str, folder: str, doc: Mapping, problems: list[str]
     found: dict[str, list[str]] = {}
     for name, x, ref, y, dref, same in _compared(g, b, b_source, claimed, srcw):
         _check_weight(name, claimed[name], x, ref, y, found.setdefault(name, []), dref, same)
+        del x, ref, y               # not held while the next group's planes are built
     _compare_sets(srcw, claimed, problems)
     for name in sorted(found):
         problems.extend(found[name])
