@@ -61,7 +61,7 @@ from .errors import GritError, GritUsageError
 from .descriptor import F_INTERLEAVED
 from .facts import canonical_words, is_canonical
 from .fingerprint import LANES, digests, digests_compared
-from .ggml import TYPES, unblocked
+from .ggml import TYPES, unblocked, unblocks_to
 from .io import safetensors as _st
 from .io.dtypes import ST_DTYPES
 from .io.gguf import KV_CONVERT, GGUFValue, Unread, companion_names, read_files
@@ -1835,12 +1835,22 @@ def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family,
         elif how == "ggml":
             if not isinstance(b, GritArray):
                 raise GritError(f"{gname}: the written GGUF does not read back as a GRIT array")
-            b.planes                            # built from the blocks: the file's pages
-            written(gname)                      # of them go before the source's come
             if rows is None:
                 ref, dsrc = v, None
-                dref, same = source_digest(gname), _convert._same_planes(v.planes, b.planes)
-            else:                               # the source's digest, then its rows moved
+                # the blocks compared with the source as they are unblocked, no plane
+                # built; else the planes built from the blocks (the file's pages of them
+                # given back before the source's come) and compared
+                fast = _blocks_hold(v, b, back.companions.get(gname))
+                if fast is None:
+                    b.planes
+                    written(gname)
+                same = fast if fast is not None else _convert._same_planes(v.planes, b.planes)
+                written(gname)
+                dref = source_digest(gname)
+            else:
+                b.planes                        # built from the blocks: the file's pages
+                written(gname)                  # of them go before the source's come;
+                # the source's digest, then its rows moved
                 dsrc = source_digest(gname)
                 ref = _permuted(v, rows)
                 dref, same = _convert._digest_and_compare(ref, b, release, out_src.release
@@ -1870,6 +1880,29 @@ def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family,
         plain.append({"name": leaf, "gguf_name": gname, "transform": how, "rows": None})
     return {"schema": _convert.PROOF_SCHEMA, "to": TARGET, "arch": fam.arch.lower(),
             "weights": weights, "plain": plain}
+
+
+def _blocks_hold(v: GritArray, b, comp) -> bool | None:
+    """Whether ``b``, an NVFP4 weight read back with its companion scale
+    (``comp``: the reader's :class:`~grit.io.gguf.Companion`), holds the
+    planes of the canonical source ``v``, without building ``b``'s: its
+    blocks unblock to ``v``'s codes and scales (``grit.ggml.unblocks_to``)
+    and its level-1 scale plane is ``v``'s.  None where ``b`` is not such
+    an array in ``v``'s placement (its planes are then built and compared).
+    The same answer as comparing the planes (tests/test_convert_gguf.py)."""
+    if not (_BLOCKS_HOLD and isinstance(b, GritArray) and comp is not None
+            and comp.attached and comp.blocks is not None
+            and is_canonical(v.descriptor)
+            and b.descriptor.placements == v.descriptor.placements):
+        return None
+    p = v.planes
+    return bool(unblocks_to("NVFP4", comp.blocks, p[0], p[1])
+                and _convert._same_bytes(p[2], comp.scale1) and not len(memoryview(p[3])))
+
+
+#: whether :func:`_gguf_proof` compares NVFP4 blocks without building the
+#: planes (a switch for the test that compares the two ways)
+_BLOCKS_HOLD = True
 
 
 def _verdict(ref: GritArray, b: GritArray, same: bool) -> dict:

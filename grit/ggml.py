@@ -46,7 +46,7 @@ from .placement.words import REGISTERED as _PLACEMENTS
 
 __all__ = ["halves", "BlockType", "TYPES", "ZERO_COPY", "CONVERTED", "INEXPRESSIBLE", "PLAIN",
            "Blocks", "Q4_K_DATA", "MXFP4_DATA", "NVFP4_DATA", "kernel_for", "type_kernel",
-           "unblocked"]
+           "unblocked", "unblocks_to"]
 
 _P = {n: w for n, (w, _) in _PLACEMENTS.items()}
 
@@ -648,6 +648,33 @@ def unblocked(a) -> tuple | None:
     if b.size % t.block_bytes or b.size // t.block_bytes * t.block_elems != a.size:
         return None
     return t.unblock(b.reshape(-1, t.block_bytes))
+
+
+def unblocks_to(type_name: str, blocks, codes, scales) -> bool:
+    """Whether the ggml blocks ``blocks`` of ``type_name`` (one of
+    ``native.FP4_BLOCKS``: NVFP4, MXFP4) unblock (:meth:`BlockType.unblock`,
+    the direct inverse :func:`unblocked` reads them by) to exactly the
+    canonical planes ``codes`` and ``scales``: the comparison without the
+    planes built (the C kernel's, where built and on; else each
+    :data:`UNBLOCK_STEP` blocks unblocked and compared).  Sizes that are
+    not the blocks' planes' are False."""
+    t = ZERO_COPY[type_name]
+    b, c, s = _u8(blocks), _u8(codes), _u8(scales)
+    nb = b.size // t.block_bytes
+    cb = t.block_elems // 2                 # 4-bit codes
+    sb = t.block_bytes - cb
+    if b.size != nb * t.block_bytes or c.size != nb * cb or s.size != nb * sb:
+        return False
+    if native.fp4_blocks_on():              # the same answer (tests/test_ggml_unblock.py)
+        return native.fp4_unblock_eq(type_name, b, c, s)
+    b = b.reshape(nb, t.block_bytes)
+    for i in range(0, nb, UNBLOCK_STEP):
+        e = min(nb, i + UNBLOCK_STEP)
+        got = t.unblock(b[i:e])
+        if not (np.array_equal(_u8(got[0]), c[i * cb:e * cb])
+                and np.array_equal(_u8(got[1]), s[i * sb:e * sb])):
+            return False
+    return True
 
 
 # zero-copy descriptor bytes (group axis 0, grade id 0) -> record

@@ -177,6 +177,14 @@ def fp4_block(name: str, codes, scales, nb: int) -> np.ndarray:
     return out
 
 
+def fp4_unblock_eq(name: str, blocks, codes, scales) -> bool:
+    """Whether (nb, block bytes) ggml blocks of type ``name`` unblock to
+    exactly the planes ``codes`` and ``scales`` (of exactly their sizes),
+    none written."""
+    return bool(getattr(_kernels, f"{name.lower()}_unblock_eq")(
+        np.ascontiguousarray(blocks), codes, scales))
+
+
 def fp4_unblock_into(name: str, blocks, codes: np.ndarray, scales: np.ndarray) -> None:
     """The canonical planes of (nb, block bytes) ggml blocks of type ``name``
     written into ``codes`` and ``scales``."""

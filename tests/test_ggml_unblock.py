@@ -125,3 +125,41 @@ def test_fp4_block_kernels_refuse_sizes_that_do_not_match():
         _kernels.mxfp4_block(bytes(48), bytes(2), np.empty((3, 17), np.uint8))
     with pytest.raises(ValueError, match="not a multiple of 17"):
         _kernels.mxfp4_unblock(bytes(18), np.empty(16, np.uint8), np.empty(1, np.uint8))
+
+
+@pytest.mark.parametrize("name", ["NVFP4", "MXFP4"])
+@pytest.mark.parametrize("fast", [True, False])
+def test_unblocks_to_compares_without_the_planes(monkeypatch, name, fast):
+    """grit.ggml.unblocks_to (the C comparison, or each step unblocked and
+    compared): True for the planes the blocks unblock to; False for a change
+    of one bit at every byte of a block's codes and scales, for a change in
+    the last block of a run longer than a step, and for planes of other
+    sizes."""
+    from grit import native
+    if fast and not native.fp4_blocks_on():
+        pytest.skip("the native 4-bit block kernels are not built")
+    if not fast:
+        monkeypatch.setattr(native, "fp4_blocks_on", lambda: False)
+        monkeypatch.setattr(ggml, "UNBLOCK_STEP", 7)
+    t = ggml.TYPES[name]
+    cb, sb = (32, 4) if name == "NVFP4" else (16, 1)
+    nb = 40
+    rng = np.random.default_rng(5)
+    blocks = rng.integers(0, 256, (nb, t.block_bytes), dtype=np.uint8)
+    codes, scales = (np.frombuffer(bytes(p), np.uint8) for p in t.unblock(blocks)[:2])
+    assert ggml.unblocks_to(name, blocks, codes, scales)
+    for k in (0, nb - 1):
+        for j in range(cb):
+            c = codes.copy()
+            c[k * cb + j] ^= 1 << (j % 8)
+            assert not ggml.unblocks_to(name, blocks, c, scales), (k, j)
+        for j in range(sb):
+            s = scales.copy()
+            s[k * sb + j] ^= 0x80
+            assert not ggml.unblocks_to(name, blocks, codes, s), (k, j)
+    for j in range(t.block_bytes):      # a change in the blocks themselves
+        b = blocks.copy()
+        b[nb - 1, j] ^= 0x01
+        assert not ggml.unblocks_to(name, b, codes, scales), j
+    assert not ggml.unblocks_to(name, blocks, codes[:-1], scales)
+    assert not ggml.unblocks_to(name, blocks[:-1], codes, scales)

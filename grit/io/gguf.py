@@ -431,7 +431,11 @@ class Companion:
     ``scale`` the companion's name (None: the file has none), ``attached``
     whether the tensor became one two-level array with it (``k1`` its
     level-1 group; ``reason`` why not, otherwise), and ``rounding``
-    (differ, pairs) of :func:`companion_rounding` for its values."""
+    (differ, pairs) of :func:`companion_rounding` for its values.  An
+    attached array's planes are built from ``blocks`` (the tensor's NVFP4
+    blocks as they lie) and ``scale1`` (the companion's values as the
+    level-1 scale plane): its codes and scales are the blocks' direct
+    inverse (``grit.ggml.unblocked``), then ``scale1``, then no meta."""
 
     tensor: str
     scale: str | None
@@ -439,6 +443,8 @@ class Companion:
     k1: int | None = None
     reason: str = ""
     rounding: tuple[int, int] = (0, 0)
+    blocks: Any = field(default=None, repr=False, compare=False)
+    scale1: Any = field(default=None, repr=False, compare=False)
 
 
 def nvfp4_scale_disagreements(a: GritArray) -> tuple[int, int]:
@@ -500,13 +506,14 @@ def _attach(out: "GGUFTensors", annotated, grades) -> None:
             continue
         s1 = np.ascontiguousarray(c, dtype="<f4").reshape(-1).view(np.uint8)
 
-        def build(a=a, s1=s1):
+        def build(a=a, s1=s1):  # (Companion.blocks and scale1 say what this reads)
             # the blocks' codes and E4M3 scales, moved (by NVFP4's direct inverse)
             one = unblocked(a) or canonical(a).planes
             return one[0], one[1], s1, b""
         out[name] = _regraded(GritArray.deferred(d, a.shape, build), grades.get(name))
         out.companions[name] = Companion(name, cname, True, k1,
-                                         rounding=companion_rounding(c))
+                                         rounding=companion_rounding(c),
+                                         blocks=a.planes[0], scale1=s1)
 
 
 def read(path) -> GGUFContents:

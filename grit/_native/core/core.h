@@ -418,6 +418,12 @@ GRIT_HIDDEN void grit_k_mxfp4_block(const unsigned char *codes, const unsigned c
                                     unsigned char *out, size_t blocks);
 GRIT_HIDDEN void grit_k_mxfp4_unblock(const unsigned char *blocks, unsigned char *codes,
                                       unsigned char *scales, size_t nb);
+/* 1 when nb blocks unblock (as above) to exactly the planes codes and
+ * scales, else 0: the comparison without writing the planes */
+GRIT_HIDDEN int grit_k_nvfp4_unblock_eq(const unsigned char *blocks, const unsigned char *codes,
+                                        const unsigned char *scales, size_t nb);
+GRIT_HIDDEN int grit_k_mxfp4_unblock_eq(const unsigned char *blocks, const unsigned char *codes,
+                                        const unsigned char *scales, size_t nb);
 
 /* ------------------------------------------------------------------------
  * The relayout kernels (relayout.c, docs/placements.md): byte moves into a

@@ -737,18 +737,38 @@ grit_k_nvfp4_block(const unsigned char *codes, const unsigned char *scales, unsi
     }
 }
 
+/* one NVFP4 block's 32 code bytes (LSB-first) and 4 scales */
+static inline void
+nvfp4_unblock_one(const unsigned char *s, unsigned char *codes, unsigned char *scales)
+{
+    memcpy(scales, s, 4);
+    for (int w = 0; w < 4; w++) {
+        uint64_t y = load_le64(s + 4 + 8 * w);
+        store_le64(codes + 8 * w, gather16(y) | gather16(y >> 4) << 32);
+    }
+}
+
 void
 grit_k_nvfp4_unblock(const unsigned char *blocks, unsigned char *codes, unsigned char *scales,
                      size_t nb)
 {
     for (size_t b = 0; b < nb; b++) {
-        const unsigned char *s = blocks + 36 * b;
-        memcpy(scales + 4 * b, s, 4);
-        for (int w = 0; w < 4; w++) {
-            uint64_t y = load_le64(s + 4 + 8 * w);
-            store_le64(codes + 32 * b + 8 * w, gather16(y) | gather16(y >> 4) << 32);
+        nvfp4_unblock_one(blocks + 36 * b, codes + 32 * b, scales + 4 * b);
+    }
+}
+
+int
+grit_k_nvfp4_unblock_eq(const unsigned char *blocks, const unsigned char *codes,
+                        const unsigned char *scales, size_t nb)
+{
+    unsigned char c[32], sc[4];
+    for (size_t b = 0; b < nb; b++) {
+        nvfp4_unblock_one(blocks + 36 * b, c, sc);
+        if (memcmp(c, codes + 32 * b, 32) != 0 || memcmp(sc, scales + 4 * b, 4) != 0) {
+            return 0;
         }
     }
+    return 1;
 }
 
 void
@@ -764,15 +784,35 @@ grit_k_mxfp4_block(const unsigned char *codes, const unsigned char *scales, unsi
     }
 }
 
+/* one MXFP4 block's 16 code bytes (LSB-first) and its scale */
+static inline void
+mxfp4_unblock_one(const unsigned char *s, unsigned char *codes, unsigned char *scale)
+{
+    uint64_t y0 = load_le64(s + 1), y1 = load_le64(s + 9);
+    *scale = s[0];
+    store_le64(codes, gather16(y0) | gather16(y1) << 32);
+    store_le64(codes + 8, gather16(y0 >> 4) | gather16(y1 >> 4) << 32);
+}
+
 void
 grit_k_mxfp4_unblock(const unsigned char *blocks, unsigned char *codes, unsigned char *scales,
                      size_t nb)
 {
     for (size_t b = 0; b < nb; b++) {
-        const unsigned char *s = blocks + 17 * b;
-        uint64_t y0 = load_le64(s + 1), y1 = load_le64(s + 9);
-        scales[b] = s[0];
-        store_le64(codes + 16 * b, gather16(y0) | gather16(y1) << 32);
-        store_le64(codes + 16 * b + 8, gather16(y0 >> 4) | gather16(y1 >> 4) << 32);
+        mxfp4_unblock_one(blocks + 17 * b, codes + 16 * b, scales + b);
     }
+}
+
+int
+grit_k_mxfp4_unblock_eq(const unsigned char *blocks, const unsigned char *codes,
+                        const unsigned char *scales, size_t nb)
+{
+    unsigned char c[16], sc;
+    for (size_t b = 0; b < nb; b++) {
+        mxfp4_unblock_one(blocks + 17 * b, c, &sc);
+        if (memcmp(c, codes + 16 * b, 16) != 0 || sc != scales[b]) {
+            return 0;
+        }
+    }
+    return 1;
 }

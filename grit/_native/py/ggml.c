@@ -38,12 +38,14 @@ typedef struct {
     Py_ssize_t bb, cb, sb;
     void (*block)(const unsigned char *, const unsigned char *, unsigned char *, size_t);
     void (*unblock)(const unsigned char *, unsigned char *, unsigned char *, size_t);
+    int (*unblock_eq)(const unsigned char *, const unsigned char *, const unsigned char *,
+                      size_t);
 } fp4_kind;
 
 static const fp4_kind NVFP4 = {"nvfp4", 36, 32, 4, grit_k_nvfp4_block,
-                               grit_k_nvfp4_unblock};
+                               grit_k_nvfp4_unblock, grit_k_nvfp4_unblock_eq};
 static const fp4_kind MXFP4 = {"mxfp4", 17, 16, 1, grit_k_mxfp4_block,
-                               grit_k_mxfp4_unblock};
+                               grit_k_mxfp4_unblock, grit_k_mxfp4_unblock_eq};
 
 /* the exact sizes of nb blocks and of their planes, else ValueError */
 static int
@@ -108,6 +110,43 @@ fp4_unblock(const fp4_kind *k, PyObject *args)
     PyBuffer_Release(&codes);
     PyBuffer_Release(&scales);
     return res;
+}
+
+static PyObject *
+fp4_unblock_eq(const fp4_kind *k, PyObject *args)
+{
+    Py_buffer blocks, codes, scales;
+    size_t nb;
+    if (!PyArg_ParseTuple(args, "y*y*y*", &blocks, &codes, &scales)) {
+        return NULL;
+    }
+    PyObject *res = NULL;
+    if (fp4_sizes(k, blocks.len, codes.len, scales.len, &nb)) {
+        const unsigned char *b = blocks.buf, *c = codes.buf, *s = scales.buf;
+        int eq;
+        Py_BEGIN_ALLOW_THREADS
+        eq = k->unblock_eq(b, c, s, nb);
+        Py_END_ALLOW_THREADS
+        res = PyBool_FromLong(eq);
+    }
+    PyBuffer_Release(&blocks);
+    PyBuffer_Release(&codes);
+    PyBuffer_Release(&scales);
+    return res;
+}
+
+PyObject *
+grit_py_nvfp4_unblock_eq(PyObject *self, PyObject *args)
+{
+    (void)self;
+    return fp4_unblock_eq(&NVFP4, args);
+}
+
+PyObject *
+grit_py_mxfp4_unblock_eq(PyObject *self, PyObject *args)
+{
+    (void)self;
+    return fp4_unblock_eq(&MXFP4, args);
 }
 
 PyObject *

@@ -51,6 +51,8 @@ GRIT_HIDDEN PyObject *grit_py_nvfp4_block(PyObject *self, PyObject *args);  /* g
 GRIT_HIDDEN PyObject *grit_py_nvfp4_unblock(PyObject *self, PyObject *args);
 GRIT_HIDDEN PyObject *grit_py_mxfp4_block(PyObject *self, PyObject *args);
 GRIT_HIDDEN PyObject *grit_py_mxfp4_unblock(PyObject *self, PyObject *args);
+GRIT_HIDDEN PyObject *grit_py_nvfp4_unblock_eq(PyObject *self, PyObject *args);
+GRIT_HIDDEN PyObject *grit_py_mxfp4_unblock_eq(PyObject *self, PyObject *args);
 GRIT_HIDDEN PyObject *grit_py_encode_mxfp4(PyObject *self, PyObject *args);
 GRIT_HIDDEN PyObject *grit_py_encode_nvf4(PyObject *self, PyObject *args);
 GRIT_HIDDEN PyObject *grit_py_encode_q4ks(PyObject *self, PyObject *args);

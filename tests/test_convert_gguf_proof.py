@@ -1,0 +1,71 @@
+"""The proof of ``grit convert --to gguf`` compares an NVFP4 weight's written
+blocks with the source's planes as the blocks are unblocked, without
+building the planes read back (grit.convert_gguf._blocks_hold,
+grit.ggml.unblocks_to): the output and proof are those of building the
+planes and comparing them, and a changed byte of a weight's blocks or of its
+companion scale is found in that weight alone, both ways.  The source is a
+tiny Llama that compressed-tensors quantised to NVFP4
+(tests/test_convert_gguf_sources.py)."""
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("gguf", reason="gguf-py is not installed")
+
+from grit import convert as C  # noqa: E402
+from grit import convert_gguf as CG  # noqa: E402
+from grit.io.gguf_file import read_gguf  # noqa: E402
+from test_convert_gguf_sources import model  # noqa: E402,F401
+from test_convert_gguf_split import _same_output  # noqa: E402
+
+
+def test_blocks_compared_as_unblocked_give_the_planes_proof(model, tmp_path,  # noqa: F811
+                                                             monkeypatch):
+    calls: list[str] = []
+    real = CG.unblocks_to
+
+    def counting(name, *a):
+        calls.append(name)
+        return real(name, *a)
+    monkeypatch.setattr(CG, "unblocks_to", counting)
+    rep = C.convert(model, str(tmp_path / "fast"), "gguf")
+    assert rep.counts == {"bit-exact": 14} and len(calls) >= 10     # the q/k rows move
+    monkeypatch.setattr(CG, "_BLOCKS_HOLD", False)
+    calls.clear()
+    C.convert(model, str(tmp_path / "planes"), "gguf")
+    assert not calls
+    _same_output(tmp_path / "fast", tmp_path / "planes")
+
+
+def _flip(path: str, tensor: str, at: int) -> None:
+    f = read_gguf(path)
+    t = next(t for t in f.tensors if t.name == tensor)
+    off = f.data_start + t.offset + at
+    with open(path, "r+b") as fh:
+        fh.seek(off)
+        x = fh.read(1)
+        fh.seek(off)
+        fh.write(bytes([x[0] ^ 0x01]))
+
+
+@pytest.mark.parametrize("fast", [True, False])
+@pytest.mark.parametrize("where", [("blk.0.ffn_up.weight", 40),     # a code byte
+                                   ("blk.0.ffn_up.weight", 1),      # an E4M3 scale
+                                   ("blk.0.ffn_up.scale", 0)])      # the companion
+def test_a_changed_byte_is_found_in_its_weight_alone(model, tmp_path, monkeypatch,  # noqa: F811
+                                                      fast, where):
+    monkeypatch.setattr(CG, "_BLOCKS_HOLD", fast)
+    real = CG.save_gguf
+
+    def save_then_change(path, *a, **kw):
+        real(path, *a, **kw)
+        _flip(path, *where)
+    monkeypatch.setattr(CG, "save_gguf", save_then_change)
+    rep = C.convert(model, str(tmp_path / "out"), "gguf")
+    assert rep.counts.get("bit-exact") == 13
+    for w in rep.proof["weights"]:
+        if w["gguf_name"] == "blk.0.ffn_up.weight":
+            assert w["verdict"]["verdict"] != "bit-exact"
+            assert w["target"]["digest"] != w["source"]["digest"]
+        else:
+            assert w["verdict"]["verdict"] == "bit-exact", w["gguf_name"]
