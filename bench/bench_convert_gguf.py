@@ -34,6 +34,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+from typing import Callable
 
 import numpy as np
 
@@ -122,35 +123,34 @@ def _write_shard(path: str, tensors: list[tuple[str, str, list[int]]],
             f.write(x.tobytes())
 
 
-def make(folder: str, layers: int, hidden: int, inter: int, heads: int, kv: int,
-         per_shard: int) -> tuple[int, int]:
-    """The checkpoint (shards of ``per_shard`` layers and their index);
-    returns (its model bytes, the largest tensor's bytes)."""
-    os.makedirs(folder)
-    vocab = tokenizer(folder)
-    hd = hidden // heads
+Entry = tuple[str, str, list[int]]
+
+
+def nvfp4_entries(name: str, rows: int, cols: int) -> list[Entry]:
+    """The file tensors of a compressed-tensors NVFP4 weight ``name``
+    [rows, cols] (``nvfp4-pack-quantized``)."""
+    return [(name + ".weight_packed", "U8", [rows, cols // 2]),
+            (name + ".weight_scale", "F8_E4M3", [rows, cols // 16]),
+            (name + ".weight_global_scale", "F32", [1])]
+
+
+def write_sharded(folder: str, layers: int, per_shard: int, vocab: int, hidden: int,
+                  layer: Callable[[str], list[Entry]], cfg: dict) -> int:
+    """A checkpoint in ``folder`` (made, the tokenizer there): shards of
+    ``per_shard`` layers (the token embedding in the first, the final norm
+    and lm_head in the last, ``layer(prefix)`` each layer's other tensors;
+    random bytes), their index and ``cfg`` as config.json; returns its
+    model bytes."""
     rng = np.random.default_rng(0)
-    shapes = {"self_attn.q_proj": (heads * hd, hidden), "self_attn.k_proj": (kv * hd, hidden),
-              "self_attn.v_proj": (kv * hd, hidden), "self_attn.o_proj": (hidden, heads * hd),
-              "mlp.gate_proj": (inter, hidden), "mlp.up_proj": (inter, hidden),
-              "mlp.down_proj": (hidden, inter)}
     groups = [list(range(i, min(i + per_shard, layers))) for i in range(0, layers, per_shard)]
     wmap: dict[str, str] = {}
-    largest = 0
     for s, group in enumerate(groups):
         fn = f"model-{s + 1:05d}-of-{len(groups):05d}.safetensors"
-        ts: list[tuple[str, str, list[int]]] = []
+        ts: list[Entry] = []
         if s == 0:
             ts.append(("model.embed_tokens.weight", "BF16", [vocab, hidden]))
         for i in group:
-            p = f"model.layers.{i}."
-            ts += [(p + "input_layernorm.weight", "BF16", [hidden]),
-                   (p + "post_attention_layernorm.weight", "BF16", [hidden])]
-            for m, (r, c) in shapes.items():
-                ts += [(p + m + ".weight_packed", "U8", [r, c // 2]),
-                       (p + m + ".weight_scale", "F8_E4M3", [r, c // 16]),
-                       (p + m + ".weight_global_scale", "F32", [1])]
-                largest = max(largest, r * c // 2)
+            ts += layer(f"model.layers.{i}.")
         if s == len(groups) - 1:
             ts += [("model.norm.weight", "BF16", [hidden]),
                    ("lm_head.weight", "BF16", [vocab, hidden])]
@@ -158,6 +158,28 @@ def make(folder: str, layers: int, hidden: int, inter: int, heads: int, kv: int,
         wmap.update({n: fn for n, _, _ in ts})
     with open(os.path.join(folder, "model.safetensors.index.json"), "w") as f:
         json.dump({"metadata": {}, "weight_map": wmap}, f)
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=1)
+    return sum(os.path.getsize(os.path.join(folder, n)) for n in os.listdir(folder)
+               if n.endswith(".safetensors"))
+
+
+def make(folder: str, layers: int, hidden: int, inter: int, heads: int, kv: int,
+         per_shard: int) -> tuple[int, int]:
+    """The checkpoint (shards of ``per_shard`` layers and their index);
+    returns (its model bytes, the largest tensor's bytes)."""
+    os.makedirs(folder)
+    vocab = tokenizer(folder)
+    hd = hidden // heads
+    shapes = {"self_attn.q_proj": (heads * hd, hidden), "self_attn.k_proj": (kv * hd, hidden),
+              "self_attn.v_proj": (kv * hd, hidden), "self_attn.o_proj": (hidden, heads * hd),
+              "mlp.gate_proj": (inter, hidden), "mlp.up_proj": (inter, hidden),
+              "mlp.down_proj": (hidden, inter)}
+
+    def layer(p: str) -> list[Entry]:
+        return [(p + "input_layernorm.weight", "BF16", [hidden]),
+                (p + "post_attention_layernorm.weight", "BF16", [hidden]),
+                *(e for m, (r, c) in shapes.items() for e in nvfp4_entries(p + m, r, c))]
     cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama",
            "hidden_size": hidden, "intermediate_size": inter, "num_hidden_layers": layers,
            "num_attention_heads": heads, "num_key_value_heads": kv, "head_dim": hd,
@@ -165,11 +187,8 @@ def make(folder: str, layers: int, hidden: int, inter: int, heads: int, kv: int,
            "vocab_size": vocab, "bos_token_id": 0, "eos_token_id": 1,
            "tie_word_embeddings": False, "torch_dtype": "bfloat16",
            "quantization_config": _QCONFIG}
-    with open(os.path.join(folder, "config.json"), "w") as f:
-        json.dump(cfg, f, indent=1)
-    total = sum(os.path.getsize(os.path.join(folder, n)) for n in os.listdir(folder)
-                if n.endswith(".safetensors"))
-    return total, largest
+    total = write_sharded(folder, layers, per_shard, vocab, hidden, layer, cfg)
+    return total, max(r * c // 2 for r, c in shapes.values())
 
 
 def run(mode: str, src: str, dst: str, llama: str) -> dict:

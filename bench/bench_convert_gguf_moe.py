@@ -22,12 +22,11 @@ block's experts stacked already, gate and up rows interleaved in
 from __future__ import annotations
 
 import argparse
-import json
 import os
 
-import numpy as np
 
-from bench_convert_gguf import _QCONFIG, _write_shard, bench, tokenizer
+from bench_convert_gguf import (_QCONFIG, Entry, bench, nvfp4_entries, tokenizer,
+                                write_sharded)
 
 
 def make(folder: str, layers: int, hidden: int, heads: int, kv: int, experts: int, ff: int,
@@ -38,38 +37,20 @@ def make(folder: str, layers: int, hidden: int, heads: int, kv: int, experts: in
     os.makedirs(folder)
     vocab = tokenizer(folder)
     hd = hidden // heads
-    rng = np.random.default_rng(0)
     shapes = {"self_attn.q_proj": (heads * hd, hidden), "self_attn.k_proj": (kv * hd, hidden),
               "self_attn.v_proj": (kv * hd, hidden), "self_attn.o_proj": (hidden, heads * hd)}
     for e in range(experts):
         shapes.update({f"mlp.experts.{e}.gate_proj": (ff, hidden),
                        f"mlp.experts.{e}.up_proj": (ff, hidden),
                        f"mlp.experts.{e}.down_proj": (hidden, ff)})
-    groups = [list(range(i, min(i + per_shard, layers))) for i in range(0, layers, per_shard)]
-    wmap: dict[str, str] = {}
-    for s, group in enumerate(groups):
-        fn = f"model-{s + 1:05d}-of-{len(groups):05d}.safetensors"
-        ts: list[tuple[str, str, list[int]]] = []
-        if s == 0:
-            ts.append(("model.embed_tokens.weight", "BF16", [vocab, hidden]))
-        for i in group:
-            p = f"model.layers.{i}."
-            ts += [(p + "input_layernorm.weight", "BF16", [hidden]),
-                   (p + "post_attention_layernorm.weight", "BF16", [hidden]),
-                   (p + "self_attn.q_norm.weight", "BF16", [hd]),
-                   (p + "self_attn.k_norm.weight", "BF16", [hd]),
-                   (p + "mlp.gate.weight", "BF16", [experts, hidden])]
-            for m, (r, c) in shapes.items():
-                ts += [(p + m + ".weight_packed", "U8", [r, c // 2]),
-                       (p + m + ".weight_scale", "F8_E4M3", [r, c // 16]),
-                       (p + m + ".weight_global_scale", "F32", [1])]
-        if s == len(groups) - 1:
-            ts += [("model.norm.weight", "BF16", [hidden]),
-                   ("lm_head.weight", "BF16", [vocab, hidden])]
-        _write_shard(os.path.join(folder, fn), ts, rng)
-        wmap.update({n: fn for n, _, _ in ts})
-    with open(os.path.join(folder, "model.safetensors.index.json"), "w") as f:
-        json.dump({"metadata": {}, "weight_map": wmap}, f)
+
+    def layer(p: str) -> list[Entry]:
+        return [(p + "input_layernorm.weight", "BF16", [hidden]),
+                (p + "post_attention_layernorm.weight", "BF16", [hidden]),
+                (p + "self_attn.q_norm.weight", "BF16", [hd]),
+                (p + "self_attn.k_norm.weight", "BF16", [hd]),
+                (p + "mlp.gate.weight", "BF16", [experts, hidden]),
+                *(e for m, (r, c) in shapes.items() for e in nvfp4_entries(p + m, r, c))]
     cfg = {"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe",
            "hidden_size": hidden, "intermediate_size": 4 * ff, "moe_intermediate_size": ff,
            "num_experts": experts, "num_experts_per_tok": min(8, experts),
@@ -78,10 +59,7 @@ def make(folder: str, layers: int, hidden: int, heads: int, kv: int, experts: in
            "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "vocab_size": vocab,
            "bos_token_id": 0, "eos_token_id": 1, "tie_word_embeddings": False,
            "torch_dtype": "bfloat16", "quantization_config": _QCONFIG}
-    with open(os.path.join(folder, "config.json"), "w") as f:
-        json.dump(cfg, f, indent=1)
-    total = sum(os.path.getsize(os.path.join(folder, n)) for n in os.listdir(folder)
-                if n.endswith(".safetensors"))
+    total = write_sharded(folder, layers, per_shard, vocab, hidden, layer, cfg)
     return total, experts * ff * hidden * 9 // 16      # NVFP4: 36 bytes per 64 values
 
 
@@ -95,37 +73,22 @@ def make_gpt_oss(folder: str, layers: int, hidden: int, heads: int, kv: int, exp
     os.makedirs(folder)
     vocab = tokenizer(folder)
     hd = hidden // heads
-    rng = np.random.default_rng(0)
-    groups = [list(range(i, min(i + per_shard, layers))) for i in range(0, layers, per_shard)]
-    wmap: dict[str, str] = {}
-    for s, group in enumerate(groups):
-        fn = f"model-{s + 1:05d}-of-{len(groups):05d}.safetensors"
-        ts: list[tuple[str, str, list[int]]] = []
-        if s == 0:
-            ts.append(("model.embed_tokens.weight", "BF16", [vocab, hidden]))
-        for i in group:
-            p = f"model.layers.{i}."
-            ts += [(p + "input_layernorm.weight", "BF16", [hidden]),
-                   (p + "post_attention_layernorm.weight", "BF16", [hidden]),
-                   (p + "self_attn.sinks", "BF16", [heads]),
-                   (p + "mlp.router.weight", "BF16", [experts, hidden]),
-                   (p + "mlp.router.bias", "BF16", [experts])]
-            for m, (r, c) in {"q_proj": (heads * hd, hidden), "k_proj": (kv * hd, hidden),
-                              "v_proj": (kv * hd, hidden), "o_proj": (hidden, heads * hd)
-                              }.items():
-                ts += [(p + f"self_attn.{m}.weight", "BF16", [r, c]),
-                       (p + f"self_attn.{m}.bias", "BF16", [r])]
-            for m, (r, c) in {"gate_up_proj": (2 * ff, hidden), "down_proj": (hidden, ff)}.items():
-                ts += [(p + f"mlp.experts.{m}_blocks", "U8", [experts, r, c // 32, 16]),
-                       (p + f"mlp.experts.{m}_scales", "U8", [experts, r, c // 32]),
-                       (p + f"mlp.experts.{m}_bias", "BF16", [experts, r])]
-        if s == len(groups) - 1:
-            ts += [("model.norm.weight", "BF16", [hidden]),
-                   ("lm_head.weight", "BF16", [vocab, hidden])]
-        _write_shard(os.path.join(folder, fn), ts, rng)
-        wmap.update({n: fn for n, _, _ in ts})
-    with open(os.path.join(folder, "model.safetensors.index.json"), "w") as f:
-        json.dump({"metadata": {}, "weight_map": wmap}, f)
+
+    def layer(p: str) -> list[Entry]:
+        ts = [(p + "input_layernorm.weight", "BF16", [hidden]),
+              (p + "post_attention_layernorm.weight", "BF16", [hidden]),
+              (p + "self_attn.sinks", "BF16", [heads]),
+              (p + "mlp.router.weight", "BF16", [experts, hidden]),
+              (p + "mlp.router.bias", "BF16", [experts])]
+        for m, (r, c) in {"q_proj": (heads * hd, hidden), "k_proj": (kv * hd, hidden),
+                          "v_proj": (kv * hd, hidden), "o_proj": (hidden, heads * hd)}.items():
+            ts += [(p + f"self_attn.{m}.weight", "BF16", [r, c]),
+                   (p + f"self_attn.{m}.bias", "BF16", [r])]
+        for m, (r, c) in {"gate_up_proj": (2 * ff, hidden), "down_proj": (hidden, ff)}.items():
+            ts += [(p + f"mlp.experts.{m}_blocks", "U8", [experts, r, c // 32, 16]),
+                   (p + f"mlp.experts.{m}_scales", "U8", [experts, r, c // 32]),
+                   (p + f"mlp.experts.{m}_bias", "BF16", [experts, r])]
+        return ts
     cfg = {"architectures": ["GptOssForCausalLM"], "model_type": "gpt_oss",
            "hidden_size": hidden, "intermediate_size": ff, "num_local_experts": experts,
            "num_experts_per_tok": min(4, experts), "num_hidden_layers": layers,
@@ -138,10 +101,7 @@ def make_gpt_oss(folder: str, layers: int, hidden: int, heads: int, kv: int, exp
            "quantization_config": {"quant_method": "mxfp4", "modules_to_not_convert": [
                "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens",
                "lm_head"]}}
-    with open(os.path.join(folder, "config.json"), "w") as f:
-        json.dump(cfg, f, indent=1)
-    total = sum(os.path.getsize(os.path.join(folder, n)) for n in os.listdir(folder)
-                if n.endswith(".safetensors"))
+    total = write_sharded(folder, layers, per_shard, vocab, hidden, layer, cfg)
     return total, experts * 2 * ff * hidden * 17 // 32     # MXFP4: 17 bytes per 32 values
 
 
