@@ -1840,11 +1840,11 @@ def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family,
                 # the blocks compared with the source as they are unblocked, no plane
                 # built; else the planes built from the blocks (the file's pages of them
                 # given back before the source's come) and compared
-                fast = _blocks_hold(v, b, back.companions.get(gname))
-                if fast is None:
+                same = _blocks_hold(v, b, back.companions.get(gname))
+                if same is None:
                     b.planes
                     written(gname)
-                same = fast if fast is not None else _convert._same_planes(v.planes, b.planes)
+                    same = _convert._same_planes(v.planes, b.planes)
                 written(gname)
                 dref = source_digest(gname)
             else:
@@ -1889,14 +1889,14 @@ def _blocks_hold(v: GritArray, b, comp) -> bool | None:
     blocks unblock to ``v``'s codes and scales (``grit.ggml.unblocks_to``)
     and its level-1 scale plane is ``v``'s.  None where ``b`` is not such
     an array in ``v``'s placement (its planes are then built and compared).
-    The same answer as comparing the planes (tests/test_convert_gguf.py)."""
+    The same answer as comparing the planes (tests/test_convert_gguf_proof.py)."""
     if not (_BLOCKS_HOLD and isinstance(b, GritArray) and comp is not None
             and comp.attached and comp.blocks is not None
             and is_canonical(v.descriptor)
             and b.descriptor.placements == v.descriptor.placements):
         return None
     p = v.planes
-    return bool(unblocks_to("NVFP4", comp.blocks, p[0], p[1])
+    return bool(unblocks_to("NVFP4", comp.blocks.planes[0], p[0], p[1])
                 and _convert._same_bytes(p[2], comp.scale1) and not len(memoryview(p[3])))
 
 
@@ -2178,9 +2178,13 @@ def _as_held(a: GritArray, b) -> GritArray:
     ``a`` itself where the placements are the same (the GRIT convention's
     output), else its canonical form (:func:`_canonical_of`), so that the
     proof compares planes without the general relayout."""
-    if isinstance(b, GritArray) and b.descriptor.placements == a.descriptor.placements:
-        return a
-    return _canonical_of(a)
+    return a if _held_as_is(a, b) else _canonical_of(a)
+
+
+def _held_as_is(a: GritArray, b) -> bool:
+    """Whether the output array ``b`` holds source ``a`` in ``a``'s own
+    placement (so :func:`_as_held` builds nothing)."""
+    return isinstance(b, GritArray) and b.descriptor.placements == a.descriptor.placements
 
 
 #: BF16 elements checked for NaNs per step (bounded temporaries)
@@ -2687,8 +2691,7 @@ def _held(a: GritArray, b) -> int:
     """About the bytes of the planes :func:`_as_held` builds for ``a`` beside
     ``b``: none where it is ``a`` itself (views of its file), else the size
     of ``a``'s planes."""
-    same = isinstance(b, GritArray) and b.descriptor.placements == a.descriptor.placements
-    return 0 if same else int(sum(a.plane_bytes))
+    return 0 if _held_as_is(a, b) else int(sum(a.plane_bytes))
 
 
 def _group_budget(g: _FromGGUF) -> int:

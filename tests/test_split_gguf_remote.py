@@ -177,3 +177,27 @@ def test_info_of_remote_shards_describes_the_model(shards, hub, tmp_path):  # no
         assert got.splits[0].files == tuple(s.url("/r/" + os.path.basename(p)) for p in paths)
     finally:
         s.close()
+
+
+@pytest.mark.parametrize("fault", [{"trickle": (1, 0.2)}, {"latency": 3.0}])
+def test_a_stalling_sibling_shard_ends_the_scan_in_time(shards, fault):  # noqa: F811
+    """An https shard's sibling that trickles its body, or answers only
+    after the deadline: the scan of the named shard ends within the network
+    policy's deadline with a result (findings), not a hang or a traceback."""
+    import time
+
+    from grit.io.http import use_policy
+    _, paths = shards
+    s = Server()
+    try:
+        for n, data in _files(paths).items():
+            s.files["/r/" + n] = data
+        s.faults["/r/" + os.path.basename(paths[2])] = fault
+        t = time.monotonic()
+        with use_policy(timeout=0.5, retries=0):
+            rep = scan([s.url("/r/" + os.path.basename(paths[1]))], cache=False)
+        assert time.monotonic() - t < 10
+    finally:
+        s.close()
+    assert rep.findings and rep.exit_code() != 0
+    assert len(rep.files) >= 2

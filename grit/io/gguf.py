@@ -432,10 +432,11 @@ class Companion:
     whether the tensor became one two-level array with it (``k1`` its
     level-1 group; ``reason`` why not, otherwise), and ``rounding``
     (differ, pairs) of :func:`companion_rounding` for its values.  An
-    attached array's planes are built from ``blocks`` (the tensor's NVFP4
-    blocks as they lie) and ``scale1`` (the companion's values as the
-    level-1 scale plane): its codes and scales are the blocks' direct
-    inverse (``grit.ggml.unblocked``), then ``scale1``, then no meta."""
+    attached array's planes are built from ``blocks`` (the tensor as it
+    lies: an NVFP4 array whose one plane is its blocks, read on first use)
+    and ``scale1`` (the companion's values as the level-1 scale plane): its
+    codes and scales are the blocks' direct inverse (``grit.ggml.unblocked``),
+    then ``scale1``, then no meta."""
 
     tensor: str
     scale: str | None
@@ -513,7 +514,7 @@ def _attach(out: "GGUFTensors", annotated, grades) -> None:
         out[name] = _regraded(GritArray.deferred(d, a.shape, build), grades.get(name))
         out.companions[name] = Companion(name, cname, True, k1,
                                          rounding=companion_rounding(c),
-                                         blocks=a.planes[0], scale1=s1)
+                                         blocks=a, scale1=s1)
 
 
 def read(path) -> GGUFContents:
