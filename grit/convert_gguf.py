@@ -61,11 +61,11 @@ from .errors import GritError, GritUsageError
 from .descriptor import F_INTERLEAVED
 from .facts import canonical_words, is_canonical
 from .fingerprint import LANES, digests, digests_compared
-from .ggml import TYPES, unblocked, unblocks_to
+from .ggml import TYPES, blocks_of, unblocked, unblocks_to
+from .native import FP4_BLOCKS
 from .io import safetensors as _st
 from .io.dtypes import ST_DTYPES
 from .io.gguf import KV_CONVERT, GGUFValue, Unread, companion_names, read_files
-from .io.gguf import read as _read_gguf
 from .io.gguf_file import ValueType, read_gguf
 from .io.gguf_split import (SHARD_NAME, SPLIT_COUNT, SPLIT_NO, Split, choose, remote_folder,
                             shard_counts, shard_name, shards, write_outline)
@@ -1013,6 +1013,67 @@ class _GateUp:
             return None
 
 
+    @staticmethod
+    def joined_later(x: GritArray, gate, up) -> GritArray:
+        """:meth:`joined`, deferred: built where its planes are read (a
+        GritError then where the halves are not such halves)."""
+        def build() -> tuple:
+            y = _GateUp.joined(x, gate, up)
+            if y is None:
+                raise GritError("the written halves do not interleave into the source's "
+                                "gate_up_proj")
+            return y.transient_planes()
+        d = x.descriptor if is_canonical(x.descriptor) else canonical(x).descriptor
+        return GritArray.deferred(d, x.shape, build)
+
+    @staticmethod
+    def hold(x: GritArray, gate, up, release: Callable[[Any], None] | None = None,
+             release_out: Callable[[Any], None] | None = None) -> bool | None:
+        """Whether the halves ``gate`` and ``up`` as read back (MXFP4 blocks
+        in place) hold the canonical source ``x``'s rows, without building
+        either side: expert by expert, each half's blocks unblocked and
+        compared with that expert's gate or up rows of codes and scales
+        (``grit.ggml.unblocks_to``), the pages of both files given back
+        (``release``, ``release_out``) as it goes.  Memory: one expert's
+        rows.  None where the arrays are not such (:meth:`joined` is then
+        built and compared).  The same answer as comparing :meth:`joined`'s
+        planes (tests/test_convert_gguf_moe.py)."""
+        if not (_BLOCKS_HOLD and is_canonical(x.descriptor) and len(x.shape) == 3
+                and x.plane_bytes[2:] == (0, 0)):
+            return None
+        halves = []
+        for h in (gate, up):
+            got = blocks_of(h) if isinstance(h, GritArray) else None
+            if got is None or got[0].name != "MXFP4" or tuple(h.shape) != (
+                    x.shape[0], x.shape[1] // 2, x.shape[2]) or \
+                    h.grade.decode_projection != x.grade.decode_projection:
+                return None
+            halves.append(got[1])
+        n, rows = x.shape[0], x.shape[1] // 2
+        codes, scales = _plane_u8(x.planes[0]), _plane_u8(x.planes[1])
+        if codes.size % (2 * n * rows) or scales.size % (2 * n * rows) or \
+                any(b.size % n for b in halves):
+            return None
+        ce, se, be = codes.size // n, scales.size // n, halves[0].size // n
+        same = True
+        for e in range(n):
+            c = codes[e * ce:(e + 1) * ce]
+            s = scales[e * se:(e + 1) * se]
+            for part, b in enumerate(halves):
+                same = same and unblocks_to(
+                    "MXFP4", b[e * be:(e + 1) * be],
+                    np.ascontiguousarray(c.reshape(rows, 2, -1)[:, part]),
+                    np.ascontiguousarray(s.reshape(rows, 2, -1)[:, part]))
+                if release_out is not None:
+                    release_out(b[e * be:(e + 1) * be])
+            if release is not None:
+                release(c)
+                release(s)
+            if not same:
+                break
+        return same
+
+
 def _plane_u8(p) -> np.ndarray:
     return np.frombuffer(p, np.uint8) if len(memoryview(p).cast("B")) else np.zeros(0, np.uint8)
 
@@ -1761,8 +1822,8 @@ def _plain_entry(x: np.ndarray, y: np.ndarray, how: str, rows) -> str | None:
     if y.dtype != want.dtype and not (how == "copy" and y.dtype == np.float32
                                       and str(want.dtype) == "bfloat16"):
         return f"dtype {y.dtype}, expected {want.dtype}"
-    a = np.ascontiguousarray(np.asarray(want, y.dtype)).tobytes()
-    if a != np.ascontiguousarray(y).tobytes():
+    a = np.ascontiguousarray(np.asarray(want, y.dtype)).reshape(-1).view(np.uint8)
+    if not _convert._same_bytes(a, np.ascontiguousarray(y).reshape(-1).view(np.uint8)):
         return "its values are not the source's"
     return None
 
@@ -1777,12 +1838,14 @@ def _rows_note(rows) -> str | None:
     return "llama.cpp's q/k order (LlamaModel.permute)"
 
 
-def _read_back(path: str) -> tuple[Any, Any, Callable[[str], None]]:
+def _read_back(path: str) -> tuple[Any, Any, Callable[[str], None], Callable[[str], Any]]:
     """(the tensors of the written GGUF ``path``, its byte source, a function
     giving back the file's pages of a tensor and its companions by GGUF
-    name); the pages the reader read (the header, the companion scales)
+    name, a function giving a tensor by GGUF name as it is compared: a BF16
+    one its bytes in the file viewed as bfloat16, not widened into new
+    memory); the pages the reader read (the header, the companion scales)
     given back now."""
-    got = _read_gguf(path)
+    got = read_files([read_gguf(path)], lazy=True)     # (BF16: an Unread record)
     raise_first(got.problems)
     back, out_src = got.tensors, got.file.source
     if isinstance(out_src, LocalFile):
@@ -1793,7 +1856,16 @@ def _read_back(path: str) -> tuple[Any, Any, Callable[[str], None]]:
         for n in (gname, *companion_names(gname)):
             if n in spans and isinstance(out_src, LocalFile) and spans[n][1]:
                 _give_back_around(out_src, out_src.view(*spans[n]))
-    return back, out_src, written
+
+    def plain(gname: str):
+        b = back.get(gname)
+        if not isinstance(b, Unread):
+            return b
+        view = out_src.view(*spans[gname]) if b.ggml_type == "BF16" else None
+        if view is None:
+            return b.read()
+        return np.frombuffer(view, "<u2").view(ST_DTYPES["BF16"].np_dtype()).reshape(b.shape)
+    return back, out_src, written, plain
 
 
 def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family,
@@ -1807,7 +1879,7 @@ def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family,
     (their pages given back as they go); a weight whose rows move is then
     moved, and its target digested and compared in one pass
     (``grit.convert._digest_and_compare``)."""
-    back, out_src, written = _read_back(path)
+    back, out_src, written, plain_back = _read_back(path)
     weights, plain = [], []
     items = sorted(plan.items(), key=lambda kv: kv[1][1])
     # the source digests, LANES weights at a time (grit.fingerprint.digests: their
@@ -1825,13 +1897,14 @@ def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family,
         return ahead.pop(gname)
 
     for gname, (v, name, how, rows) in items:
-        b = back.get(gname)
+        b = plain_back(gname)
         back.pop(gname)         # its planes, once built, go with it: one weight's at a time
         if isinstance(v, _Experts):
             _prove_experts(v, gname, b, back.get(companion_names(gname)[0]),
                            back.ggml_types.get(gname), how, weights, plain, release)
         elif isinstance(v, _GateUp):
-            _prove_gate_up(v, gname, b, back, name, weights, plain, release)
+            _prove_gate_up(v, gname, b, back, name, weights, plain, release,
+                           out_src.release if out_src is not None else None)
         elif how == "ggml":
             if not isinstance(b, GritArray):
                 raise GritError(f"{gname}: the written GGUF does not read back as a GRIT array")
@@ -1874,7 +1947,7 @@ def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family,
             _give_back(release, v)
         written(gname)
     for gname, (v, leaf, how) in sorted(inputs.items()):
-        why = _plain_entry(v, np.asarray(back.get(gname)), "f32", None)
+        why = _plain_entry(v, np.asarray(plain_back(gname)), "f32", None)
         if why is not None:
             raise GritError(f"{gname}: the written GGUF does not read back as {leaf}: {why}")
         plain.append({"name": leaf, "gguf_name": gname, "transform": how, "rows": None})
@@ -1900,8 +1973,9 @@ def _blocks_hold(v: GritArray, b, comp) -> bool | None:
                 and _convert._same_bytes(p[2], comp.scale1) and not len(memoryview(p[3])))
 
 
-#: whether :func:`_gguf_proof` compares NVFP4 blocks without building the
-#: planes (a switch for the test that compares the two ways)
+#: whether :func:`_gguf_proof` and verify compare FP4 blocks without building
+#: the planes (:func:`_blocks_hold`, :func:`_unblocks_hold`,
+#: :meth:`_GateUp.hold`; a switch for the tests that compare the two ways)
 _BLOCKS_HOLD = True
 
 
@@ -1913,7 +1987,27 @@ def _verdict(ref: GritArray, b: GritArray, same: bool) -> dict:
     tensor)."""
     if same:
         return _convert.quick_verdict(ref, b, same)
+    if _unblocks_hold(ref, b):
+        return {"verdict": "bit-exact", "elements": int(np.prod(ref.shape, dtype=np.int64))}
     return _convert.quick_verdict(ref, _canonical_once(b))
+
+
+def _unblocks_hold(ref: GritArray, b) -> bool | None:
+    """Whether ``b``, read back in an FP4 ggml type's placement (its blocks
+    in place: MXFP4), moves into the canonical source ``ref``'s grade
+    projection, shape, group axis and planes (what makes
+    ``grit.convert.quick_verdict`` bit-exact), without building ``b``'s
+    canonical planes: its blocks unblock to ``ref``'s codes and scales
+    (``grit.ggml.unblocks_to``).  None where they are not such arrays."""
+    got = blocks_of(b) if isinstance(b, GritArray) else None
+    if not (_BLOCKS_HOLD and got is not None and got[0].name in FP4_BLOCKS
+            and is_canonical(ref.descriptor) and ref.plane_bytes[2:] == (0, 0)
+            and tuple(ref.shape) == tuple(b.shape)
+            and ref.descriptor.group_axis == len(b.shape) - 1
+            and ref.grade.decode_projection == b.grade.decode_projection):
+        return None
+    p = ref.planes
+    return unblocks_to(got[0].name, got[1], p[0], p[1])
 
 
 def _canonical_once(b):
@@ -1965,10 +2059,11 @@ def _prove_experts(ex: "_Experts", gname: str, b, comp, ggml_type, how: str, wei
 
 
 def _prove_gate_up(v: "_GateUp", gname: str, b, back, name: str, weights: list, plain: list,
-                   release: Callable[[Any], None] | None) -> None:
+                   release: Callable[[Any], None] | None,
+                   release_out: Callable[[Any], None] | None = None) -> None:
     """The proof of gpt-oss's ``gate_up_proj`` (at its gate half ``gname``;
     nothing at the up half): one entry, its target the two written halves'
-    rows interleaved again (:meth:`_GateUp.joined`); of its bias, one
+    rows interleaved again (:func:`_gate_up_target`); of its bias, one
     ``plain`` entry per half, checked against the source's rows."""
     x = v.src
     if v.dtype is not None:
@@ -1983,11 +2078,11 @@ def _prove_gate_up(v: "_GateUp", gname: str, b, back, name: str, weights: list, 
         return
     if v.part:
         return
-    y = _GateUp.joined(x, b, back.get(v.pair))
-    if y is None:
+    got = _gate_up_target(x, b, back.get(v.pair), release, release_out)
+    if got is None:
         raise GritError(f"{gname}, {v.pair}: the written GGUF does not read back as the "
                         f"halves of {name}")
-    dsrc, same = _convert._digest_and_compare(x, y, release)
+    y, dsrc, same = got
     weights.append({"name": name, "gguf_name": gname, "gguf_names": [gname, v.pair],
                     "ggml_type": "MXFP4", "rows": "gpt-oss's gate and up rows (axis 1) "
                     "interleaved again", "source": _convert._side(x, dsrc),
@@ -1996,8 +2091,30 @@ def _prove_gate_up(v: "_GateUp", gname: str, b, back, name: str, weights: list, 
                     "exact_by_construction": True, "notes": []})
 
 
+def _gate_up_target(x: GritArray, gate, up, release: Callable[[Any], None] | None,
+                    release_out: Callable[[Any], None] | None
+                    ) -> tuple[GritArray, str, bool] | None:
+    """(the target of gpt-oss's ``gate_up_proj`` ``x``: the written halves
+    ``gate`` and ``up`` interleaved again, ``x``'s plane digest, whether
+    the target's planes are ``x``'s bytes), or None where the halves are
+    not such halves.  Compared expert by expert without building either
+    side (:meth:`_GateUp.hold`; the target is then built only where its
+    digest is needed: where it differs), else built and compared
+    (:meth:`_GateUp.joined`)."""
+    same = _GateUp.hold(x, gate, up, release, release_out)
+    if same is not None:
+        return (_GateUp.joined_later(x, gate, up), digests([x.planes], done=release)[0].hex(),
+                same)
+    y = _GateUp.joined(x, gate, up)
+    if y is None:
+        return None
+    dsrc, same = _convert._digest_and_compare(x, y, release)
+    return y, dsrc, same
+
+
 def _verify_gate_up(v: "_GateUp", gname: str, b, back, name: str, claimed: dict,
-                    problems: list[str], release: Callable[[Any], None] | None) -> int:
+                    problems: list[str], release: Callable[[Any], None] | None,
+                    release_out: Callable[[Any], None] | None = None) -> int:
     """:func:`_verify_local` of a half of gpt-oss's ``gate_up_proj`` (or of
     its bias): as :func:`_prove_gate_up` derives it, against the proof.
     Returns the weights checked."""
@@ -2010,8 +2127,12 @@ def _verify_gate_up(v: "_GateUp", gname: str, b, back, name: str, claimed: dict,
         return 0
     if v.part or name not in claimed:
         return 0
-    _check_weight(name, claimed[name], x, x, _GateUp.joined(x, b, back.get(v.pair)), problems,
-                  release)
+    got = _gate_up_target(x, b, back.get(v.pair), release, release_out)
+    if got is None:
+        problems.append(f"{name}: the output holds no GRIT array under this name")
+        return 1
+    y, dsrc, same = got
+    _check_weight(name, claimed[name], x, x, y, problems, dsrc, same)
     return 1
 
 
@@ -2839,19 +2960,20 @@ def _verify_local(local: _Local, folder: str, doc: dict, problems: list[str]
     plan, refused, types = _plan_gguf(tensors, fam, h, int(_need(h, "num_hidden_layers", fam)),
                                       _embedding_rows(fam, local.folder, h), release)
     problems.extend(f"the source is no longer convertible: {r}" for r in refused)
-    back, out_src, written = _read_back(os.path.join(folder, GGUF_FILE))
+    back, out_src, written, plain_back = _read_back(os.path.join(folder, GGUF_FILE))
     claimed = {w.get("name"): w for w in doc["weights"] if isinstance(w, dict)}
     srcw = {n for n, v in tensors.items() if isinstance(v, GritArray)}
     _compare_sets(srcw, claimed, problems)
     checked = 0
     for gname, (v, name, how, rows) in plan.items():
-        b = back.get(gname)
+        b = plain_back(gname)
         back.pop(gname, None)   # one weight's built planes at a time
         if isinstance(v, _Experts):
             checked += _verify_experts(v, gname, b, back.get(companion_names(gname)[0]), how,
                                        claimed, problems, release)
         elif isinstance(v, _GateUp):
-            checked += _verify_gate_up(v, gname, b, back, name, claimed, problems, release)
+            checked += _verify_gate_up(v, gname, b, back, name, claimed, problems, release,
+                                       getattr(out_src, "release", None))
         elif how == "ggml":
             if name in claimed:
                 checked += 1
@@ -2868,7 +2990,7 @@ def _verify_local(local: _Local, folder: str, doc: dict, problems: list[str]
         _give_back(release, v)      # the pages of both files' tensor, given back
         written(gname)
     for gname, (v, leaf, _) in _input_scales(plan, types, scalars).items():
-        b = back.get(gname)
+        b = plain_back(gname)
         why = (_plain_entry(v, b, "f32", None) if isinstance(b, np.ndarray)
                else "the GGUF holds no plain tensor under this name")
         if why is not None:

@@ -46,7 +46,7 @@ from .placement.words import REGISTERED as _PLACEMENTS
 
 __all__ = ["halves", "BlockType", "TYPES", "ZERO_COPY", "CONVERTED", "INEXPRESSIBLE", "PLAIN",
            "Blocks", "Q4_K_DATA", "MXFP4_DATA", "NVFP4_DATA", "kernel_for", "type_kernel",
-           "unblocked", "unblocks_to"]
+           "blocks_of", "unblocked", "unblocks_to"]
 
 _P = {n: w for n, (w, _) in _PLACEMENTS.items()}
 
@@ -637,6 +637,18 @@ def unblocked(a) -> tuple | None:
     GGUF) by the type's direct inverse (:meth:`BlockType.unblock`: NVFP4,
     MXFP4), the bytes ``grit.array.canonical`` gives by relayout
     (tests/test_ggml_unblock.py); None where there is none."""
+    got = blocks_of(a)
+    if got is None:
+        return None
+    t, b = got
+    return t.unblock(b.reshape(-1, t.block_bytes))
+
+
+def blocks_of(a) -> tuple[BlockType, np.ndarray] | None:
+    """(the zero-copy type, its blocks' bytes) of an array in a zero-copy
+    type's placement, groups along the last axis (its data plane the type's
+    whole blocks, the other planes empty: what grit.load reads in place
+    from a GGUF); None for any other array."""
     if not a.shape:
         return None
     d = a.descriptor.replace(grade_id=0)
@@ -647,7 +659,7 @@ def unblocked(a) -> tuple | None:
     b = _u8(a.planes[0])
     if b.size % t.block_bytes or b.size // t.block_bytes * t.block_elems != a.size:
         return None
-    return t.unblock(b.reshape(-1, t.block_bytes))
+    return t, b
 
 
 def unblocks_to(type_name: str, blocks, codes, scales) -> bool:

@@ -510,6 +510,69 @@ def test_gpt_oss_verify_finds_a_changed_half(converted, tmp_path):
         assert f"model.layers.1.mlp.experts.{w}: gpt-oss's unquantised" in str(e.value)
 
 
+def test_gpt_oss_blocks_compared_as_unblocked_give_the_planes_proof(models, tmp_path,
+                                                                     monkeypatch):
+    """The proof of gpt-oss's experts compares the written MXFP4 blocks
+    with the source as they are unblocked, expert by expert
+    (``_GateUp.hold``, ``_unblocks_hold``), building neither the halves'
+    canonical planes nor gate_up_proj interleaved again: the GGUF and the
+    proof are those of building them and comparing."""
+    from test_convert_gguf_split import _same_output
+    src = models("gpt-oss")
+    calls: list[str] = []
+    real = CG.unblocks_to
+
+    def counting(name, *a):
+        calls.append(name)
+        return real(name, *a)
+    monkeypatch.setattr(CG, "unblocks_to", counting)
+    assert C.convert(src, str(tmp_path / "fast"), "gguf").counts == {"bit-exact": 2 * LAYERS}
+    # gate_up: each expert's two halves; down_proj: once
+    assert calls == ["MXFP4"] * (LAYERS * (2 * N_EXPERTS + 1))
+    assert C.verify(src, str(tmp_path / "fast")).ok
+    monkeypatch.setattr(CG, "_BLOCKS_HOLD", False)
+    calls.clear()
+    C.convert(src, str(tmp_path / "planes"), "gguf")
+    assert not calls
+    _same_output(tmp_path / "fast", tmp_path / "planes")
+
+
+@pytest.mark.parametrize("fast", [True, False])
+@pytest.mark.parametrize("where", [("blk.0.ffn_up_exps.weight", 0),       # expert 0's E8M0
+                                   ("blk.1.ffn_gate_exps.weight", -3),    # the last code
+                                   ("blk.1.ffn_down_exps.weight", 17 * 9 + 5)])
+def test_gpt_oss_a_changed_byte_is_found_in_its_weight_alone(models, tmp_path, monkeypatch,
+                                                             fast, where):
+    """A byte of a written MXFP4 block (a scale, a code; of either half of
+    gate_up_proj or of down_proj) changed before the proof reads the file
+    back: that weight alone is not bit-exact, whether the blocks are
+    compared as unblocked or the planes built; verify, the other way,
+    re-derives the same proof."""
+    monkeypatch.setattr(CG, "_BLOCKS_HOLD", fast)
+    real = CG.save_gguf
+    gname, at = where
+
+    def save_then_change(path, *a, **kw):
+        real(path, *a, **kw)
+        t = next(t for t in gguf.GGUFReader(path).tensors if t.name == gname)
+        _flip(path, gname, at % int(t.n_bytes))
+    monkeypatch.setattr(CG, "save_gguf", save_then_change)
+    src = models("gpt-oss")
+    dst = str(tmp_path / "out")
+    rep = C.convert(src, dst, "gguf")
+    layer = gname.split(".")[1]
+    bad = f"model.layers.{layer}.mlp.experts." + \
+        ("down_proj" if "down" in gname else "gate_up_proj")
+    assert rep.counts.get("bit-exact") == 2 * LAYERS - 1
+    for w in rep.proof["weights"]:
+        assert (w["verdict"]["verdict"] == "bit-exact") == (w["name"] != bad), w["name"]
+        if w["name"] == bad and "gate_up" in bad:
+            assert w["target"]["digest"] != w["source"]["digest"]
+    monkeypatch.setattr(CG, "_BLOCKS_HOLD", not fast)      # verify the other way: the same
+    rep = C.verify(src, dst)
+    assert rep.ok and rep.checked == 2 * LAYERS, rep.problems
+
+
 @pytest.mark.parametrize("name", ("qwen3moe", "gpt-oss"))
 def test_a_remote_moe_checkpoint_streams_to_the_local_output(converted, name, tmp_path,
                                                              monkeypatch):

@@ -69,3 +69,42 @@ def test_a_changed_byte_is_found_in_its_weight_alone(model, tmp_path, monkeypatc
             assert w["target"]["digest"] != w["source"]["digest"]
         else:
             assert w["verdict"]["verdict"] == "bit-exact", w["gguf_name"]
+
+
+def test_plain_tensors_are_compared_as_the_files_bytes(model, tmp_path, monkeypatch):  # noqa: F811
+    """The proof and verify compare a BF16 tensor read back as the file's
+    bytes (no F32 copy of it is made: memory stays at the tensor being
+    compared), and a changed byte of one is found: the conversion fails
+    naming it, and verify of a changed output names it alone."""
+    import shutil
+
+    from grit.errors import GritError
+    from grit.io.gguf import Unread
+    widened: list[str] = []
+    real_read = Unread.read
+
+    def read(self):
+        widened.append(self.name)
+        return real_read(self)
+    monkeypatch.setattr(Unread, "read", read)
+    dst = tmp_path / "out"
+    C.convert(model, str(dst), "gguf")
+    types = {t.name: t.ggml_type for t in read_gguf(str(dst / CG.GGUF_FILE)).tensors}
+    assert types["token_embd.weight"] == types["output.weight"] == "BF16"
+    assert C.verify(model, str(dst)).ok
+    assert widened == []
+    bad = tmp_path / "bad"
+    shutil.copytree(dst, bad)
+    _flip(str(bad / CG.GGUF_FILE), "output.weight", 333)
+    rep = C.verify(model, str(bad))
+    assert [p.split(" ")[0] for p in rep.problems] == ["output.weight"], rep.problems
+    assert "its values are not the source's" in rep.problems[0]
+    real = CG.save_gguf
+
+    def save_then_change(path, *a, **kw):
+        real(path, *a, **kw)
+        _flip(path, "token_embd.weight", 70)
+    monkeypatch.setattr(CG, "save_gguf", save_then_change)
+    with pytest.raises(GritError, match="token_embd.weight: .*its values are not the source's"):
+        C.convert(model, str(tmp_path / "o2"), "gguf")
+    assert not (tmp_path / "o2").exists()
