@@ -82,12 +82,13 @@ def test_native_kind_is_native_types_answer(grade, shape, tmp_path):
 
 
 @pytest.mark.parametrize("name", ["NVFP4", "MXFP4"])
-@pytest.mark.parametrize("nb", [1, 2, 33, 1000])
-def test_fp4_block_kernels_equal_the_numpy_path(monkeypatch, name, nb):
+@pytest.mark.parametrize("nb", [1, 2, 33, 1000, 1001])
+def test_fp4_block_kernels_equal_the_numpy_path(monkeypatch, name, nb, simd):
     """The C kernels that write and read NVFP4 and MXFP4 blocks
-    (grit.native.fp4_block, fp4_unblock_into) give the bytes of the numpy
-    path, both ways, on random planes and on codes with every nibble value
-    at every position."""
+    (grit.native.fp4_block, fp4_unblock_into), in their portable and AVX2
+    loops (MXFP4's two blocks at a time, then the odd one), give the bytes
+    of the numpy path, both ways, on random planes and on codes with every
+    nibble value at every position."""
     from grit import native
     if not native.fp4_blocks_on():
         pytest.skip("the native 4-bit block kernels are not built")
@@ -129,12 +130,15 @@ def test_fp4_block_kernels_refuse_sizes_that_do_not_match():
 
 @pytest.mark.parametrize("name", ["NVFP4", "MXFP4"])
 @pytest.mark.parametrize("fast", [True, False])
-def test_unblocks_to_compares_without_the_planes(monkeypatch, name, fast):
-    """grit.ggml.unblocks_to (the C comparison, or each step unblocked and
-    compared): True for the planes the blocks unblock to; False for a change
-    of one bit at every byte of a block's codes and scales, for a change in
-    the last block of a run longer than a step, and for planes of other
-    sizes."""
+@pytest.mark.parametrize("nb", [40, 1201])
+def test_unblocks_to_compares_without_the_planes(monkeypatch, name, fast, nb, simd):
+    """grit.ggml.unblocks_to (the C comparison in its portable and AVX2
+    loops, or each step unblocked and compared): True for the planes the
+    blocks unblock to; False for a change of one bit at every byte of a
+    block's codes and scales (the first block, one in the middle — past the
+    AVX2 loop's first look at its differences — and the last: MXFP4's odd
+    one), for a change in the last block of a run longer than a step, and
+    for planes of other sizes."""
     from grit import native
     if fast and not native.fp4_blocks_on():
         pytest.skip("the native 4-bit block kernels are not built")
@@ -143,12 +147,11 @@ def test_unblocks_to_compares_without_the_planes(monkeypatch, name, fast):
         monkeypatch.setattr(ggml, "UNBLOCK_STEP", 7)
     t = ggml.TYPES[name]
     cb, sb = (32, 4) if name == "NVFP4" else (16, 1)
-    nb = 40
     rng = np.random.default_rng(5)
     blocks = rng.integers(0, 256, (nb, t.block_bytes), dtype=np.uint8)
     codes, scales = (np.frombuffer(bytes(p), np.uint8) for p in t.unblock(blocks)[:2])
     assert ggml.unblocks_to(name, blocks, codes, scales)
-    for k in (0, nb - 1):
+    for k in (0, nb // 2, nb - 1):
         for j in range(cb):
             c = codes.copy()
             c[k * cb + j] ^= 1 << (j % 8)

@@ -723,9 +723,9 @@ store_le64(unsigned char *p, uint64_t v)
 #endif
 }
 
-void
-grit_k_nvfp4_block(const unsigned char *codes, const unsigned char *scales, unsigned char *out,
-                   size_t blocks)
+static void
+nvfp4_block_portable(const unsigned char *codes, const unsigned char *scales, unsigned char *out,
+                     size_t blocks)
 {
     for (size_t b = 0; b < blocks; b++) {
         unsigned char *o = out + 36 * b;
@@ -748,18 +748,18 @@ nvfp4_unblock_one(const unsigned char *s, unsigned char *codes, unsigned char *s
     }
 }
 
-void
-grit_k_nvfp4_unblock(const unsigned char *blocks, unsigned char *codes, unsigned char *scales,
-                     size_t nb)
+static void
+nvfp4_unblock_portable(const unsigned char *blocks, unsigned char *codes, unsigned char *scales,
+                       size_t nb)
 {
     for (size_t b = 0; b < nb; b++) {
         nvfp4_unblock_one(blocks + 36 * b, codes + 32 * b, scales + 4 * b);
     }
 }
 
-int
-grit_k_nvfp4_unblock_eq(const unsigned char *blocks, const unsigned char *codes,
-                        const unsigned char *scales, size_t nb)
+static int
+nvfp4_unblock_eq_portable(const unsigned char *blocks, const unsigned char *codes,
+                          const unsigned char *scales, size_t nb)
 {
     unsigned char c[32], sc[4];
     for (size_t b = 0; b < nb; b++) {
@@ -771,9 +771,9 @@ grit_k_nvfp4_unblock_eq(const unsigned char *blocks, const unsigned char *codes,
     return 1;
 }
 
-void
-grit_k_mxfp4_block(const unsigned char *codes, const unsigned char *scales, unsigned char *out,
-                   size_t blocks)
+static void
+mxfp4_block_portable(const unsigned char *codes, const unsigned char *scales, unsigned char *out,
+                     size_t blocks)
 {
     for (size_t b = 0; b < blocks; b++) {
         unsigned char *o = out + 17 * b;
@@ -794,18 +794,18 @@ mxfp4_unblock_one(const unsigned char *s, unsigned char *codes, unsigned char *s
     store_le64(codes + 8, gather16(y0 >> 4) | gather16(y1 >> 4) << 32);
 }
 
-void
-grit_k_mxfp4_unblock(const unsigned char *blocks, unsigned char *codes, unsigned char *scales,
-                     size_t nb)
+static void
+mxfp4_unblock_portable(const unsigned char *blocks, unsigned char *codes, unsigned char *scales,
+                       size_t nb)
 {
     for (size_t b = 0; b < nb; b++) {
         mxfp4_unblock_one(blocks + 17 * b, codes + 16 * b, scales + b);
     }
 }
 
-int
-grit_k_mxfp4_unblock_eq(const unsigned char *blocks, const unsigned char *codes,
-                        const unsigned char *scales, size_t nb)
+static int
+mxfp4_unblock_eq_portable(const unsigned char *blocks, const unsigned char *codes,
+                          const unsigned char *scales, size_t nb)
 {
     unsigned char c[16], sc;
     for (size_t b = 0; b < nb; b++) {
@@ -815,4 +815,241 @@ grit_k_mxfp4_unblock_eq(const unsigned char *blocks, const unsigned char *codes,
         }
     }
     return 1;
+}
+
+#ifdef GRIT_AVX2
+/* The same moves 32 bytes at a time, each 128-bit lane on its own (unpack and
+ * pack work within lanes).  Codes LSB-first: L = the low nibbles (the even
+ * codes), H = the high ones (the odd codes); unpacking L with H lists a lane's
+ * codes in order.
+ *   to halves order (a run of 16 codes, 8 bytes in and out): byte k of the
+ *   run is code k | code k + 8 << 4: the low and high 64 bits of the listed
+ *   run joined by a 4-bit shift;
+ *   back: a run's code k is the low nibble of byte k (k < 8), code k + 8 its
+ *   high nibble; listed in order, each pair of codes packs into a byte
+ *   (the 16-bit word's low byte | its high byte << 4). */
+TARGET_AVX2 static inline __m256i
+halves_of_run_pairs(__m256i x)
+{
+    const __m256i m = _mm256_set1_epi8(0x0F);
+    __m256i lo = _mm256_and_si256(x, m), hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), m);
+    __m256i r0 = _mm256_unpacklo_epi8(lo, hi), r1 = _mm256_unpackhi_epi8(lo, hi);
+    return _mm256_or_si256(_mm256_unpacklo_epi64(r0, r1),
+                           _mm256_slli_epi16(_mm256_unpackhi_epi64(r0, r1), 4));
+}
+
+TARGET_AVX2 static inline __m256i
+pairs_packed(__m256i a, __m256i b)
+{
+    const __m256i ff = _mm256_set1_epi16(0xFF);
+    a = _mm256_and_si256(_mm256_or_si256(a, _mm256_srli_epi16(a, 4)), ff);
+    b = _mm256_and_si256(_mm256_or_si256(b, _mm256_srli_epi16(b, 4)), ff);
+    return _mm256_packus_epi16(a, b);
+}
+
+/* NVFP4: 32 bytes in halves order (4 runs) -> 32 code bytes LSB-first */
+TARGET_AVX2 static inline __m256i
+nvfp4_codes_avx2(__m256i r)
+{
+    const __m256i m = _mm256_set1_epi8(0x0F);
+    __m256i lo = _mm256_and_si256(r, m), hi = _mm256_and_si256(_mm256_srli_epi16(r, 4), m);
+    return pairs_packed(_mm256_unpacklo_epi64(lo, hi), _mm256_unpackhi_epi64(lo, hi));
+}
+
+/* MXFP4: two blocks' 16 bytes in halves order (byte k: code k | code k + 16
+ * << 4), one a lane -> their 16 code bytes each */
+TARGET_AVX2 static inline __m256i
+mxfp4_codes_avx2(__m256i r)
+{
+    const __m256i m = _mm256_set1_epi8(0x0F);
+    __m256i lo = _mm256_and_si256(r, m), hi = _mm256_and_si256(_mm256_srli_epi16(r, 4), m);
+    return pairs_packed(lo, hi);
+}
+
+TARGET_AVX2 static inline __m128i
+load16(const unsigned char *p)
+{
+    return _mm_loadu_si128((const __m128i *)(const void *)p);
+}
+
+TARGET_AVX2 static inline __m256i
+load32(const unsigned char *p)
+{
+    return _mm256_loadu_si256((const __m256i *)(const void *)p);
+}
+
+TARGET_AVX2 static void
+nvfp4_block_avx2(const unsigned char *codes, const unsigned char *scales, unsigned char *out,
+                 size_t blocks)
+{
+    for (size_t b = 0; b < blocks; b++) {
+        unsigned char *o = out + 36 * b;
+        memcpy(o, scales + 4 * b, 4);
+        _mm256_storeu_si256((__m256i *)(void *)(o + 4), halves_of_run_pairs(load32(codes + 32 * b)));
+    }
+}
+
+TARGET_AVX2 static void
+nvfp4_unblock_avx2(const unsigned char *blocks, unsigned char *codes, unsigned char *scales,
+                   size_t nb)
+{
+    for (size_t b = 0; b < nb; b++) {
+        const unsigned char *s = blocks + 36 * b;
+        memcpy(scales + 4 * b, s, 4);
+        _mm256_storeu_si256((__m256i *)(void *)(codes + 32 * b), nvfp4_codes_avx2(load32(s + 4)));
+    }
+}
+
+/* whether the differences gathered so far are none */
+TARGET_AVX2 static inline int
+none_differ(__m256i acc, uint32_t sacc)
+{
+    return sacc == 0 && _mm256_testz_si256(acc, acc);
+}
+
+TARGET_AVX2 static int
+nvfp4_unblock_eq_avx2(const unsigned char *blocks, const unsigned char *codes,
+                      const unsigned char *scales, size_t nb)
+{
+    __m256i acc = _mm256_setzero_si256();
+    uint32_t sacc = 0;
+    for (size_t b = 0; b < nb; b++) {
+        const unsigned char *s = blocks + 36 * b;
+        uint32_t got, want;
+        memcpy(&got, s, 4);
+        memcpy(&want, scales + 4 * b, 4);
+        sacc |= got ^ want;
+        acc = _mm256_or_si256(acc, _mm256_xor_si256(nvfp4_codes_avx2(load32(s + 4)),
+                                                    load32(codes + 32 * b)));
+        if ((b & 255) == 255 && !none_differ(acc, sacc)) {
+            return 0;
+        }
+    }
+    return none_differ(acc, sacc);
+}
+
+TARGET_AVX2 static void
+mxfp4_block_avx2(const unsigned char *codes, const unsigned char *scales, unsigned char *out,
+                 size_t blocks)
+{
+    const __m256i m = _mm256_set1_epi8(0x0F);
+    size_t b = 0;
+    for (; b + 2 <= blocks; b += 2) {
+        /* one block a lane: its codes listed in order are the lane's two
+         * unpacks, codes 0-15 and 16-31; byte k = code k | code k + 16 << 4 */
+        __m256i x = load32(codes + 16 * b);
+        __m256i lo = _mm256_and_si256(x, m), hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), m);
+        __m256i y = _mm256_or_si256(_mm256_unpacklo_epi8(lo, hi),
+                                    _mm256_slli_epi16(_mm256_unpackhi_epi8(lo, hi), 4));
+        unsigned char *o = out + 17 * b;
+        o[0] = scales[b];
+        _mm_storeu_si128((__m128i *)(void *)(o + 1), _mm256_castsi256_si128(y));
+        o[17] = scales[b + 1];
+        _mm_storeu_si128((__m128i *)(void *)(o + 18), _mm256_extracti128_si256(y, 1));
+    }
+    if (b < blocks) {
+        mxfp4_block_portable(codes + 16 * b, scales + b, out + 17 * b, blocks - b);
+    }
+}
+
+TARGET_AVX2 static inline __m256i
+mxfp4_pair(const unsigned char *s)
+{
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(load16(s + 1)), load16(s + 18), 1);
+}
+
+TARGET_AVX2 static void
+mxfp4_unblock_avx2(const unsigned char *blocks, unsigned char *codes, unsigned char *scales,
+                   size_t nb)
+{
+    size_t b = 0;
+    for (; b + 2 <= nb; b += 2) {
+        const unsigned char *s = blocks + 17 * b;
+        scales[b] = s[0];
+        scales[b + 1] = s[17];
+        _mm256_storeu_si256((__m256i *)(void *)(codes + 16 * b), mxfp4_codes_avx2(mxfp4_pair(s)));
+    }
+    if (b < nb) {
+        mxfp4_unblock_portable(blocks + 17 * b, codes + 16 * b, scales + b, nb - b);
+    }
+}
+
+TARGET_AVX2 static int
+mxfp4_unblock_eq_avx2(const unsigned char *blocks, const unsigned char *codes,
+                      const unsigned char *scales, size_t nb)
+{
+    __m256i acc = _mm256_setzero_si256();
+    uint32_t sacc = 0;
+    size_t b = 0;
+    for (; b + 2 <= nb; b += 2) {
+        const unsigned char *s = blocks + 17 * b;
+        sacc |= (uint32_t)(s[0] ^ scales[b]) | (uint32_t)(s[17] ^ scales[b + 1]);
+        acc = _mm256_or_si256(acc, _mm256_xor_si256(mxfp4_codes_avx2(mxfp4_pair(s)),
+                                                    load32(codes + 16 * b)));
+        if ((b & 510) == 510 && !none_differ(acc, sacc)) {
+            return 0;
+        }
+    }
+    return none_differ(acc, sacc)
+        && (b == nb || mxfp4_unblock_eq_portable(blocks + 17 * b, codes + 16 * b, scales + b,
+                                                 nb - b));
+}
+#endif
+
+/* the entry points: the AVX2 loops where the CPU has AVX2 (the same bytes:
+ * tests/test_ggml_unblock.py runs both) */
+void
+grit_k_nvfp4_block(const unsigned char *codes, const unsigned char *scales, unsigned char *out,
+                   size_t blocks)
+{
+    AVX2_FIRST(nvfp4_block_avx2(codes, scales, out, blocks));
+    nvfp4_block_portable(codes, scales, out, blocks);
+}
+
+void
+grit_k_nvfp4_unblock(const unsigned char *blocks, unsigned char *codes, unsigned char *scales,
+                     size_t nb)
+{
+    AVX2_FIRST(nvfp4_unblock_avx2(blocks, codes, scales, nb));
+    nvfp4_unblock_portable(blocks, codes, scales, nb);
+}
+
+int
+grit_k_nvfp4_unblock_eq(const unsigned char *blocks, const unsigned char *codes,
+                        const unsigned char *scales, size_t nb)
+{
+#ifdef GRIT_AVX2
+    if (grit_use_avx2) {
+        return nvfp4_unblock_eq_avx2(blocks, codes, scales, nb);
+    }
+#endif
+    return nvfp4_unblock_eq_portable(blocks, codes, scales, nb);
+}
+
+void
+grit_k_mxfp4_block(const unsigned char *codes, const unsigned char *scales, unsigned char *out,
+                   size_t blocks)
+{
+    AVX2_FIRST(mxfp4_block_avx2(codes, scales, out, blocks));
+    mxfp4_block_portable(codes, scales, out, blocks);
+}
+
+void
+grit_k_mxfp4_unblock(const unsigned char *blocks, unsigned char *codes, unsigned char *scales,
+                     size_t nb)
+{
+    AVX2_FIRST(mxfp4_unblock_avx2(blocks, codes, scales, nb));
+    mxfp4_unblock_portable(blocks, codes, scales, nb);
+}
+
+int
+grit_k_mxfp4_unblock_eq(const unsigned char *blocks, const unsigned char *codes,
+                        const unsigned char *scales, size_t nb)
+{
+#ifdef GRIT_AVX2
+    if (grit_use_avx2) {
+        return mxfp4_unblock_eq_avx2(blocks, codes, scales, nb);
+    }
+#endif
+    return mxfp4_unblock_eq_portable(blocks, codes, scales, nb);
 }
