@@ -62,7 +62,7 @@ from .descriptor import F_INTERLEAVED
 from .facts import canonical_words, is_canonical
 from .fingerprint import LANES, digests, digests_compared
 from .ggml import TYPES, blocks_of, unblocked, unblocks_to
-from .native import FP4_BLOCKS
+from .native import SPLIT_BLOCKS
 from .io import safetensors as _st
 from .io.dtypes import ST_DTYPES
 from .io.gguf import KV_CONVERT, GGUFValue, Unread, companion_names, read_files
@@ -2000,7 +2000,7 @@ def _unblocks_hold(ref: GritArray, b) -> bool | None:
     canonical planes: its blocks unblock to ``ref``'s codes and scales
     (``grit.ggml.unblocks_to``).  None where they are not such arrays."""
     got = blocks_of(b) if isinstance(b, GritArray) else None
-    if not (_BLOCKS_HOLD and got is not None and got[0].name in FP4_BLOCKS
+    if not (_BLOCKS_HOLD and got is not None and got[0].name in SPLIT_BLOCKS
             and is_canonical(ref.descriptor) and ref.plane_bytes[2:] == (0, 0)
             and tuple(ref.shape) == tuple(b.shape)
             and ref.descriptor.group_axis == len(b.shape) - 1

@@ -374,15 +374,15 @@ class MXFP4(BlockType):
     placement = (MXFP4_DATA.word, _P["ROW_MAJOR"], 0)
 
     def write(self, planes, nb):
-        if native.fp4_blocks_on() and _u8(planes[0]).size == 16 * nb \
+        if native.split_blocks_on() and _u8(planes[0]).size == 16 * nb \
                 and _u8(planes[1]).size == nb:  # one C pass (tests/test_ggml_unblock.py)
-            return native.fp4_block(self.name, _u8(planes[0]), _u8(planes[1]), nb)
+            return native.split_block(self.name, _u8(planes[0]), _u8(planes[1]), nb)
         return _blocks([_plane(planes, 1, nb), _halves_inv(_codes(planes, nb, 4, 32))], nb,
                        self.block_bytes)
 
     def unblock(self, b):
-        if native.fp4_blocks_on():
-            return _in_steps(b, 16, 1, lambda *a: native.fp4_unblock_into(self.name, *a),
+        if native.split_blocks_on():
+            return _in_steps(b, 16, 1, lambda *a: native.split_unblock_into(self.name, *a),
                              into=True)
         return _in_steps(b, 16, 1, lambda p: (_nibbles_inv(_nibbles_halves(p[:, 1:])), p[:, 0]))
 
@@ -401,8 +401,8 @@ class NVFP4(BlockType):
         if data.size != nb * 32 or sc.shape != (nb, 4):
             raise ValueError(f"NVFP4: {data.size} code bytes and {sc.size} scales for {nb} "
                              "blocks")
-        if native.fp4_blocks_on():      # the same bytes, one C pass (tests/test_ggml_unblock.py)
-            return native.fp4_block(self.name, data, np.ascontiguousarray(sc), nb)
+        if native.split_blocks_on():      # the same bytes, one C pass (tests/test_ggml_unblock.py)
+            return native.split_block(self.name, data, np.ascontiguousarray(sc), nb)
         x = data.view("<u8") if data.ctypes.data % 8 == 0 else data.copy().view("<u8")
         out = np.empty((nb, 36), np.uint8)
         out[:, :4] = sc
@@ -410,8 +410,8 @@ class NVFP4(BlockType):
         return out
 
     def unblock(self, b):
-        if native.fp4_blocks_on():
-            return _in_steps(b, 32, 4, lambda *a: native.fp4_unblock_into(self.name, *a),
+        if native.split_blocks_on():
+            return _in_steps(b, 32, 4, lambda *a: native.split_unblock_into(self.name, *a),
                              into=True)
         return _in_steps(b, 32, 4, _nvfp4_unblock)
 
@@ -664,7 +664,7 @@ def blocks_of(a) -> tuple[BlockType, np.ndarray] | None:
 
 def unblocks_to(type_name: str, blocks, codes, scales) -> bool:
     """Whether the ggml blocks ``blocks`` of ``type_name`` (one of
-    ``native.FP4_BLOCKS``: NVFP4, MXFP4) unblock (:meth:`BlockType.unblock`,
+    ``native.SPLIT_BLOCKS``: NVFP4, MXFP4) unblock (:meth:`BlockType.unblock`,
     the direct inverse :func:`unblocked` reads them by) to exactly the
     canonical planes ``codes`` and ``scales``: the comparison without the
     planes built (the C kernel's, where built and on; else each
@@ -677,8 +677,8 @@ def unblocks_to(type_name: str, blocks, codes, scales) -> bool:
     sb = t.block_bytes - cb
     if b.size != nb * t.block_bytes or c.size != nb * cb or s.size != nb * sb:
         return False
-    if native.fp4_blocks_on():              # the same answer (tests/test_ggml_unblock.py)
-        return native.fp4_unblock_eq(type_name, b, c, s)
+    if native.split_blocks_on():              # the same answer (tests/test_ggml_unblock.py)
+        return native.split_unblock_eq(type_name, b, c, s)
     b = b.reshape(nb, t.block_bytes)
     for i in range(0, nb, UNBLOCK_STEP):
         e = min(nb, i + UNBLOCK_STEP)

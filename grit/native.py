@@ -159,17 +159,17 @@ def ggml_kernels_on() -> bool:
 
 
 #: the ggml 4-bit types with C block kernels (their block sizes: grit.ggml_types)
-FP4_BLOCKS = ("NVFP4", "MXFP4")
+SPLIT_BLOCKS = ("NVFP4", "MXFP4")
 
 
-def fp4_blocks_on() -> bool:
-    """Whether the C block kernels of :data:`FP4_BLOCKS` (planes <-> ggml
+def split_blocks_on() -> bool:
+    """Whether the C block kernels of :data:`SPLIT_BLOCKS` (planes <-> ggml
     blocks) are built and on."""
     return ggml_kernels_on() and hasattr(_kernels, "mxfp4_block")
 
 
-def fp4_block(name: str, codes, scales, nb: int) -> np.ndarray:
-    """``nb`` ggml blocks of type ``name`` (:data:`FP4_BLOCKS`) from the
+def split_block(name: str, codes, scales, nb: int) -> np.ndarray:
+    """``nb`` ggml blocks of type ``name`` (:data:`SPLIT_BLOCKS`) from the
     canonical planes: ``codes`` (LSB-first) and ``scales``, of exactly the
     blocks' sizes."""
     out = np.empty((nb, BY_NAME[name].block_bytes), np.uint8)
@@ -177,7 +177,7 @@ def fp4_block(name: str, codes, scales, nb: int) -> np.ndarray:
     return out
 
 
-def fp4_unblock_eq(name: str, blocks, codes, scales) -> bool:
+def split_unblock_eq(name: str, blocks, codes, scales) -> bool:
     """Whether (nb, block bytes) ggml blocks of type ``name`` unblock to
     exactly the planes ``codes`` and ``scales`` (of exactly their sizes),
     none written."""
@@ -185,7 +185,7 @@ def fp4_unblock_eq(name: str, blocks, codes, scales) -> bool:
         np.ascontiguousarray(blocks), codes, scales))
 
 
-def fp4_unblock_into(name: str, blocks, codes: np.ndarray, scales: np.ndarray) -> None:
+def split_unblock_into(name: str, blocks, codes: np.ndarray, scales: np.ndarray) -> None:
     """The canonical planes of (nb, block bytes) ggml blocks of type ``name``
     written into ``codes`` and ``scales``."""
     getattr(_kernels, f"{name.lower()}_unblock")(np.ascontiguousarray(blocks), codes, scales)

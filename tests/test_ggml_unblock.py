@@ -85,12 +85,12 @@ def test_native_kind_is_native_types_answer(grade, shape, tmp_path):
 @pytest.mark.parametrize("nb", [1, 2, 33, 1000, 1001])
 def test_fp4_block_kernels_equal_the_numpy_path(monkeypatch, name, nb, simd):
     """The C kernels that write and read NVFP4 and MXFP4 blocks
-    (grit.native.fp4_block, fp4_unblock_into), in their portable and AVX2
+    (grit.native.split_block, split_unblock_into), in their portable and AVX2
     loops (MXFP4's two blocks at a time, then the odd one), give the bytes
     of the numpy path, both ways, on random planes and on codes with every
     nibble value at every position."""
     from grit import native
-    if not native.fp4_blocks_on():
+    if not native.split_blocks_on():
         pytest.skip("the native 4-bit block kernels are not built")
     t = ggml.TYPES[name]
     cb, sb = (32, 4) if name == "NVFP4" else (16, 1)
@@ -103,7 +103,7 @@ def test_fp4_block_kernels_equal_the_numpy_path(monkeypatch, name, nb, simd):
     planes = (codes.tobytes(), scales.tobytes(), b"", b"")
     fast = t.write(planes, nb)
     fast_back = t.unblock(fast)
-    monkeypatch.setattr(native, "fp4_blocks_on", lambda: False)
+    monkeypatch.setattr(native, "split_blocks_on", lambda: False)
     slow = t.write(planes, nb)
     assert fast.shape == slow.shape == (nb, t.block_bytes)
     assert fast.tobytes() == slow.tobytes()
@@ -113,7 +113,7 @@ def test_fp4_block_kernels_equal_the_numpy_path(monkeypatch, name, nb, simd):
 
 def test_fp4_block_kernels_refuse_sizes_that_do_not_match():
     from grit import _kernels, native
-    if not native.fp4_blocks_on():
+    if not native.split_blocks_on():
         pytest.skip("the native 4-bit block kernels are not built")
     out = np.empty((2, 36), np.uint8)
     with pytest.raises(ValueError, match="nvfp4: 2 blocks need 64 code and 8 scale bytes"):
@@ -140,10 +140,10 @@ def test_unblocks_to_compares_without_the_planes(monkeypatch, name, fast, nb, si
     one), for a change in the last block of a run longer than a step, and
     for planes of other sizes."""
     from grit import native
-    if fast and not native.fp4_blocks_on():
+    if fast and not native.split_blocks_on():
         pytest.skip("the native 4-bit block kernels are not built")
     if not fast:
-        monkeypatch.setattr(native, "fp4_blocks_on", lambda: False)
+        monkeypatch.setattr(native, "split_blocks_on", lambda: False)
         monkeypatch.setattr(ggml, "UNBLOCK_STEP", 7)
     t = ggml.TYPES[name]
     cb, sb = (32, 4) if name == "NVFP4" else (16, 1)
