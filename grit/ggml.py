@@ -203,6 +203,10 @@ class BlockType:
     grade_text: ClassVar[str]
     #: (data, scale, meta) placement words of a zero-copy type; None: converted
     placement: ClassVar[tuple[int, int, int] | None] = None
+    #: (code bytes, scale bytes) each block gives the canonical planes, for a
+    #: type whose direct inverse (:meth:`unblock`) writes those two planes
+    #: alone (``native.SPLIT_BLOCKS``); None: any other
+    split: ClassVar[tuple[int, int] | None] = None
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
@@ -363,8 +367,19 @@ class Q8_0(BlockType):
     grade_text = "grit1(e=s8,k0=32,s0=binary16,esr=ratiomaxabs)"
     placement = (_P["BLOCK_AOS"], _P["ROW_MAJOR"], 0)
 
+    split = (32, 2)             # code and scale bytes a block: moved as they are
+
     def write(self, planes, nb):
+        if native.split_blocks_on() and _u8(planes[0]).size == 32 * nb \
+                and _u8(planes[1]).size == 2 * nb:  # one C pass (tests/test_ggml_unblock.py)
+            return native.split_block(self.name, _u8(planes[0]), _u8(planes[1]), nb)
         return _blocks([_plane(planes, 1, nb), _plane(planes, 0, nb)], nb, self.block_bytes)
+
+    def unblock(self, b):
+        if native.split_blocks_on():
+            return _in_steps(b, 32, 2, lambda *a: native.split_unblock_into(self.name, *a),
+                             into=True)
+        return _in_steps(b, 32, 2, lambda p: (p[:, 2:], p[:, :2]))
 
 
 class MXFP4(BlockType):
@@ -372,6 +387,7 @@ class MXFP4(BlockType):
     name = "MXFP4"
     grade_text = "grit1(e=e2m1,k0=32,s0=e8m0,esr=exp2floormaxabs)"
     placement = (MXFP4_DATA.word, _P["ROW_MAJOR"], 0)
+    split = (16, 1)
 
     def write(self, planes, nb):
         if native.split_blocks_on() and _u8(planes[0]).size == 16 * nb \
@@ -392,6 +408,7 @@ class NVFP4(BlockType):
     name = "NVFP4"
     grade_text = "grit1(e=e2m1,k0=16,s0=e4m3,esr=ratiomaxabs)"
     placement = (NVFP4_DATA.word, _P["ROW_MAJOR"], 0)
+    split = (32, 4)
 
     def write(self, planes, nb):
         # four E4M3 scales, then four runs of 8 bytes (16 codes in halves order):
@@ -664,7 +681,7 @@ def blocks_of(a) -> tuple[BlockType, np.ndarray] | None:
 
 def unblocks_to(type_name: str, blocks, codes, scales) -> bool:
     """Whether the ggml blocks ``blocks`` of ``type_name`` (one of
-    ``native.SPLIT_BLOCKS``: NVFP4, MXFP4) unblock (:meth:`BlockType.unblock`,
+    ``native.SPLIT_BLOCKS``: NVFP4, MXFP4, Q8_0) unblock (:meth:`BlockType.unblock`,
     the direct inverse :func:`unblocked` reads them by) to exactly the
     canonical planes ``codes`` and ``scales``: the comparison without the
     planes built (the C kernel's, where built and on; else each
@@ -673,8 +690,7 @@ def unblocks_to(type_name: str, blocks, codes, scales) -> bool:
     t = ZERO_COPY[type_name]
     b, c, s = _u8(blocks), _u8(codes), _u8(scales)
     nb = b.size // t.block_bytes
-    cb = t.block_elems // 2                 # 4-bit codes
-    sb = t.block_bytes - cb
+    cb, sb = t.split
     if b.size != nb * t.block_bytes or c.size != nb * cb or s.size != nb * sb:
         return False
     if native.split_blocks_on():              # the same answer (tests/test_ggml_unblock.py)

@@ -158,20 +158,21 @@ def ggml_kernels_on() -> bool:
     return _kernels is not None and NATIVE and _ggml_ok and hasattr(_kernels, "decode_ggml")
 
 
-#: the ggml 4-bit types with C block kernels (their block sizes: grit.ggml_types)
-SPLIT_BLOCKS = ("NVFP4", "MXFP4")
+#: the ggml types whose blocks split into a code plane and a scale plane by C
+#: block kernels (their block sizes: grit.ggml_types)
+SPLIT_BLOCKS = ("NVFP4", "MXFP4", "Q8_0")
 
 
 def split_blocks_on() -> bool:
     """Whether the C block kernels of :data:`SPLIT_BLOCKS` (planes <-> ggml
     blocks) are built and on."""
-    return ggml_kernels_on() and hasattr(_kernels, "mxfp4_block")
+    return ggml_kernels_on() and hasattr(_kernels, "q8_0_block")
 
 
 def split_block(name: str, codes, scales, nb: int) -> np.ndarray:
     """``nb`` ggml blocks of type ``name`` (:data:`SPLIT_BLOCKS`) from the
-    canonical planes: ``codes`` (LSB-first) and ``scales``, of exactly the
-    blocks' sizes."""
+    canonical planes: ``codes`` (sub-byte ones LSB-first) and ``scales``, of
+    exactly the blocks' sizes."""
     out = np.empty((nb, BY_NAME[name].block_bytes), np.uint8)
     getattr(_kernels, f"{name.lower()}_block")(codes, scales, out)
     return out

@@ -16,15 +16,25 @@ from grit.io.gguf_writer import save_gguf
 
 
 @pytest.mark.parametrize("name, shape", [("NVFP4", (3, 128)), ("NVFP4", (2, 5, 64)),
-                                         ("MXFP4", (4, 96)), ("MXFP4", (1, 32))])
-def test_unblock_is_the_relayout_of_the_blocks(name, shape):
+                                         ("MXFP4", (4, 96)), ("MXFP4", (1, 32)),
+                                         ("Q8_0", (3, 64)), ("Q8_0", (2, 3, 32))])
+@pytest.mark.parametrize("fast", [True, False])
+def test_unblock_is_the_relayout_of_the_blocks(name, shape, fast, monkeypatch):
+    """A split type's direct inverse (its C kernel, or numpy) gives the
+    planes the general relayout gives of the blocks, and they are the planes
+    written."""
+    from grit import native
+    if fast and not native.split_blocks_on():
+        pytest.skip("the native block kernels are not built")
+    if not fast:
+        monkeypatch.setattr(native, "split_blocks_on", lambda: False)
     t = ggml.TYPES[name]
     rng = np.random.default_rng(len(shape) * 7 + shape[-1])
     n = int(np.prod(shape))
     nb = n // t.block_elems
-    k0 = 16 if name == "NVFP4" else 32
-    planes = (rng.integers(0, 256, n // 2, dtype=np.uint8).tobytes(),
-              rng.integers(0, 256, n // k0, dtype=np.uint8).tobytes(), b"", b"")
+    cb, sb = t.split
+    planes = (rng.integers(0, 256, nb * cb, dtype=np.uint8).tobytes(),
+              rng.integers(0, 256, nb * sb, dtype=np.uint8).tobytes(), b"", b"")
     blocks = t.write(planes, nb)
     got = t.unblock(blocks)
     want = canonical(GritArray(t.descriptor(len(shape) - 1), shape, t.read(blocks))).planes
@@ -56,7 +66,7 @@ def test_unblocked_array_read_from_a_gguf(tmp_path, grade):
 
 
 def test_only_the_types_with_a_direct_inverse_are_invertible():
-    assert sorted(n for n, t in ggml.TYPES.items() if t.invertible) == ["MXFP4", "NVFP4"]
+    assert sorted(n for n, t in ggml.TYPES.items() if t.invertible) == ["MXFP4", "NVFP4", "Q8_0"]
 
 
 @pytest.mark.parametrize("grade, shape", [
@@ -81,10 +91,10 @@ def test_native_kind_is_native_types_answer(grade, shape, tmp_path):
         assert native_kind(b) == native_type(b, relayout=True)[0] == want[0]
 
 
-@pytest.mark.parametrize("name", ["NVFP4", "MXFP4"])
+@pytest.mark.parametrize("name", ["NVFP4", "MXFP4", "Q8_0"])
 @pytest.mark.parametrize("nb", [1, 2, 33, 1000, 1001])
 def test_fp4_block_kernels_equal_the_numpy_path(monkeypatch, name, nb, simd):
-    """The C kernels that write and read NVFP4 and MXFP4 blocks
+    """The C kernels that write and read NVFP4, MXFP4 and Q8_0 blocks
     (grit.native.split_block, split_unblock_into), in their portable and AVX2
     loops (MXFP4's two blocks at a time, then the odd one), give the bytes
     of the numpy path, both ways, on random planes and on codes with every
@@ -93,7 +103,7 @@ def test_fp4_block_kernels_equal_the_numpy_path(monkeypatch, name, nb, simd):
     if not native.split_blocks_on():
         pytest.skip("the native 4-bit block kernels are not built")
     t = ggml.TYPES[name]
-    cb, sb = (32, 4) if name == "NVFP4" else (16, 1)
+    cb, sb = t.split
     rng = np.random.default_rng(nb)
     codes = rng.integers(0, 256, nb * cb, dtype=np.uint8)
     if nb >= 33:            # block b, byte j: the nibbles (b + j) % 16 and (b + 2j) % 16
@@ -126,9 +136,11 @@ def test_fp4_block_kernels_refuse_sizes_that_do_not_match():
         _kernels.mxfp4_block(bytes(48), bytes(2), np.empty((3, 17), np.uint8))
     with pytest.raises(ValueError, match="not a multiple of 17"):
         _kernels.mxfp4_unblock(bytes(18), np.empty(16, np.uint8), np.empty(1, np.uint8))
+    with pytest.raises(ValueError, match="q8_0: 2 blocks need 64 code and 4 scale bytes"):
+        _kernels.q8_0_unblock_eq(bytes(68), bytes(64), bytes(3))
 
 
-@pytest.mark.parametrize("name", ["NVFP4", "MXFP4"])
+@pytest.mark.parametrize("name", ["NVFP4", "MXFP4", "Q8_0"])
 @pytest.mark.parametrize("fast", [True, False])
 @pytest.mark.parametrize("nb", [40, 1201])
 def test_unblocks_to_compares_without_the_planes(monkeypatch, name, fast, nb, simd):
@@ -146,7 +158,7 @@ def test_unblocks_to_compares_without_the_planes(monkeypatch, name, fast, nb, si
         monkeypatch.setattr(native, "split_blocks_on", lambda: False)
         monkeypatch.setattr(ggml, "UNBLOCK_STEP", 7)
     t = ggml.TYPES[name]
-    cb, sb = (32, 4) if name == "NVFP4" else (16, 1)
+    cb, sb = t.split
     rng = np.random.default_rng(5)
     blocks = rng.integers(0, 256, (nb, t.block_bytes), dtype=np.uint8)
     codes, scales = (np.frombuffer(bytes(p), np.uint8) for p in t.unblock(blocks)[:2])

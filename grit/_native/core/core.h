@@ -418,8 +418,17 @@ GRIT_HIDDEN void grit_k_mxfp4_block(const unsigned char *codes, const unsigned c
                                     unsigned char *out, size_t blocks);
 GRIT_HIDDEN void grit_k_mxfp4_unblock(const unsigned char *blocks, unsigned char *codes,
                                       unsigned char *scales, size_t nb);
+/* Q8_0 (ggml.c): blocks of a binary16 scale (2 bytes) then 32 int8 codes
+ * <-> the canonical planes (32 code bytes and 2 scale bytes a block): the
+ * fields moved as they are. */
+GRIT_HIDDEN void grit_k_q8_0_block(const unsigned char *codes, const unsigned char *scales,
+                                   unsigned char *out, size_t blocks);
+GRIT_HIDDEN void grit_k_q8_0_unblock(const unsigned char *blocks, unsigned char *codes,
+                                     unsigned char *scales, size_t nb);
 /* 1 when nb blocks unblock (as above) to exactly the planes codes and
  * scales, else 0: the comparison without writing the planes */
+GRIT_HIDDEN int grit_k_q8_0_unblock_eq(const unsigned char *blocks, const unsigned char *codes,
+                                       const unsigned char *scales, size_t nb);
 GRIT_HIDDEN int grit_k_nvfp4_unblock_eq(const unsigned char *blocks, const unsigned char *codes,
                                         const unsigned char *scales, size_t nb);
 GRIT_HIDDEN int grit_k_mxfp4_unblock_eq(const unsigned char *blocks, const unsigned char *codes,

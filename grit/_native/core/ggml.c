@@ -1053,3 +1053,45 @@ grit_k_mxfp4_unblock_eq(const unsigned char *blocks, const unsigned char *codes,
 #endif
     return mxfp4_unblock_eq_portable(blocks, codes, scales, nb);
 }
+
+/* ------------------------------------------------------------------------
+ * Q8_0 blocks <-> planes (core.h): each block's 2 scale bytes and 32 code
+ * bytes moved as they are; the comparison gathers the differences of whole
+ * 64-bit words and looks at them every 256 blocks. */
+void
+grit_k_q8_0_block(const unsigned char *codes, const unsigned char *scales, unsigned char *out,
+                  size_t blocks)
+{
+    for (size_t b = 0; b < blocks; b++) {
+        memcpy(out + 34 * b, scales + 2 * b, 2);
+        memcpy(out + 34 * b + 2, codes + 32 * b, 32);
+    }
+}
+
+void
+grit_k_q8_0_unblock(const unsigned char *blocks, unsigned char *codes, unsigned char *scales,
+                    size_t nb)
+{
+    for (size_t b = 0; b < nb; b++) {
+        memcpy(scales + 2 * b, blocks + 34 * b, 2);
+        memcpy(codes + 32 * b, blocks + 34 * b + 2, 32);
+    }
+}
+
+int
+grit_k_q8_0_unblock_eq(const unsigned char *blocks, const unsigned char *codes,
+                       const unsigned char *scales, size_t nb)
+{
+    uint64_t acc = 0;
+    for (size_t b = 0; b < nb; b++) {
+        const unsigned char *s = blocks + 34 * b;
+        acc |= (uint64_t)(s[0] ^ scales[2 * b]) | (uint64_t)(s[1] ^ scales[2 * b + 1]);
+        for (int w = 0; w < 4; w++) {
+            acc |= load_le64(s + 2 + 8 * w) ^ load_le64(codes + 32 * b + 8 * w);
+        }
+        if ((b & 255) == 255 && acc != 0) {
+            return 0;
+        }
+    }
+    return acc == 0;
+}

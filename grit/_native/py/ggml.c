@@ -46,6 +46,8 @@ static const fp4_kind NVFP4 = {"nvfp4", 36, 32, 4, grit_k_nvfp4_block,
                                grit_k_nvfp4_unblock, grit_k_nvfp4_unblock_eq};
 static const fp4_kind MXFP4 = {"mxfp4", 17, 16, 1, grit_k_mxfp4_block,
                                grit_k_mxfp4_unblock, grit_k_mxfp4_unblock_eq};
+static const fp4_kind Q8_0 = {"q8_0", 34, 32, 2, grit_k_q8_0_block,
+                              grit_k_q8_0_unblock, grit_k_q8_0_unblock_eq};
 
 /* the exact sizes of nb blocks and of their planes, else ValueError */
 static int
@@ -175,4 +177,25 @@ grit_py_mxfp4_unblock(PyObject *self, PyObject *args)
 {
     (void)self;
     return fp4_unblock(&MXFP4, args);
+}
+
+PyObject *
+grit_py_q8_0_block(PyObject *self, PyObject *args)
+{
+    (void)self;
+    return fp4_block(&Q8_0, args);
+}
+
+PyObject *
+grit_py_q8_0_unblock(PyObject *self, PyObject *args)
+{
+    (void)self;
+    return fp4_unblock(&Q8_0, args);
+}
+
+PyObject *
+grit_py_q8_0_unblock_eq(PyObject *self, PyObject *args)
+{
+    (void)self;
+    return fp4_unblock_eq(&Q8_0, args);
 }

@@ -53,13 +53,15 @@ PyDoc_STRVAR(nvfp4_doc,
 "mxfp4_block(codes, scales, out) -> None\n"
 "mxfp4_unblock(blocks, codes, scales) -> None\n"
 "nvfp4_unblock_eq(blocks, codes, scales) -> bool\n"
-"mxfp4_unblock_eq(blocks, codes, scales) -> bool\n\n"
+"mxfp4_unblock_eq(blocks, codes, scales) -> bool\n"
+"q8_0_block / q8_0_unblock / q8_0_unblock_eq: the same for Q8_0\n\n"
 "ggml blocks <-> the canonical planes (codes LSB-first, one scale plane):\n"
 "NVFP4 (four E4M3 scales, then 32 bytes of codes in halves order per 16;\n"
-"32 code and 4 scale bytes a block) and MXFP4 (an E8M0 scale, then 16 bytes\n"
+"32 code and 4 scale bytes a block), MXFP4 (an E8M0 scale, then 16 bytes\n"
 "of codes in halves order over 32; 16 code bytes and 1 scale byte a\n"
-"block).  *_unblock_eq: whether the blocks unblock to exactly those planes,\n"
-"none written.  The sizes must match exactly (ValueError).");
+"block) and Q8_0 (a binary16 scale, then 32 int8 codes, moved as they are).\n"
+"*_unblock_eq: whether the blocks unblock to exactly those planes, none\n"
+"written.  The sizes must match exactly (ValueError).");
 
 PyDoc_STRVAR(k4_doc,
 "pack_k4_12b(sc, m, groups, nthreads=1) -> bytes\n"
@@ -283,6 +285,9 @@ static PyMethodDef kernels_methods[] = {
     {"mxfp4_unblock", grit_py_mxfp4_unblock, METH_VARARGS, nvfp4_doc},
     {"nvfp4_unblock_eq", grit_py_nvfp4_unblock_eq, METH_VARARGS, nvfp4_doc},
     {"mxfp4_unblock_eq", grit_py_mxfp4_unblock_eq, METH_VARARGS, nvfp4_doc},
+    {"q8_0_block", grit_py_q8_0_block, METH_VARARGS, nvfp4_doc},
+    {"q8_0_unblock", grit_py_q8_0_unblock, METH_VARARGS, nvfp4_doc},
+    {"q8_0_unblock_eq", grit_py_q8_0_unblock_eq, METH_VARARGS, nvfp4_doc},
     {"encode_mxfp4", grit_py_encode_mxfp4, METH_VARARGS, encode_doc},
     {"encode_nvf4", grit_py_encode_nvf4, METH_VARARGS, encode_doc},
     {"encode_q4ks", grit_py_encode_q4ks, METH_VARARGS, encode_doc},
