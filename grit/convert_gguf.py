@@ -2280,10 +2280,15 @@ def _canonical_of(a: GritArray) -> GritArray:
     planes = unblocked(a)
     if planes is None:
         return canonical(a)
+    return GritArray(_canonical_descriptor(a), a.shape, planes)
+
+
+def _canonical_descriptor(a: GritArray):
+    """The descriptor of ``a`` in the canonical placement (``canonical``'s)."""
     d = a.descriptor
     data, scale, meta = canonical_words(d)
-    return GritArray(d.replace(placement_data=data, placement_scale=scale, placement_meta=meta,
-                               flags=d.flags & ~F_INTERLEAVED), a.shape, planes)
+    return d.replace(placement_data=data, placement_scale=scale, placement_meta=meta,
+                     flags=d.flags & ~F_INTERLEAVED)
 
 
 def _for_emitter(conv: str, v: GritArray) -> GritArray:
@@ -2762,23 +2767,38 @@ def _compared(g: _FromGGUF, back, back_source, want: Container[str] | None = Non
     or what ``back`` holds under the name, the digest of the third, whether
     the output's planes are its bytes) of each source weight (those in
     ``want``, by default all; ``seen`` gets every source weight's name) in
-    file order: up to LANES weights digested
-    and compared at once (``grit.fingerprint.digests_compared``: their FNV-1a
-    chains interleaved), as many as the planes built for them fit in
-    :func:`_group_budget` (the group handled before the next weight's are
-    built); the pages of both files given back as they go, and each GGUF
-    tensor's once it is handled."""
+    file order: up to LANES weights digested and compared at once.  A
+    weight whose blocks split into the output's two planes
+    (:func:`_split_held`: Q8_0, MXFP4, NVFP4 blocks read in place) is
+    compared as its blocks are unblocked (``grit.ggml.unblocks_to``) and
+    the output's planes digested (``grit.fingerprint.digests``: their FNV-1a
+    chains interleaved), nothing built (the source as the output holds it
+    is built only where they differ); any other has the source's planes
+    as the output holds them built and digested and compared with the
+    output's in one pass (``grit.fingerprint.digests_compared``), as many
+    as the planes built for them fit in :func:`_group_budget` (the group
+    handled before the next weight's are built).  The pages of both files
+    are given back as they go, and each GGUF tensor's once it is handled."""
     release_b = getattr(back_source, "release", None)
     budget = _group_budget(g)
-    group: list[tuple[str, str, GritArray, GritArray, Any]] = []
+    group: list[tuple[str, str, GritArray, GritArray, Any, Any]] = []
 
     def handled() -> Iterator[tuple[str, GritArray, GritArray, Any, str, bool]]:
-        pairs = [(ref, b) for _, _, _, ref, b in group if isinstance(b, GritArray)]
+        pairs = [(ref, b) for _, _, _, ref, b, fast in group
+                 if isinstance(b, GritArray) and fast is None]
+        ones = [b for *_, b, fast in group if fast is not None]
+        step = _convert._RELEASE_STEP // LANES
         got = iter(digests_compared([r.planes for r, _ in pairs], [b.planes for _, b in pairs],
-                                    step=_convert._RELEASE_STEP // LANES, done=g.release,
-                                    done_other=release_b))
-        for name, gname, a, ref, b in group:
-            if isinstance(b, GritArray):
+                                    step=step, done=g.release, done_other=release_b))
+        alone = iter(digests([b.planes for b in ones], step=step, done=release_b))
+        for name, gname, a, ref, b, fast in group:
+            if fast is not None:
+                d = next(alone)
+                p = b.planes
+                same = unblocks_to(fast[0], fast[1], p[0], p[1])
+                yield name, a, ref, b, (d.hex() if same else _convert._planes_digest(ref)), same
+                _convert._release(back_source, (b,))
+            elif isinstance(b, GritArray):
                 d, same = next(got)
                 yield name, a, ref, b, d.hex(), same
                 _convert._release(back_source, (b,))
@@ -2794,25 +2814,53 @@ def _compared(g: _FromGGUF, back, back_source, want: Container[str] | None = Non
             g.done(gname)
             continue
         b = _convert._built(back.pop(name, None))
+        fast = _split_held(a, b)
         # the group handled first when this weight's planes, built, would not fit beside it
-        if group and (len(group) == LANES or _held(a, b) + sum(
-                _held(x, y) for _, _, x, _, y in group) > budget):
+        if group and (len(group) == LANES or _held(a, b, fast) + sum(
+                _held(x, y, f) for _, _, x, _, y, f in group) > budget):
             yield from handled()
         # the source as the output holds it (built where it is not the source itself:
-        # the source's pages are then given back at once)
-        ref = _as_held(a, b)
-        if ref is not a:
+        # the source's pages are then given back at once; deferred for a split weight)
+        ref = _canonical_later(a) if fast is not None else _as_held(a, b)
+        if ref is not a and fast is None:
             g.done(gname)
-        group.append((name, gname, a, ref, b))
+        group.append((name, gname, a, ref, b, fast))
         del a, b, ref
     yield from handled()
 
 
-def _held(a: GritArray, b) -> int:
+def _split_held(a: GritArray, b) -> tuple[str, Any] | None:
+    """(the ggml type, the blocks) of source ``a`` where it is a split
+    type's blocks read in place (``grit.ggml.blocks_of``: Q8_0, MXFP4,
+    NVFP4) and the output array ``b`` holds it in the canonical placement
+    (its grade's decode projection, shape and group axis ``a``'s, its two
+    planes the blocks' sizes), so that the two compare without building
+    either (:func:`_compared`); else None."""
+    got = blocks_of(a) if _BLOCKS_HOLD else None
+    if got is None or got[0].split is None or not isinstance(b, GritArray):
+        return None
+    t, blocks = got
+    nb = blocks.size // t.block_bytes
+    cb, sb = t.split
+    if not (is_canonical(b.descriptor) and tuple(b.shape) == tuple(a.shape)
+            and b.descriptor.group_axis == a.descriptor.group_axis
+            and b.grade.decode_projection == a.grade.decode_projection
+            and b.plane_bytes == (nb * cb, nb * sb, 0, 0)):
+        return None
+    return t.name, blocks
+
+
+def _canonical_later(a: GritArray) -> GritArray:
+    """:func:`_canonical_of` ``a``, deferred: built where its planes are read."""
+    c = _canonical_descriptor(a)
+    return GritArray.deferred(c, a.shape, lambda: _canonical_of(a).transient_planes())
+
+
+def _held(a: GritArray, b, fast=None) -> int:
     """About the bytes of the planes :func:`_as_held` builds for ``a`` beside
-    ``b``: none where it is ``a`` itself (views of its file), else the size
-    of ``a``'s planes."""
-    return 0 if _held_as_is(a, b) else int(sum(a.plane_bytes))
+    ``b``: none where it is ``a`` itself (views of its file) or ``fast``
+    (:func:`_split_held`: nothing built), else the size of ``a``'s planes."""
+    return 0 if fast is not None or _held_as_is(a, b) else int(sum(a.plane_bytes))
 
 
 def _group_budget(g: _FromGGUF) -> int:

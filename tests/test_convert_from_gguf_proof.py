@@ -1,9 +1,10 @@
 """The proof of a conversion from a GGUF (grit.convert_gguf._prove_from_gguf):
 the weights are digested and compared a few at a time (their FNV-1a chains
 interleaved, ``grit.fingerprint.digests_compared``), within a budget of
-built planes; the output and its proof are those of proving one weight at a
-time, and a byte changed in any weight of a group is found in that weight
-alone.  The GGUF is gguf-py's (tests/test_convert_gguf_split.py's two-block
+built planes, or — blocks of a split type — compared as they are unblocked
+with nothing built, the output's planes digested a few at a time; the
+output and its proof are those of proving one weight at a time, and a byte
+changed in any weight of a group is found in that weight alone.  The GGUF is gguf-py's (tests/test_convert_gguf_split.py's two-block
 Llama of Q8_0 weights)."""
 from __future__ import annotations
 
@@ -30,27 +31,44 @@ def _proof(folder) -> dict:
     return json.loads((folder / C.PROOF_FILE).read_text())
 
 
-def test_grouped_proof_is_the_one_at_a_time_proof(q8, tmp_path, monkeypatch):
+@pytest.mark.parametrize("fast", (True, False))
+def test_grouped_proof_is_the_one_at_a_time_proof(q8, tmp_path, monkeypatch, fast):
     """Grouped (the default), one weight at a time (LANES = 1) and with no
     room for more than one built weight (a budget of 0): the same files,
-    proof included; and the groups were formed (more than one weight at
-    once)."""
+    proof included, whether the Q8_0 blocks are compared as they are
+    unblocked (fast: nothing built, ``unblocks_to``) or the source's planes
+    built and compared; and the groups were formed (more than one weight
+    at once).  Both ways give the same files."""
+    monkeypatch.setattr(CG, "_BLOCKS_HOLD", fast)
     seen: list[int] = []
-    real = CG.digests_compared
+    compared: list[str] = []
+    real, real_eq = CG.digests_compared, CG.unblocks_to
 
     def counting(a, b, **kw):
         seen.append(len(a))
         return real(a, b, **kw)
+
+    def eq(name, *a):
+        compared.append(name)
+        return real_eq(name, *a)
     monkeypatch.setattr(CG, "digests_compared", counting)
+    monkeypatch.setattr(CG, "unblocks_to", eq)
     grouped = C.convert(q8, str(tmp_path / "g"), "compressed-tensors")
-    assert grouped.counts == {"bit-exact": 14} and max(seen) > 1 and sum(seen) == 14
+    assert grouped.counts == {"bit-exact": 14}
+    if fast:        # (the query and key weights of both blocks: rows moved, built)
+        assert compared == ["Q8_0"] * 10 and sum(seen) == 4
+    else:
+        assert not compared and max(seen) > 1 and sum(seen) == 14
     monkeypatch.setattr(CG, "LANES", 1)
     C.convert(q8, str(tmp_path / "one"), "compressed-tensors")
     _same_output(tmp_path / "g", tmp_path / "one")
-    monkeypatch.undo()
+    monkeypatch.setattr(CG, "LANES", 4)
     monkeypatch.setattr(CG, "_group_budget", lambda g: 0)
     C.convert(q8, str(tmp_path / "tight"), "compressed-tensors")
     _same_output(tmp_path / "g", tmp_path / "tight")
+    monkeypatch.setattr(CG, "_BLOCKS_HOLD", not fast)
+    C.convert(q8, str(tmp_path / "other"), "compressed-tensors")
+    _same_output(tmp_path / "g", tmp_path / "other")
 
 
 def _data_spans(path: str) -> dict[str, tuple[int, int]]:
@@ -61,13 +79,16 @@ def _data_spans(path: str) -> dict[str, tuple[int, int]]:
             for k, e in head.items() if k != "__metadata__"}
 
 
+@pytest.mark.parametrize("fast", (True, False))
 @pytest.mark.parametrize("victim", ("model.layers.0.self_attn.k_proj.weight",
                                     "model.layers.1.mlp.up_proj.weight"))
-def test_a_changed_byte_is_found_in_its_weight_alone(q8, tmp_path, monkeypatch, victim):
+def test_a_changed_byte_is_found_in_its_weight_alone(q8, tmp_path, monkeypatch, victim, fast):
     """A byte of one weight changed in the written file before the proof
     reads it back: that weight's target digest is not the source's and its
     verdict is not bit-exact; every other weight of its group proves as
-    before."""
+    before — blocks compared as unblocked or planes built (verify re-derives
+    the proof the other way)."""
+    monkeypatch.setattr(CG, "_BLOCKS_HOLD", fast)
     real = CG._write_from_gguf
 
     def write_then_change(g, to, plan, out):
@@ -89,14 +110,19 @@ def test_a_changed_byte_is_found_in_its_weight_alone(q8, tmp_path, monkeypatch, 
         else:
             assert w["verdict"]["verdict"] == "bit-exact", w["name"]
     # the proof says what the files hold: grit verify re-derives the same verdicts
+    monkeypatch.setattr(CG, "_BLOCKS_HOLD", not fast)
     assert C.verify(q8, str(tmp_path / "out")).ok
 
 
+@pytest.mark.parametrize("fast", (True, False))
 @pytest.mark.parametrize("lanes", (None, 1))
-def test_verify_finds_a_changed_byte_in_its_weight_alone(q8, tmp_path, monkeypatch, lanes):
-    """grit verify, grouped or one weight at a time: a clean conversion
-    holds; a byte changed in one weight's output is a problem of that
-    weight alone (its target digest and verdict)."""
+def test_verify_finds_a_changed_byte_in_its_weight_alone(q8, tmp_path, monkeypatch, lanes,
+                                                         fast):
+    """grit verify, grouped or one weight at a time, blocks compared as
+    unblocked or planes built: a clean conversion holds; a byte changed in
+    one weight's output is a problem of that weight alone (its target
+    digest and verdict)."""
+    monkeypatch.setattr(CG, "_BLOCKS_HOLD", fast)
     if lanes is not None:
         monkeypatch.setattr(CG, "LANES", lanes)
     out = tmp_path / "out"
