@@ -2406,9 +2406,10 @@ class _FromGGUF:
         in place and not canonical (a zero-copy ggml type whose rows do not
         move: the proof digests it apart from its comparison, which reads
         the canonical planes), by Hugging Face name: :data:`LANES` weights
-        at a time (``grit.fingerprint.digests``: their FNV-1a chains
-        interleaved), each part's pages given back once hashed (the arrays
-        are views of the files: holding them holds no memory)."""
+        at a time, the next one starting as one ends (``grit.fingerprint.
+        digests``: their FNV-1a chains interleaved), each part's pages
+        given back once hashed (the arrays are views of the files: holding
+        them holds no memory)."""
         got = read_files(self.split.files, lazy=True)
         raise_first(got.problems)
         todo: list[tuple[str, GritArray]] = []
@@ -2419,12 +2420,8 @@ class _FromGGUF:
                     base in self.names and _qk_heads(hf, self.fam, self.h) is None:
                 todo.append((hf, v))
         del got
-        out: dict[str, str] = {}
-        for i in range(0, len(todo), LANES):
-            group = todo[i:i + LANES]
-            ds = digests([v.planes for _, v in group], done=self.release)
-            out.update((n, d.hex()) for (n, _), d in zip(group, ds))
-        return out
+        ds = digests([v.planes for _, v in todo], done=self.release)
+        return {n: d.hex() for (n, _), d in zip(todo, ds)}
 
     def _bf16(self, gname: str, shape) -> np.ndarray | None:
         """BF16 tensor ``gname``'s bytes viewed as bfloat16, without a copy:
@@ -2767,7 +2764,7 @@ def _compared(g: _FromGGUF, back, back_source, want: Container[str] | None = Non
     or what ``back`` holds under the name, the digest of the third, whether
     the output's planes are its bytes) of each source weight (those in
     ``want``, by default all; ``seen`` gets every source weight's name) in
-    file order: up to LANES weights digested and compared at once.  A
+    file order, a group at a time (:data:`SPLIT_GROUP`).  A
     weight whose blocks split into the output's two planes
     (:func:`_split_held`: Q8_0, MXFP4, NVFP4 blocks read in place) is
     compared as its blocks are unblocked (``grit.ggml.unblocks_to``) and
@@ -2815,8 +2812,10 @@ def _compared(g: _FromGGUF, back, back_source, want: Container[str] | None = Non
             continue
         b = _convert._built(back.pop(name, None))
         fast = _split_held(a, b)
-        # the group handled first when this weight's planes, built, would not fit beside it
-        if group and (len(group) == LANES or _held(a, b, fast) + sum(
+        # the group handled first when this weight's planes, built, would not fit beside
+        # it, or it would hold more than LANES weights to build (or SPLIT_GROUP in all)
+        if group and (len(group) == SPLIT_GROUP or (fast is None and sum(
+                f is None for *_, f in group) == LANES) or _held(a, b, fast) + sum(
                 _held(x, y, f) for _, _, x, _, y, f in group) > budget):
             yield from handled()
         # the source as the output holds it (built where it is not the source itself:
@@ -2827,6 +2826,12 @@ def _compared(g: _FromGGUF, back, back_source, want: Container[str] | None = Non
         group.append((name, gname, a, ref, b, fast))
         del a, b, ref
     yield from handled()
+
+
+#: the most weights :func:`_compared` handles at once: those whose blocks split
+#: (nothing built; their digests run LANES at a time, the next one starting as
+#: one ends) and at most LANES others
+SPLIT_GROUP = 4 * LANES
 
 
 def _split_held(a: GritArray, b) -> tuple[str, Any] | None:
