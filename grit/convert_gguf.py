@@ -2791,8 +2791,7 @@ def _compared(g: _FromGGUF, back, back_source, want: Container[str] | None = Non
         for name, gname, a, ref, b, fast in group:
             if fast is not None:
                 d = next(alone)
-                p = b.planes
-                same = unblocks_to(fast[0], fast[1], p[0], p[1])
+                same = _unblocks_released(fast, b, g.release, release_b)
                 yield name, a, ref, b, (d.hex() if same else _convert._planes_digest(ref)), same
                 _convert._release(back_source, (b,))
             elif isinstance(b, GritArray):
@@ -2853,6 +2852,34 @@ def _split_held(a: GritArray, b) -> tuple[str, Any] | None:
             and b.plane_bytes == (nb * cb, nb * sb, 0, 0)):
         return None
     return t.name, blocks
+
+
+#: the bytes of blocks :func:`_unblocks_released` compares at a time
+_COMPARE_STEP = 1 << 23
+
+
+def _unblocks_released(fast: tuple[str, Any], b: GritArray, release_a, release_b) -> bool:
+    """``grit.ggml.unblocks_to`` of a split weight's blocks (``fast``:
+    :func:`_split_held`'s) and output ``b``'s two planes, a bounded step
+    at a time, the pages of both files given back as it goes."""
+    name, blocks = fast
+    t = TYPES[name]
+    cb, sb = t.split
+    p = b.planes
+    codes, scales = _plane_u8(p[0]), _plane_u8(p[1])
+    nb = blocks.size // t.block_bytes
+    per = max(1, _COMPARE_STEP // t.block_bytes)
+    for i in range(0, nb, per):
+        e = min(nb, i + per)
+        parts = (blocks[i * t.block_bytes:e * t.block_bytes], codes[i * cb:e * cb],
+                 scales[i * sb:e * sb])
+        same = unblocks_to(name, *parts)
+        for rel, x in zip((release_a, release_b, release_b), parts):
+            if rel is not None and x.size:
+                rel(x)
+        if not same:
+            return False
+    return True
 
 
 def _canonical_later(a: GritArray) -> GritArray:

@@ -89,6 +89,7 @@ def test_a_changed_byte_is_found_in_its_weight_alone(q8, tmp_path, monkeypatch, 
     before — blocks compared as unblocked or planes built (verify re-derives
     the proof the other way)."""
     monkeypatch.setattr(CG, "_BLOCKS_HOLD", fast)
+    monkeypatch.setattr(CG, "_COMPARE_STEP", 3 * 34)      # three Q8_0 blocks a step
     real = CG._write_from_gguf
 
     def write_then_change(g, to, plan, out):
