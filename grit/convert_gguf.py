@@ -1876,9 +1876,11 @@ def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family,
     go, the pages of the written file given back, and those of the source
     (``release``, :func:`_releaser`): memory stays at the weight being
     proved.  The source digests run a few weights at a time beforehand
-    (their pages given back as they go); a weight whose rows move is then
-    moved, and its target digested and compared in one pass
-    (``grit.convert._digest_and_compare``)."""
+    (their pages given back as they go); a weight whose rows move is moved
+    and digested with them (as many as fit in half the largest weight's
+    planes, else at its turn).  An NVFP4 weight's written blocks are
+    compared with the source (its rows moved) as they are unblocked
+    (:func:`_blocks_hold`); any other's planes are built and compared."""
     back, out_src, written, plain_back = _read_back(path)
     weights, plain = [], []
     items = sorted(plan.items(), key=lambda kv: kv[1][1])
@@ -1888,12 +1890,24 @@ def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family,
              if e[2] == "ggml" and not isinstance(e[0], (_Experts, _GateUp))]
     at = {g: i for i, (g, _) in enumerate(whole)}
     ahead: dict[str, str] = {}
+    # the group's weights whose rows move, moved and digested with it (as many as
+    # fit in half the largest weight's planes), held until their turn
+    moved_ahead: dict[str, tuple[GritArray, str]] = {}
+    budget = max((sum(v.plane_bytes) for _, v in whole), default=0) // 2
 
     def source_digest(gname: str) -> str:
         if gname not in ahead:
             group = whole[at[gname]:at[gname] + LANES]
-            ds = digests([v.planes for _, v in group], done=release)
+            moved: list[tuple[str, GritArray]] = []
+            room = budget
+            for g, v in group:
+                if plan[g][3] is not None and _MOVED_AHEAD and sum(v.plane_bytes) <= room:
+                    room -= sum(v.plane_bytes)
+                    moved.append((g, _permuted(v, plan[g][3])))
+            ds = digests([v.planes for _, v in group] + [m.planes for _, m in moved],
+                         done=release)
             ahead.update((g, d.hex()) for (g, _), d in zip(group, ds))
+            moved_ahead.update((g, (m, d.hex())) for (g, m), d in zip(moved, ds[len(group):]))
         return ahead.pop(gname)
 
     for gname, (v, name, how, rows) in items:
@@ -1921,13 +1935,19 @@ def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family,
                 written(gname)
                 dref = source_digest(gname)
             else:
-                b.planes                        # built from the blocks: the file's pages
-                written(gname)                  # of them go before the source's come;
-                # the source's digest, then its rows moved
+                # the source's digest, then its rows moved; the blocks compared with
+                # them as they are unblocked (as above), or the planes built and compared
                 dsrc = source_digest(gname)
-                ref = _permuted(v, rows)
-                dref, same = _convert._digest_and_compare(ref, b, release, out_src.release
-                                                          if out_src is not None else None)
+                ref, dref = moved_ahead.pop(gname, None) or (_permuted(v, rows), None)
+                same = _blocks_hold(ref, b, back.companions.get(gname))
+                if same is None:
+                    b.planes                    # built from the blocks: the file's pages
+                    written(gname)              # of them go before the source's come
+                    dref, same = _convert._digest_and_compare(
+                        ref, b, release, out_src.release if out_src is not None else None)
+                else:
+                    written(gname)
+                    dref = dref or digests([ref.planes])[0].hex()
             weights.append({"name": name, "gguf_name": gname,
                             "ggml_type": back.ggml_types.get(gname),
                             "rows": _rows_note(rows),
@@ -1953,6 +1973,12 @@ def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family,
         plain.append({"name": leaf, "gguf_name": gname, "transform": how, "rows": None})
     return {"schema": _convert.PROOF_SCHEMA, "to": TARGET, "arch": fam.arch.lower(),
             "weights": weights, "plain": plain}
+
+
+#: whether :func:`_gguf_proof` moves and digests the rows of a query or key
+#: weight with its group's source digests (a switch for the test that
+#: compares it with moving them at the weight's turn)
+_MOVED_AHEAD = True
 
 
 def _blocks_hold(v: GritArray, b, comp) -> bool | None:

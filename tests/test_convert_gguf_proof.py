@@ -108,3 +108,40 @@ def test_plain_tensors_are_compared_as_the_files_bytes(model, tmp_path, monkeypa
     with pytest.raises(GritError, match="token_embd.weight: .*its values are not the source's"):
         C.convert(model, str(tmp_path / "o2"), "gguf")
     assert not (tmp_path / "o2").exists()
+
+
+def test_moved_rows_digested_with_their_group(model, tmp_path, monkeypatch):  # noqa: F811
+    """The query and key weights, whose rows move, are moved and digested
+    with their group's source digests (several FNV-1a chains at a time, as
+    many as fit in half the largest weight), or alone at their turn: the
+    same files and proof both ways; a byte changed in a key weight's
+    written blocks is found in it alone."""
+    alone: list[int] = []
+    real = CG.digests
+
+    def counting(arrays, **kw):
+        arrays = list(arrays)
+        alone.append(len(arrays) == 1)
+        return real(arrays, **kw)
+    monkeypatch.setattr(CG, "digests", counting)
+    rep = C.convert(model, str(tmp_path / "ahead"), "gguf")
+    assert rep.counts == {"bit-exact": 14}
+    assert len([w for w in rep.proof["weights"] if w["rows"] is not None]) == 4
+    n_ahead = sum(alone)
+    alone.clear()
+    monkeypatch.setattr(CG, "_MOVED_AHEAD", False)
+    C.convert(model, str(tmp_path / "turn"), "gguf")
+    assert sum(alone) >= n_ahead + 2          # some moved with their group
+    _same_output(tmp_path / "ahead", tmp_path / "turn")
+    save = CG.save_gguf
+
+    def save_then_change(path, *a, **kw):
+        save(path, *a, **kw)
+        _flip(path, "blk.1.attn_k.weight", 100)
+    monkeypatch.setattr(CG, "save_gguf", save_then_change)
+    for ahead in (True, False):
+        monkeypatch.setattr(CG, "_MOVED_AHEAD", ahead)
+        rep = C.convert(model, str(tmp_path / f"bad{ahead}"), "gguf")
+        bad = [w["gguf_name"] for w in rep.proof["weights"]
+               if w["verdict"]["verdict"] != "bit-exact"]
+        assert bad == ["blk.1.attn_k.weight"]
