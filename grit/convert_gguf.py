@@ -833,6 +833,20 @@ class _Experts:
             return (*outs, *(b"",) * (4 - keep))
         return GritArray.deferred(self.descriptor(), self.shape, build)
 
+    def expert_later(self, b, i: int, companion=None) -> GritArray:
+        """:meth:`expert`, deferred: built where its planes are read (from
+        ``b`` moved into the canonical placement then; a GritError where it
+        is not such a stack)."""
+        x = self.parts[i]
+        d = x.descriptor if is_canonical(x.descriptor) else canonical(x).descriptor
+
+        def build() -> tuple:
+            y = self.expert(_canonical_once(b), i, companion)
+            if y is None:
+                raise GritError(f"the written stack does not hold expert {i}")
+            return y.transient_planes()
+        return GritArray.deferred(d, x.shape, build)
+
     def expert(self, b, i: int, companion=None):
         """Expert ``i`` of the stacked tensor ``b`` as read back from the
         GGUF, as its source is: a GRIT array of the source's canonical
@@ -1915,7 +1929,8 @@ def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family,
         back.pop(gname)         # its planes, once built, go with it: one weight's at a time
         if isinstance(v, _Experts):
             _prove_experts(v, gname, b, back.get(companion_names(gname)[0]),
-                           back.ggml_types.get(gname), how, weights, plain, release)
+                           back.companions.get(gname), back.ggml_types.get(gname), how,
+                           weights, plain, release)
         elif isinstance(v, _GateUp):
             _prove_gate_up(v, gname, b, back, name, weights, plain, release,
                            out_src.release if out_src is not None else None)
@@ -2050,21 +2065,85 @@ def _canonical_once(b):
                      (*one, *(b"",) * (4 - len(one))))
 
 
-def _prove_experts(ex: "_Experts", gname: str, b, comp, ggml_type, how: str, weights: list,
-                   plain: list, release: Callable[[Any], None] | None) -> None:
+def _experts_compared(ex: "_Experts", b, comp, att, release: Callable[[Any], None] | None
+                      ) -> Iterator[tuple[int, str, Any, Any, str | None, bool]]:
+    """(index, name, source expert, its share of the stack ``b`` as read
+    back — :meth:`_Experts.expert`'s, None where ``b`` is not such a stack —,
+    the source's digest, whether the share's planes are its bytes) of each
+    expert of ``ex``.  Where the stack is a split type's blocks
+    (:func:`_stack_split`), the experts' digests run four at a time and
+    each expert's blocks are compared with its planes as they are
+    unblocked, no plane built (its share is then built only where it
+    differs); else the stack is moved into the canonical placement once
+    and each share digested and compared with its expert in one pass.
+    The source's pages are handed to ``release`` as they go."""
+    fast = _stack_split(ex, b, comp, att)
+    if fast is None:
+        b = _canonical_once(b)              # each expert reads a share of it
+        for i, (name, x) in enumerate(zip(ex.names, ex.parts)):
+            y = ex.expert(b, i, comp)
+            d, same = _convert._digest_and_compare(x, y, release) \
+                if isinstance(x, GritArray) and isinstance(y, GritArray) else (None, False)
+            yield i, name, x, y, d, same
+            del y
+            if release is not None:
+                _give_back(release, x)
+        return
+    name_t, blocks = fast
+    be = blocks.size // len(ex.parts)
+    ds = digests([x.planes for x in ex.parts], done=release)
+    for i, (name, x, d) in enumerate(zip(ex.names, ex.parts, ds)):
+        p = x.planes
+        level1 = _convert._same_bytes(p[2], np.asarray(comp, "<f4").reshape(-1)[i:i + 1]) \
+            if ex.scaled else True
+        same = level1 and unblocks_to(name_t, blocks[i * be:(i + 1) * be], p[0], p[1])
+        yield i, name, x, ex.expert_later(b, i, comp), d.hex(), same
+        if release is not None:
+            _give_back(release, x)
+
+
+def _stack_split(ex: "_Experts", b, comp, att) -> tuple[str, np.ndarray] | None:
+    """(the ggml type, the blocks) of the stack ``b`` as read back — or of
+    the blocks its companion ``att`` (the reader's
+    :class:`~grit.io.gguf.Companion`) is attached to — where they are a
+    split type's blocks (``grit.ggml.blocks_of``), the experts' own type,
+    each a whole share of them, the experts canonical, a scaled stack's
+    companion ``comp`` one F32 per expert; else None."""
+    if not _BLOCKS_HOLD or ex.dtype is not None:
+        return None
+    src = att.blocks if att is not None and att.attached and att.blocks is not None else b
+    got = blocks_of(src) if isinstance(src, GritArray) else None
+    if got is None or got[0].split is None or tuple(src.shape) != ex.shape:
+        return None
+    t, blocks = got
+    n, x = len(ex.parts), ex.parts[0]
+    nb = x.size // t.block_elems
+    cb, sb = t.split
+    if native_kind(x) != t.name or blocks.size != n * nb * t.block_bytes or not all(
+            is_canonical(y.descriptor) and y.plane_bytes[:2] == (nb * cb, nb * sb)
+            for y in ex.parts):
+        return None
+    if ex.scaled:
+        if not (isinstance(comp, np.ndarray) and comp.dtype == np.float32 and comp.size == n
+                and all(y.plane_bytes[2:] == (4, 0) for y in ex.parts)):
+            return None
+    elif not all(y.plane_bytes[2:] == (0, 0) for y in ex.parts):
+        return None
+    return t.name, blocks
+
+
+def _prove_experts(ex: "_Experts", gname: str, b, comp, att, ggml_type, how: str,
+                   weights: list, plain: list, release: Callable[[Any], None] | None) -> None:
     """The proof entries of a stacked expert tensor ``b`` (and its companion
     ``comp``) as read back: one per source expert (docs/spec-decisions.md),
     its ``expert`` index in the stack, the source's digest and the digest
-    of its share of the stack (:meth:`_Experts.expert`), compared in one
-    pass, and the verdict."""
-    b = _canonical_once(b)                  # each expert reads a share of it
-    for i, (name, x) in enumerate(zip(ex.names, ex.parts)):
-        y = ex.expert(b, i, comp)
+    of its share of the stack (:meth:`_Experts.expert`), compared
+    (:func:`_experts_compared`), and the verdict."""
+    for i, name, x, y, dsrc, same in _experts_compared(ex, b, comp, att, release):
         if isinstance(x, GritArray):
             if not isinstance(y, GritArray):
                 raise GritError(f"{gname}: the written GGUF does not read back as the stacked "
                                 f"experts (expert {i}, {name})")
-            dsrc, same = _convert._digest_and_compare(x, y, release)
             weights.append({"name": name, "gguf_name": gname, "expert": i,
                             "ggml_type": ggml_type, "rows": None,
                             "source": _convert._side(x, dsrc),
@@ -2080,8 +2159,6 @@ def _prove_experts(ex: "_Experts", gname: str, b, comp, ggml_type, how: str, wei
             plain.append({"name": name, "gguf_name": gname, "expert": i, "transform": how,
                           "rows": None})
         del y
-        if release is not None:
-            _give_back(release, x)
 
 
 def _prove_gate_up(v: "_GateUp", gname: str, b, back, name: str, weights: list, plain: list,
@@ -2162,16 +2239,14 @@ def _verify_gate_up(v: "_GateUp", gname: str, b, back, name: str, claimed: dict,
     return 1
 
 
-def _verify_experts(ex: "_Experts", gname: str, b, comp, how: str, claimed: dict,
+def _verify_experts(ex: "_Experts", gname: str, b, comp, att, how: str, claimed: dict,
                     problems: list[str], release: Callable[[Any], None] | None) -> int:
     """:func:`_verify_local` of a stacked expert tensor ``b`` and its
     companion ``comp``: each source expert against its share of the written
-    stack (:meth:`_Experts.expert`) and its proof entry
+    stack (:func:`_experts_compared`) and its proof entry
     (:func:`_check_weight`).  Returns the weights checked."""
     checked = 0
-    b = _canonical_once(b)                  # each expert reads a share of it
-    for i, (name, x) in enumerate(zip(ex.names, ex.parts)):
-        y = ex.expert(b, i, comp)
+    for i, name, x, y, dsrc, same in _experts_compared(ex, b, comp, att, release):
         if isinstance(x, GritArray):
             if name in claimed:
                 checked += 1
@@ -2179,15 +2254,14 @@ def _verify_experts(ex: "_Experts", gname: str, b, comp, how: str, claimed: dict
                     problems.append(f"{name}: the proof places it at "
                                     f"{claimed[name].get('gguf_name')} expert "
                                     f"{claimed[name].get('expert')}, not {gname} expert {i}")
-                _check_weight(name, claimed[name], x, x, y, problems, release)
+                _check_weight(name, claimed[name], x, x, y, problems,
+                              dsrc if isinstance(y, GritArray) else None, same)
         else:
             why = "the GGUF holds no stacked experts under this name" if y is None else \
                 _plain_entry(np.asarray(x), y, how, None)
             if why is not None:
                 problems.append(f"{gname} expert {i} ({name}): {why}")
         del y
-        if release is not None:
-            _give_back(release, x)
     return checked
 
 
@@ -3075,7 +3149,8 @@ def _verify_local(local: _Local, folder: str, doc: dict, problems: list[str]
         b = plain_back(gname)
         back.pop(gname, None)   # one weight's built planes at a time
         if isinstance(v, _Experts):
-            checked += _verify_experts(v, gname, b, back.get(companion_names(gname)[0]), how,
+            checked += _verify_experts(v, gname, b, back.get(companion_names(gname)[0]),
+                                       back.companions.get(gname), how,
                                        claimed, problems, release)
         elif isinstance(v, _GateUp):
             checked += _verify_gate_up(v, gname, b, back, name, claimed, problems, release,

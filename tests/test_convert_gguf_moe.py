@@ -510,6 +510,67 @@ def test_gpt_oss_verify_finds_a_changed_half(converted, tmp_path):
         assert f"model.layers.1.mlp.experts.{w}: gpt-oss's unquantised" in str(e.value)
 
 
+@pytest.mark.parametrize("name, kind", [("qwen3moe", "NVFP4"), ("qwen3moe-mxfp4", "MXFP4")])
+def test_stacked_blocks_compared_as_unblocked_give_the_planes_proof(models, tmp_path,
+                                                                    monkeypatch, name, kind):
+    """The proof of stacked experts compares each expert's share of the
+    written blocks (and of an NVFP4 stack's companion scale) with the
+    expert as it is unblocked, its digests four at a time, nothing built
+    (``_experts_compared``): the GGUF and the proof are those of moving the
+    stack into the canonical placement and comparing each share."""
+    from test_convert_gguf_split import _same_output
+    src = models(name)
+    calls: list[str] = []
+    real = CG.unblocks_to
+
+    def counting(n, *a):
+        calls.append(n)
+        return real(n, *a)
+    monkeypatch.setattr(CG, "unblocks_to", counting)
+    rep = C.convert(src, str(tmp_path / "fast"), "gguf")
+    experts = [w for w in rep.proof["weights"] if "expert" in w]
+    assert len(experts) == LAYERS * 3 * N_EXPERTS
+    assert calls.count(kind) >= len(experts)
+    assert C.verify(src, str(tmp_path / "fast")).ok
+    monkeypatch.setattr(CG, "_BLOCKS_HOLD", False)
+    calls.clear()
+    C.convert(src, str(tmp_path / "planes"), "gguf")
+    assert not calls
+    _same_output(tmp_path / "fast", tmp_path / "planes")
+
+
+@pytest.mark.parametrize("fast", [True, False])
+@pytest.mark.parametrize("where", [("blk.1.ffn_down_exps.weight", 2 * 128 * 36 + 1000),
+                                   ("blk.0.ffn_up_exps.weight", 3 * 2 * 64 * 36 + 2),
+                                   ("blk.1.ffn_down_exps.scale", 2 * 4 + 1)])
+def test_a_changed_expert_byte_is_found_in_its_expert_alone(models, tmp_path, monkeypatch,
+                                                           fast, where):
+    """A byte of one expert's share of the written NVFP4 stack (a code; a
+    block scale: up_proj's experts are 64 rows of two 36-byte blocks) or of
+    its companion scale changed before the proof reads
+    the file back: that expert alone is not bit-exact, blocks compared as
+    unblocked or the stack moved into the canonical placement; verify, the
+    other way, re-derives the same proof."""
+    monkeypatch.setattr(CG, "_BLOCKS_HOLD", fast)
+    real = CG.save_gguf
+
+    def save_then_change(path, *a, **kw):
+        real(path, *a, **kw)
+        _flip(path, *where)
+    monkeypatch.setattr(CG, "save_gguf", save_then_change)
+    src = models("qwen3moe")
+    dst = str(tmp_path / "out")
+    rep = C.convert(src, dst, "gguf")
+    layer, proj = where[0].split(".")[1], where[0].split(".")[2].split("_")[1]
+    e = 2 if "down" in where[0] else 3
+    bad = f"model.layers.{layer}.mlp.experts.{e}.{proj}_proj.weight"
+    wrong = [w["name"] for w in rep.proof["weights"] if w["verdict"]["verdict"] != "bit-exact"]
+    assert wrong == [bad]
+    monkeypatch.setattr(CG, "_BLOCKS_HOLD", not fast)
+    rep = C.verify(src, dst)
+    assert rep.ok, rep.problems
+
+
 def test_gpt_oss_blocks_compared_as_unblocked_give_the_planes_proof(models, tmp_path,
                                                                      monkeypatch):
     """The proof of gpt-oss's experts compares the written MXFP4 blocks
