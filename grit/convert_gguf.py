@@ -1605,31 +1605,8 @@ def _streamed(local: _Local, p: _Prepared, path: str, release: Callable[[Any], N
     at = {t.name: (f.data_start + t.offset, t.nbytes) for t in f.tensors}
     del f
     n = len(local.remote)
-    needs = _needs(local)
-    every = frozenset((i, e) for i, h in enumerate(local.headers) for e in h.entries)
-    # a tensor written from one source tensor reads that tensor's files; any other
-    # (built from several, or not named by the source) is taken to read every file
-    deps = {g: needs.get(e[1], every) if e[0] is p.tensors.get(e[1]) else every
-            for g, e in p.plan.items()}
-    group = {g: max((i for i, _ in d), default=0) for g, d in deps.items()}
-    # each large file tensor: the last model file whose group reads it
-    large = {(i, e): h.span(e) for i, h in enumerate(local.headers) for e in h.entries
-             if h.span(e)[1] > _convert.SMALL_MAX}
-    last = {k: k[0] for k in large}
-    for g, d in deps.items():
-        for k in d & large.keys():
-            last[k] = max(last[k], group[g])
-    punch = _can_punch(local.folder)
-    # the spool's large tensors on disk at once: while file k is read, its own and
-    # those of earlier files a later weight still reads (or, without holes, all)
-    held = [sum(sp[1] for x, sp in large.items()
-                if x[0] == k or (x[0] < k and (last[x] >= k or not punch))) for k in range(n)]
-    need = os.path.getsize(path) + max(held)
-    free = shutil.disk_usage(local.folder).free
-    if free < need:
-        raise GritUsageError(f"{os.path.dirname(local.folder)}: {free} bytes free; converting "
-                             f"the remote checkpoint needs {need} (the GGUF and at most "
-                             f"{max(held)} bytes of model files at once)")
+    st = _stream_order(local, p, os.path.getsize(path), "converting")
+    group, last, large, punch = st.group, st.last, st.large, st.punch
     extra = [g for g in p.out if g not in p.plan]        # rope_freqs, activation scales
     parts: list[dict] = []
     covered: list[set[str]] = []                         # the tensors each part proves
@@ -1652,6 +1629,56 @@ def _streamed(local: _Local, p: _Prepared, path: str, release: Callable[[Any], N
         if punch:
             _drop(local, [x for x, j in last.items() if j == k], large)
     return _merged(parts, covered, p)
+
+
+@dataclass(frozen=True)
+class _StreamOrder:
+    """How a remote checkpoint's GGUF tensors are handled one model file at
+    a time (:func:`_stream_order`): ``group``, each GGUF tensor's model file
+    (the last one it reads); ``large``, each large file tensor's span
+    (model file index, file tensor) -> (offset, length); ``last``, the last
+    model file whose group reads it; ``punch``, whether the spool's
+    folder gives disk blocks back."""
+
+    group: dict[str, int]
+    last: dict[tuple[int, str], int]
+    large: dict[tuple[int, str], tuple[int, int]]
+    punch: bool
+
+
+def _stream_order(local: _Local, p: "_Prepared", out_bytes: int, doing: str) -> _StreamOrder:
+    """The order of :func:`_streamed` (and of a streamed verify) for the
+    remote checkpoint ``local`` planned as ``p``, after checking the disk
+    holds ``out_bytes`` (the output) and the most model-file bytes on disk
+    at once (GritUsageError, naming what ``doing`` needs)."""
+    n = len(local.remote)
+    needs = _needs(local)
+    every = frozenset((i, e) for i, h in enumerate(local.headers) for e in h.entries)
+    # a tensor written from one source tensor reads that tensor's files; any other
+    # (built from several, or not named by the source) is taken to read every file
+    deps = {g: needs.get(e[1], every) if e[0] is p.tensors.get(e[1]) else every
+            for g, e in p.plan.items()}
+    group = {g: max((i for i, _ in d), default=0) for g, d in deps.items()}
+    # each large file tensor: the last model file whose group reads it
+    large = {(i, e): h.span(e) for i, h in enumerate(local.headers) for e in h.entries
+             if h.span(e)[1] > _convert.SMALL_MAX}
+    last = {k: k[0] for k in large}
+    for g, d in deps.items():
+        for k in d & large.keys():
+            last[k] = max(last[k], group[g])
+    punch = _can_punch(local.folder)
+    # the spool's large tensors on disk at once: while file k is read, its own and
+    # those of earlier files a later weight still reads (or, without holes, all)
+    held = [sum(sp[1] for x, sp in large.items()
+                if x[0] == k or (x[0] < k and (last[x] >= k or not punch))) for k in range(n)]
+    need = out_bytes + max(held, default=0)
+    free = shutil.disk_usage(local.folder).free
+    if free < need:
+        out = "the GGUF and " if out_bytes else ""
+        raise GritUsageError(f"{os.path.dirname(local.folder)}: {free} bytes free; {doing} "
+                             f"the remote checkpoint needs {need} ({out}at most "
+                             f"{max(held, default=0)} bytes of model files at once)")
+    return _StreamOrder(group, last, large, punch)
 
 
 def _drop(local: _Local, done: list[tuple[int, str]], spans: dict) -> None:
@@ -3126,12 +3153,34 @@ def _check_weight(name: str, w: dict, x, ref, y, problems: list[str],
 
 def _verify_to_gguf(src: str, folder: str, doc: dict, problems: list[str]
                     ) -> _convert.VerifyReport:
-    with _local(src, os.path.dirname(os.path.abspath(folder))) as local:
-        return _verify_local(local, folder, doc, problems)
+    """:func:`_verify_local` of the checkpoint ``src``; a remote one
+    streamed as :func:`_streamed` reads it: one model file at a time read
+    into a spool beside the output, the GGUF tensors whose last model file
+    it is checked, and the large tensors no later one needs punched out."""
+    with _local(src, os.path.dirname(os.path.abspath(folder)), stream=True) as local:
+        if not local.remote:
+            return _verify_local(local, folder, doc, problems)
+        st = _stream_order(local, _prepared(local), 0, "verifying")
+        checked = 0
+        for k in range(len(local.remote)):
+            _fill(local, k)
+            found: list[str] = []
+            checked += _verify_local(local, folder, doc, found, only={
+                g for g, j in st.group.items() if j == k}, first=k == 0).checked
+            problems.extend(x for x in found if x not in problems)
+            if st.punch:
+                _drop(local, [x for x, j in st.last.items() if j == k], st.large)
+        return _convert.VerifyReport(problems, checked)
 
 
-def _verify_local(local: _Local, folder: str, doc: dict, problems: list[str]
+def _verify_local(local: _Local, folder: str, doc: dict, problems: list[str],
+                  only: Container[str] | None = None, first: bool = True
                   ) -> _convert.VerifyReport:
+    """The disagreements of the conversion of ``local`` into ``folder`` with
+    its proof ``doc``, added to ``problems``; ``only``: the GGUF tensors to
+    check (by default all), ``first``: whether the checks of the whole
+    checkpoint run too (its weights are the proof's, its activation scales
+    the GGUF's)."""
     cfg = _convert._json(os.path.join(local.folder, "config.json")) or {}
     fam = _family(cfg)
     h = _hparams(cfg, fam)
@@ -3143,9 +3192,12 @@ def _verify_local(local: _Local, folder: str, doc: dict, problems: list[str]
     back, out_src, written, plain_back = _read_back(os.path.join(folder, GGUF_FILE))
     claimed = {w.get("name"): w for w in doc["weights"] if isinstance(w, dict)}
     srcw = {n for n, v in tensors.items() if isinstance(v, GritArray)}
-    _compare_sets(srcw, claimed, problems)
+    if first:
+        _compare_sets(srcw, claimed, problems)
     checked = 0
     for gname, (v, name, how, rows) in plan.items():
+        if only is not None and gname not in only:
+            continue
         b = plain_back(gname)
         back.pop(gname, None)   # one weight's built planes at a time
         if isinstance(v, _Experts):
@@ -3170,7 +3222,7 @@ def _verify_local(local: _Local, folder: str, doc: dict, problems: list[str]
         del b
         _give_back(release, v)      # the pages of both files' tensor, given back
         written(gname)
-    for gname, (v, leaf, _) in _input_scales(plan, types, scalars).items():
+    for gname, (v, leaf, _) in (_input_scales(plan, types, scalars) if first else {}).items():
         b = plain_back(gname)
         why = (_plain_entry(v, b, "f32", None) if isinstance(b, np.ndarray)
                else "the GGUF holds no plain tensor under this name")

@@ -641,7 +641,8 @@ def test_a_remote_moe_checkpoint_streams_to_the_local_output(converted, name, tm
     streamed one shard at a time: a stacked expert tensor (built from many
     source tensors, in several shards) waits for every shard it needs, and
     the GGUF and its proof are the local folder's conversion, byte for
-    byte, with no spool left."""
+    byte, with no spool left; verify of the remote source streams too and
+    checks every weight."""
     from http_server import Server
     from test_convert_gguf_sources import SMALL, shard
     src, _, _ = converted(name)
@@ -655,6 +656,9 @@ def test_a_remote_moe_checkpoint_streams_to_the_local_output(converted, name, tm
             s.files[f"/ckpt/{n}"] = (d / n).read_bytes()
         rep = C.convert(s.url("/ckpt/model.safetensors.index.json"), str(tmp_path / "out"),
                         "gguf")
+        # verify reads the remote checkpoint as the conversion did, a shard at a time
+        ver = C.verify(s.url("/ckpt/model.safetensors.index.json"), str(tmp_path / "out"))
+        assert ver.ok and ver.checked == sum(local.counts.values()), ver.problems
     finally:
         s.close()
     assert rep.counts == local.counts

@@ -364,3 +364,44 @@ def test_a_shard_changed_after_the_check_is_refused_leaving_nothing(three, tmp_p
     finally:
         s.close()
     assert list(out.iterdir()) == []
+
+
+def test_verify_of_a_remote_source_streams_one_shard_at_a_time(three, tmp_path, monkeypatch,
+                                                               punches):
+    """grit verify with the https index as SRC reads it as the conversion
+    does: one shard at a time into a spool beside DST (never a second
+    shard's weights), each large tensor's bytes once, and checks each GGUF
+    tensor once its last shard is read: the proof holds (every weight
+    checked), a byte changed in the GGUF is found in its weight alone, and
+    no spool is left."""
+    from grit.io.gguf_file import read_gguf
+    d, files, local = three
+    monkeypatch.setattr(C, "SPOOL_CHUNK", 1 << 12)
+    s = _serve(d)
+    try:
+        url = s.url("/ckpt/model.safetensors.index.json")
+        seen = _watch(monkeypatch, tmp_path, files)
+        sent = _sent_ranges(monkeypatch)
+        rep = C.verify(url, str(local))
+        assert rep.ok and rep.checked == 14, rep.problems
+        for fn, spans in _large_spans(d, files).items():
+            c = _sent_coverage(sent, s.files[f"/ckpt/{fn}"])
+            for a, b in spans:
+                assert c[a:b].max() == 1, (fn, a, b)     # a large tensor's bytes once
+        _one_shard_at_a_time(seen, d, files)
+        bad = tmp_path / "bad"
+        shutil.copytree(local, bad)
+        f = read_gguf(str(bad / CG.GGUF_FILE))
+        t = next(t for t in f.tensors if t.name == "blk.1.ffn_down.weight")
+        with open(bad / CG.GGUF_FILE, "r+b") as fh:
+            fh.seek(f.data_start + t.offset + 100)
+            x = fh.read(1)
+            fh.seek(f.data_start + t.offset + 100)
+            fh.write(bytes([x[0] ^ 0x01]))
+        rep = C.verify(url, str(bad))
+        assert rep.problems and rep.checked == 14
+        assert {p.split(":")[0] for p in rep.problems} == \
+            {"model.layers.1.mlp.down_proj.weight"}, rep.problems
+    finally:
+        s.close()
+    assert not [n for n in os.listdir(tmp_path) if n.startswith(".grit")]
