@@ -652,7 +652,7 @@ def unblocked(a) -> tuple | None:
     """The canonical planes of an array in a zero-copy type's placement
     (its data plane the type's blocks: what grit.load reads in place from a
     GGUF) by the type's direct inverse (:meth:`BlockType.unblock`: NVFP4,
-    MXFP4), the bytes ``grit.array.canonical`` gives by relayout
+    MXFP4, Q8_0), the bytes ``grit.array.canonical`` gives by relayout
     (tests/test_ggml_unblock.py); None where there is none."""
     got = blocks_of(a)
     if got is None:

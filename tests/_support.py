@@ -99,3 +99,29 @@ def given_back(monkeypatch):
             b[a:e] = True
         return b
     return back
+
+
+def recorded(monkeypatch, module, name: str, what=None) -> list:
+    """``module.name`` replaced, for the test, by a wrapper that records
+    ``what(*args, **kwargs)`` of each call (by default its first argument)
+    and calls through; returns the record."""
+    seen: list = []
+    real = getattr(module, name)
+
+    def wrapper(*a, **kw):
+        seen.append(a[0] if what is None else what(*a, **kw))
+        return real(*a, **kw)
+    monkeypatch.setattr(module, name, wrapper)
+    return seen
+
+
+def then(monkeypatch, module, name: str, after) -> None:
+    """``module.name`` replaced, for the test, by a wrapper that calls
+    through and then ``after(*args)`` (a file written, then changed)."""
+    real = getattr(module, name)
+
+    def wrapper(*a, **kw):
+        got = real(*a, **kw)
+        after(*a)
+        return got
+    monkeypatch.setattr(module, name, wrapper)

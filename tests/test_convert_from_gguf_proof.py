@@ -16,6 +16,7 @@ gguf = pytest.importorskip("gguf", reason="gguf-py is not installed")
 
 from grit import convert as C  # noqa: E402
 from grit import convert_gguf as CG  # noqa: E402
+from _support import recorded  # noqa: E402
 from test_convert_gguf_split import _llama_q8, _same_output  # noqa: E402
 
 
@@ -40,19 +41,8 @@ def test_grouped_proof_is_the_one_at_a_time_proof(q8, tmp_path, monkeypatch, fas
     built and compared; and the groups were formed (more than one weight
     at once).  Both ways give the same files."""
     monkeypatch.setattr(CG, "_BLOCKS_HOLD", fast)
-    seen: list[int] = []
-    compared: list[str] = []
-    real, real_eq = CG.digests_compared, CG.unblocks_to
-
-    def counting(a, b, **kw):
-        seen.append(len(a))
-        return real(a, b, **kw)
-
-    def eq(name, *a):
-        compared.append(name)
-        return real_eq(name, *a)
-    monkeypatch.setattr(CG, "digests_compared", counting)
-    monkeypatch.setattr(CG, "unblocks_to", eq)
+    seen = recorded(monkeypatch, CG, "digests_compared", lambda a, b, **kw: len(a))
+    compared = recorded(monkeypatch, CG, "unblocks_to")
     grouped = C.convert(q8, str(tmp_path / "g"), "compressed-tensors")
     assert grouped.counts == {"bit-exact": 14}
     if fast:        # (the query and key weights of both blocks: rows moved, built)

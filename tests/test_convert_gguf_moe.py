@@ -31,6 +31,7 @@ import grit  # noqa: E402
 from grit import convert as C  # noqa: E402
 from grit import convert_gguf as CG  # noqa: E402
 from grit.errors import GritUsageError  # noqa: E402
+from _support import recorded, then  # noqa: E402
 from test_convert_gguf import (HERE, _ct_nvfp4_level0, _f32_twin, _llama_cpp_dir,  # noqa: E402
                                _raw_safetensors, _same_tensors, _ulps)
 
@@ -518,19 +519,20 @@ def test_stacked_blocks_compared_as_unblocked_give_the_planes_proof(models, tmp_
     expert as it is unblocked, its digests four at a time, nothing built
     (``_experts_compared``): the GGUF and the proof are those of moving the
     stack into the canonical placement and comparing each share."""
-    from test_convert_gguf_split import _same_output
     src = models(name)
-    calls: list[str] = []
-    real = CG.unblocks_to
-
-    def counting(n, *a):
-        calls.append(n)
-        return real(n, *a)
-    monkeypatch.setattr(CG, "unblocks_to", counting)
+    calls = recorded(monkeypatch, CG, "unblocks_to")
     rep = C.convert(src, str(tmp_path / "fast"), "gguf")
     experts = [w for w in rep.proof["weights"] if "expert" in w]
     assert len(experts) == LAYERS * 3 * N_EXPERTS
     assert calls.count(kind) >= len(experts)
+    _the_planes_way_is_the_same(src, tmp_path, monkeypatch, calls)
+
+
+def _the_planes_way_is_the_same(src: str, tmp_path, monkeypatch, calls: list) -> None:
+    """``tmp_path / "fast"``, converted from ``src`` with the blocks compared
+    as unblocked (``calls``: the record of ``unblocks_to``), verifies, and is
+    the conversion with the planes built, byte for byte, which calls none."""
+    from test_convert_gguf_split import _same_output
     assert C.verify(src, str(tmp_path / "fast")).ok
     monkeypatch.setattr(CG, "_BLOCKS_HOLD", False)
     calls.clear()
@@ -552,12 +554,7 @@ def test_a_changed_expert_byte_is_found_in_its_expert_alone(models, tmp_path, mo
     unblocked or the stack moved into the canonical placement; verify, the
     other way, re-derives the same proof."""
     monkeypatch.setattr(CG, "_BLOCKS_HOLD", fast)
-    real = CG.save_gguf
-
-    def save_then_change(path, *a, **kw):
-        real(path, *a, **kw)
-        _flip(path, *where)
-    monkeypatch.setattr(CG, "save_gguf", save_then_change)
+    then(monkeypatch, CG, "save_gguf", lambda path, *a: _flip(path, *where))
     src = models("qwen3moe")
     dst = str(tmp_path / "out")
     rep = C.convert(src, dst, "gguf")
@@ -578,24 +575,12 @@ def test_gpt_oss_blocks_compared_as_unblocked_give_the_planes_proof(models, tmp_
     (``_GateUp.hold``, ``_unblocks_hold``), building neither the halves'
     canonical planes nor gate_up_proj interleaved again: the GGUF and the
     proof are those of building them and comparing."""
-    from test_convert_gguf_split import _same_output
     src = models("gpt-oss")
-    calls: list[str] = []
-    real = CG.unblocks_to
-
-    def counting(name, *a):
-        calls.append(name)
-        return real(name, *a)
-    monkeypatch.setattr(CG, "unblocks_to", counting)
+    calls = recorded(monkeypatch, CG, "unblocks_to")
     assert C.convert(src, str(tmp_path / "fast"), "gguf").counts == {"bit-exact": 2 * LAYERS}
     # gate_up: each expert's two halves; down_proj: once
     assert calls == ["MXFP4"] * (LAYERS * (2 * N_EXPERTS + 1))
-    assert C.verify(src, str(tmp_path / "fast")).ok
-    monkeypatch.setattr(CG, "_BLOCKS_HOLD", False)
-    calls.clear()
-    C.convert(src, str(tmp_path / "planes"), "gguf")
-    assert not calls
-    _same_output(tmp_path / "fast", tmp_path / "planes")
+    _the_planes_way_is_the_same(src, tmp_path, monkeypatch, calls)
 
 
 @pytest.mark.parametrize("fast", [True, False])
@@ -610,14 +595,12 @@ def test_gpt_oss_a_changed_byte_is_found_in_its_weight_alone(models, tmp_path, m
     compared as unblocked or the planes built; verify, the other way,
     re-derives the same proof."""
     monkeypatch.setattr(CG, "_BLOCKS_HOLD", fast)
-    real = CG.save_gguf
     gname, at = where
 
-    def save_then_change(path, *a, **kw):
-        real(path, *a, **kw)
+    def change(path, *a):
         t = next(t for t in gguf.GGUFReader(path).tensors if t.name == gname)
         _flip(path, gname, at % int(t.n_bytes))
-    monkeypatch.setattr(CG, "save_gguf", save_then_change)
+    then(monkeypatch, CG, "save_gguf", change)
     src = models("gpt-oss")
     dst = str(tmp_path / "out")
     rep = C.convert(src, dst, "gguf")

@@ -15,19 +15,14 @@ pytest.importorskip("gguf", reason="gguf-py is not installed")
 from grit import convert as C  # noqa: E402
 from grit import convert_gguf as CG  # noqa: E402
 from grit.io.gguf_file import read_gguf  # noqa: E402
+from _support import recorded, then  # noqa: E402
 from test_convert_gguf_sources import model  # noqa: E402,F401
 from test_convert_gguf_split import _same_output  # noqa: E402
 
 
 def test_blocks_compared_as_unblocked_give_the_planes_proof(model, tmp_path,  # noqa: F811
                                                              monkeypatch):
-    calls: list[str] = []
-    real = CG.unblocks_to
-
-    def counting(name, *a):
-        calls.append(name)
-        return real(name, *a)
-    monkeypatch.setattr(CG, "unblocks_to", counting)
+    calls = recorded(monkeypatch, CG, "unblocks_to")
     rep = C.convert(model, str(tmp_path / "fast"), "gguf")
     assert rep.counts == {"bit-exact": 14} and len(calls) >= 10     # the q/k rows move
     monkeypatch.setattr(CG, "_BLOCKS_HOLD", False)
@@ -55,12 +50,7 @@ def _flip(path: str, tensor: str, at: int) -> None:
 def test_a_changed_byte_is_found_in_its_weight_alone(model, tmp_path, monkeypatch,  # noqa: F811
                                                       fast, where):
     monkeypatch.setattr(CG, "_BLOCKS_HOLD", fast)
-    real = CG.save_gguf
-
-    def save_then_change(path, *a, **kw):
-        real(path, *a, **kw)
-        _flip(path, *where)
-    monkeypatch.setattr(CG, "save_gguf", save_then_change)
+    then(monkeypatch, CG, "save_gguf", lambda path, *a: _flip(path, *where))
     rep = C.convert(model, str(tmp_path / "out"), "gguf")
     assert rep.counts.get("bit-exact") == 13
     for w in rep.proof["weights"]:
@@ -99,12 +89,7 @@ def test_plain_tensors_are_compared_as_the_files_bytes(model, tmp_path, monkeypa
     rep = C.verify(model, str(bad))
     assert [p.split(" ")[0] for p in rep.problems] == ["output.weight"], rep.problems
     assert "its values are not the source's" in rep.problems[0]
-    real = CG.save_gguf
-
-    def save_then_change(path, *a, **kw):
-        real(path, *a, **kw)
-        _flip(path, "token_embd.weight", 70)
-    monkeypatch.setattr(CG, "save_gguf", save_then_change)
+    then(monkeypatch, CG, "save_gguf", lambda path, *a: _flip(path, "token_embd.weight", 70))
     with pytest.raises(GritError, match="token_embd.weight: .*its values are not the source's"):
         C.convert(model, str(tmp_path / "o2"), "gguf")
     assert not (tmp_path / "o2").exists()
@@ -116,14 +101,7 @@ def test_moved_rows_digested_with_their_group(model, tmp_path, monkeypatch):  # 
     many as fit in half the largest weight), or alone at their turn: the
     same files and proof both ways; a byte changed in a key weight's
     written blocks is found in it alone."""
-    alone: list[int] = []
-    real = CG.digests
-
-    def counting(arrays, **kw):
-        arrays = list(arrays)
-        alone.append(len(arrays) == 1)
-        return real(arrays, **kw)
-    monkeypatch.setattr(CG, "digests", counting)
+    alone = recorded(monkeypatch, CG, "digests", lambda arrays, **kw: len(arrays) == 1)
     rep = C.convert(model, str(tmp_path / "ahead"), "gguf")
     assert rep.counts == {"bit-exact": 14}
     assert len([w for w in rep.proof["weights"] if w["rows"] is not None]) == 4
@@ -133,12 +111,7 @@ def test_moved_rows_digested_with_their_group(model, tmp_path, monkeypatch):  # 
     C.convert(model, str(tmp_path / "turn"), "gguf")
     assert sum(alone) >= n_ahead + 2          # some moved with their group
     _same_output(tmp_path / "ahead", tmp_path / "turn")
-    save = CG.save_gguf
-
-    def save_then_change(path, *a, **kw):
-        save(path, *a, **kw)
-        _flip(path, "blk.1.attn_k.weight", 100)
-    monkeypatch.setattr(CG, "save_gguf", save_then_change)
+    then(monkeypatch, CG, "save_gguf", lambda path, *a: _flip(path, "blk.1.attn_k.weight", 100))
     for ahead in (True, False):
         monkeypatch.setattr(CG, "_MOVED_AHEAD", ahead)
         rep = C.convert(model, str(tmp_path / f"bad{ahead}"), "gguf")

@@ -109,7 +109,7 @@ def native_kind(a: GritArray) -> str | None:
 
 
 def _invertible_kind(a: GritArray) -> str | None:
-    """The invertible ggml type (NVFP4, MXFP4: its blocks hold any planes)
+    """The invertible ggml type (NVFP4, MXFP4, Q8_0: its blocks hold any planes)
     canonical array ``a`` is written as, known from its descriptor and
     shape; None: ``a`` is not canonical, or no such type."""
     d = a.descriptor
@@ -195,7 +195,7 @@ def _now(a: GritArray) -> GritArray:
 
 
 class _LazyNative(_Lazy):
-    """A GritArray of a ggml type that is not invertible (Q8_0, Q4_K …:
+    """A GritArray of a ggml type that is not invertible (Q4_K …:
     :func:`_native` builds its blocks and reads them back), built whole
     when the file reaches it."""
 
