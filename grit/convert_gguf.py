@@ -1925,31 +1925,7 @@ def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family,
     back, out_src, written, plain_back = _read_back(path)
     weights, plain = [], []
     items = sorted(plan.items(), key=lambda kv: kv[1][1])
-    # the source digests, LANES weights at a time (grit.fingerprint.digests: their
-    # FNV-1a chains interleaved), each group's when its first weight is proved
-    whole = [(g, e[0]) for g, e in items
-             if e[2] == "ggml" and not isinstance(e[0], (_Experts, _GateUp))]
-    at = {g: i for i, (g, _) in enumerate(whole)}
-    ahead: dict[str, str] = {}
-    # the group's weights whose rows move, moved and digested with it (as many as
-    # fit in half the largest weight's planes), held until their turn
-    moved_ahead: dict[str, tuple[GritArray, str]] = {}
-    budget = max((sum(v.plane_bytes) for _, v in whole), default=0) // 2
-
-    def source_digest(gname: str) -> str:
-        if gname not in ahead:
-            group = whole[at[gname]:at[gname] + LANES]
-            moved: list[tuple[str, GritArray]] = []
-            room = budget
-            for g, v in group:
-                if plan[g][3] is not None and _MOVED_AHEAD and sum(v.plane_bytes) <= room:
-                    room -= sum(v.plane_bytes)
-                    moved.append((g, _permuted(v, plan[g][3])))
-            ds = digests([v.planes for _, v in group] + [m.planes for _, m in moved],
-                         done=release)
-            ahead.update((g, d.hex()) for (g, _), d in zip(group, ds))
-            moved_ahead.update((g, (m, d.hex())) for (g, m), d in zip(moved, ds[len(group):]))
-        return ahead.pop(gname)
+    sd = _SourceDigests(items, release)
 
     for gname, (v, name, how, rows) in items:
         b = plain_back(gname)
@@ -1975,12 +1951,12 @@ def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family,
                     written(gname)
                     same = _convert._same_planes(v.planes, b.planes)
                 written(gname)
-                dref = source_digest(gname)
+                dref = sd.source(gname)
             else:
                 # the source's digest, then its rows moved; the blocks compared with
                 # them as they are unblocked (as above), or the planes built and compared
-                dsrc = source_digest(gname)
-                ref, dref = moved_ahead.pop(gname, None) or (_permuted(v, rows), None)
+                dsrc = sd.source(gname)
+                ref, dref = sd.moved(gname, v, rows)
                 same = _blocks_hold(ref, b, back.companions.get(gname))
                 if same is None:
                     b.planes                    # built from the blocks: the file's pages
@@ -2015,6 +1991,47 @@ def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family,
         plain.append({"name": leaf, "gguf_name": gname, "transform": how, "rows": None})
     return {"schema": _convert.PROOF_SCHEMA, "to": TARGET, "arch": fam.arch.lower(),
             "weights": weights, "plain": plain}
+
+
+class _SourceDigests:
+    """The source digests of a ``--to gguf`` plan's weights (``items``, in
+    the order they are handled; stacked experts and gpt-oss's halves apart),
+    :data:`LANES` at a time (``grit.fingerprint.digests``: their FNV-1a
+    chains interleaved), each group's when its first weight's is asked
+    for, the pages given to ``release`` as they go; and the weights of the
+    group whose rows move, moved and digested with it (as many as fit in
+    half the largest weight's planes), held until their turn."""
+
+    def __init__(self, items: list, release: Callable[[Any], None] | None) -> None:
+        self.whole = [(g, e[0], e[3]) for g, e in items
+                      if e[2] == "ggml" and not isinstance(e[0], (_Experts, _GateUp))]
+        self.at = {g: i for i, (g, _, _) in enumerate(self.whole)}
+        self.release = release
+        self.budget = max((sum(v.plane_bytes) for _, v, _ in self.whole), default=0) // 2
+        self.ahead: dict[str, str] = {}
+        self.moved_ahead: dict[str, tuple[GritArray, str]] = {}
+
+    def source(self, gname: str) -> str:
+        """Weight ``gname``'s source digest (hex)."""
+        if gname not in self.ahead:
+            group = self.whole[self.at[gname]:self.at[gname] + LANES]
+            moved: list[tuple[str, GritArray]] = []
+            room = self.budget
+            for g, v, rows in group:
+                if rows is not None and _MOVED_AHEAD and sum(v.plane_bytes) <= room:
+                    room -= sum(v.plane_bytes)
+                    moved.append((g, _permuted(v, rows)))
+            ds = digests([v.planes for _, v, _ in group] + [m.planes for _, m in moved],
+                         done=self.release)
+            self.ahead.update((g, d.hex()) for (g, _, _), d in zip(group, ds))
+            self.moved_ahead.update((g, (m, d.hex()))
+                                    for (g, m), d in zip(moved, ds[len(group):]))
+        return self.ahead.pop(gname)
+
+    def moved(self, gname: str, v: GritArray, rows) -> tuple[GritArray, str | None]:
+        """(weight ``gname``'s source ``v`` with its rows moved, its digest
+        where it was taken with the group; else None); after :meth:`source`."""
+        return self.moved_ahead.pop(gname, None) or (_permuted(v, rows), None)
 
 
 #: whether :func:`_gguf_proof` moves and digests the rows of a query or key
@@ -3122,7 +3139,8 @@ def _compare_sets(srcw: set, claimed: dict, problems: list[str]) -> None:
 def _check_weight(name: str, w: dict, x, ref, y, problems: list[str],
                   dref: str | None = None, same: bool | None = None,
                   release: Callable[[Any], None] | None = None,
-                  release_out: Callable[[Any], None] | None = None) -> None:
+                  release_out: Callable[[Any], None] | None = None,
+                  dx: str | None = None) -> None:
     """The disagreements of one weight with its proof entry ``w``: ``x`` the
     source, ``ref`` the source as the output should hold it (``x``, its
     rows moved, or its canonical form), ``y`` the output.  ``dref`` and
@@ -3130,13 +3148,13 @@ def _check_weight(name: str, w: dict, x, ref, y, problems: list[str],
     where the caller has them; else ``ref`` is digested and compared with
     ``y`` here in one pass (``grit.convert._digest_and_compare``), the pages
     of ``x``'s file handed to ``release`` and of ``y``'s to ``release_out``
-    as it goes.  ``x`` is digested apart where it is not ``ref``, ``y``
-    where it is not ``ref``'s bytes, and the verdict re-derived
-    (``grit.convert.quick_verdict``)."""
+    as it goes.  ``x`` is digested apart where it is not ``ref`` (``dx``:
+    its digest, where the caller has it), ``y`` where it is not ``ref``'s
+    bytes, and the verdict re-derived (``grit.convert.quick_verdict``)."""
     if not isinstance(y, GritArray):
         problems.append(f"{name}: the output holds no GRIT array under this name")
         return
-    dx = None if ref is x else _convert._planes_digest(x)
+    dx = None if ref is x else dx or _convert._planes_digest(x)
     if dref is None or same is None:
         dref, same = _convert._digest_and_compare(ref, y, release if ref is x else None,
                                                   release_out)
@@ -3195,6 +3213,8 @@ def _verify_local(local: _Local, folder: str, doc: dict, problems: list[str],
     if first:
         _compare_sets(srcw, claimed, problems)
     checked = 0
+    todo = [(g, e) for g, e in plan.items() if (only is None or g in only) and e[1] in claimed]
+    sd = _SourceDigests(todo, release)
     for gname, (v, name, how, rows) in plan.items():
         if only is not None and gname not in only:
             continue
@@ -3210,9 +3230,17 @@ def _verify_local(local: _Local, folder: str, doc: dict, problems: list[str],
         elif how == "ggml":
             if name in claimed:
                 checked += 1
-                ref = v if rows is None else _permuted(v, rows)
-                _check_weight(name, claimed[name], v, ref, b, problems, release=release,
-                              release_out=getattr(out_src, "release", None))
+                # as the proof derives it: the source digests a few at a time, an NVFP4
+                # weight's blocks compared as they are unblocked, nothing built
+                dx = sd.source(gname)
+                ref, dref = (v, dx) if rows is None else sd.moved(gname, v, rows)
+                same = _blocks_hold(ref, b, back.companions.get(gname))
+                if same is None:
+                    _check_weight(name, claimed[name], v, ref, b, problems, release=release,
+                                  release_out=getattr(out_src, "release", None), dx=dx)
+                else:
+                    _check_weight(name, claimed[name], v, ref, b, problems,
+                                  dref or digests([ref.planes])[0].hex(), same, dx=dx)
         elif not isinstance(b, np.ndarray):
             problems.append(f"{gname}: the GGUF holds no plain tensor under this name")
         else:

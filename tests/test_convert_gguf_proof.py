@@ -49,6 +49,10 @@ def _flip(path: str, tensor: str, at: int) -> None:
                                    ("blk.0.ffn_up.scale", 0)])      # the companion
 def test_a_changed_byte_is_found_in_its_weight_alone(model, tmp_path, monkeypatch,  # noqa: F811
                                                       fast, where):
+    """A byte of a weight's written blocks or companion changed before the
+    proof reads the file back: that weight alone is not bit-exact, its
+    blocks compared as unblocked or its planes built; verify, the other
+    way, re-derives the same proof."""
     monkeypatch.setattr(CG, "_BLOCKS_HOLD", fast)
     then(monkeypatch, CG, "save_gguf", lambda path, *a: _flip(path, *where))
     rep = C.convert(model, str(tmp_path / "out"), "gguf")
@@ -59,6 +63,30 @@ def test_a_changed_byte_is_found_in_its_weight_alone(model, tmp_path, monkeypatc
             assert w["target"]["digest"] != w["source"]["digest"]
         else:
             assert w["verdict"]["verdict"] == "bit-exact", w["gguf_name"]
+    monkeypatch.setattr(CG, "_BLOCKS_HOLD", not fast)
+    ver = C.verify(model, str(tmp_path / "out"))
+    assert ver.ok and ver.checked == 14, ver.problems
+
+
+@pytest.mark.parametrize("fast", [True, False])
+@pytest.mark.parametrize("gname", ["blk.1.attn_q.weight", "blk.0.ffn_down.weight"])
+def test_verify_finds_a_changed_weight_alone(model, tmp_path, monkeypatch, fast,  # noqa: F811
+                                             gname):
+    """verify of a clean conversion holds; a byte changed afterwards in one
+    weight's blocks (a query weight, whose rows move, or not) is a problem
+    of that weight alone — its target digest and verdict —, its blocks
+    compared as unblocked or its planes built."""
+    monkeypatch.setattr(CG, "_BLOCKS_HOLD", fast)
+    out = tmp_path / "out"
+    C.convert(model, str(out), "gguf")
+    assert C.verify(model, str(out)).ok
+    _flip(str(out / CG.GGUF_FILE), gname, 50)
+    ver = C.verify(model, str(out))
+    assert ver.checked == 14
+    named = {p.split(":")[0] for p in ver.problems}
+    assert named == {f"model.layers.{gname.split('.')[1]}." + (
+        "self_attn.q_proj.weight" if "attn_q" in gname else "mlp.down_proj.weight")}
+    assert any("target digest" in p for p in ver.problems), ver.problems
 
 
 def test_plain_tensors_are_compared_as_the_files_bytes(model, tmp_path, monkeypatch):  # noqa: F811
