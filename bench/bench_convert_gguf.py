@@ -19,7 +19,9 @@ Printed per converter: wall time, GB/s over the checkpoint's bytes, CPU time
 (user + system, all threads), peak RSS (``VmHWM``) and peak anonymous RSS
 (``RssAnon`` sampled every 5 ms) against the largest tensor, and whether the
 two GGUFs hold the same tensors — name, ggml type, shape and bytes — as the
-tests require; and the load average before and after (the machine may be
+tests require; grit's imports' CPU time (the modules its conversion imports,
+imported first in the same process) and the GB/s a core of the conversion
+without them; and the load average before and after (the machine may be
 shared).
 
     python bench/bench_convert_gguf.py --layers 16 --llama-cpp /path/to/llama.cpp
@@ -43,7 +45,11 @@ import _measure  # bench/: the child's measurements
 _CHILD = _measure.HEAD + r"""
 mode, src, dst, llama = sys.argv[1:5]
 if mode == "grit":
+    # the modules the conversion imports, first: their CPU time apart (import_cpu)
+    import gguf, ml_dtypes, sentencepiece, yaml  # noqa: E401,F401
     from grit.convert import convert
+    import grit.convert_gguf  # noqa: F401
+    extra["import_cpu"] = cpu() - cpu0
     convert(src, dst, "gguf")
 else:
     sys.path.insert(0, llama)
@@ -278,6 +284,10 @@ def compare(tmp: str, src: str, total: int, largest: int, repeat: int, llama_cpp
         print(f"{mode:10} {wall:7.2f} {total / wall / 1e9:6.2f} {cpu:7.2f} "
               f"{rss / 2**20:8.0f} {rss / largest:9.2f} {anon / 2**20:9.0f} "
               f"{anon / largest:9.2f}")
+    g = _measure.medians(rows["grit"])
+    print(f"grit's imports (numpy, gguf-py, ml_dtypes, grit …): {g['import_cpu']:.2f} CPU s; "
+          f"the conversion without them: {total / (g['cpu'] - g['import_cpu']) / 1e9:.2f} "
+          "GB/s a core")
     print(f"the two GGUFs' {n} tensors (name, ggml type, shape, bytes): "
           f"{'identical' if same else 'DIFFER'}")
     print(f"load average (1 min) before {load0[0]:.2f}, after {load1[0]:.2f}")
