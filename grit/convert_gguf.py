@@ -115,13 +115,14 @@ class Family:
 
 #: Hugging Face ``architectures[0]`` -> how llama.cpp writes it
 #: (convert_hf_to_gguf: LlamaModel for Llama, Mistral and Mixtral, Qwen2Model,
-#: Qwen3Model, Qwen3MoeModel, GptOssModel, Gemma3Model)
+#: Qwen3Model, Qwen2MoeModel, Qwen3MoeModel, GptOssModel, Gemma3Model)
 FAMILIES: dict[str, Family] = {f.hf: f for f in (
     Family("LlamaForCausalLM", "LLAMA", permute_qk=True),
     Family("MistralForCausalLM", "LLAMA", permute_qk=True),
     Family("MixtralForCausalLM", "LLAMA", permute_qk=True, moe=True),
     Family("Qwen2ForCausalLM", "QWEN2"),
     Family("Qwen3ForCausalLM", "QWEN3"),
+    Family("Qwen2MoeForCausalLM", "QWEN2MOE", moe=True),
     Family("Qwen3MoeForCausalLM", "QWEN3MOE", moe=True),
     Family("GptOssForCausalLM", "GPT_OSS", moe=True, gpt_oss=True),
     Family("Gemma3ForCausalLM", "GEMMA3", norm_plus_one=True, model_type="gemma3_text",
@@ -171,11 +172,15 @@ def _hparams(cfg: dict, fam: Family) -> dict:
     """The model's hyper-parameters: config.json (its ``text_config`` too)
     over the family's defaults, each count a positive int below 2^31 (the
     expert counts: zero too) and each real a finite number, or a
-    GritUsageError naming the entry."""
+    GritUsageError naming the entry.  A ``sliding_window`` of 0 or one that
+    ``use_sliding_window: false`` turns off (Qwen2-MoE's config writes both)
+    is no window."""
     h = dict(fam.defaults)
     text = cfg.get("text_config")
     h.update(text if isinstance(text, dict) else {})
     h.update({k: v for k, v in cfg.items() if k != "text_config"})
+    if h.get("sliding_window") == 0 or h.get("use_sliding_window") is False:
+        h.pop("sliding_window", None)
     for k in _INT_KEYS:
         v = h.get(k)
         top = MAX_BLOCKS if k == "num_hidden_layers" else 2**31 - 1
@@ -343,7 +348,7 @@ def _kv(w, fam: Family, h: dict, ftype: int, name: str) -> np.ndarray | None:
     if fam.arch == "GPT_OSS":                       # GptOssModel.set_gguf_parameters
         w.add_sliding_window(int(_need(h, "sliding_window", fam)))
         w.add_expert_feed_forward_length(int(_need(h, "intermediate_size", fam)))
-    if fam.arch == "QWEN3MOE":                      # Qwen2MoeModel.set_gguf_parameters
+    if fam.arch in ("QWEN2MOE", "QWEN3MOE"):        # Qwen2MoeModel.set_gguf_parameters
         if h.get("moe_intermediate_size") is not None:
             w.add_expert_feed_forward_length(int(h["moe_intermediate_size"]))
         if h.get("shared_expert_intermediate_size") is not None:
@@ -592,15 +597,17 @@ _PLAIN = ("float32", "float16", "bfloat16")
 
 
 def _plain_how(x: np.ndarray, gname: str, fam: Family) -> str:
-    """How plain tensor ``x`` is written: 1-D tensors, biases, norms and an
-    MoE block's router (``ffn_gate_inp``) as F32 (``f32``: widened exactly),
+    """How plain tensor ``x`` is written: 1-D tensors, biases, norms, an MoE
+    block's router (``ffn_gate_inp``) and its shared expert's gate
+    (``ffn_gate_inp_shexp``) as F32 (``f32``: widened exactly),
     Gemma 3's norms as f32(w + 1) (``f32+1``), any other tensor in its own
     dtype (``copy``)."""
     if str(x.dtype) not in _PLAIN:
         raise GritUsageError(f"{gname}: a {x.dtype} tensor; llama.cpp's unquantised tensors "
                              "are F32, F16 or BF16, and grit does not round one into them")
     norm = gname.endswith("_norm.weight")
-    if x.ndim <= 1 or norm or gname.endswith((".ffn_gate_inp.weight", ".bias")):
+    if x.ndim <= 1 or norm or gname.endswith((".ffn_gate_inp.weight",
+                                              ".ffn_gate_inp_shexp.weight", ".bias")):
         return "f32+1" if fam.norm_plus_one and norm else "f32"
     return "copy"
 

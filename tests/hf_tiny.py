@@ -38,6 +38,7 @@ FAMILIES = {
     "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", QWEN2_RE),
     "gemma3": ("Gemma3TextConfig", "Gemma3ForCausalLM", LLAMA3_RE),
     "qwen3moe": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", QWEN2_RE),
+    "qwen2moe": ("Qwen2MoeConfig", "Qwen2MoeForCausalLM", QWEN2_RE),
     "mixtral": ("MixtralConfig", "MixtralForCausalLM", LLAMA3_RE),
     "gpt_oss": ("GptOssConfig", "GptOssForCausalLM", LLAMA3_RE),
 }
@@ -46,6 +47,7 @@ FAMILIES = {
 #: expert's gate, up and down projections' names): the per-expert layout of
 #: Hugging Face checkpoints (transformers fuses the experts when it loads them)
 MOE = {"qwen3moe": ("mlp", ("gate_proj", "up_proj", "down_proj")),
+       "qwen2moe": ("mlp", ("gate_proj", "up_proj", "down_proj")),
        "mixtral": ("block_sparse_moe", ("w1", "w3", "w2"))}
 #: experts per MoE block, experts per token, and each expert's MLP width
 N_EXPERTS, TOP_K, EXPERT_FF = 4, 2, 64
@@ -87,9 +89,12 @@ def build(family: str, *, seed: int = 0, layers: int = 2):
               initializer_range=0.25)
     if family == "gemma3":
         kw.update(sliding_window=64, query_pre_attn_scalar=32)
-    if family == "qwen3moe":
+    if family in ("qwen3moe", "qwen2moe"):
         kw.update(num_experts=N_EXPERTS, num_experts_per_tok=TOP_K,
                   moe_intermediate_size=EXPERT_FF)
+    if family == "qwen2moe":        # every layer an MoE block, with a shared expert
+        kw.update(shared_expert_intermediate_size=2 * EXPERT_FF, decoder_sparse_step=1,
+                  mlp_only_layers=[])
     if family in ("mixtral", "gpt_oss"):
         kw.update(num_local_experts=N_EXPERTS, num_experts_per_tok=TOP_K,
                   intermediate_size=EXPERT_FF)
@@ -131,15 +136,19 @@ def _per_expert(model, names: tuple[str, str, str]) -> None:
 
 
 def quantise(model, args: dict, fmt: str, *, activations: dict | None = None) -> None:
-    """Quantise every Linear but the LM head with compressed-tensors (qparams
-    by min/max per group, as ct_official.py), compressing in place;
+    """Quantise every Linear but the LM head (and a shared-expert gate) with
+    compressed-tensors (qparams by min/max per group, as ct_official.py),
+    compressing in place;
     ``activations``: the input activations' args too (their global scale set
     as a calibration would, from a made-up range per module)."""
     scheme = QuantizationScheme(targets=["Linear"], weights=QuantizationArgs(**args), format=fmt,
                                 input_activations=None if activations is None
                                 else QuantizationArgs(**activations))
-    apply_quantization_config(model, QuantizationConfig(config_groups={"group_0": scheme},
-                                                        format=fmt, ignore=["lm_head"]))
+    # (a Qwen2-MoE block's one-row shared-expert gate stays unquantised, as
+    # llm-compressor's recipes for those models leave it)
+    apply_quantization_config(model, QuantizationConfig(
+        config_groups={"group_0": scheme}, format=fmt,
+        ignore=["lm_head", "re:.*shared_expert_gate$"]))
     def input_scale(mod) -> None:
         if hasattr(mod, "input_global_scale"):
             amax = torch.tensor(3.0 + mod.weight.shape[0] / 100.0)

@@ -529,7 +529,7 @@ def _f32_twin(src: str, dst: str, *, break_qk: bool = False) -> str:
                for k, v in t.items()})
     with open(os.path.join(src, "config.json")) as f:
         cfg = json.load(f)
-    cfg.pop("quantization_config")
+    cfg.pop("quantization_config", None)           # (none: an unquantised source)
     with open(os.path.join(dst + "-st", "config.json"), "w") as f:
         json.dump(cfg, f)
     for n in ("tokenizer.json", "tokenizer_config.json"):

@@ -1,5 +1,5 @@
 """grit convert --to gguf of mixture-of-experts models (grit.convert_gguf,
-docs/convert.md "GGUF"): Qwen3-MoE and Mixtral, each MoE block's experts
+docs/convert.md "GGUF"): Qwen3-MoE, Qwen2-MoE and Mixtral, each MoE block's experts
 stacked into llama.cpp's 3-D ``blk.N.ffn_{gate,up,down}_exps`` tensors, and
 gpt-oss, whose experts are stacked already (its gate_up_proj split).
 
@@ -41,12 +41,15 @@ SOURCES = {"qwen3moe": ("qwen3moe", "nvfp4-pack-quantized", False),
            "qwen3moe-mxfp4": ("qwen3moe", "mxfp4-pack-quantized", False),
            "qwen3moe-w4a4": ("qwen3moe", "nvfp4-pack-quantized", True),
            "mixtral-bf16": ("mixtral", None, False),
-           "gpt-oss": ("gpt_oss", "mxfp4", False)}       # (gpt-oss's own MXFP4 layout)
+           "gpt-oss": ("gpt_oss", "mxfp4", False),        # (gpt-oss's own MXFP4 layout)
+           "qwen2moe": ("qwen2moe", "nvfp4-pack-quantized", False),
+           "qwen2moe-bf16": ("qwen2moe", None, False)}
 #: family -> (gguf architecture, the checkpoint's MoE block, its gate/up/down
 #: names, llama.cpp's pre-tokenizer)
 FAM = {"qwen3moe": ("qwen3moe", "mlp", ("gate_proj", "up_proj", "down_proj"), "qwen2"),
        "mixtral": ("llama", "block_sparse_moe", ("w1", "w3", "w2"), "llama-bpe"),
-       "gpt_oss": ("gpt-oss", "mlp", (), "llama-bpe")}
+       "gpt_oss": ("gpt-oss", "mlp", (), "llama-bpe"),
+       "qwen2moe": ("qwen2moe", "mlp", ("gate_proj", "up_proj", "down_proj"), "qwen2")}
 N_EXPERTS, LAYERS = 4, 2
 
 
@@ -91,7 +94,7 @@ def _tensors(dst: str) -> dict:
     return {t.name: t for t in gguf.GGUFReader(os.path.join(dst, CG.GGUF_FILE)).tensors}
 
 
-@pytest.mark.parametrize("name", ("qwen3moe", "mixtral", "qwen3moe-mxfp4"))
+@pytest.mark.parametrize("name", ("qwen3moe", "mixtral", "qwen3moe-mxfp4", "qwen2moe"))
 def test_stacked_experts_read_by_gguf_py(converted, name):
     """Each block's experts are one 3-D tensor of the experts' ggml type,
     expert 0 first; gguf-py's dequantisation of expert e's share is
@@ -99,18 +102,29 @@ def test_stacked_experts_read_by_gguf_py(converted, name):
     the code of -0): for NVFP4 the blocks' values with the level-1 scale
     taken out, the companion one f32(1/g) per expert, and the product within
     the one ulp of docs/convert.md.  The router is F32, the KV entries
-    llama.cpp's; the proof has one entry per source expert."""
+    llama.cpp's; the proof has one entry per source expert.  Qwen2-MoE's
+    shared expert is three plain weights of its own (``ffn_*_shexp``), its
+    one-row gate F32 (``ffn_gate_inp_shexp``)."""
     src, dst, rep = converted(name)
     fam = SOURCES[name][0]
     nvfp4 = SOURCES[name][1].startswith("nvfp4")
-    assert rep.counts == {"bit-exact": LAYERS * (4 + 3 * N_EXPERTS)}
+    shared = 3 if fam == "qwen2moe" else 0
+    assert rep.counts == {"bit-exact": LAYERS * (4 + shared + 3 * N_EXPERTS)}
     arch = FAM[fam][0]
     kv = {k: f.contents() for k, f in
           gguf.GGUFReader(os.path.join(dst, CG.GGUF_FILE)).fields.items()}
     assert kv["general.architecture"] == arch
     assert kv[f"{arch}.expert_count"] == N_EXPERTS and kv[f"{arch}.expert_used_count"] == 2
-    if fam == "qwen3moe":
+    if fam in ("qwen3moe", "qwen2moe"):
         assert kv[f"{arch}.expert_feed_forward_length"] == 64
+    if shared:
+        assert kv[f"{arch}.expert_shared_feed_forward_length"] == 128
+        sh = _tensors(dst)
+        for layer in range(LAYERS):
+            assert sh[f"blk.{layer}.ffn_gate_inp_shexp.weight"].tensor_type.name == "F32"
+            for gn in ("gate", "up", "down"):
+                t = sh[f"blk.{layer}.ffn_{gn}_shexp.weight"]
+                assert t.tensor_type.name == "NVFP4" and list(t.shape) == [128, 128]
     assert kv["general.file_type"] == int(gguf.LlamaFileType.MOSTLY_NVFP4 if nvfp4
                                           else gguf.LlamaFileType.MOSTLY_MXFP4_MOE)
     tensors = _tensors(dst)
@@ -174,7 +188,7 @@ def llama_cpp_refs(models, tmp_path_factory):
     unquantised (mixtral-bf16) instead."""
     d = _llama_cpp_dir()
     root = tmp_path_factory.mktemp("moe-llama-cpp")
-    names = ("qwen3moe", "qwen3moe-w4a4", "mixtral-bf16", "gpt-oss")
+    names = ("qwen3moe", "qwen3moe-w4a4", "mixtral-bf16", "gpt-oss", "qwen2moe")
     args = [x for n in names for x in (models(n), str(root / f"{n}.gguf"),
                                         FAM[SOURCES[n][0]][3])]
     p = subprocess.run([sys.executable, os.path.join(HERE, "llama_cpp_convert.py"), d, *args],
@@ -183,7 +197,8 @@ def llama_cpp_refs(models, tmp_path_factory):
     return {n: str(root / f"{n}.gguf") for n in names}
 
 
-@pytest.mark.parametrize("name", ("qwen3moe", "qwen3moe-w4a4", "mixtral-bf16", "gpt-oss"))
+@pytest.mark.parametrize("name", ("qwen3moe", "qwen3moe-w4a4", "mixtral-bf16", "gpt-oss",
+                                  "qwen2moe"))
 def test_byte_identical_to_llama_cpp_converter(converted, llama_cpp_refs, name):
     """Every tensor (the stacked experts, their companions and activation
     scales, the F32 router) and every KV entry but the name and size label
@@ -244,7 +259,7 @@ def _gguf_py_f32(path: str, out: str, *, roll: bool = False) -> str:
     return out
 
 
-@pytest.mark.parametrize("name", ("qwen3moe", "mixtral", "gpt-oss"))
+@pytest.mark.parametrize("name", ("qwen3moe", "mixtral", "gpt-oss", "qwen2moe-bf16"))
 def test_llama_cpp_runs_the_moe_gguf(converted, name, tmp_path):
     """llama.cpp's logits of the quantised MoE GGUF against those of the
     same weights as F32 (the source's decode converted by grit, experts
@@ -252,7 +267,10 @@ def test_llama_cpp_runs_the_moe_gguf(converted, name, tmp_path):
     does not write, the GGUF's tensors dequantised by gguf-py): the same
     next tokens, within the bound of its activation-quantising matmul; the
     F32 weights with the experts in another order are visibly otherwise
-    (the order is what llama.cpp's router reads)."""
+    (the order is what llama.cpp's router reads).  Qwen2-MoE runs unquantised:
+    llama.cpp's qwen2moe graph does not apply NVFP4 companion scales to the
+    experts or the shared expert (its converter's NVFP4 GGUF, which grit's
+    is byte for byte, does not run there)."""
     llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
     src, dst, _ = converted(name)
     ours = os.path.join(dst, CG.GGUF_FILE)
