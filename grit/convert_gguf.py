@@ -1559,6 +1559,45 @@ def _permuted_later(v: GritArray, rows: np.ndarray,
     return GritArray.deferred(v.descriptor, v.shape, build)
 
 
+class _Progress:
+    """``progress(file, done, total)`` of a GGUF conversion (None: no bar):
+    the bytes of the tensors written (:meth:`wrote`), then of each one
+    proved (:meth:`proved`, by the sizes written); ``total`` twice the
+    output's tensors' bytes, as estimated before writing (``done`` kept
+    within it, and made it at :meth:`end`)."""
+
+    def __init__(self, progress: Callable[..., None] | None, file: str, total: int) -> None:
+        self.progress, self.file, self.total = progress, file, max(1, total)
+        self.done = 0
+        self.sizes: dict[str, int] = {}
+        self.add(0)
+
+    def add(self, n: int) -> None:
+        """``n`` more bytes done."""
+        if self.progress is not None:
+            self.done = min(self.total, self.done + n)
+            self.progress(self.file, self.done, self.total)
+
+    def wrote(self, name: str, n: int) -> None:
+        self.sizes[name] = n
+        self.add(n)
+
+    def proved(self, gname: str) -> None:
+        self.add(sum(self.sizes.pop(n, 0) for n in (gname, *companion_names(gname))))
+
+    def end(self) -> None:
+        self.add(self.total)
+
+
+def _tensor_bytes(v) -> int:
+    """About the bytes tensor ``v`` takes in a GGUF (its planes', or its
+    elements'), for a progress bar's total."""
+    if isinstance(v, GritArray):
+        return int(v.nbytes)
+    return int(np.prod(getattr(v, "shape", ()), dtype=np.int64)) * \
+        np.dtype(getattr(v, "dtype", np.uint8)).itemsize
+
+
 def to_gguf(src: str, dst: str, *, overwrite: bool = False,
             progress: Callable[[str], None] | None = None,
             fsync: bool = False) -> _convert.ConvertReport:
@@ -1577,15 +1616,18 @@ def to_gguf(src: str, dst: str, *, overwrite: bool = False,
         p = _prepared(local)
 
         def fill(work: str) -> dict:
-            if progress is not None:
-                progress(GGUF_FILE)
+            bar = _Progress(progress, GGUF_FILE,
+                            2 * sum(_tensor_bytes(v) for v in p.out.values()))
             release = _releaser(local)
             path = os.path.join(work, GGUF_FILE)
             if local.remote:
-                proof = _streamed(local, p, path, release)
+                proof = _streamed(local, p, path, release, bar)
             else:
-                save_gguf(path, p.out, p.meta, relayout=True, notes=p.notes, release=release)
-                proof = _gguf_proof(p.tensors, p.plan, p.inputs, path, p.fam, release)
+                save_gguf(path, p.out, p.meta, relayout=True, notes=p.notes, release=release,
+                          written=bar.wrote)
+                proof = _gguf_proof(p.tensors, p.plan, p.inputs, path, p.fam, release,
+                                    proved=bar.proved)
+            bar.end()
             for k in ("quantization_config", "compression_config"):
                 p.cfg.pop(k, None)
             _write_proof(work, proof, p.cfg)
@@ -1594,7 +1636,8 @@ def to_gguf(src: str, dst: str, *, overwrite: bool = False,
     return _convert.ConvertReport(dst, proof, _counts(proof))
 
 
-def _streamed(local: _Local, p: _Prepared, path: str, release: Callable[[Any], None]) -> dict:
+def _streamed(local: _Local, p: _Prepared, path: str, release: Callable[[Any], None],
+              bar: "_Progress | None" = None) -> dict:
     """Write the GGUF ``path`` of the remote checkpoint ``local`` (still
     images: :func:`_local` with ``stream``) planned as ``p``, reading each
     model file once and holding at most one on disk: the header first, with
@@ -1628,9 +1671,10 @@ def _streamed(local: _Local, p: _Prepared, path: str, release: Callable[[Any], N
         write = {g: q.out[g] for g in q.out if g in mine or (k == 0 and g in extra)}
         if write or not parts:
             save_gguf(path, write, q.meta, relayout=True, notes=q.notes, release=release,
-                      at=at)
+                      at=at, written=None if bar is None else bar.wrote)
             parts.append(_gguf_proof(q.tensors, {g: q.plan[g] for g in mine},
-                                     q.inputs if k == 0 else {}, path, q.fam, release))
+                                     q.inputs if k == 0 else {}, path, q.fam, release,
+                                     proved=None if bar is None else bar.proved))
             covered.append({*mine, *(q.inputs if k == 0 else ())})
         del q, write
         if punch:
@@ -1917,7 +1961,8 @@ def _read_back(path: str) -> tuple[Any, Any, Callable[[str], None], Callable[[st
 
 
 def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family,
-                release: Callable[[Any], None] | None = None) -> dict:
+                release: Callable[[Any], None] | None = None,
+                proved: Callable[[str], None] | None = None) -> dict:
     """The proof of a ``--to gguf`` conversion, derived by reading the written
     file back with grit's GGUF reader.  One weight at a time: its planes
     built from the file's blocks and compared with the source's, then let
@@ -1926,7 +1971,8 @@ def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family,
     proved.  The source digests run a few weights at a time beforehand
     (their pages given back as they go); a weight whose rows move is moved
     and digested with them (as many as fit in half the largest weight's
-    planes, else at its turn).  An NVFP4 weight's written blocks are
+    planes, else at its turn).  ``proved(gname)`` is called as each GGUF
+    tensor is proved (a progress bar's feed).  An NVFP4 weight's written blocks are
     compared with the source (its rows moved) as they are unblocked
     (:func:`_blocks_hold`); any other's planes are built and compared."""
     back, out_src, written, plain_back = _read_back(path)
@@ -1991,6 +2037,8 @@ def _gguf_proof(tensors: dict, plan: dict, inputs: dict, path: str, fam: Family,
         if release is not None:
             _give_back(release, v)
         written(gname)
+        if proved is not None:
+            proved(gname)
     for gname, (v, leaf, how) in sorted(inputs.items()):
         why = _plain_entry(v, np.asarray(plain_back(gname)), "f32", None)
         if why is not None:
@@ -2838,7 +2886,8 @@ def _plan_from_gguf(g: _FromGGUF, to: str) -> _GGUFPlan:
     return _GGUFPlan(lay, emitted, plain)
 
 
-def _write_from_gguf(g: _FromGGUF, to: str, plan: _GGUFPlan, out: str) -> dict:
+def _write_from_gguf(g: _FromGGUF, to: str, plan: _GGUFPlan, out: str,
+                     bar: _Progress | None = None) -> dict:
     """Write the output file ``out`` tensor by tensor at the planned offsets
     (the bytes ``grit.save`` writes for the same tensors): each tensor
     emitted again, written (a buffer that views a GGUF file's map copied by
@@ -2877,6 +2926,8 @@ def _write_from_gguf(g: _FromGGUF, to: str, plan: _GGUFPlan, out: str) -> dict:
                            if u.size >= _convert._COPY_MIN
                            and (off := s.locate(u)) is not None), (-1, None))
                 _convert._copy_or_write(at[0], at[1], fd, u, want[2])
+                if bar is not None:
+                    bar.add(u.size)
             del v, items
             g.done(gname)
     finally:
@@ -2886,7 +2937,8 @@ def _write_from_gguf(g: _FromGGUF, to: str, plan: _GGUFPlan, out: str) -> dict:
     return weights
 
 
-def _prove_from_gguf(g: _FromGGUF, to: str, out: str) -> list[dict]:
+def _prove_from_gguf(g: _FromGGUF, to: str, out: str, bar: _Progress | None = None
+                     ) -> list[dict]:
     """The proof entry of each weight, derived by reading the written file
     back through the target convention's recogniser: the source's planes as
     the output holds them digested and the output's compared with them
@@ -2904,6 +2956,8 @@ def _prove_from_gguf(g: _FromGGUF, to: str, out: str) -> list[dict]:
                         "source": _convert._side(a, dref if ref is a else stored.get(name)),
                         "target": _convert._side(b, dref if same else None),
                         "verdict": _convert.quick_verdict(ref, b, same)})
+        if bar is not None:
+            bar.add(int(sum(b.plane_bytes)))
         del a, ref, b               # not held while the next group's planes are built
     return weights
 
@@ -3075,13 +3129,13 @@ def from_gguf(src: str, dst: str, to: str, *, overwrite: bool = False,
     cfg = g.cfg
 
     def fill(work: str) -> dict:
-        if progress is not None:
-            progress("model.safetensors")
+        bar = _Progress(progress, "model.safetensors", 2 * plan.layout.size)
         out = os.path.join(work, "model.safetensors")
-        emitted = _write_from_gguf(g, conv, plan, out)
+        emitted = _write_from_gguf(g, conv, plan, out, bar)
         weights = [{**w, "exact_by_construction": emitted[w["name"]].exact,
                     "notes": list(emitted[w["name"]].notes)}
-                   for w in _prove_from_gguf(g, conv, out)]
+                   for w in _prove_from_gguf(g, conv, out, bar)]
+        bar.end()
         tokenizer = _tokenizer_back(g.split, work, cfg)
         emit_config = conventions.by_name(conv).emit_config
         if emit_config is None:

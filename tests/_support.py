@@ -125,3 +125,15 @@ def then(monkeypatch, module, name: str, after) -> None:
         after(*a)
         return got
     monkeypatch.setattr(module, name, wrapper)
+
+
+def assert_progress(calls: list, file: str, *, steps: int = 3) -> None:
+    """``calls``, the ``progress(file, done, total)`` calls of a conversion,
+    name ``file`` and count its bytes up to one total, never back, through at
+    least ``steps`` values between 0 and the total, and end there."""
+    assert calls and all(c[0] == file and len(c) == 3 for c in calls), calls[:3]
+    totals = {c[2] for c in calls}
+    assert len(totals) == 1 and totals.pop() > 0
+    done = [c[1] for c in calls]
+    assert done == sorted(done) and done[0] >= 0 and done[-1] == calls[-1][2]
+    assert len({d for d in done if 0 < d < calls[-1][2]}) >= steps, done

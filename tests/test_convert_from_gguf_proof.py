@@ -16,7 +16,7 @@ gguf = pytest.importorskip("gguf", reason="gguf-py is not installed")
 
 from grit import convert as C  # noqa: E402
 from grit import convert_gguf as CG  # noqa: E402
-from _support import recorded  # noqa: E402
+from _support import assert_progress, recorded  # noqa: E402
 from test_convert_gguf_split import _llama_q8, _same_output  # noqa: E402
 
 
@@ -130,3 +130,12 @@ def test_verify_finds_a_changed_byte_in_its_weight_alone(q8, tmp_path, monkeypat
     assert not rep.ok and rep.checked == 14
     assert rep.problems and all(p.startswith(victim + ":") for p in rep.problems), rep.problems
     assert any("target digest" in p for p in rep.problems)
+
+
+def test_progress_counts_the_bytes_written_and_proved(q8, tmp_path):
+    """The progress bar's feed: the output's bytes as its tensors are
+    written, then as each weight is proved."""
+    calls: list = []
+    C.convert(q8, str(tmp_path / "out"), "compressed-tensors",
+              progress=lambda *a: calls.append(a))
+    assert_progress(calls, "model.safetensors", steps=10)

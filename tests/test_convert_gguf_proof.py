@@ -15,7 +15,7 @@ pytest.importorskip("gguf", reason="gguf-py is not installed")
 from grit import convert as C  # noqa: E402
 from grit import convert_gguf as CG  # noqa: E402
 from grit.io.gguf_file import read_gguf  # noqa: E402
-from _support import recorded, then  # noqa: E402
+from _support import assert_progress, recorded, then  # noqa: E402
 from test_convert_gguf_sources import model  # noqa: E402,F401
 from test_convert_gguf_split import _same_output  # noqa: E402
 
@@ -146,3 +146,11 @@ def test_moved_rows_digested_with_their_group(model, tmp_path, monkeypatch):  # 
         bad = [w["gguf_name"] for w in rep.proof["weights"]
                if w["verdict"]["verdict"] != "bit-exact"]
         assert bad == ["blk.1.attn_k.weight"]
+
+
+def test_progress_counts_the_bytes_written_and_proved(model, tmp_path):  # noqa: F811
+    """The progress bar's feed: the GGUF's bytes as its tensors are written,
+    then as each is proved, up to twice its tensors' bytes."""
+    calls: list = []
+    C.convert(model, str(tmp_path / "out"), "gguf", progress=lambda *a: calls.append(a))
+    assert_progress(calls, CG.GGUF_FILE, steps=20)

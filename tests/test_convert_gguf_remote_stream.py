@@ -26,6 +26,7 @@ from grit import convert as C  # noqa: E402
 from grit import convert_gguf as CG  # noqa: E402
 from grit.errors import GritUsageError  # noqa: E402
 from grit.io.hub import PREFIX  # noqa: E402
+from _support import assert_progress  # noqa: E402
 from http_server import Server  # noqa: E402
 from test_convert_gguf_sources import (SMALL, _large_spans, _same_output,  # noqa: E402,F401
                                        _sent_coverage, _sent_ranges, model, shard)
@@ -178,8 +179,11 @@ def test_an_https_index_streams_one_shard_at_a_time(three, tmp_path, monkeypatch
     sent = _sent_ranges(monkeypatch)
     s = _serve(d)
     try:
-        rep = C.convert(s.url("/ckpt/model.safetensors.index.json"), str(tmp_path / "out"), "gguf")
+        calls: list = []
+        rep = C.convert(s.url("/ckpt/model.safetensors.index.json"), str(tmp_path / "out"), "gguf",
+                        progress=lambda *a: calls.append(a))
         assert rep.counts == {"bit-exact": 14}
+        assert_progress(calls, CG.GGUF_FILE, steps=20)    # a shard's tensors at a time
         for fn, spans in _large_spans(d, files).items():
             c = _sent_coverage(sent, s.files[f"/ckpt/{fn}"])
             assert c.min() == 1                          # every byte sent

@@ -398,7 +398,8 @@ def _writer_class(gguf):
 def save_gguf(path, tensors, metadata=None, *, arch: str | None = None,
               relayout: bool = False, notes: Mapping[str, str] | None = None,
               release: Callable[[Any], None] | None = None, data: bool = True,
-              at: Mapping[str, tuple[int, int]] | None = None) -> None:
+              at: Mapping[str, tuple[int, int]] | None = None,
+              written: Callable[[str, int], None] | None = None) -> None:
     """Write ``{name: GritArray | ndarray | Inexpressible}`` as a GGUF file
     with gguf-py's GGUFWriter (docs/file-format.md, "GGUF").
 
@@ -443,6 +444,9 @@ def save_gguf(path, tensors, metadata=None, *, arch: str | None = None,
     tensor infos) writes no header but each of ``tensors``' data into the
     existing file ``path`` at its offset, so a file can be filled a few
     tensors at a time, in any order, and end as the one call's bytes.
+
+    ``written(name, nbytes)`` is called as each tensor's data are written (a
+    progress bar's feed; not for the holes of ``data=False``).
 
     The file appears atomically (but with ``at``: in place)."""
     gguf = gguf_py()
@@ -583,6 +587,8 @@ def save_gguf(path, tensors, metadata=None, *, arch: str | None = None,
         for name, arr, raw_type in plan:
             if release is not None and isinstance(arr, np.ndarray):
                 arr = _Written(arr, release)
+            if written is not None and data:
+                arr = _Reported(arr, name, written)
             w.add_tensor(name, arr if data else _Hole(arr), raw_dtype=raw_type)
         w.write_header_to_file()
         w.write_kv_data_to_file()
@@ -590,7 +596,7 @@ def save_gguf(path, tensors, metadata=None, *, arch: str | None = None,
         w.close()
 
     if at is not None:
-        _positioned(path, plan, at, release)
+        _positioned(path, plan, at, release, written)
         return
     atomic_write(path, write, by_name=True)
 
@@ -607,7 +613,22 @@ class _Hole:
         f.truncate()
 
 
-def _positioned(path: str, plan: list, at: Mapping[str, tuple[int, int]], release) -> None:
+class _Reported:
+    """A tensor as GGUFWriter takes one (``x``'s shape, dtype, bytes), whose
+    name and byte count go to ``written`` once its data are written (a
+    progress bar's feed)."""
+
+    def __init__(self, x, name: str, written: Callable[[str, int], None]) -> None:
+        self.x, self.name, self.written = x, name, written
+        self.shape, self.dtype, self.nbytes = x.shape, x.dtype, x.nbytes
+
+    def tofile(self, f) -> None:
+        self.x.tofile(f)
+        self.written(self.name, int(self.nbytes))
+
+
+def _positioned(path: str, plan: list, at: Mapping[str, tuple[int, int]], release,
+                written: Callable[[str, int], None] | None = None) -> None:
     """Each planned tensor's data written into the existing GGUF ``path`` at
     ``at[name]`` = (offset, nbytes), which must be the bytes it writes."""
     with open(path, "r+b") as f:
@@ -623,3 +644,5 @@ def _positioned(path: str, plan: list, at: Mapping[str, tuple[int, int]], releas
             f.flush()
             if f.tell() != off + n:
                 raise GritError(f"tensor {name!r}: {f.tell() - off} bytes written, not {n}")
+            if written is not None:
+                written(name, n)
