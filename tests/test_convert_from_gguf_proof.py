@@ -16,7 +16,7 @@ gguf = pytest.importorskip("gguf", reason="gguf-py is not installed")
 
 from grit import convert as C  # noqa: E402
 from grit import convert_gguf as CG  # noqa: E402
-from _support import assert_progress, recorded  # noqa: E402
+from _support import assert_progress, recorded, then  # noqa: E402
 from test_convert_gguf_split import _llama_q8, _same_output  # noqa: E402
 
 
@@ -80,18 +80,15 @@ def test_a_changed_byte_is_found_in_its_weight_alone(q8, tmp_path, monkeypatch, 
     the proof the other way)."""
     monkeypatch.setattr(CG, "_BLOCKS_HOLD", fast)
     monkeypatch.setattr(CG, "_COMPARE_STEP", 3 * 34)      # three Q8_0 blocks a step
-    real = CG._write_from_gguf
 
-    def write_then_change(g, to, plan, out):
-        got = real(g, to, plan, out)
+    def change(g, to, plan, out, *rest):
         a, b = _data_spans(out)[victim]
         with open(out, "r+b") as f:
             f.seek((a + b) // 2)
             x = f.read(1)
             f.seek((a + b) // 2)
             f.write(bytes([x[0] ^ 0x01]))
-        return got
-    monkeypatch.setattr(CG, "_write_from_gguf", write_then_change)
+    then(monkeypatch, CG, "_write_from_gguf", change)
     rep = C.convert(q8, str(tmp_path / "out"), "compressed-tensors")
     assert rep.counts.get("bit-exact") == 13
     for w in rep.proof["weights"]:
