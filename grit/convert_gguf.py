@@ -58,11 +58,9 @@ from .array import GritArray, canonical, concat
 from .conventions.grit import CONVENTION as _GRIT
 from ._files import loads_json
 from .errors import GritError, GritUsageError
-from .descriptor import F_INTERLEAVED
-from .facts import canonical_words, is_canonical
+from .facts import is_canonical
 from .fingerprint import LANES, digests, digests_compared
 from .ggml import TYPES, blocks_of, unblocked, unblocks_to
-from .native import SPLIT_BLOCKS
 from .io import safetensors as _st
 from .io.dtypes import ST_DTYPES
 from .io.gguf import KV_CONVERT, GGUFValue, Unread, companion_names, read_files
@@ -77,6 +75,7 @@ from .io.source import LocalFile
 from .io.problems import raise_first
 from .io.recognise import MAX_CONFIG, with_recognised
 from .placement.planes import geometry
+from .placement.relayout import canonical_descriptor
 
 __all__ = ["FAMILIES", "Family", "to_gguf", "from_gguf", "verify", "GGUF_FILE",
            "is_gguf_source", "qk_rows"]
@@ -845,7 +844,7 @@ class _Experts:
         ``b`` moved into the canonical placement then; a GritError where it
         is not such a stack)."""
         x = self.parts[i]
-        d = x.descriptor if is_canonical(x.descriptor) else canonical(x).descriptor
+        d = canonical_descriptor(x.descriptor)
 
         def build() -> tuple:
             y = self.expert(_canonical_once(b), i, companion)
@@ -880,7 +879,7 @@ class _Experts:
             if c is None or c.dtype != np.float32 or c.size != n:
                 return None
             planes += [c.reshape(-1)[i:i + 1].astype("<f4").tobytes(), b""]
-        d = x.descriptor if is_canonical(x.descriptor) else canonical(x).descriptor
+        d = canonical_descriptor(x.descriptor)
         try:
             return GritArray(d, x.shape, planes)
         except GritError:
@@ -1027,7 +1026,7 @@ class _GateUp:
                 if not part:
                     out.append(np.empty(2 * u.size, np.uint8))
                 out[i].reshape(rows, 2, -1)[:, part] = u.reshape(rows, -1)
-        d = x.descriptor if is_canonical(x.descriptor) else canonical(x).descriptor
+        d = canonical_descriptor(x.descriptor)
         try:
             return GritArray(d, x.shape, [o if o.size else b"" for o in out])
         except GritError:
@@ -1044,7 +1043,7 @@ class _GateUp:
                 raise GritError("the written halves do not interleave into the source's "
                                 "gate_up_proj")
             return y.transient_planes()
-        d = x.descriptor if is_canonical(x.descriptor) else canonical(x).descriptor
+        d = canonical_descriptor(x.descriptor)
         return GritArray.deferred(d, x.shape, build)
 
     @staticmethod
@@ -2133,21 +2132,40 @@ def _verdict(ref: GritArray, b: GritArray, same: bool) -> dict:
 
 
 def _unblocks_hold(ref: GritArray, b) -> bool | None:
-    """Whether ``b``, read back in an FP4 ggml type's placement (its blocks
-    in place: MXFP4), moves into the canonical source ``ref``'s grade
+    """Whether ``b``, read back in a split type's placement (its blocks in
+    place: MXFP4, Q8_0), moves into the canonical source ``ref``'s grade
     projection, shape, group axis and planes (what makes
     ``grit.convert.quick_verdict`` bit-exact), without building ``b``'s
     canonical planes: its blocks unblock to ``ref``'s codes and scales
-    (``grit.ggml.unblocks_to``).  None where they are not such arrays."""
-    got = blocks_of(b) if isinstance(b, GritArray) else None
-    if not (_BLOCKS_HOLD and got is not None and got[0].name in SPLIT_BLOCKS
-            and is_canonical(ref.descriptor) and ref.plane_bytes[2:] == (0, 0)
-            and tuple(ref.shape) == tuple(b.shape)
-            and ref.descriptor.group_axis == len(b.shape) - 1
-            and ref.grade.decode_projection == b.grade.decode_projection):
+    (``grit.ggml.unblocks_to``).  None where they are not such arrays
+    (:func:`_split_held`)."""
+    got = _split_held(b, ref)
+    if got is None:
         return None
     p = ref.planes
-    return unblocks_to(got[0].name, got[1], p[0], p[1])
+    return unblocks_to(got[0], got[1], p[0], p[1])
+
+
+def _split_held(a, b) -> tuple[str, Any] | None:
+    """(the ggml type, the blocks) of ``a`` where it is a split type's blocks
+    read in place (``grit.ggml.blocks_of``: Q8_0, MXFP4, NVFP4) and ``b``
+    holds the same array in the canonical placement (its grade's decode
+    projection, shape and group axis ``a``'s, its two planes the blocks'
+    sizes), so that the two compare without building either (the proof of
+    a conversion from GGUF, :func:`_compared`, and the verdict of one to
+    GGUF, :func:`_unblocks_hold`); else None."""
+    got = blocks_of(a) if _BLOCKS_HOLD and isinstance(a, GritArray) else None
+    if got is None or got[0].split is None or not isinstance(b, GritArray):
+        return None
+    t, blocks = got
+    nb = blocks.size // t.block_bytes
+    cb, sb = t.split
+    if not (is_canonical(b.descriptor) and tuple(b.shape) == tuple(a.shape)
+            and b.descriptor.group_axis == a.descriptor.group_axis
+            and b.grade.decode_projection == a.grade.decode_projection
+            and b.plane_bytes == (nb * cb, nb * sb, 0, 0)):
+        return None
+    return t.name, blocks
 
 
 def _canonical_once(b):
@@ -2190,11 +2208,11 @@ def _experts_compared(ex: "_Experts", b, comp, att, release: Callable[[Any], Non
         return
     name_t, blocks = fast
     be = blocks.size // len(ex.parts)
+    scale1 = np.asarray(comp, "<f4").reshape(-1) if ex.scaled else None
     ds = digests([x.planes for x in ex.parts], done=release)
     for i, (name, x, d) in enumerate(zip(ex.names, ex.parts, ds)):
         p = x.planes
-        level1 = _convert._same_bytes(p[2], np.asarray(comp, "<f4").reshape(-1)[i:i + 1]) \
-            if ex.scaled else True
+        level1 = scale1 is None or _convert._same_bytes(p[2], scale1[i:i + 1])
         same = level1 and unblocks_to(name_t, blocks[i * be:(i + 1) * be], p[0], p[1])
         yield i, name, x, ex.expert_later(b, i, comp), d.hex(), same
         if release is not None:
@@ -2479,15 +2497,7 @@ def _canonical_of(a: GritArray) -> GritArray:
     planes = unblocked(a)
     if planes is None:
         return canonical(a)
-    return GritArray(_canonical_descriptor(a), a.shape, planes)
-
-
-def _canonical_descriptor(a: GritArray):
-    """The descriptor of ``a`` in the canonical placement (``canonical``'s)."""
-    d = a.descriptor
-    data, scale, meta = canonical_words(d)
-    return d.replace(placement_data=data, placement_scale=scale, placement_meta=meta,
-                     flags=d.flags & ~F_INTERLEAVED)
+    return GritArray(canonical_descriptor(a.descriptor), a.shape, planes)
 
 
 def _for_emitter(conv: str, v: GritArray) -> GritArray:
@@ -3038,27 +3048,6 @@ def _compared(g: _FromGGUF, back, back_source, want: Container[str] | None = Non
 SPLIT_GROUP = 4 * LANES
 
 
-def _split_held(a: GritArray, b) -> tuple[str, Any] | None:
-    """(the ggml type, the blocks) of source ``a`` where it is a split
-    type's blocks read in place (``grit.ggml.blocks_of``: Q8_0, MXFP4,
-    NVFP4) and the output array ``b`` holds it in the canonical placement
-    (its grade's decode projection, shape and group axis ``a``'s, its two
-    planes the blocks' sizes), so that the two compare without building
-    either (:func:`_compared`); else None."""
-    got = blocks_of(a) if _BLOCKS_HOLD else None
-    if got is None or got[0].split is None or not isinstance(b, GritArray):
-        return None
-    t, blocks = got
-    nb = blocks.size // t.block_bytes
-    cb, sb = t.split
-    if not (is_canonical(b.descriptor) and tuple(b.shape) == tuple(a.shape)
-            and b.descriptor.group_axis == a.descriptor.group_axis
-            and b.grade.decode_projection == a.grade.decode_projection
-            and b.plane_bytes == (nb * cb, nb * sb, 0, 0)):
-        return None
-    return t.name, blocks
-
-
 #: the bytes of blocks :func:`_unblocks_released` compares at a time
 _COMPARE_STEP = 1 << 23
 
@@ -3089,7 +3078,7 @@ def _unblocks_released(fast: tuple[str, Any], b: GritArray, release_a, release_b
 
 def _canonical_later(a: GritArray) -> GritArray:
     """:func:`_canonical_of` ``a``, deferred: built where its planes are read."""
-    c = _canonical_descriptor(a)
+    c = canonical_descriptor(a.descriptor)
     return GritArray.deferred(c, a.shape, lambda: _canonical_of(a).transient_planes())
 
 

@@ -30,7 +30,7 @@ from .stages import (Fields, Interleaved, PackK4, Permutation, Stage, resolve, s
 from .words import CLASS_HASHED, CLASS_OPAQUE, placement_class, placement_name
 
 __all__ = ["relayout", "canonical", "canonical_form", "canonical_planes", "is_canonical",
-           "canonical_words", "applies"]
+           "canonical_words", "canonical_descriptor", "applies"]
 
 _ROLE_FIELD = ROLE_FIELD
 
@@ -168,9 +168,18 @@ def canonical_form(d: D.Descriptor, shape, planes) -> tuple[D.Descriptor, tuple]
     if is_canonical(d):
         return d, tuple(planes)
     out = tuple(_to_canonical(d, shape, planes, stages_of(d)))
+    return canonical_descriptor(d), out
+
+
+def canonical_descriptor(d: D.Descriptor) -> D.Descriptor:
+    """``d`` with its placement words the canonical ones (the descriptor
+    :func:`canonical_form` gives its planes; ``d`` itself when it is
+    canonical), no plane read."""
+    if is_canonical(d):
+        return d
     data, scale, meta = canonical_words(d)
     return d.replace(placement_data=data, placement_scale=scale, placement_meta=meta,
-                     flags=d.flags & ~D.F_INTERLEAVED), out
+                     flags=d.flags & ~D.F_INTERLEAVED)
 
 
 def canonical_planes(d: D.Descriptor, shape, planes) -> tuple:
