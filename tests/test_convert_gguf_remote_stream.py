@@ -255,6 +255,35 @@ def test_a_server_failing_within_a_shard_is_a_remote_error_leaving_nothing(
     assert list(out.iterdir()) == []
 
 
+@pytest.mark.parametrize("fault", [{"trickle": (1, 0.2)}, {"truncate": 100}],
+                         ids=["stalls", "dies"])
+def test_verify_of_a_source_failing_within_a_shard_is_a_remote_error(three, tmp_path,
+                                                                     monkeypatch, fault):
+    """grit verify streaming a remote SRC: the second shard's body trickles
+    or is cut short — a RemoteError within one request's deadline of that
+    shard's first request, and no spool left beside DST."""
+    from grit.io.http import RemoteError, use_policy
+    d, files, local = three
+    monkeypatch.setattr(C, "SPOOL_CHUNK", 1 << 12)
+    s = _serve(d)
+    real = CG._fill
+    began = []
+
+    def failing(loc, i):
+        if i == 1:
+            s.faults[f"/ckpt/{files[1]}"] = dict(fault)
+            began.append(time.monotonic())
+        return real(loc, i)
+    monkeypatch.setattr(CG, "_fill", failing)
+    try:
+        with use_policy(timeout=0.5, retries=0) as policy, pytest.raises(RemoteError):
+            C.verify(s.url("/ckpt/model.safetensors.index.json"), str(local))
+        assert time.monotonic() - began[0] < policy.timeout + (64 << 10) / policy.min_rate + 3
+    finally:
+        s.close()
+    assert not [n for n in os.listdir(tmp_path) if n.startswith(".grit")]
+
+
 def test_too_little_disk_is_refused_before_a_weight_is_read(three, tmp_path, monkeypatch):
     """Free disk below what the GGUF and the spool need at once: a usage
     error, after the check (headers, small tensors, the files beside) and
