@@ -62,7 +62,7 @@ from .facts import is_canonical
 from .fingerprint import LANES, digests, digests_compared
 from .ggml import TYPES, blocks_of, unblocked, unblocks_to
 from .io import safetensors as _st
-from .io.dtypes import ST_DTYPES
+from .dtypes import ST_DTYPES
 from .io.gguf import KV_CONVERT, GGUFValue, Unread, companion_names, read_files
 from .io.gguf_file import ValueType, read_gguf
 from .io.gguf_split import (SHARD_NAME, SPLIT_COUNT, SPLIT_NO, Split, choose, remote_folder,

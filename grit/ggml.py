@@ -51,7 +51,7 @@ __all__ = ["halves", "BlockType", "TYPES", "ZERO_COPY", "CONVERTED", "INEXPRESSI
 _P = {n: w for n, (w, _) in _PLACEMENTS.items()}
 
 #: the unquantised ggml types as numpy types (BF16: ml_dtypes' bfloat16 by
-#: name, which grit.io.dtypes resolves; grit.io.gguf reads it widened to float32)
+#: name, which grit.dtypes resolves; grit.io.gguf reads it widened to float32)
 PLAIN: dict[str, str] = {"F32": "<f4", "F16": "<f2", "F64": "<f8", "I8": "i1", "I16": "<i2",
                          "I32": "<i4", "I64": "<i8", "BF16": "bfloat16"}
 

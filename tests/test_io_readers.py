@@ -14,7 +14,7 @@ import pytest
 import grit
 from grit.io import gguf as G
 from grit.io import safetensors as ST
-from grit.io.dtypes import LOADABLE, ST_DTYPES, st_dtype_of
+from grit.dtypes import LOADABLE, ST_DTYPES, st_dtype_of
 from grit.io.gguf_file import read_gguf
 from grit.io.problems import Problem, ProblemKind as K
 from grit.io.recognise import ST_DTYPE_BYTES

@@ -26,7 +26,7 @@ from ..placement.words import CLASS_HASHED, CLASS_OPAQUE, placement_class
 from .gguf import (KV_CONVERT, KV_DESC, KV_GRADE, KV_LAYOUT, KV_SCHEMA,
                    KV_SHAPE, GGUF_SCHEMA, GGUFMetadata, GGUFValue, Inexpressible, _u8,
                    companion_names, nvfp4_scaled_grade)
-from .dtypes import ST_DTYPES
+from ..dtypes import ST_DTYPES
 from .gguf_file import ValueType, ggml_types
 
 __all__ = ["native_kind", "save_gguf", "native_type", "gguf_py"]

@@ -18,7 +18,7 @@ from typing import Mapping
 from ..conventions import Recognised, recognise, sidecars
 from ..errors import GritError
 from . import safetensors as _st
-from .dtypes import ST_DTYPES
+from ..dtypes import ST_DTYPES
 from .http import RemoteError
 from .location import Location
 
@@ -33,7 +33,7 @@ SMALL_MAX = 1 << 20
 MAX_CONFIG = 16 * 1024 * 1024
 
 
-#: safetensors dtype -> bytes per element (the whole-byte types of grit.io.dtypes)
+#: safetensors dtype -> bytes per element (the whole-byte types of grit.dtypes)
 ST_DTYPE_BYTES = {n: d.itemsize for n, d in ST_DTYPES.items() if d.itemsize is not None}
 
 

@@ -42,7 +42,7 @@ from ..fingerprint import base32_encode, gid as _gid
 from ..grade import lookup_grade, register_grade
 from ..placement.expr import layout_word, parse_layout, register_layout, resolve_layout
 from ..placement.words import CLASS_HASHED, CLASS_OPAQUE, placement_class
-from .dtypes import LOADABLE, ST_DTYPES, st_dtype_of
+from ..dtypes import LOADABLE, ST_DTYPES, st_dtype_of
 from .problems import Problem, ProblemKind as K, Tally, raise_first
 from .source import LIMITS, ByteSource, LimitError, ShortReadError, Span, limit, open_source
 
