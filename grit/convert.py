@@ -709,7 +709,7 @@ def _read_for_plan(f: str):
         if a is None or base is None or not 0 <= a - base <= n - memoryview(buf).nbytes:
             return None
         return hdr.start + (a - base)
-    return (with_recognised(f, _st.tensors_of(hdr), defer_converted=True), None,
+    return (with_recognised(f, _st.tensors_of(hdr, bits=True), defer_converted=True), None,
             int(hdr.size), locate)
 
 
@@ -887,7 +887,7 @@ def _load_local(path: str):
     :class:`~grit.io.recognise.Deferred`; the byte source their views are
     of)."""
     hdr = _st.read(path)
-    return with_recognised(path, _st.tensors_of(hdr), defer_converted=True), hdr.source
+    return with_recognised(path, _st.tensors_of(hdr, bits=True), defer_converted=True), hdr.source
 
 
 def _built(v):

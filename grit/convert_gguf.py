@@ -62,7 +62,7 @@ from .facts import is_canonical
 from .fingerprint import LANES, digests, digests_compared
 from .ggml import TYPES, blocks_of, unblocked, unblocks_to
 from .io import safetensors as _st
-from .dtypes import ST_DTYPES
+from .dtypes import ST_DTYPES, as_float32, st_dtype_of
 from .io.gguf import KV_CONVERT, GGUFValue, Unread, companion_names, read_files
 from .io.gguf_file import ValueType, read_gguf
 from .io.gguf_split import (SHARD_NAME, SPLIT_COUNT, SPLIT_NO, Split, choose, remote_folder,
@@ -592,7 +592,7 @@ def _rows_moved(c: GritArray, rows: np.ndarray) -> GritArray | None:
 
 
 #: the plain dtypes written as they are (llama.cpp's unquantised types)
-_PLAIN = ("float32", "float16", "bfloat16")
+_PLAIN = ("F32", "F16", "BF16")
 
 
 def _plain_how(x: np.ndarray, gname: str, fam: Family) -> str:
@@ -601,9 +601,10 @@ def _plain_how(x: np.ndarray, gname: str, fam: Family) -> str:
     (``ffn_gate_inp_shexp``) as F32 (``f32``: widened exactly),
     Gemma 3's norms as f32(w + 1) (``f32+1``), any other tensor in its own
     dtype (``copy``)."""
-    if str(x.dtype) not in _PLAIN:
-        raise GritUsageError(f"{gname}: a {x.dtype} tensor; llama.cpp's unquantised tensors "
-                             "are F32, F16 or BF16, and grit does not round one into them")
+    if st_dtype_of(x.dtype) not in _PLAIN:
+        raise GritUsageError(f"{gname}: a {st_dtype_of(x.dtype) or x.dtype} tensor; llama.cpp's "
+                             "unquantised tensors are F32, F16 or BF16, and grit does not round "
+                             "one into them")
     norm = gname.endswith("_norm.weight")
     if x.ndim <= 1 or norm or gname.endswith((".ffn_gate_inp.weight",
                                               ".ffn_gate_inp_shexp.weight", ".bias")):
@@ -616,7 +617,7 @@ def _plain_out(x: np.ndarray, how: str, rows) -> np.ndarray:
     ``rows`` (None: as they are)."""
     y = x if rows is None else x[rows]
     if how in ("f32", "f32+1"):
-        y = np.asarray(y, np.float32)
+        y = as_float32(y)
         if how == "f32+1":
             y = (y + np.float32(1)).astype(np.float32)
     return y
@@ -752,7 +753,7 @@ def _ftype(plan, types: dict[str, str]) -> int:
     if "Q8_0" in kinds:
         return int(gguf.LlamaFileType.MOSTLY_Q8_0)
     dts = {v.dtype for v, _, how, _ in plan.values() if how == "copy"}
-    if any(d.itemsize == 2 and d.kind == "V" or str(d) == "bfloat16" for d in dts):
+    if any(st_dtype_of(d) == "BF16" for d in dts):
         return int(gguf.LlamaFileType.MOSTLY_BF16)
     if np.dtype(np.float16) in dts:
         return int(gguf.LlamaFileType.MOSTLY_F16)
@@ -993,7 +994,7 @@ class _GateUp:
         """The half as written: plain, now (F32, a bias); a GRIT array,
         deferred, its planes built where they are read and not kept."""
         if self.dtype is not None:
-            return np.asarray(self.src[:, self.part::2], np.float32)
+            return as_float32(self.src[:, self.part::2])
         a, part, rows = self.src, self.part, self.shape[0] * self.shape[1]
 
         def build() -> tuple:
@@ -1226,7 +1227,7 @@ class _Shards:
 def _recognised(paths: list[str], hdrs: list[_st.SafetensorsFile]):
     """(the checkpoint's tensors as ``with_recognised`` gives them, the
     shards read as one file: :class:`_Shards`)."""
-    parts = [_st.tensors_of(h) for h in hdrs]
+    parts = [_st.tensors_of(h, bits=True) for h in hdrs]
     shards = _Shards(hdrs)
     kinds = {p.convention for p in parts}
     if len(kinds) > 1:
@@ -1853,7 +1854,7 @@ def _expert_input_scales(ex: "_Experts", scalars: dict
             continue
         leaves.add(leaf)
         with np.errstate(all="ignore"):
-            vals.append(np.float32(v.astype(np.float32).sum(dtype=np.float32)))
+            vals.append(np.float32(as_float32(v).sum(dtype=np.float32)))
     x = np.array(vals, np.float32)
     if not leaves or np.allclose(x, 1.0, atol=1e-6):
         return None
@@ -1881,10 +1882,10 @@ def _source_notes(plan: dict, scalars: dict[str, dict[str, np.ndarray]]) -> dict
 
 
 def _st_dtype(dt: np.dtype) -> str:
-    for name, spec in ST_DTYPES.items():
-        if spec.np_dtype() == dt:
-            return name
-    raise GritUsageError(f"a plain tensor of dtype {dt} has no safetensors name")
+    name = st_dtype_of(dt)
+    if name is None:
+        raise GritUsageError(f"a plain tensor of dtype {dt} has no safetensors name")
+    return name
 
 
 def _counts(proof: dict) -> dict[str, int]:
@@ -1911,7 +1912,7 @@ def _plain_entry(x: np.ndarray, y: np.ndarray, how: str, rows) -> str | None:
     if y.shape != want.shape:
         return f"shape {list(y.shape)}, expected {list(want.shape)}"
     if y.dtype != want.dtype and not (how == "copy" and y.dtype == np.float32
-                                      and str(want.dtype) == "bfloat16"):
+                                      and st_dtype_of(want.dtype) == "BF16"):
         return f"dtype {y.dtype}, expected {want.dtype}"
     a = np.ascontiguousarray(np.asarray(want, y.dtype)).reshape(-1).view(np.uint8)
     if not _convert._same_bytes(a, np.ascontiguousarray(y).reshape(-1).view(np.uint8)):
@@ -1955,7 +1956,7 @@ def _read_back(path: str) -> tuple[Any, Any, Callable[[str], None], Callable[[st
         view = out_src.view(*spans[gname]) if b.ggml_type == "BF16" else None
         if view is None:
             return b.read()
-        return np.frombuffer(view, "<u2").view(ST_DTYPES["BF16"].np_dtype()).reshape(b.shape)
+        return np.frombuffer(view, ST_DTYPES["BF16"].bits_dtype()).reshape(b.shape)
     return back, out_src, written, plain
 
 
@@ -2522,8 +2523,6 @@ def _held_as_is(a: GritArray, b) -> bool:
     return isinstance(b, GritArray) and b.descriptor.placements == a.descriptor.placements
 
 
-#: BF16 elements checked for NaNs per step (bounded temporaries)
-_BF16_STEP = 1 << 22
 
 
 class _FromGGUF:
@@ -2633,22 +2632,17 @@ class _FromGGUF:
         return {n: d.hex() for (n, _), d in zip(todo, ds)}
 
     def _bf16(self, gname: str, shape) -> np.ndarray | None:
-        """BF16 tensor ``gname``'s bytes viewed as bfloat16, without a copy:
-        what widening it to F32 (as :func:`grit.io.gguf.read` does) and
-        narrowing it back to BF16 (:func:`_narrowed`) gives, where no
-        element is a NaN (the narrowing may change a NaN's bits, and the
-        wide tensor is kept then: this is None).  Tests compare the two on
-        every BF16 value."""
+        """BF16 tensor ``gname``'s bytes as the type carrying bfloat16's bits
+        (:meth:`~grit.dtypes.StDtype.bits_dtype`), without a copy: what
+        widening it to F32 (as :func:`grit.io.gguf.read` does) and narrowing
+        it back to BF16 (:func:`_narrowed`, exact: NaNs' bits too) gives.
+        None where the file is not mapped.  Tests compare the two on every
+        BF16 value."""
         src, off, n = self.spans[gname]
         view = src.view(off, n)
         if view is None:
             return None
-        u = np.frombuffer(view, "<u2")
-        for i in range(0, u.size, _BF16_STEP):
-            c = u[i:i + _BF16_STEP]
-            if np.any(((c & 0x7F80) == 0x7F80) & ((c & 0x7F) != 0)):
-                return None
-        return u.view(ST_DTYPES["BF16"].np_dtype()).reshape(shape)
+        return np.frombuffer(view, ST_DTYPES["BF16"].bits_dtype()).reshape(shape)
 
     def release(self, buf) -> None:
         """Give back the pages of ``buf`` where it views one of the files'
@@ -2668,8 +2662,14 @@ def _narrowed(v: np.ndarray, dt: str | None) -> np.ndarray:
     """Float32 ``v`` as the safetensors dtype ``dt`` it was widened from,
     when that gives the same values (else as it is)."""
     spec = ST_DTYPES.get(dt) if isinstance(dt, str) else None
-    npd = spec.np_dtype() if spec is not None else None
-    if npd is None or v.dtype != np.float32 or npd == v.dtype:
+    if spec is None or v.dtype != np.float32:
+        return v
+    if dt == "BF16":                       # exact where the low halves are all zero
+        u = v.view(np.uint32)
+        return v if (u & np.uint32(0xFFFF)).any() else \
+            (u >> np.uint32(16)).astype("<u2").view(spec.bits_dtype())
+    npd = spec.np_dtype()
+    if npd is None or npd == v.dtype:
         return v
     n = v.astype(npd)
     return n if np.array_equal(n.astype(np.float32).view(np.uint32), v.view(np.uint32)) else v

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["StDtype", "ST_DTYPES", "LOADABLE", "st_dtype_of"]
+__all__ = ["StDtype", "ST_DTYPES", "LOADABLE", "st_dtype_of", "bits_dtype", "with_ml_dtypes",
+           "as_float32"]
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,18 @@ class StDtype:
             return None
         return np.dtype(getattr(ml_dtypes, self.ml_dtypes))
 
+    def bits_dtype(self) -> np.dtype | None:
+        """The numpy dtype a conversion carries an element in, never
+        importing ml_dtypes: the numpy type, or for an ml_dtypes type a
+        one-field structured type named by it (``[("bfloat16", "<u2")]``)
+        over the unsigned integer of its width — the element's bits as they
+        are, which no arithmetic takes by mistake.  None: neither."""
+        if self.numpy is not None:
+            return np.dtype(self.numpy)
+        if self.ml_dtypes is None:
+            return None
+        return np.dtype([(self.ml_dtypes, f"<u{self.bits // 8}")])
+
 
 def _table(*rows: StDtype) -> dict[str, StDtype]:
     return {r.name: r for r in rows}
@@ -75,13 +88,46 @@ LOADABLE: tuple[str, ...] = tuple(
 
 
 def st_dtype_of(dt: np.dtype) -> str | None:
-    """The safetensors name of a numpy dtype (either byte order), or None."""
+    """The safetensors name of a numpy dtype (either byte order; an
+    ml_dtypes type or its :meth:`StDtype.bits_dtype`), or None."""
     for name in LOADABLE:
         d = ST_DTYPES[name]
         if d.numpy is not None:
             want = np.dtype(d.numpy)
             if dt.kind == want.kind and dt.itemsize == want.itemsize and dt.kind in "fiub":
                 return name
-        elif dt.name == d.ml_dtypes:
+        elif dt.name == d.ml_dtypes or dt.names == (d.ml_dtypes,):
             return name
     return None
+
+
+def bits_dtype(ml_name: str) -> np.dtype:
+    """:meth:`StDtype.bits_dtype` of the type ml_dtypes names ``ml_name``
+    (``"bfloat16"``, ``"float8_e4m3fn"``)."""
+    for d in ST_DTYPES.values():
+        if d.ml_dtypes == ml_name:
+            return d.bits_dtype()  # type: ignore[return-value]
+    raise KeyError(ml_name)
+
+
+def with_ml_dtypes(x):
+    """``x`` itself, or where it is an array of a :meth:`StDtype.bits_dtype`,
+    the same bytes viewed as the ml_dtypes type (where ml_dtypes is
+    installed; else as it is): what a public function hands out."""
+    if not isinstance(x, np.ndarray) or x.dtype.names is None or len(x.dtype.names) != 1:
+        return x
+    name = x.dtype.names[0]
+    spec = next((d for d in ST_DTYPES.values() if d.ml_dtypes == name), None)
+    if spec is None or x.dtype != spec.bits_dtype():
+        return x
+    dt = spec.np_dtype()
+    return x if dt is None else x.view(dt)
+
+
+def as_float32(x) -> np.ndarray:
+    """``x``'s values as float32: an array of the type carrying bfloat16's
+    bits (:meth:`StDtype.bits_dtype`) widened exactly (its bits the high
+    half of a binary32), anything else through numpy."""
+    if isinstance(x, np.ndarray) and x.dtype.names is not None and st_dtype_of(x.dtype) == "BF16":
+        return (x.view("<u2").astype(np.uint32) << np.uint32(16)).view(np.float32)
+    return np.asarray(x, np.float32)

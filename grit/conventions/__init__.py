@@ -24,6 +24,7 @@ from typing import Any, Mapping
 
 from ..array import GritArray
 from ..errors import GritError, GritUsageError
+from ..dtypes import with_ml_dtypes
 from . import bitsandbytes, compressed_tensors, fp8_fnuz, gpt_oss, gptq_awq, grit, modelopt, torchao
 from .base import (Checkpoint, Convention, Emitted, Header, Leaf, Reader, Recognised, dense_format,
                    qconfig)
@@ -118,7 +119,7 @@ def emit(convention: str, arrays: Mapping[str, Any]) -> Emission:
                 refused.append(str(e).splitlines()[0])
                 continue
             weights[name] = em
-            out = em.tensors
+            out = {tn: with_ml_dtypes(v) for tn, v in em.tensors.items()}
         else:
             plain[name] = tuple(getattr(a, "shape", ()))
             out = {name: a}

@@ -54,6 +54,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..formats import REGISTERED, fmt_decode
+from ..dtypes import bits_dtype
 from .base import (FP8_DTYPES, FP8_ELEMS, K0_MAX, SCALE_FORMATS, SERVED_GROUPS, Checkpoint,
                    Convention, Emitted, Header, Reader, Recognised, add_finding, as_list,
                    decodes_as, descriptor_for, emit_planes, grade_of, groups_check, ignored,
@@ -753,13 +754,14 @@ def check_config(ctx, ck: Checkpoint, q: dict, where: str) -> None:
 #: compressed-tensors' scale dtype)
 _EMIT_SCALES = {"binary32": ("F32", "<f4"), "binary16": ("F16", "<f2"),
                 SCALE_FORMATS["BF16"]: ("BF16", "bfloat16")}
-#: FP8 element token -> ml_dtypes name
+#: FP8 element token -> its ml_dtypes name
 _EMIT_FP8 = {"e4m3": "float8_e4m3fn", "e5m2": "float8_e5m2"}
 
 
-def _np(dtype: str):
-    import ml_dtypes
-    return getattr(ml_dtypes, dtype) if not dtype.startswith("<") else np.dtype(dtype)
+def _np(dtype: str) -> np.dtype:
+    """A numpy dtype string as it is, an ml_dtypes name as the type that
+    carries its bits (:func:`grit.dtypes.bits_dtype`: no ml_dtypes)."""
+    return bits_dtype(dtype) if not dtype.startswith("<") else np.dtype(dtype)
 
 
 def _scale_tensor(plane: bytes, token: str, shape: tuple[int, ...]):

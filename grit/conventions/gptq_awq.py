@@ -17,6 +17,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..errors import GritSizeError, GritUsageError
+from ..dtypes import bits_dtype
 from .base import (K0_MAX, SCALE_FORMATS, SCALE_NP, Checkpoint, Convention, Emitted, Header, Reader,
                    Recognised, add_finding, as_list, decodes_as, descriptor_for, emit_planes,
                    grade_of, groups_check, inexpressible, leaves_line, quantised, refuse,
@@ -351,8 +352,7 @@ def emit(name: str, array: Any) -> Emitted:
     zeros = np.frombuffer(aux, np.uint8).reshape(out_f, n_g)
     pre = name[:-len(".weight")] if name.endswith(".weight") else name
     if SCALE_NP[sf] == "<u2":                        # bfloat16: its own dtype on disk
-        import ml_dtypes
-        sdt: Any = ml_dtypes.bfloat16
+        sdt: Any = bits_dtype("bfloat16")
     else:
         sdt = np.dtype(SCALE_NP[sf])
     return Emitted(

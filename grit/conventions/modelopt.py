@@ -19,6 +19,7 @@ from typing import Mapping
 import numpy as np
 
 from ..errors import GritUsageError
+from ..dtypes import bits_dtype
 from .base import (Checkpoint, Convention, Emitted, Header, Reader, Recognised, add_finding,
                    as_list, decodes_as, descriptor_for, emit_planes, grade_of, groups_check,
                    ignored, inexpressible, is_linear, leaves_line, quantised, refuse,
@@ -173,13 +174,12 @@ def emit(name: str, array) -> Emitted:
                              "esr=ratiomaxabs)"):
         raise refuse(name, conv, grade, "ModelOpt writes NVFP4 (E2M1 codes, E4M3 block "
                      "scales, one float32 per-tensor scale) here")
-    import ml_dtypes
     shape = tuple(array.shape)
     rows, cols = math.prod(shape[:-1]), shape[-1]
     pre = name[:-len(".weight")] if name.endswith(".weight") else name
     return Emitted(
         {f"{pre}.weight": np.frombuffer(data, np.uint8).reshape(rows, cols // 2),
-         f"{pre}.weight_scale": np.frombuffer(s0, ml_dtypes.float8_e4m3fn).reshape(
+         f"{pre}.weight_scale": np.frombuffer(s0, bits_dtype("float8_e4m3fn")).reshape(
              rows, cols // k0),
          f"{pre}.weight_scale_2": np.frombuffer(s1, "<f4").reshape(())},
         {"quant_algo": "NVFP4", "group_size": k0})

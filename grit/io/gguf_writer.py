@@ -26,7 +26,7 @@ from ..placement.words import CLASS_HASHED, CLASS_OPAQUE, placement_class
 from .gguf import (KV_CONVERT, KV_DESC, KV_GRADE, KV_LAYOUT, KV_SCHEMA,
                    KV_SHAPE, GGUF_SCHEMA, GGUFMetadata, GGUFValue, Inexpressible, _u8,
                    companion_names, nvfp4_scaled_grade)
-from ..dtypes import ST_DTYPES
+from ..dtypes import st_dtype_of
 from .gguf_file import ValueType, ggml_types
 
 __all__ = ["native_kind", "save_gguf", "native_type", "gguf_py"]
@@ -331,9 +331,12 @@ def _companion_out(tensors, name: str, a: GritArray, k1: int):
 
 def _plain_type(dt: np.dtype) -> str | None:
     """The unquantised ggml type of numpy dtype ``dt`` (either byte order;
-    ml_dtypes' bfloat16 as BF16), or None (grit.ggml.PLAIN)."""
+    ml_dtypes' bfloat16, or the type carrying its bits, as BF16), or None
+    (grit.ggml.PLAIN)."""
+    if st_dtype_of(dt) == "BF16":
+        return "BF16"
     for name, spec in PLAIN.items():
-        want = ST_DTYPES["BF16"].np_dtype() if name == "BF16" else np.dtype(spec)
+        want = np.dtype(spec) if name != "BF16" else None
         if want is not None and (dt == want or (dt.kind in "fi" and
                                                 dt.newbyteorder("<") == want.newbyteorder("<"))):
             return name
@@ -540,7 +543,7 @@ def save_gguf(path, tensors, metadata=None, *, arch: str | None = None,
             if plain is None:
                 raise GritUsageError(f"tensor {name!r}: GGUF holds F16/BF16/F32/F64/I8..I64 "
                                      f"arrays, not {v.dtype}")
-            if plain == "BF16":      # bfloat16 (ml_dtypes): its bits as they are
+            if plain == "BF16":      # bfloat16 (or its bits): as they are
                 u = np.ascontiguousarray(v).reshape(-1).view("<u2")
                 plan.append((name, _bf16_bytes(u, v.shape), gguf.GGMLQuantizationType.BF16))
                 continue

@@ -862,14 +862,14 @@ def grit_array(hdr: SafetensorsFile, t: GritEntry) -> GritArray:
                                        for tn in t.planes])
 
 
-def _plain(hdr: SafetensorsFile, e: StEntry):
+def _plain(hdr: SafetensorsFile, e: StEntry, bits: bool = False):
     d = ST_DTYPES[e.dtype]
     if not d.loadable:
         raise GritFileError(f"{hdr.path}: not a valid safetensors file: tensor {e.name!r}: "
                             f"unsupported dtype {e.dtype!r} (grit.load reads "
                             f"{', '.join(LOADABLE)})")
     buf = hdr.view(e.name)
-    dt = d.np_dtype()
+    dt = d.bits_dtype() if bits else d.np_dtype()
     if dt is None:
         if e.dtype == "BF16":      # widened exactly to float32 (a copy)
             u = np.frombuffer(buf, "<u2").astype(np.uint32) << np.uint32(16)
@@ -906,8 +906,12 @@ def load_source(src: ByteSource, path: str | None = None, *,
     return tensors_of(read_source(src, path), strict=strict)
 
 
-def tensors_of(hdr: SafetensorsFile, *, strict: bool = True) -> SafetensorsTensors:
-    """The tensors of a parsed file, as :func:`load` returns them."""
+def tensors_of(hdr: SafetensorsFile, *, strict: bool = True,
+               bits: bool = False) -> SafetensorsTensors:
+    """The tensors of a parsed file, as :func:`load` returns them; with
+    ``bits``, a plain tensor of an ml_dtypes type (BF16, F8) as its bits
+    (:meth:`~grit.dtypes.StDtype.bits_dtype`), as a conversion moves it,
+    without importing ml_dtypes."""
     raise_first(hdr.problems)
     doc = hdr.doc
     out = SafetensorsTensors()
@@ -938,7 +942,8 @@ def tensors_of(hdr: SafetensorsFile, *, strict: bool = True) -> SafetensorsTenso
     for name in grit_out:
         first.setdefault(name, -1)
     for name in sorted(first, key=lambda n: (first[n], n)):
-        out[name] = grit_out[name] if name in grit_out else _plain(hdr, hdr.entries[name])
+        out[name] = grit_out[name] if name in grit_out else \
+            _plain(hdr, hdr.entries[name], bits)
     return out
 
 
