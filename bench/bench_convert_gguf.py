@@ -46,11 +46,12 @@ _CHILD = _measure.HEAD + r"""
 mode, src, dst, llama = sys.argv[1:5]
 if mode == "grit":
     # the modules the conversion imports, first: their CPU time apart (import_cpu)
-    import gguf, ml_dtypes, sentencepiece, yaml  # noqa: E401,F401
+    import gguf  # noqa: F401  (gguf-py: with it sentencepiece, yaml)
     from grit.convert import convert
     import grit.convert_gguf  # noqa: F401
     extra["import_cpu"] = cpu() - cpu0
     convert(src, dst, "gguf")
+    extra["ml_dtypes"] = int("ml_dtypes" in sys.modules)    # a conversion needs none
 else:
     sys.path.insert(0, llama)
     import convert_hf_to_gguf
@@ -285,9 +286,10 @@ def compare(tmp: str, src: str, total: int, largest: int, repeat: int, llama_cpp
               f"{rss / 2**20:8.0f} {rss / largest:9.2f} {anon / 2**20:9.0f} "
               f"{anon / largest:9.2f}")
     g = _measure.medians(rows["grit"])
-    print(f"grit's imports (numpy, gguf-py, ml_dtypes, grit …): {g['import_cpu']:.2f} CPU s; "
-          f"the conversion without them: {total / (g['cpu'] - g['import_cpu']) / 1e9:.2f} "
-          "GB/s a core")
+    print(f"grit's imports (numpy, gguf-py, grit …): {g['import_cpu']:.2f} CPU s"
+          f"{' (and ml_dtypes was imported)' if g['ml_dtypes'] else ''}; "
+          f"{total / g['cpu'] / 1e9:.2f} GB/s a core with them, "
+          f"{total / (g['cpu'] - g['import_cpu']) / 1e9:.2f} without")
     print(f"the two GGUFs' {n} tensors (name, ggml type, shape, bytes): "
           f"{'identical' if same else 'DIFFER'}")
     print(f"load average (1 min) before {load0[0]:.2f}, after {load1[0]:.2f}")
