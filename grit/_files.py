@@ -8,6 +8,7 @@ import itertools
 import json
 import os
 import re
+import shutil
 import signal
 import stat
 import tempfile
@@ -308,34 +309,48 @@ def fsync_path(path: str, *, folder: bool = False) -> None:
         os.close(fd)
 
 
-def atomic_write(path: str, write, *, by_name: bool = False) -> None:
+def atomic_write(path: str, write, *, by_name: bool = False, fsync: bool = True) -> None:
     """Write through ``write(fileobj)`` into a temporary file in the target's
     folder, fsync, and rename it over ``path``: readers (including live
     memory maps of the old file) see the old file or the new one, never a
     partial one, and an input file is never written in place.  An exception,
     Ctrl-C, SIGTERM or SIGHUP during the write removes the temporary file
-    (only SIGKILL or a crash of the machine can leave a ``.grit-*.tmp``)."""
+    (only SIGKILL or a crash of the machine can leave a ``.grit-*.tmp``).
+
+    ``by_name``: ``write(path)`` opens the file itself, at a name no file
+    has yet, in a folder of its own (``mkdtemp``: no other user can put a
+    file there).  Opening an existing file with truncation, even an empty
+    one, marks it on ext4 to have all its blocks allocated and its pages
+    sent to the disk when it is closed (``auto_da_alloc``): about 0.8 s of
+    system time at the close of a 2 GB GGUF.  ``fsync=False``: the file is
+    left in the page cache (a caller that syncs a whole folder itself)."""
     with _unwind_on_termination():
-        _atomic_write(path, write, by_name)
+        _atomic_write(path, write, by_name, fsync)
 
 
-def _atomic_write(path: str, write, by_name: bool) -> None:
+def _atomic_write(path: str, write, by_name: bool, fsync: bool = True) -> None:
     folder = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):
         raise GritUsageError(f"cannot save to {path!r}: it is a directory; name a file in it")
     if not os.path.isdir(folder):
         raise GritUsageError(f"cannot save to {path!r}: the folder {folder!r} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=".grit-", suffix=".tmp", dir=folder)
+    if by_name:
+        own = tempfile.mkdtemp(prefix=".grit-", suffix=".tmp", dir=folder)
+        tmp = os.path.join(own, "file")
+    else:
+        own = None
+        fd, tmp = tempfile.mkstemp(prefix=".grit-", suffix=".tmp", dir=folder)
     try:
         if by_name:                      # the writer opens the file itself
-            os.close(fd)
             write(tmp)
-            fsync_path(tmp)
+            if fsync:
+                fsync_path(tmp)
         else:
             with os.fdopen(fd, "wb") as f:
                 write(f)
                 f.flush()
-                os.fsync(f.fileno())
+                if fsync:
+                    os.fsync(f.fileno())
         # mkstemp makes 0600 files: give the result the mode a plain open() would
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
@@ -345,3 +360,6 @@ def _atomic_write(path: str, write, by_name: bool) -> None:
         except OSError:
             pass
         raise
+    finally:
+        if own is not None:
+            shutil.rmtree(own, ignore_errors=True)

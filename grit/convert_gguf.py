@@ -1624,7 +1624,7 @@ def to_gguf(src: str, dst: str, *, overwrite: bool = False,
                 proof = _streamed(local, p, path, release, bar)
             else:
                 save_gguf(path, p.out, p.meta, relayout=True, notes=p.notes, release=release,
-                          written=bar.wrote)
+                          written=bar.wrote, fsync=False)      # (staged's fsync)
                 proof = _gguf_proof(p.tensors, p.plan, p.inputs, path, p.fam, release,
                                     proved=bar.proved)
             bar.end()
@@ -1650,7 +1650,7 @@ def _streamed(local: _Local, p: _Prepared, path: str, release: Callable[[Any], N
     them back), and the large tensors no later tensor needs punched out of
     the spool (:func:`_drop`).  Returns the proof, entry for entry the one
     a local conversion of the same files makes."""
-    save_gguf(path, p.out, p.meta, relayout=True, notes=p.notes, data=False)
+    save_gguf(path, p.out, p.meta, relayout=True, notes=p.notes, data=False, fsync=False)
     f = read_gguf(path)
     at = {t.name: (f.data_start + t.offset, t.nbytes) for t in f.tensors}
     del f

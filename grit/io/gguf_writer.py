@@ -402,7 +402,8 @@ def save_gguf(path, tensors, metadata=None, *, arch: str | None = None,
               relayout: bool = False, notes: Mapping[str, str] | None = None,
               release: Callable[[Any], None] | None = None, data: bool = True,
               at: Mapping[str, tuple[int, int]] | None = None,
-              written: Callable[[str, int], None] | None = None) -> None:
+              written: Callable[[str, int], None] | None = None,
+              fsync: bool = True) -> None:
     """Write ``{name: GritArray | ndarray | Inexpressible}`` as a GGUF file
     with gguf-py's GGUFWriter (docs/file-format.md, "GGUF").
 
@@ -447,6 +448,10 @@ def save_gguf(path, tensors, metadata=None, *, arch: str | None = None,
     tensor infos) writes no header but each of ``tensors``' data into the
     existing file ``path`` at its offset, so a file can be filled a few
     tensors at a time, in any order, and end as the one call's bytes.
+
+    The file is written as :func:`grit._files.atomic_write` writes one, and
+    flushed to disk before it is moved into place unless ``fsync=False``
+    (grit convert, which flushes its output folder itself where asked).
 
     ``written(name, nbytes)`` is called as each tensor's data are written (a
     progress bar's feed; not for the holes of ``data=False``).
@@ -601,7 +606,7 @@ def save_gguf(path, tensors, metadata=None, *, arch: str | None = None,
     if at is not None:
         _positioned(path, plan, at, release, written)
         return
-    atomic_write(path, write, by_name=True)
+    atomic_write(path, write, by_name=True, fsync=fsync)
 
 
 class _Hole:
