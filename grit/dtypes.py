@@ -11,8 +11,11 @@ cannot return them as arrays.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
+
+from .formats import fmt_decode, format_by_name
 
 __all__ = ["StDtype", "ST_DTYPES", "LOADABLE", "st_dtype_of", "bits_dtype", "with_ml_dtypes",
            "as_float32"]
@@ -125,9 +128,25 @@ def with_ml_dtypes(x):
 
 
 def as_float32(x) -> np.ndarray:
-    """``x``'s values as float32: an array of the type carrying bfloat16's
-    bits (:meth:`StDtype.bits_dtype`) widened exactly (its bits the high
-    half of a binary32), anything else through numpy."""
-    if isinstance(x, np.ndarray) and x.dtype.names is not None and st_dtype_of(x.dtype) == "BF16":
+    """``x``'s values as float32, exactly: an array of a type carrying an
+    ml_dtypes type's bits (:meth:`StDtype.bits_dtype`) widened from them —
+    bfloat16's bits the high half of a binary32, an FP8 code through its
+    §2 format's value table (every NaN the canonical one) — anything else
+    through numpy."""
+    name = st_dtype_of(x.dtype) if isinstance(x, np.ndarray) and x.dtype.names else None
+    if name == "BF16":
         return (x.view("<u2").astype(np.uint32) << np.uint32(16)).view(np.float32)
+    if name is not None:
+        return _fp8_values(ST_DTYPES[name].ml_dtypes)[x.view(np.uint8)]
     return np.asarray(x, np.float32)
+
+
+@lru_cache(maxsize=None)
+def _fp8_values(ml_name: str) -> np.ndarray:
+    """The 256 float32 values of the FP8 codes of the ml_dtypes type named
+    ``ml_name`` (its §2 format: grit.formats' spelling of it)."""
+    word = format_by_name(ml_name)
+    out = np.array([fmt_decode(word, c) for c in range(256)], np.float32)
+    out.view(np.uint32)[np.isnan(out)] = 0x7FC00000        # the canonical NaN (§1.2)
+    out.flags.writeable = False
+    return out

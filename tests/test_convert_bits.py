@@ -111,6 +111,17 @@ def test_bf16_bits_widen_as_ml_dtypes_does_every_pattern():
     assert np.array_equal(as_float32(np.arange(3, dtype="<f2")), np.arange(3, dtype=np.float32))
 
 
+@pytest.mark.parametrize("ml", ["float8_e4m3fn", "float8_e5m2"])
+def test_fp8_bits_widen_as_ml_dtypes_does_every_code(ml):
+    u = np.arange(256, dtype=np.uint8)
+    got = as_float32(u.view(bits_dtype(ml)))
+    want = u.view(getattr(ml_dtypes, ml)).astype(np.float32)
+    nan = np.isnan(want)
+    assert nan.any() and np.array_equal(np.isnan(got), nan)
+    np.testing.assert_array_equal(got[~nan].view(np.uint32), want[~nan].view(np.uint32))
+    assert set(got[nan].view(np.uint32).tolist()) == {0x7FC00000}     # canonical
+
+
 def test_bf16_narrowing_is_exact_or_declined():
     from grit.convert_gguf import _narrowed
     u = np.arange(1 << 16, dtype="<u2")
