@@ -1193,7 +1193,7 @@ def verify(src: str, dst: str, proof: str | None = None) -> VerifyReport:
     tensor being checked; a remote model file is read once into a spool
     beside the output folder (:func:`spooled`), deleted when its weights
     are checked (a remote output named with ``--proof``: all its files,
-    until the end)."""
+    until the end, in a spool beside the proof)."""
     for c in CONTAINERS.values():
         if c.reads(src) or c.wrote(dst):
             return c.verify(src, dst, proof)
@@ -1205,9 +1205,12 @@ def verify(src: str, dst: str, proof: str | None = None) -> VerifyReport:
     srcw: set[str] = set()
     spools: list[str] = []                      # made when a remote file is read
 
+    # beside the output folder; for a remote output, beside the proof (a local file)
+    near = proof if is_remote(dst) and proof is not None else folder
+
     def spool(side: str) -> str:
         if not spools:
-            parent = os.path.dirname(os.path.abspath(folder))
+            parent = os.path.dirname(os.path.abspath(near))
             try:
                 spools.append(tempfile.mkdtemp(prefix=".grit-verify-spool-", dir=parent))
             except OSError as e:

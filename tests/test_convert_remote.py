@@ -186,6 +186,47 @@ def test_verify_reads_a_remote_source_once_through_a_spool(hub, tmp_path):  # no
     assert sorted(p.name for p in tmp_path.iterdir()) == ["local", "out"]
 
 
+def test_verify_of_a_remote_output_spools_beside_the_proof(hub, tmp_path):  # noqa: F811
+    """grit verify of an output on a server (an hf:// repository; an https
+    file), named with --proof: its files read into a spool beside the proof
+    (not beside the output, which is no local folder), none left after; a
+    changed output byte still fails."""
+    d = tmp_path / "local"
+    names = two_shards(d, (64, 2 ** 12), 8)
+    out = tmp_path / "out"
+    convert(str(d), str(out), "compressed-tensors")
+    proof = tmp_path / "keep" / "grit-proof.json"
+    proof.parent.mkdir()
+    proof.write_bytes((out / "grit-proof.json").read_bytes())
+    files = {p.name: p.read_bytes() for p in out.iterdir()}
+    hub.commit(REPO, files)
+    rep = verify(str(d), f"hf://{REPO}", proof=str(proof))
+    assert rep.ok and rep.checked == 2, rep.problems
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep", "local", "out"]
+    assert sorted(p.name for p in proof.parent.iterdir()) == ["grit-proof.json"]
+    first = sorted(names)[0]
+    bad = bytearray(files[first])
+    bad[-1] ^= 0x01
+    hub.commit(REPO, {first: bytes(bad)})
+    assert not verify(str(d), f"hf://{REPO}", proof=str(proof)).ok
+    # one file by URL (a server lists no folder): the weights of that file
+    one = tmp_path / "one"
+    one.mkdir()
+    w = np.linspace(-1, 1, 4096, dtype=np.float32).reshape(16, 256)
+    grit.save(str(one / "model.safetensors"),
+              {"model.layers.0.mlp.down_proj.weight": grit.encode(w, grit.GRADE_MXFP4)})
+    out1 = tmp_path / "out1"
+    convert(str(one), str(out1), "compressed-tensors")
+    s = Server()
+    try:
+        s.files["/o/model.safetensors"] = (out1 / "model.safetensors").read_bytes()
+        rep = verify(str(one), s.url("/o/model.safetensors"), proof=str(out1 / "grit-proof.json"))
+        assert rep.ok and rep.checked == 1, rep.problems
+    finally:
+        s.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep", "local", "one", "out", "out1"]
+
+
 def test_a_remote_compressed_tensors_file_converts_and_verifies(ct, tmp_path):
     """A model file without GRIT metadata by URL: recognised from the
     config.json beside it, in the check before writing and in the spool
