@@ -1192,8 +1192,10 @@ def verify(src: str, dst: str, proof: str | None = None) -> VerifyReport:
     back as it goes (``MADV_DONTNEED``), so memory stays at about the
     tensor being checked; a remote model file is read once into a spool
     beside the output folder (:func:`spooled`), deleted when its weights
-    are checked (a remote output named with ``--proof``: all its files,
-    until the end, in a spool beside the proof)."""
+    are checked (a remote output, named with ``--proof``: in a spool
+    beside the proof, each file read when a source file's tensors are
+    first checked against it and deleted once all it holds are,
+    :class:`_Output`)."""
     for c in CONTAINERS.values():
         if c.reads(src) or c.wrote(dst):
             return c.verify(src, dst, proof)
@@ -1218,7 +1220,7 @@ def verify(src: str, dst: str, proof: str | None = None) -> VerifyReport:
                                      f"file: {e}") from None
         return os.path.join(spools[0], side)
     try:
-        b, b_sources = _side_files(dst, spool)
+        side = _Output(dst, spool, set(claimed) | set(plain))
         _, files = _model_files(src)
         for f in files:
             local = spooled(f, spool("src")) if is_remote(f) else f
@@ -1226,11 +1228,15 @@ def verify(src: str, dst: str, proof: str | None = None) -> VerifyReport:
                 a, a_source = _load_local(local)
                 ws = {n for n, v in a.items() if isinstance(v, (GritArray, Deferred))}
                 srcw |= ws
+                names = (ws & set(claimed)) | {n for n in plain if n in a}
+                b, b_sources = side.holding(names)
                 found.update(_verify_weights(sorted(ws & set(claimed)), claimed, a, b,
                                              a_source, b_sources))
                 for n in plain:
                     if n in a:
                         found_plain[n] = _verify_plain(n, a[n], b.get(n), a_source, b_sources)
+                del b, b_sources
+                side.checked(names)
             finally:
                 if local != f:
                     os.unlink(local)
@@ -1248,18 +1254,55 @@ def verify(src: str, dst: str, proof: str | None = None) -> VerifyReport:
     return VerifyReport(problems, len(srcw & set(claimed)))
 
 
-def _side_files(path: str, spool: Callable[[str], str]) -> tuple[dict[str, Any], list]:
-    """(the tensors of every model file of the checkpoint ``path``, their
-    byte sources): local files mapped (nothing read until used), remote ones
-    read once into the folder ``spool("dst")`` first (:func:`spooled`)."""
-    _, files = _model_files(path)
-    out: dict[str, Any] = {}
-    sources = []
-    for f in files:       # (a converted weight is built when it is compared, one at a time)
-        t, s = _load_local(spooled(f, spool("dst")) if is_remote(f) else f)
-        out.update(t)
-        sources.append(s)
-    return out, sources
+class _Output:
+    """The model files of the output ``path`` as verify reads them: local
+    files mapped, all at once (nothing read until used); remote ones each
+    read into the folder ``spool("dst")`` (:func:`spooled`) when a source
+    file's tensors are first checked against it, and its copy deleted once
+    every tensor it holds that the proof names has been checked (which
+    tensors a remote file holds: its header and small tensors,
+    :func:`remote_image`; of those, the ones in ``wanted``, the names the
+    proof checks).  So a remote output converted file by file from a
+    sharded source is on disk one file at a time."""
+
+    def __init__(self, path: str, spool: Callable[[str], str], wanted: set[str]) -> None:
+        _, self.files = _model_files(path)
+        self.spool = spool
+        self.loaded: dict[int, tuple[dict[str, Any], Any, str | None]] = {}
+        self.holds: list[set[str]] = []
+        for i, f in enumerate(self.files):
+            if is_remote(f):
+                held = with_recognised(f, _st.tensors_of(remote_image(f), bits=True))
+                self.holds.append(set(held) & wanted)
+            else:
+                self.holds.append(set())
+                self._load(i)
+
+    def _load(self, i: int) -> None:
+        f = self.files[i]
+        local = spooled(f, self.spool("dst")) if is_remote(f) else f
+        t, s = _load_local(local)  # (a converted weight is built when compared, one at a time)
+        self.loaded[i] = (t, s, local if local != f else None)
+
+    def holding(self, names: set[str]) -> tuple[dict[str, Any], list]:
+        """(the output's tensors, their byte sources), every file that holds
+        one of ``names`` among them."""
+        for i, held in enumerate(self.holds):
+            if i not in self.loaded and held & names:
+                self._load(i)
+        out: dict[str, Any] = {}
+        for i in sorted(self.loaded):
+            out.update(self.loaded[i][0])
+        return out, [self.loaded[i][1] for i in sorted(self.loaded)]
+
+    def checked(self, names: set[str]) -> None:
+        """``names`` are checked: a remote file's copy holding none left to
+        check is deleted."""
+        for i, held in enumerate(self.holds):
+            held -= names
+            if i in self.loaded and self.loaded[i][2] is not None and not held:
+                _, _, local = self.loaded.pop(i)
+                os.unlink(local)
 
 
 def _release_any(sources: list, values) -> None:

@@ -6,6 +6,7 @@ proved against the local copy of the same bytes."""
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -186,11 +187,13 @@ def test_verify_reads_a_remote_source_once_through_a_spool(hub, tmp_path):  # no
     assert sorted(p.name for p in tmp_path.iterdir()) == ["local", "out"]
 
 
-def test_verify_of_a_remote_output_spools_beside_the_proof(hub, tmp_path):  # noqa: F811
+def test_verify_of_a_remote_output_spools_beside_the_proof(hub, tmp_path,  # noqa: F811
+                                                         monkeypatch):
     """grit verify of an output on a server (an hf:// repository; an https
     file), named with --proof: its files read into a spool beside the proof
-    (not beside the output, which is no local folder), none left after; a
-    changed output byte still fails."""
+    (not beside the output, which is no local folder), one at a time, each
+    deleted once its tensors are checked, none left after; a changed output
+    byte still fails."""
     d = tmp_path / "local"
     names = two_shards(d, (64, 2 ** 12), 8)
     out = tmp_path / "out"
@@ -200,8 +203,18 @@ def test_verify_of_a_remote_output_spools_beside_the_proof(hub, tmp_path):  # no
     proof.write_bytes((out / "grit-proof.json").read_bytes())
     files = {p.name: p.read_bytes() for p in out.iterdir()}
     hub.commit(REPO, files)
+    held = []                  # the output's files on disk as each is read into the spool
+    real = grit.convert.spooled
+
+    def spooled(f, folder):
+        path = real(f, folder)
+        if folder.endswith("dst"):
+            held.append(sorted(n for n in os.listdir(folder) if n.endswith(".safetensors")))
+        return path
+    monkeypatch.setattr(grit.convert, "spooled", spooled)
     rep = verify(str(d), f"hf://{REPO}", proof=str(proof))
     assert rep.ok and rep.checked == 2, rep.problems
+    assert held == [[n] for n in sorted(names)]           # one at a time, each once
     assert sorted(p.name for p in tmp_path.iterdir()) == ["keep", "local", "out"]
     assert sorted(p.name for p in proof.parent.iterdir()) == ["grit-proof.json"]
     first = sorted(names)[0]
