@@ -858,7 +858,9 @@ def _convert_progress():
 @click.argument("dst", metavar="DST")
 @click.option("--proof", default=None, metavar="PROOF.json",
               help="The proof to check against (default: DST's grit-proof.json, whose SHA-256 "
-                   "must be the one DST's config.json records).")
+                   "must be the one DST's config.json records). A DST on a server (hf:// or "
+                   "https://) needs it: a local copy, beside which its files are read one "
+                   "at a time.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def verify_cmd(src: str, dst: str, proof: str | None, as_json: bool) -> None:
     """Re-derive every verdict of `grit convert SRC DST` from the two

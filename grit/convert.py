@@ -1161,6 +1161,9 @@ def read_proof(dst: str, proof: str | None = None) -> tuple[str, Mapping, list[s
     problems found so far): with no ``proof`` given, its SHA-256 must be the
     one ``dst``'s config.json records.  A missing or malformed proof is a
     :class:`GritUsageError`."""
+    if proof is None and is_remote(dst):
+        raise GritUsageError(f"{dst}: an output on a server is verified against a local copy "
+                             f"of its proof: name it with --proof (its {PROOF_FILE})")
     folder = dst if os.path.isdir(dst) else os.path.dirname(dst)
     ppath = proof or os.path.join(folder, PROOF_FILE)
     if not os.path.isfile(ppath):

@@ -215,6 +215,8 @@ def test_verify_of_a_remote_output_spools_beside_the_proof(hub, tmp_path,  # noq
     rep = verify(str(d), f"hf://{REPO}", proof=str(proof))
     assert rep.ok and rep.checked == 2, rep.problems
     assert held == [[n] for n in sorted(names)]           # one at a time, each once
+    with pytest.raises(grit.GritUsageError, match="name it with --proof"):
+        verify(str(d), f"hf://{REPO}")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["keep", "local", "out"]
     assert sorted(p.name for p in proof.parent.iterdir()) == ["grit-proof.json"]
     first = sorted(names)[0]
