@@ -62,7 +62,7 @@ from .facts import is_canonical
 from .fingerprint import LANES, digests, digests_compared
 from .ggml import TYPES, blocks_of, unblocked, unblocks_to
 from .io import safetensors as _st
-from .dtypes import ST_DTYPES, as_float32, st_dtype_of
+from .dtypes import ST_DTYPES, as_float32, bf16_narrowed, st_dtype_of
 from .io.gguf import KV_CONVERT, GGUFValue, Unread, companion_names, read_files
 from .io.gguf_file import ValueType, read_gguf
 from .io.gguf_split import (SHARD_NAME, SPLIT_COUNT, SPLIT_NO, Split, choose, remote_folder,
@@ -2523,8 +2523,6 @@ def _held_as_is(a: GritArray, b) -> bool:
     return isinstance(b, GritArray) and b.descriptor.placements == a.descriptor.placements
 
 
-
-
 class _FromGGUF:
     """A GGUF source (a file, or the shards of a split model:
     ``grit.io.gguf_split``) as Hugging Face named tensors, read one tensor
@@ -2664,10 +2662,9 @@ def _narrowed(v: np.ndarray, dt: str | None) -> np.ndarray:
     spec = ST_DTYPES.get(dt) if isinstance(dt, str) else None
     if spec is None or v.dtype != np.float32:
         return v
-    if dt == "BF16":                       # exact where the low halves are all zero
-        u = v.view(np.uint32)
-        return v if (u & np.uint32(0xFFFF)).any() else \
-            (u >> np.uint32(16)).astype("<u2").view(spec.bits_dtype())
+    if dt == "BF16":
+        bf = bf16_narrowed(v)
+        return v if bf is None else bf.view(spec.bits_dtype())
     npd = spec.np_dtype()
     if npd is None or npd == v.dtype:
         return v

@@ -18,7 +18,7 @@ import numpy as np
 from .formats import fmt_decode, format_by_name
 
 __all__ = ["StDtype", "ST_DTYPES", "LOADABLE", "st_dtype_of", "bits_dtype", "with_ml_dtypes",
-           "as_float32"]
+           "bf16_widened", "bf16_narrowed", "as_float32"]
 
 
 @dataclass(frozen=True)
@@ -104,13 +104,14 @@ def st_dtype_of(dt: np.dtype) -> str | None:
     return None
 
 
+#: ml_dtypes' name of a type -> its row of the table
+_BY_ML = {d.ml_dtypes: d for d in ST_DTYPES.values() if d.ml_dtypes is not None}
+
+
 def bits_dtype(ml_name: str) -> np.dtype:
     """:meth:`StDtype.bits_dtype` of the type ml_dtypes names ``ml_name``
     (``"bfloat16"``, ``"float8_e4m3fn"``)."""
-    for d in ST_DTYPES.values():
-        if d.ml_dtypes == ml_name:
-            return d.bits_dtype()  # type: ignore[return-value]
-    raise KeyError(ml_name)
+    return _BY_ML[ml_name].bits_dtype()  # type: ignore[return-value]
 
 
 def with_ml_dtypes(x):
@@ -119,12 +120,24 @@ def with_ml_dtypes(x):
     installed; else as it is): what a public function hands out."""
     if not isinstance(x, np.ndarray) or x.dtype.names is None or len(x.dtype.names) != 1:
         return x
-    name = x.dtype.names[0]
-    spec = next((d for d in ST_DTYPES.values() if d.ml_dtypes == name), None)
+    spec = _BY_ML.get(x.dtype.names[0])
     if spec is None or x.dtype != spec.bits_dtype():
         return x
     dt = spec.np_dtype()
     return x if dt is None else x.view(dt)
+
+
+def bf16_widened(u: np.ndarray) -> np.ndarray:
+    """bfloat16 bit patterns ``u`` (uint16) as float32, exactly: each the
+    high half of a binary32."""
+    return (np.asarray(u, "<u2").astype(np.uint32) << np.uint32(16)).view(np.float32)
+
+
+def bf16_narrowed(v: np.ndarray) -> np.ndarray | None:
+    """float32 ``v`` as bfloat16 bit patterns (uint16) where that is exact —
+    every low half zero, NaNs' bits too — else None."""
+    u = np.asarray(v, np.float32).view(np.uint32)
+    return None if (u & np.uint32(0xFFFF)).any() else (u >> np.uint32(16)).astype("<u2")
 
 
 def as_float32(x) -> np.ndarray:
@@ -135,7 +148,7 @@ def as_float32(x) -> np.ndarray:
     through numpy."""
     name = st_dtype_of(x.dtype) if isinstance(x, np.ndarray) and x.dtype.names else None
     if name == "BF16":
-        return (x.view("<u2").astype(np.uint32) << np.uint32(16)).view(np.float32)
+        return bf16_widened(x.view("<u2"))
     if name is not None:
         return _fp8_values(ST_DTYPES[name].ml_dtypes)[x.view(np.uint8)]
     return np.asarray(x, np.float32)

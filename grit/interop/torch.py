@@ -31,6 +31,7 @@ import torch
 
 from ..array import GritArray
 from ..array import decode as _grit_decode
+from ..dtypes import bf16_widened
 from ..codec.encode import encode, register_values_reader
 from ..errors import GritUsageError
 
@@ -138,7 +139,7 @@ def values(t: torch.Tensor) -> np.ndarray:
         t = t.cpu()
     if t.dtype == torch.bfloat16:
         bits = t.contiguous().view(torch.int16).numpy().view(np.uint16)
-        return (bits.astype(np.uint32) << np.uint32(16)).view(np.float32)
+        return bf16_widened(bits)
     if t.is_floating_point() and t.dtype not in (torch.float32, torch.float64, torch.float16):
         t = t.to(torch.float32)               # the float8 types: exact in binary32
     return t.numpy()

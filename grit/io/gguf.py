@@ -47,6 +47,7 @@ import numpy as np
 from .. import descriptor as D
 from .._files import MappedTensors
 from ..array import GritArray, canonical
+from ..dtypes import bf16_widened
 from ..check import check as _check
 from ..errors import GritError, GritGradeError, GritUsageError
 from ..formats import REGISTERED as _FORMATS, fmt_decode
@@ -296,8 +297,7 @@ def _tensor(f: GGUFFile, t: TensorInfo, lazy: bool = False):
     if name == "BF16" and lazy:
         return Unread(t.name, name, shape, lambda: _tensor(f, t))
     if name == "BF16":
-        u = f.data(t, np.uint16).astype(np.uint32) << np.uint32(16)
-        out = u.view(np.float32).reshape(shape)
+        out = bf16_widened(f.data(t, np.uint16)).reshape(shape)
         out.flags.writeable = False
         return out
     raw = f.data(t)

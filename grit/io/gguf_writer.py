@@ -26,7 +26,7 @@ from ..placement.words import CLASS_HASHED, CLASS_OPAQUE, placement_class
 from .gguf import (KV_CONVERT, KV_DESC, KV_GRADE, KV_LAYOUT, KV_SCHEMA,
                    KV_SHAPE, GGUF_SCHEMA, GGUFMetadata, GGUFValue, Inexpressible, _u8,
                    companion_names, nvfp4_scaled_grade)
-from ..dtypes import st_dtype_of
+from ..dtypes import bf16_narrowed, st_dtype_of
 from .gguf_file import ValueType, ggml_types
 
 __all__ = ["native_kind", "save_gguf", "native_type", "gguf_py"]
@@ -336,9 +336,10 @@ def _plain_type(dt: np.dtype) -> str | None:
     if st_dtype_of(dt) == "BF16":
         return "BF16"
     for name, spec in PLAIN.items():
-        want = np.dtype(spec) if name != "BF16" else None
-        if want is not None and (dt == want or (dt.kind in "fi" and
-                                                dt.newbyteorder("<") == want.newbyteorder("<"))):
+        if name == "BF16":
+            continue
+        want = np.dtype(spec)
+        if dt == want or (dt.kind in "fi" and dt.newbyteorder("<") == want.newbyteorder("<")):
             return name
     return None
 
@@ -554,9 +555,8 @@ def save_gguf(path, tensors, metadata=None, *, arch: str | None = None,
                 continue
             x = np.ascontiguousarray(v.astype(v.dtype.newbyteorder("<"), copy=False))
             if src_types.get(name) == "BF16" and x.dtype == np.float32 and x.ndim:
-                u = x.view(np.uint32)
-                if not (u & np.uint32(0xFFFF)).any():
-                    bf = (u >> np.uint32(16)).astype("<u2")
+                bf = bf16_narrowed(x)
+                if bf is not None:
                     plan.append((name, _bf16_bytes(bf, x.shape), gguf.GGMLQuantizationType.BF16))
                     continue
             plan.append((name, x, None))

@@ -42,7 +42,7 @@ from ..fingerprint import base32_encode, gid as _gid
 from ..grade import lookup_grade, register_grade
 from ..placement.expr import layout_word, parse_layout, register_layout, resolve_layout
 from ..placement.words import CLASS_HASHED, CLASS_OPAQUE, placement_class
-from ..dtypes import LOADABLE, ST_DTYPES, st_dtype_of
+from ..dtypes import LOADABLE, ST_DTYPES, bf16_widened, st_dtype_of
 from .problems import Problem, ProblemKind as K, Tally, raise_first
 from .source import LIMITS, ByteSource, LimitError, ShortReadError, Span, limit, open_source
 
@@ -872,8 +872,7 @@ def _plain(hdr: SafetensorsFile, e: StEntry, bits: bool = False):
     dt = d.bits_dtype() if bits else d.np_dtype()
     if dt is None:
         if e.dtype == "BF16":      # widened exactly to float32 (a copy)
-            u = np.frombuffer(buf, "<u2").astype(np.uint32) << np.uint32(16)
-            out = u.view(np.float32).reshape(e.shape)
+            out = bf16_widened(np.frombuffer(buf, "<u2")).reshape(e.shape)
             out.flags.writeable = False
             return out
         raise GritUsageError(f"reading {e.dtype} tensors needs ml_dtypes: pip install ml_dtypes")
