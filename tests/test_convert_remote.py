@@ -294,3 +294,38 @@ def test_a_server_stalling_in_the_spool_is_a_remote_error_leaving_nothing(tmp_pa
         s.close()
     assert "trickle" in s.faults["/m/model.safetensors"]      # the spool was reached
     assert list(out.iterdir()) == []
+
+
+@pytest.mark.parametrize("fault", [{"trickle": (1, 0.2)}, {"truncate": 100}],
+                         ids=["stalls", "dies"])
+def test_verify_of_an_output_whose_server_fails_in_the_spool(tmp_path, monkeypatch, fault):
+    """grit verify of an output by URL: its header and small tensors come
+    at once; then the file's spool trickles a byte every 0.2 s (the read's
+    deadline ends it) or is cut short: a RemoteError within one request's
+    deadline, and no spool left beside the proof."""
+    import time
+    from grit.io.http import RemoteError, use_policy
+    d = _checkpoint(tmp_path)
+    out = tmp_path / "out"
+    convert(str(d), str(out), "compressed-tensors")
+    monkeypatch.setattr(grit.convert, "SPOOL_CHUNK", 256)
+    s = Server()
+    real = grit.convert.spool_into
+    began = []
+
+    def failing(path, src):
+        s.faults["/o/model.safetensors"] = dict(fault)
+        began.append(time.monotonic())
+        return real(path, src)
+    monkeypatch.setattr(grit.convert, "spool_into", failing)
+    keep = tmp_path / "keep"
+    keep.mkdir()
+    (keep / "grit-proof.json").write_bytes((out / "grit-proof.json").read_bytes())
+    try:
+        s.files["/o/model.safetensors"] = (out / "model.safetensors").read_bytes()
+        with use_policy(timeout=0.5, retries=0) as policy, pytest.raises(RemoteError):
+            verify(str(d), s.url("/o/model.safetensors"), proof=str(keep / "grit-proof.json"))
+        assert time.monotonic() - began[0] < policy.timeout + 256 / policy.min_rate + 3
+    finally:
+        s.close()
+    assert sorted(p.name for p in keep.iterdir()) == ["grit-proof.json"]   # no spool left
